@@ -9,7 +9,8 @@ from __future__ import annotations
 import re
 import sqlite3
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 META_TABLE = "_stategym_meta"
@@ -37,14 +38,18 @@ def read_status(conn: sqlite3.Connection) -> str:
 
 # --- change tracking --------------------------------------------------------------------------
 # Snapshots carry triggers that record, per table, that a row was inserted, updated or deleted
-# since the snapshot was taken ("orders"), and, separately, that rows appeared, disappeared or
-# had their identifying columns changed ("orders#key": other tables' references to it may now
-# resolve differently). Verify re-reads only the tables written, plus the tables referencing a
-# "#key" table, and reuses the snapshot's dump for the rest. The record is part of each tool
-# call's transaction (a rolled-back call leaves no mark) and lives in the file (it survives
-# reopening and every worker sees it).
+# since the snapshot was taken ("orders"), which rows (their rowids, in `_stategym_rows`), and,
+# separately, that other tables' references to it may now resolve differently ("orders#key":
+# identifying columns changed, or rows appeared or disappeared in a table some reference to which
+# is not an enforced foreign key). Verify patches the snapshot's dump with the rows written,
+# re-reads whole only the tables referencing a "#key" table, and reuses the snapshot's dump for the
+# rest. The record is part of each tool call's transaction (a rolled-back call leaves no mark) and
+# lives in the file (it survives reopening and every worker sees it).
 CHANGES_TABLE = "_stategym_changes"
+ROWS_TABLE = "_stategym_rows"
 TRACK_PREFIX = "_stategym_track_"
+# "2": tables only (snapshots built before row tracking); "3": tables and rows.
+TRACKING_VERSION = "3"
 _TRIGGERS = ("insert", "update", "delete", "keys")
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -55,43 +60,75 @@ def _checked(name: str) -> str:
     return name
 
 
-def install_change_tracking(conn: sqlite3.Connection, keys: Mapping[str, Iterable[str]]) -> None:
-    """Track every table of `keys`: table -> the columns other tables' references resolve by."""
+def install_change_tracking(
+    conn: sqlite3.Connection,
+    keys: Mapping[str, Iterable[str]],
+    *,
+    guarded: Collection[str] = (),
+    without_rowid: Collection[str] = (),
+) -> None:
+    """Track every table of `keys`: table -> the columns other tables' references resolve by.
+
+    `guarded`: tables every compared reference to which is an enforced foreign key; a row
+    inserted there cannot be referenced yet and one deleted cannot stay referenced, so only a
+    change of its identifying columns marks "#key". `without_rowid`: tables whose rows have no
+    rowid to record; a write there makes verify re-read the whole table.
+    """
     conn.execute(f"CREATE TABLE IF NOT EXISTS {CHANGES_TABLE} (name TEXT PRIMARY KEY)")
+    conn.execute(
+        f"CREATE TABLE IF NOT EXISTS {ROWS_TABLE} (tbl TEXT NOT NULL, rid INTEGER NOT NULL, "
+        "PRIMARY KEY (tbl, rid)) WITHOUT ROWID"
+    )
     for name, columns in keys.items():
         table, cols = _checked(name), [f'"{_checked(c)}"' for c in columns]
-        mark = f"INSERT OR IGNORE INTO {CHANGES_TABLE}(name) VALUES ('{table}')"
-        mark_keys = f"INSERT OR IGNORE INTO {CHANGES_TABLE}(name) VALUES ('{table}#key')"
+        mark = f"INSERT OR IGNORE INTO {CHANGES_TABLE}(name) VALUES ('{table}');"
+        mark_keys = f"INSERT OR IGNORE INTO {CHANGES_TABLE}(name) VALUES ('{table}#key');"
+        appear = "" if name in guarded else mark_keys
+        record = f"INSERT OR IGNORE INTO {ROWS_TABLE}(tbl, rid) VALUES ('{table}', {{}}.rowid);"
+        new_row = "" if name in without_rowid else record.format("NEW")
+        old_row = "" if name in without_rowid else record.format("OLD")
         events = {
-            "insert": ("INSERT", f"{mark}; {mark_keys};"),
-            "update": ("UPDATE", f"{mark};"),
-            "delete": ("DELETE", f"{mark}; {mark_keys};"),
+            "insert": ("INSERT", f"{mark} {appear} {new_row}"),
+            "update": ("UPDATE", f"{mark} {old_row} {new_row}"),
+            "delete": ("DELETE", f"{mark} {appear} {old_row}"),
             # No key columns: nothing resolves through this table; the trigger never fires.
-            "keys": (f"UPDATE OF {', '.join(cols) or 'rowid'}", f"{mark_keys};"),
+            "keys": (f"UPDATE OF {', '.join(cols) or 'rowid'}", mark_keys),
         }
         for suffix, (event, body) in events.items():
             conn.execute(
                 f'CREATE TRIGGER IF NOT EXISTS "{TRACK_PREFIX}{table}_{suffix}" '
                 f'AFTER {event} ON "{table}" BEGIN {body} END'
             )
-    write_meta(conn, {"change_tracking": "2"})
+    write_meta(conn, {"change_tracking": TRACKING_VERSION})
 
 
-def tracked_changes(conn: Any, tables: Iterable[str]) -> tuple[str, set[str]] | None:
-    """(which snapshot the database was cloned from, tables written since), or None when the
-    database does not track changes of every one of `tables` (built before tracking existed,
-    not from a snapshot, or a migration recreated or renamed a table and so lost its triggers).
+@dataclass(frozen=True)
+class Changes:
+    """What a session database wrote since the snapshot it was cloned from."""
+
+    snapshot: str  # "<template>:<snapshot key>"
+    tables: frozenset[str]  # tables written, and "<table>#key" markers
+    rows: Mapping[str, frozenset[int]] | None  # rowids written per table; None: not recorded
+
+
+def tracked_changes(conn: Any, tables: Iterable[str]) -> Changes | None:
+    """What the database wrote since its snapshot, or None when it does not track changes of
+    every one of `tables` (built before tracking existed, not from a snapshot, or a migration
+    recreated or renamed a table and so lost its triggers).
 
     `conn` is a sqlite3 connection or a SQLAlchemy Connection (read in the caller's transaction).
     """
     if getattr(getattr(conn, "dialect", None), "name", "sqlite") != "sqlite":
         return None  # triggers and sqlite_master are SQLite's; other backends dump in full
     run = conn.exec_driver_sql if hasattr(conn, "exec_driver_sql") else conn.execute
-    present = run(
-        "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN (?, ?)",
-        (META_TABLE, CHANGES_TABLE),
-    ).fetchone()[0]
-    if present != 2:
+    present = {
+        row[0]
+        for row in run(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name IN (?, ?, ?)",
+            (META_TABLE, CHANGES_TABLE, ROWS_TABLE),
+        ).fetchall()
+    }
+    if not {META_TABLE, CHANGES_TABLE} <= present:
         return None
     meta = dict(
         run(
@@ -99,20 +136,26 @@ def tracked_changes(conn: Any, tables: Iterable[str]) -> tuple[str, set[str]] | 
             "WHERE key IN ('template', 'snapshot', 'change_tracking')"
         ).fetchall()
     )
-    if meta.get("change_tracking") != "2" or "snapshot" not in meta:
+    version = meta.get("change_tracking")
+    if version not in ("2", TRACKING_VERSION) or "snapshot" not in meta:
         return None
-    triggers = run(
-        "SELECT name, tbl_name FROM sqlite_master WHERE type = 'trigger' "
-        f"AND substr(name, 1, {len(TRACK_PREFIX)}) = '{TRACK_PREFIX}'"
-    ).fetchall()
     # Only a trigger still named after the table it fires on records that table's name (its
     # body holds the name as a literal, which a rename does not rewrite).
+    named = " OR ".join(f"name = '{TRACK_PREFIX}' || tbl_name || '_{s}'" for s in _TRIGGERS)
     intact = Counter(
-        table
-        for name, table in triggers
-        if name in {f"{TRACK_PREFIX}{table}_{suffix}" for suffix in _TRIGGERS}
+        row[0]
+        for row in run(
+            f"SELECT tbl_name FROM sqlite_master WHERE type = 'trigger' AND ({named})"
+        ).fetchall()
     )
     if any(intact[table] != len(_TRIGGERS) for table in tables):
         return None
-    changed = {row[0] for row in run(f"SELECT name FROM {CHANGES_TABLE}").fetchall()}
-    return f"{meta.get('template')}:{meta['snapshot']}", changed
+    changed = frozenset(row[0] for row in run(f"SELECT name FROM {CHANGES_TABLE}").fetchall())
+    rows: dict[str, set[int]] | None = None
+    if version == TRACKING_VERSION and ROWS_TABLE in present:
+        rows = {}
+        if changed:
+            for table, rid in run(f"SELECT tbl, rid FROM {ROWS_TABLE}").fetchall():
+                rows.setdefault(table, set()).add(rid)
+    frozen = None if rows is None else {t: frozenset(r) for t, r in rows.items()}
+    return Changes(f"{meta.get('template')}:{meta['snapshot']}", changed, frozen)

@@ -135,7 +135,12 @@ class Store:
                 apply_seed(db, self.env.metadata, task.seed)
             write_meta(conn, {"snapshot": key, "now": now.isoformat()})
             # After the seed: what sessions write from here on is recorded, for a faster verify.
-            install_change_tracking(conn, self._reference_keys())
+            install_change_tracking(
+                conn,
+                self._reference_keys(),
+                guarded=self._foreign_key_guarded(),
+                without_rowid=self._without_rowid(),
+            )
             image = sqlite_db.image_of(conn)
         finally:
             engine.dispose()
@@ -150,6 +155,25 @@ class Store:
             natural = self.env.compare.for_table(table.name).key
             keys[table.name] = [c.name for c in table.primary_key.columns] + list(natural)
         return keys
+
+    def _foreign_key_guarded(self) -> set[str]:
+        """Tables every compared reference to which is an enforced foreign key (SQLite runs with
+        foreign_keys=ON), so rows appearing or disappearing there change no reference's reading."""
+        tables, compare = self.env.metadata.tables, self.env.compare
+        guarded = set(tables)
+        for name, spec in compare.tables.items():
+            for column, target in spec.references.items():
+                pk = list(tables[target].primary_key.columns)
+                if len(pk) != 1 or not tables[name].c[column].references(pk[0]):
+                    guarded.discard(target)
+        return guarded
+
+    def _without_rowid(self) -> set[str]:
+        return {
+            t.name
+            for t in self.env.metadata.sorted_tables
+            if t.dialect_options["sqlite"].get("with_rowid", True) is False
+        }
 
     # --- sessions ----------------------------------------------------------------------------
     def create_session_file(self, session_id: str, snapshot: Snapshot) -> Path:

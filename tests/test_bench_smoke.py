@@ -86,15 +86,11 @@ def test_tracked_verify_dump_equals_a_full_dump(tmp_path: Path) -> None:
     session.execute("UPDATE customers SET email = 'renamed@example.org' WHERE id = 101800")
     # A change that is not a key: what references orders resolves as before.
     session.execute("UPDATE orders SET status = 'processed' WHERE id = 101800")
-    _snapshot_id, changed = tracked_changes(session, env.metadata.tables)
-    assert changed == {
-        "addresses",
-        "audit_log",
-        "audit_log#key",  # a row was inserted
-        "customers",
-        "customers#key",  # a natural key changed
-        "orders",
-    }
+    changes = tracked_changes(session, env.metadata.tables)
+    # A row inserted into audit_log marks no "#key": every reference to it is a foreign key.
+    assert changes.tables == {"addresses", "audit_log", "customers", "customers#key", "orders"}
+    assert changes.rows["orders"] == {101800} and changes.rows["customers"] == {101800}
+    assert len(changes.rows["audit_log"]) == 1  # the gold's one audit entry
 
     reused = _dump(env, session)
     session.execute("DROP TRIGGER _stategym_track_products_update")  # tracking now incomplete
@@ -113,7 +109,7 @@ def test_a_rolled_back_or_renamed_table_is_never_trusted(tmp_path: Path) -> None
     session.execute("BEGIN")
     session.execute("UPDATE products SET name = name || '!'")
     session.execute("ROLLBACK")
-    assert tracked_changes(session, env.metadata.tables)[1] == set()
+    assert tracked_changes(session, env.metadata.tables).tables == set()
     session.execute("ALTER TABLE exchanges RENAME TO exchanges_old")
     # The triggers follow the table but still record the old name: tracking is not trusted.
     assert tracked_changes(session, ["exchanges_old"]) is None

@@ -48,17 +48,26 @@ def _as_dict(table: TableState, row: tuple[Any, ...]) -> dict[str, Any]:
     return dict(zip(table.columns, row, strict=True))
 
 
-def _keyed_index(table: TableState) -> dict[tuple[Any, ...], tuple[Any, ...]] | None:
-    index = {table.key_of(r): r for r in table.rows}
-    return index if len(index) == len(table.rows) else None  # duplicate keys: match by content
+def _unique_keys(table: TableState) -> bool:
+    width = len(table.key)
+    return len({row[:width] for row in table.rows}) == len(table.rows)
 
 
 def diff_table(before: TableState, after: TableState, money: set[str], tol: float) -> TableDiff:
     result = TableDiff()
-    old_index = _keyed_index(before) if before.key else None
-    new_index = _keyed_index(after) if after.key else None
-    if old_index is not None and new_index is not None:
-        for key, row in new_index.items():
+    old_set, new_set = set(before.rows), set(after.rows)
+    # Rows present on both sides are unchanged; only the rest is matched (set algebra in C, so a
+    # one-row change in a 5,000-row table costs two set builds, not 5,000 comparisons).
+    gone, came = old_set - new_set, new_set - old_set
+    old_only = [r for r in before.rows if r in gone] if gone else []
+    new_only = [r for r in after.rows if r in came] if came else []
+    keyed = bool(before.key) and before.key == after.key
+    if keyed and _unique_keys(before) and _unique_keys(after):
+        old_index = {before.key_of(r): r for r in old_only}
+        new_keys = set()
+        for row in new_only:
+            key = after.key_of(row)
+            new_keys.add(key)
             old = old_index.get(key)
             if old is None:
                 result.added.append(_as_dict(after, row))
@@ -71,7 +80,11 @@ def diff_table(before: TableState, after: TableState, money: set[str], tol: floa
             if changes:
                 key_dict = dict(zip(after.key, key, strict=True))
                 result.changed.append({"key": key_dict, "changes": changes})
-        result.removed = [_as_dict(before, r) for k, r in old_index.items() if k not in new_index]
+        result.removed = [_as_dict(before, r) for k, r in old_index.items() if k not in new_keys]
+        return result
+    if len(old_set) == len(before.rows) and len(new_set) == len(after.rows):
+        result.added = [_as_dict(after, r) for r in new_only]  # no duplicates: sets suffice
+        result.removed = [_as_dict(before, r) for r in old_only]
         return result
     old_rows, new_rows = Counter(before.rows), Counter(after.rows)
     result.added = [_as_dict(after, r) for r in (new_rows - old_rows).elements()]

@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from bisect import bisect_left, insort_right
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import date, datetime
 from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import Connection, Table, select
+from sqlalchemy import Connection, Table, literal_column, select
 
 from app.compare_spec import CompareSpec, TableSpec
 from app.lru import LRU
-from app.meta import tracked_changes
+from app.meta import Changes, tracked_changes
 
 
 @dataclass(frozen=True)
@@ -59,8 +60,10 @@ def _reference_maps(
     tables: Mapping[str, Table],
     compare: CompareSpec,
     wanted: set[str] | None = None,
+    ids: Mapping[str, set[Any]] | None = None,
 ) -> dict[str, dict[Any, tuple[Any, ...]]]:
-    """For each referenced table (of `wanted`, default all): surrogate id -> natural key."""
+    """For each referenced table (of `wanted`, default all): surrogate id -> natural key; with
+    `ids`, only for those ids of each table (a patch reads a few rows, not the whole table)."""
     if wanted is None:
         wanted = {ref for spec in compare.tables.values() for ref in spec.references.values()}
     maps: dict[str, dict[Any, tuple[Any, ...]]] = {}
@@ -71,19 +74,27 @@ def _reference_maps(
         if not key or len(pk) != 1:
             continue
         query = select(pk[0], *(table.c[k] for k in key))
-        maps[ref] = {row[0]: tuple(_plain(v) for v in row[1:]) for row in conn.execute(query)}
+        maps[ref] = {}
+        for chunk in _chunks(ids.get(ref, set()) if ids is not None else None):
+            rows = conn.execute(query if chunk is None else query.where(pk[0].in_(chunk)))
+            maps[ref].update((row[0], tuple(_plain(v) for v in row[1:])) for row in rows)
     return maps
 
 
-def _dump_table(
-    conn: Connection,
-    table: Table,
-    spec: TableSpec,
-    compare: CompareSpec,
-    refs: Mapping[str, dict[Any, tuple[Any, ...]]],
-) -> TableState:
-    columns = compared_columns(table, spec, compare)
-    converters = []
+def _chunks(values: Iterable[Any] | None, size: int = 500) -> Iterator[list[Any] | None]:
+    """`None` once (no filter), else the values in lists small enough for one IN (...)."""
+    if values is None:
+        yield None
+        return
+    ordered = sorted(values, key=repr)
+    for i in range(0, len(ordered), size):
+        yield ordered[i : i + size]
+
+
+def _converters(
+    columns: tuple[str, ...], spec: TableSpec, refs: Mapping[str, dict[Any, tuple[Any, ...]]]
+) -> list[Callable[[Any], Any]]:
+    converters: list[Callable[[Any], Any]] = []
     for col in columns:
         if col in spec.references and spec.references[col] in refs:
             mapping = refs[spec.references[col]]
@@ -94,48 +105,177 @@ def _dump_table(
             converters.append(_money)
         else:
             converters.append(_plain)
-    result = conn.execute(select(*(table.c[c] for c in columns)))
-    rows = [tuple(f(v) for f, v in zip(converters, row, strict=True)) for row in result]
+    return converters
+
+
+def _has_rowid(table: Table) -> bool:
+    return table.dialect_options["sqlite"].get("with_rowid", True) is not False
+
+
+# `_rowid_` rather than `rowid`: a column may be named rowid, which would shadow it.
+_ROWID = literal_column("_rowid_")
+RowIndex = Mapping[int, tuple[Any, ...]]  # rowid -> normalised row, of a pristine dump
+
+
+def _dump_table(
+    conn: Connection,
+    table: Table,
+    spec: TableSpec,
+    compare: CompareSpec,
+    refs: Mapping[str, dict[Any, tuple[Any, ...]]],
+    *,
+    index: bool = False,
+) -> tuple[TableState, RowIndex | None]:
+    """The whole table; with `index`, also which row each rowid holds (to patch it later)."""
+    columns = compared_columns(table, spec, compare)
+    converters = _converters(columns, spec, refs)
+    index = index and _has_rowid(table)
+    selected = ([_ROWID] if index else []) + [table.c[c] for c in columns]
+    by_rowid: dict[int, tuple[Any, ...]] = {}
+    rows = []
+    for raw in conn.execute(select(*selected)):
+        values = raw[1:] if index else raw
+        row = tuple(f(v) for f, v in zip(converters, values, strict=True))
+        rows.append(row)
+        if index:
+            by_rowid[raw[0]] = row
     rows.sort(key=repr)
-    return TableState(table.name, columns, tuple(spec.key), tuple(rows))
+    return TableState(table.name, columns, tuple(spec.key), tuple(rows)), (
+        by_rowid if index else None
+    )
+
+
+def _patched_table(
+    conn: Connection,
+    tables: Mapping[str, Table],
+    name: str,
+    compare: CompareSpec,
+    base: TableState,
+    by_rowid: RowIndex,
+    rowids: frozenset[int],
+) -> TableState:
+    """`base` (the snapshot's dump) with the rows at `rowids` taken out and their current
+    contents read back in: a few indexed reads instead of the whole table."""
+    table, spec = tables[name], compare.for_table(name)
+    rows = list(base.rows)
+    for rowid in rowids:
+        old = by_rowid.get(rowid)
+        if old is not None:  # rows are sorted by repr, and equal reprs are equal rows
+            del rows[bisect_left(rows, repr(old), key=repr)]
+    raw_rows = []
+    for chunk in _chunks(rowids):
+        query = select(*(table.c[c] for c in base.columns)).where(_ROWID.in_(chunk))
+        raw_rows.extend(conn.execute(query).all())
+    ids: dict[str, set[Any]] = {}
+    for position, column in enumerate(base.columns):
+        target = spec.references.get(column)
+        if target is not None:
+            ids.setdefault(target, set()).update(r[position] for r in raw_rows)
+    refs = _reference_maps(conn, tables, compare, set(ids), ids)
+    converters = _converters(base.columns, spec, refs)
+    for raw in raw_rows:
+        row = tuple(f(v) for f, v in zip(converters, raw, strict=True))
+        insort_right(rows, row, key=repr)
+    return TableState(base.name, base.columns, base.key, tuple(rows))
+
+
+@dataclass(frozen=True)
+class _Pristine:
+    """The dump of a snapshot clone nothing has written yet, and its rowid indexes."""
+
+    compare: CompareSpec
+    state: DbState
+    indexes: Mapping[str, RowIndex]
 
 
 # Dumps of pristine snapshot clones, by (template:snapshot, compare spec): a database that tracks
-# its changes (app.meta) reuses these for every table neither it nor its references wrote.
-_pristine: LRU[tuple[str, int], tuple[CompareSpec, DbState]] = LRU(512)
+# its changes (app.meta) reuses these for every table neither it nor its references wrote, and
+# patches them with the rows it wrote.
+_pristine: LRU[tuple[str, int], _Pristine] = LRU(256)
 _pristine_lock = threading.Lock()
+# Past this share of a table's rows, reading the table whole beats patching it row by row.
+_PATCH_SHARE = 0.25
 
 
-def _must_dump(compare: CompareSpec, names: list[str], changed: set[str]) -> set[str]:
-    """Changed tables, plus tables referencing a table whose rows or keys changed ("#key")."""
+def _rekeyed(compare: CompareSpec, names: list[str], changed: frozenset[str]) -> set[str]:
+    """Tables referencing a table whose references may now resolve differently ("#key")."""
     return {
         name
         for name in names
-        if name in changed
-        or any(f"{ref}#key" in changed for ref in compare.for_table(name).references.values())
+        if any(f"{ref}#key" in changed for ref in compare.for_table(name).references.values())
     }
 
 
-def dump_state(conn: Connection, tables: Mapping[str, Table], compare: CompareSpec) -> DbState:
-    """Every compared table's rows, normalised and sorted (order-insensitive comparison)."""
+def dump_state(
+    conn: Connection, tables: Mapping[str, Table], compare: CompareSpec, *, reuse: bool = True
+) -> DbState:
+    """Every compared table's rows, normalised and sorted (order-insensitive comparison).
+
+    With `reuse` (the default) a database that tracks its changes is dumped by patching its
+    snapshot's dump; `reuse=False` reads every table whole (what tests compare it against).
+    """
     names = [n for n in sorted(tables) if compare.for_table(n).compared]
-    tracked = tracked_changes(conn, tables)
-    base: DbState | None = None
+    tracked = tracked_changes(conn, tables) if reuse else None
+    pristine: _Pristine | None = None
     if tracked is not None:
         with _pristine_lock:
-            entry = _pristine.get((tracked[0], id(compare)))
-        if entry is not None and entry[0] is compare:
-            base = entry[1]
-    to_dump = set(names) if base is None else _must_dump(compare, names, tracked[1])
-    wanted = {ref for n in to_dump for ref in compare.for_table(n).references.values()}
+            entry = _pristine.get((tracked.snapshot, id(compare)))
+        if entry is not None and entry.compare is compare:
+            pristine = entry
+    if pristine is None:
+        return _dump_all(conn, tables, compare, names, tracked)
+    changed, rows = tracked.tables, tracked.rows or {}
+    rekeyed = _rekeyed(compare, names, changed)
+    patch: dict[str, frozenset[int]] = {}
+    whole: set[str] = set(rekeyed)
+    for name in names:
+        if name not in changed or name in rekeyed:
+            continue
+        index, written = pristine.indexes.get(name), rows.get(name)
+        base_rows = len(pristine.state[name].rows)
+        if index is None or written is None or len(written) > max(64, base_rows * _PATCH_SHARE):
+            whole.add(name)
+        else:
+            patch[name] = written
+    wanted = {ref for n in whole for ref in compare.for_table(n).references.values()}
     refs = _reference_maps(conn, tables, compare, wanted)
     state: dict[str, TableState] = {}
     for name in names:
-        if name in to_dump or base is None or name not in base:
-            state[name] = _dump_table(conn, tables[name], compare.for_table(name), compare, refs)
+        if name in whole:
+            state[name] = _dump_table(conn, tables[name], compare.for_table(name), compare, refs)[0]
+        elif name in patch:
+            state[name] = _patched_table(
+                conn,
+                tables,
+                name,
+                compare,
+                pristine.state[name],
+                pristine.indexes[name],
+                patch[name],
+            )
         else:
-            state[name] = base[name]
-    if tracked is not None and not tracked[1] and base is None:
+            state[name] = pristine.state[name]
+    return state
+
+
+def _dump_all(
+    conn: Connection,
+    tables: Mapping[str, Table],
+    compare: CompareSpec,
+    names: list[str],
+    tracked: Changes | None,
+) -> DbState:
+    """Every table read whole; a pristine clone's dump is kept (with rowid indexes) for reuse."""
+    pristine = tracked is not None and not tracked.tables
+    refs = _reference_maps(conn, tables, compare)
+    state: dict[str, TableState] = {}
+    indexes: dict[str, RowIndex] = {}
+    for name in names:
+        spec = compare.for_table(name)
+        state[name], index = _dump_table(conn, tables[name], spec, compare, refs, index=pristine)
+        if index is not None:
+            indexes[name] = index
+    if pristine and tracked is not None:
         with _pristine_lock:
-            _pristine.put((tracked[0], id(compare)), (compare, state))
+            _pristine.put((tracked.snapshot, id(compare)), _Pristine(compare, state, indexes))
     return state
