@@ -156,10 +156,12 @@ def postgres_figures(quick: bool) -> Any:
 def ratios(res: dict[str, Any]) -> dict[str, float]:
     out: dict[str, float] = {}
     base = {(t["tool"], t["concurrency"]): t for t in res["tools"].get("baseline", [])}
-    for t in res["tools"]["stategym"]:
-        b = base.get((t["tool"], t["concurrency"]))
-        if b and b.get("per_s") and t.get("per_s"):
-            out[f"{t['tool']} tool throughput c={t['concurrency']}"] = t["per_s"] / b["per_s"]
+    for server, label in (("stategym", ""), ("stategym-2w", " (stategym 2 workers)")):
+        for t in res["tools"].get(server, []):
+            b = base.get((t["tool"], t["concurrency"]))
+            if b and b.get("per_s") and t.get("per_s"):
+                name = f"{t['tool']} tool throughput c={t['concurrency']}{label}"
+                out[name] = t["per_s"] / b["per_s"]
     roll = res["rollouts"]
     b = roll.get("baseline-1w", {}).get("rollouts_per_s")
     for name in ("stategym-1w", "stategym-2w"):
@@ -191,6 +193,10 @@ def run_all(cfg: Config, out_dir: Path, keep: bool) -> dict[str, Any]:
             cfg.rollouts,
             cfg.rollout_seconds,
         )
+        # State in files lets a second worker serve the same sessions; the dict baseline keeps
+        # state in one process's memory and cannot use the second core this way.
+        log("tool calls, 2 workers")
+        res["tools"]["stategym-2w"] = tool_phases(run, sg2.url, task, cfg)
         sg2.stop()
         log("baseline")
         base = start_baseline(work / "baseline", template)

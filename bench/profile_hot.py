@@ -1,6 +1,6 @@
 """In-process hot-path driver for a profiler (py-spy / cProfile): seed, tools, verify, reopen.
 
-python -m bench.profile_hot [seed|read|write|verify|reopen] [n]   (no HTTP: the app code only)
+python -m bench.profile_hot [seed|read|write|verify|reopen|rollout] [n]   (no HTTP: app code only)
 """
 
 from __future__ import annotations
@@ -45,6 +45,12 @@ async def drive(what: str, n: int) -> None:
             await mgr.call_tool(sid, tools[write_name], write_args)
         elif what == "verify":
             await mgr.verify(sid, T.verify_body(task))
+        elif what == "rollout":  # what one rollout of the HTTP phase costs, minus HTTP
+            rollout = await mgr.seed(request)
+            for name, args in T.rollout_calls(task):
+                await mgr.call_tool(rollout, tools[name], args)
+            await mgr.verify(rollout, T.verify_body(task))
+            await mgr.close(rollout)
         elif what == "reopen":  # 20 sessions through an LRU of 8: every call opens a handle
             await mgr.call_tool(sids[i % 20], tools[read_name], read_args)
     elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu

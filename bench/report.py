@@ -38,7 +38,7 @@ def rows(results: dict[str, Any]) -> list[list[str]]:
     for name, seed in results.get("seed", {}).items():
         add(f"seed {name} cold ({seed.get('rows')} seed rows)", seed.get("cold"))
         add(f"seed {name} warm", seed.get("warm"))
-    for server in ("stategym", "baseline"):
+    for server in ("stategym", "stategym-2w", "baseline"):
         for t in results.get("tools", {}).get(server, []):
             add(f"{server} {t['tool']} tool c={t['concurrency']}", t)
     verify = results.get("verify", {})
@@ -100,7 +100,7 @@ def plot(results: dict[str, Any], path: Path) -> None:
         (axes[0], "per_s", "tool calls / s"),
         (axes[1], "p99_ms", "tool call p99 (ms, client)"),
     ):
-        for server, marker in (("stategym", "o"), ("baseline", "s")):
+        for server, marker in (("stategym", "o"), ("stategym-2w", "^"), ("baseline", "s")):
             for kind, style in (("read", "-"), ("write", "--")):
                 pts = [
                     (t["concurrency"], t.get(metric))

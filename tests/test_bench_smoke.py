@@ -23,7 +23,7 @@ def test_quick_bench_runs_every_phase(tmp_path: Path) -> None:
         assert results["seed"][name]["warm"]["errors"] == 0
         assert results["seed"][name]["warm"]["server_p50_ms"] is not None  # X-Process-Time
     assert results["seed"]["large"]["rows"] > results["seed"]["retail"]["rows"]
-    for server in ("stategym", "baseline"):
+    for server in ("stategym", "stategym-2w", "baseline"):
         runs = results["tools"][server]
         assert {(r["tool"], r["concurrency"]) for r in runs} == {
             (kind, c) for kind in ("read", "write") for c in (1, 4)
