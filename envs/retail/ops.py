@@ -1,27 +1,45 @@
-"""Shared helpers of the retail tools: lookups that fail helpfully, money movements, audit rows."""
+"""Shared helpers of the retail tools: lookups that fail helpfully, money movements, audit rows,
+and the order view (read with Core: see `order_view`)."""
 
 from __future__ import annotations
 
 import json
 from collections import defaultdict
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from pydantic import Field
-from sqlalchemy import select
+from sqlalchemy import Integer, Row, Table, bindparam, exists, select
 from sqlalchemy.orm import Session
 
 from app.environment import ToolArgs, ToolContext, ToolError
 from envs.retail.models import (
+    Address,
     AuditLog,
     Customer,
+    Exchange,
     Order,
     OrderItem,
     Payment,
     PaymentMethod,
     Product,
+    Return,
+    ReturnItem,
     Variant,
 )
+
+# The mapped tables, for the hot read paths that use Core instead of ORM entities.
+CUSTOMERS = cast(Table, Customer.__table__)
+ADDRESSES = cast(Table, Address.__table__)
+PRODUCTS = cast(Table, Product.__table__)
+VARIANTS = cast(Table, Variant.__table__)
+PAYMENT_METHODS = cast(Table, PaymentMethod.__table__)
+ORDERS = cast(Table, Order.__table__)
+ORDER_ITEMS = cast(Table, OrderItem.__table__)
+PAYMENTS = cast(Table, Payment.__table__)
+RETURNS = cast(Table, Return.__table__)
+RETURN_ITEMS = cast(Table, ReturnItem.__table__)
+EXCHANGES = cast(Table, Exchange.__table__)
 
 
 def cents(value: float) -> float:
@@ -42,15 +60,35 @@ def normalize_order_number(raw: str) -> str:
     return f"#{text}"
 
 
+def no_such_customer(customer_id: int) -> ToolError:
+    return ToolError(
+        f"No customer has id {customer_id}.",
+        hint="Authenticate the customer with find_customer_by_email or "
+        "find_customer_by_name_zip and use the customer_id it returns.",
+        code="not_found",
+    )
+
+
+def no_such_order(number: str) -> ToolError:
+    return ToolError(
+        f"No order has number {number}.",
+        hint="Order numbers look like #W1234567; list_customer_orders lists a customer's.",
+        code="not_found",
+    )
+
+
+def no_such_product(product_id: int) -> ToolError:
+    return ToolError(
+        f"No product has id {product_id}.",
+        hint="list_products shows every product and its id.",
+        code="not_found",
+    )
+
+
 def get_customer(db: Session, customer_id: int) -> Customer:
     customer = db.get(Customer, customer_id)
     if customer is None:
-        raise ToolError(
-            f"No customer has id {customer_id}.",
-            hint="Authenticate the customer with find_customer_by_email or "
-            "find_customer_by_name_zip and use the customer_id it returns.",
-            code="not_found",
-        )
+        raise no_such_customer(customer_id)
     return customer
 
 
@@ -58,11 +96,7 @@ def get_order(db: Session, order_number: str) -> Order:
     number = normalize_order_number(order_number)
     order = db.scalar(select(Order).where(Order.order_number == number))
     if order is None:
-        raise ToolError(
-            f"No order has number {number}.",
-            hint="Order numbers look like #W1234567; list_customer_orders lists a customer's.",
-            code="not_found",
-        )
+        raise no_such_order(number)
     return order
 
 
@@ -209,75 +243,190 @@ def audit(
     )
 
 
-def order_view(order: Order) -> dict[str, Any]:
-    """Everything support may see about one order."""
+# --- the order view, read with Core ----------------------------------------------------------
+# Core, not ORM lazy loads: this is the hottest read; see bench/README.md. The statements are
+# built once, with bind parameters: building and cache-keying a select per call costs more than
+# running it. Each list keeps the order of the ORM relationship it replaces (items by line_no,
+# the others by id).
+
+_ORDER_ID = bindparam("order_id", type_=Integer)
+
+_ORDER = select(
+    ORDERS.c.id,
+    ORDERS.c.order_number,
+    ORDERS.c.customer_id,
+    ORDERS.c.status,
+    ORDERS.c.created_at,
+    ORDERS.c.total,
+    ORDERS.c.ship_line1,
+    ORDERS.c.ship_line2,
+    ORDERS.c.ship_city,
+    ORDERS.c.ship_state,
+    ORDERS.c.ship_zip,
+    ORDERS.c.ship_country,
+    # Most orders have neither: their two lists are then not queried at all.
+    exists().where(RETURNS.c.order_id == ORDERS.c.id).label("has_returns"),
+    exists().where(EXCHANGES.c.order_id == ORDERS.c.id).label("has_exchanges"),
+)
+_ORDER_BY_ID = _ORDER.where(ORDERS.c.id == _ORDER_ID)
+_ORDER_BY_NUMBER = _ORDER.where(ORDERS.c.order_number == bindparam("number"))
+
+_ITEMS = (
+    select(
+        VARIANTS.c.sku,
+        VARIANTS.c.product_id,
+        PRODUCTS.c.name,
+        VARIANTS.c.options,
+        ORDER_ITEMS.c.quantity,
+        ORDER_ITEMS.c.unit_price,
+        ORDER_ITEMS.c.status,
+    )
+    .select_from(ORDER_ITEMS)
+    .join(VARIANTS, VARIANTS.c.id == ORDER_ITEMS.c.variant_id)
+    .join(PRODUCTS, PRODUCTS.c.id == VARIANTS.c.product_id)
+    .where(ORDER_ITEMS.c.order_id == _ORDER_ID)
+    .order_by(ORDER_ITEMS.c.line_no)
+)
+
+_PAYMENTS = (
+    select(
+        PAYMENTS.c.kind,
+        PAYMENT_METHODS.c.code,
+        PAYMENT_METHODS.c.kind.label("method_kind"),
+        PAYMENTS.c.amount,
+    )
+    .select_from(PAYMENTS)
+    .join(PAYMENT_METHODS, PAYMENT_METHODS.c.id == PAYMENTS.c.payment_method_id)
+    .where(PAYMENTS.c.order_id == _ORDER_ID)
+    .order_by(PAYMENTS.c.id)
+)
+
+# One row per returned line (outer joins: a return without lines still shows, with no SKU).
+_RETURN_LINES = (
+    select(
+        RETURNS.c.id,
+        RETURNS.c.code,
+        RETURNS.c.status,
+        RETURNS.c.reason,
+        RETURNS.c.refund_amount,
+        VARIANTS.c.sku,
+    )
+    .select_from(RETURNS)
+    .outerjoin(RETURN_ITEMS, RETURN_ITEMS.c.return_id == RETURNS.c.id)
+    .outerjoin(ORDER_ITEMS, ORDER_ITEMS.c.id == RETURN_ITEMS.c.order_item_id)
+    .outerjoin(VARIANTS, VARIANTS.c.id == ORDER_ITEMS.c.variant_id)
+    .where(RETURNS.c.order_id == _ORDER_ID)
+    .order_by(RETURNS.c.id, RETURN_ITEMS.c.id)
+)
+
+_FROM_VARIANT, _TO_VARIANT = VARIANTS.alias("from_variant"), VARIANTS.alias("to_variant")
+_EXCHANGES = (
+    select(
+        EXCHANGES.c.code,
+        EXCHANGES.c.status,
+        _FROM_VARIANT.c.sku.label("from_sku"),
+        _TO_VARIANT.c.sku.label("to_sku"),
+        EXCHANGES.c.price_difference,
+    )
+    .select_from(EXCHANGES)
+    .join(_FROM_VARIANT, _FROM_VARIANT.c.id == EXCHANGES.c.from_variant_id)
+    .join(_TO_VARIANT, _TO_VARIANT.c.id == EXCHANGES.c.to_variant_id)
+    .where(EXCHANGES.c.order_id == _ORDER_ID)
+    .order_by(EXCHANGES.c.id)
+)
+
+
+def order_view(db: Session, order_id: int) -> dict[str, Any]:
+    """Everything support may see about one order, as stored.
+
+    Write tools call it after `db.flush()` on their ORM objects (Session.execute autoflushes
+    before Core statements too, so the read sees every pending change either way).
+    """
+    return _order_view(db, db.execute(_ORDER_BY_ID, {"order_id": order_id}).one())
+
+
+def order_view_by_number(db: Session, order_number: str) -> dict[str, Any]:
+    """The order view of an order number as the agent typed it; not_found like get_order."""
+    number = normalize_order_number(order_number)
+    row = db.execute(_ORDER_BY_NUMBER, {"number": number}).first()
+    if row is None:
+        raise no_such_order(number)
+    return _order_view(db, row)
+
+
+def _order_view(db: Session, o: Row[Any]) -> dict[str, Any]:
+    """Core, not ORM lazy loads: this is the hottest read; see bench/README.md."""
+    key = {"order_id": o.id}
     return {
-        "order_number": order.order_number,
-        "customer_id": order.customer_id,
-        "status": order.status,
-        "created_at": order.created_at.isoformat(),
-        "total": cents(order.total),
+        "order_number": o.order_number,
+        "customer_id": o.customer_id,
+        "status": o.status,
+        "created_at": o.created_at.isoformat(),
+        "total": cents(o.total),
         "shipping_address": {
-            "line1": order.ship_line1,
-            "line2": order.ship_line2,
-            "city": order.ship_city,
-            "state": order.ship_state,
-            "zip": order.ship_zip,
-            "country": order.ship_country,
+            "line1": o.ship_line1,
+            "line2": o.ship_line2,
+            "city": o.ship_city,
+            "state": o.ship_state,
+            "zip": o.ship_zip,
+            "country": o.ship_country,
         },
         "items": [
             {
-                "sku": i.variant.sku,
-                "product_id": i.variant.product_id,
-                "product_name": i.variant.product.name,
-                "options": i.variant.options,
+                "sku": i.sku,
+                "product_id": i.product_id,
+                "product_name": i.name,
+                "options": i.options,
                 "quantity": i.quantity,
                 "unit_price": cents(i.unit_price),
                 "status": i.status,
             }
-            for i in order.items
+            for i in db.execute(_ITEMS, key)
         ],
         "payments": [
             {
                 "type": p.kind,
-                "payment_method_id": p.payment_method.code,
-                "method_kind": p.payment_method.kind,
+                "payment_method_id": p.code,
+                "method_kind": p.method_kind,
                 "amount": cents(p.amount),
             }
-            for p in order.payments
+            for p in db.execute(_PAYMENTS, key)
         ],
-        "returns": [
-            {
+        "returns": _order_returns(db, key) if o.has_returns else [],
+        "exchanges": _order_exchanges(db, key) if o.has_exchanges else [],
+    }
+
+
+def _order_returns(db: Session, key: dict[str, int]) -> list[dict[str, Any]]:
+    """Returns with the SKUs of their lines, grouped from one row per returned line."""
+    returns: dict[int, dict[str, Any]] = {}
+    for r in db.execute(_RETURN_LINES, key):
+        view = returns.get(r.id)
+        if view is None:
+            view = returns[r.id] = {
                 "code": r.code,
                 "status": r.status,
                 "reason": r.reason,
                 "refund_amount": cents(r.refund_amount),
-                "skus": [ri.order_item.variant.sku for ri in r.items],
+                "skus": [],
             }
-            for r in order.returns
-        ],
-        "exchanges": [
-            {
-                "code": e.code,
-                "status": e.status,
-                "from_sku": e.from_variant.sku,
-                "to_sku": e.to_variant.sku,
-                "price_difference": cents(e.price_difference),
-            }
-            for e in order.exchanges
-        ],
-    }
+        if r.sku is not None:
+            view["skus"].append(r.sku)
+    return list(returns.values())
 
 
-def product_of(db: Session, product_id: int) -> Product:
-    product = db.get(Product, product_id)
-    if product is None:
-        raise ToolError(
-            f"No product has id {product_id}.",
-            hint="list_products shows every product and its id.",
-            code="not_found",
-        )
-    return product
+def _order_exchanges(db: Session, key: dict[str, int]) -> list[dict[str, Any]]:
+    """Exchanged lines with the SKUs they went from and to."""
+    return [
+        {
+            "code": e.code,
+            "status": e.status,
+            "from_sku": e.from_sku,
+            "to_sku": e.to_sku,
+            "price_difference": cents(e.price_difference),
+        }
+        for e in db.execute(_EXCHANGES, key)
+    ]
 
 
 class AddressFields(ToolArgs):

@@ -102,7 +102,7 @@ def return_delivered_order_items(db: Session, args: ReturnArgs, ctx: ToolContext
         refund_method_id=method.code,
     )
     db.flush()
-    return {"return_code": code, "refund_amount": amount, "order": order_view(order)}
+    return {"return_code": code, "refund_amount": amount, "order": order_view(db, order.id)}
 
 
 class ExchangeArgs(ToolArgs):
@@ -170,4 +170,4 @@ def exchange_delivered_order_items(
         payment_method_id=method.code if method and diff else None,
     )
     db.flush()
-    return {"exchange_codes": codes, "price_difference": diff, "order": order_view(order)}
+    return {"exchange_codes": codes, "price_difference": diff, "order": order_view(db, order.id)}

@@ -57,7 +57,7 @@ def cancel_pending_order(db: Session, args: CancelArgs, ctx: ToolContext) -> dic
     order.status = "cancelled"
     audit(db, ctx, "cancel_order", "orders", order.order_number, reason=args.reason)
     db.flush()
-    return order_view(order)
+    return order_view(db, order.id)
 
 
 def check_swaps(
@@ -143,7 +143,7 @@ def modify_pending_order_items(
         payment_method_id=method.code if method and diff else None,
     )
     db.flush()
-    return order_view(order)
+    return order_view(db, order.id)
 
 
 class PendingOrderRef(ToolArgs):
@@ -171,7 +171,7 @@ def modify_pending_order_address(
     order.ship_zip, order.ship_country = args.zip, args.country
     audit(db, ctx, "modify_address", "orders", order.order_number, zip=args.zip)
     db.flush()
-    return order_view(order)
+    return order_view(db, order.id)
 
 
 class ModifyPaymentArgs(ToolArgs):
@@ -211,4 +211,4 @@ def modify_pending_order_payment(
     refund(order, db.get_one(PaymentMethod, old_id), amount, ctx.now)
     audit(db, ctx, "modify_payment", "orders", order.order_number, payment_method_id=new.code)
     db.flush()
-    return order_view(order)
+    return order_view(db, order.id)

@@ -1,16 +1,33 @@
-"""Read-only tools: authenticate a customer, look at accounts, orders and the catalogue."""
+"""Read-only tools: authenticate a customer, look at accounts, orders and the catalogue.
+
+The tools agents call most read with Core column selects built once at import (a few joins
+each), not ORM entities and their lazy loads: see bench/README.md. Lists keep the order of the
+ORM relationships they replace.
+"""
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
 from pydantic import Field
-from sqlalchemy import func, select
+from sqlalchemy import Integer, bindparam, func, select
 from sqlalchemy.orm import Session
 
 from app.environment import ToolArgs, ToolContext, ToolError, tool
-from envs.retail.models import ORDER_STATUSES, Address, Customer, Order, Product
-from envs.retail.ops import cents, get_customer, get_order, order_view, product_of
+from envs.retail.models import ORDER_STATUSES, Product
+from envs.retail.ops import (
+    ADDRESSES,
+    CUSTOMERS,
+    ORDER_ITEMS,
+    ORDERS,
+    PAYMENT_METHODS,
+    PRODUCTS,
+    VARIANTS,
+    cents,
+    no_such_customer,
+    no_such_product,
+    order_view_by_number,
+)
 
 OrderStatus = Literal[
     "pending", "processed", "shipped", "delivered", "cancelled", "returned", "exchanged"
@@ -22,6 +39,12 @@ class FindByEmailArgs(ToolArgs):
     email: str = Field(description="The email address the customer gives, e.g. 'jane@example.com'.")
 
 
+# Core, not ORM: the authentication every rollout starts with; see bench/README.md.
+_CUSTOMER_BY_EMAIL = select(CUSTOMERS.c.id, CUSTOMERS.c.first_name, CUSTOMERS.c.last_name).where(
+    func.lower(CUSTOMERS.c.email) == bindparam("email")
+)
+
+
 @tool(read_only=True)
 def find_customer_by_email(db: Session, args: FindByEmailArgs, ctx: ToolContext) -> dict[str, Any]:
     """Authenticate a customer by email address; returns their customer_id and name.
@@ -29,8 +52,7 @@ def find_customer_by_email(db: Session, args: FindByEmailArgs, ctx: ToolContext)
     The email must match an account exactly (case-insensitive). Use the returned customer_id for
     every other tool. If no account matches, ask for the customer's name and zip code instead.
     """
-    email = args.email.lower()
-    customer = db.scalar(select(Customer).where(func.lower(Customer.email) == email))
+    customer = db.execute(_CUSTOMER_BY_EMAIL, {"email": args.email.lower()}).first()
     if customer is None:
         raise ToolError(
             f"No customer account has the email {args.email!r}.",
@@ -50,6 +72,19 @@ class FindByNameZipArgs(ToolArgs):
     zip: str = Field(description="The zip code of one of the customer's addresses.")
 
 
+_CUSTOMERS_BY_NAME_ZIP = (
+    select(CUSTOMERS.c.id, CUSTOMERS.c.first_name, CUSTOMERS.c.last_name)
+    .join(ADDRESSES, ADDRESSES.c.customer_id == CUSTOMERS.c.id)
+    .where(
+        func.lower(CUSTOMERS.c.first_name) == bindparam("first_name"),
+        func.lower(CUSTOMERS.c.last_name) == bindparam("last_name"),
+        ADDRESSES.c.zip == bindparam("zip"),
+    )
+    .distinct()
+    .order_by(CUSTOMERS.c.id)
+)
+
+
 @tool(read_only=True)
 def find_customer_by_name_zip(
     db: Session, args: FindByNameZipArgs, ctx: ToolContext
@@ -59,20 +94,14 @@ def find_customer_by_name_zip(
     Returns every matching account (usually one). Zero matches: the customer is not authenticated;
     ask for their email instead. Several matches: ask for their email to tell them apart.
     """
-    query = (
-        select(Customer)
-        .join(Address, Address.customer_id == Customer.id)
-        .where(
-            func.lower(Customer.first_name) == args.first_name.lower(),
-            func.lower(Customer.last_name) == args.last_name.lower(),
-            Address.zip == args.zip,
-        )
-        .distinct()
-        .order_by(Customer.id)
-    )
+    params = {
+        "first_name": args.first_name.lower(),
+        "last_name": args.last_name.lower(),
+        "zip": args.zip,
+    }
     matches = [
         {"customer_id": c.id, "first_name": c.first_name, "last_name": c.last_name}
-        for c in db.scalars(query)
+        for c in db.execute(_CUSTOMERS_BY_NAME_ZIP, params)
     ]
     return {"matches": matches}
 
@@ -81,10 +110,59 @@ class CustomerIdArgs(ToolArgs):
     customer_id: int = Field(description="The customer's id, as returned by find_customer_*.")
 
 
+_CUSTOMER_ID = bindparam("customer_id", type_=Integer)
+_CUSTOMER_EXISTS = select(CUSTOMERS.c.id).where(CUSTOMERS.c.id == _CUSTOMER_ID)
+
+
+def require_customer(db: Session, customer_id: int) -> None:
+    """not_found unless the customer exists (an indexed Core lookup, no ORM entity)."""
+    if db.execute(_CUSTOMER_EXISTS, {"customer_id": customer_id}).first() is None:
+        raise no_such_customer(customer_id)
+
+
+_CUSTOMER = select(
+    CUSTOMERS.c.id,
+    CUSTOMERS.c.first_name,
+    CUSTOMERS.c.last_name,
+    CUSTOMERS.c.email,
+    CUSTOMERS.c.phone,
+    CUSTOMERS.c.membership,
+).where(CUSTOMERS.c.id == _CUSTOMER_ID)
+
+# By id: the order of Customer.addresses and Customer.payment_methods.
+_ADDRESSES = (
+    select(
+        ADDRESSES.c.is_default,
+        ADDRESSES.c.line1,
+        ADDRESSES.c.line2,
+        ADDRESSES.c.city,
+        ADDRESSES.c.state,
+        ADDRESSES.c.zip,
+        ADDRESSES.c.country,
+    )
+    .where(ADDRESSES.c.customer_id == _CUSTOMER_ID)
+    .order_by(ADDRESSES.c.id)
+)
+_PAYMENT_METHODS = (
+    select(
+        PAYMENT_METHODS.c.code,
+        PAYMENT_METHODS.c.kind,
+        PAYMENT_METHODS.c.brand,
+        PAYMENT_METHODS.c.last4,
+        PAYMENT_METHODS.c.balance,
+    )
+    .where(PAYMENT_METHODS.c.customer_id == _CUSTOMER_ID)
+    .order_by(PAYMENT_METHODS.c.id)
+)
+
+
 @tool(read_only=True)
 def get_customer_details(db: Session, args: CustomerIdArgs, ctx: ToolContext) -> dict[str, Any]:
     """Show a customer's profile, address book and payment methods (with gift card balances)."""
-    c = get_customer(db, args.customer_id)
+    key = {"customer_id": args.customer_id}
+    c = db.execute(_CUSTOMER, key).first()
+    if c is None:
+        raise no_such_customer(args.customer_id)
     return {
         "customer_id": c.id,
         "first_name": c.first_name,
@@ -102,7 +180,7 @@ def get_customer_details(db: Session, args: CustomerIdArgs, ctx: ToolContext) ->
                 "zip": a.zip,
                 "country": a.country,
             }
-            for a in c.addresses
+            for a in db.execute(_ADDRESSES, key)
         ],
         "payment_methods": [
             {
@@ -111,7 +189,7 @@ def get_customer_details(db: Session, args: CustomerIdArgs, ctx: ToolContext) ->
                 **({"brand": m.brand, "last4": m.last4} if m.kind == "card" else {}),
                 **({"balance": cents(m.balance)} if m.balance is not None else {}),
             }
-            for m in c.payment_methods
+            for m in db.execute(_PAYMENT_METHODS, key)
         ],
     }
 
@@ -123,14 +201,33 @@ class ListOrdersArgs(ToolArgs):
     )
 
 
+# Newest first; "items" counts every line whatever its status (it was len(order.items)).
+_CUSTOMER_ORDERS = (
+    select(
+        ORDERS.c.order_number,
+        ORDERS.c.status,
+        ORDERS.c.created_at,
+        ORDERS.c.total,
+        select(func.count())
+        .where(ORDER_ITEMS.c.order_id == ORDERS.c.id)
+        .scalar_subquery()
+        .label("item_count"),
+    )
+    .where(ORDERS.c.customer_id == _CUSTOMER_ID)
+    .order_by(ORDERS.c.created_at.desc(), ORDERS.c.id.desc())
+)
+_CUSTOMER_ORDERS_WITH_STATUS = _CUSTOMER_ORDERS.where(ORDERS.c.status == bindparam("status"))
+
+
 @tool(read_only=True)
 def list_customer_orders(db: Session, args: ListOrdersArgs, ctx: ToolContext) -> dict[str, Any]:
     """List a customer's orders, newest first: number, status, date, total and item count."""
-    customer = get_customer(db, args.customer_id)
-    query = select(Order).where(Order.customer_id == customer.id)
+    require_customer(db, args.customer_id)
     if args.status:
-        query = query.where(Order.status == args.status)
-    orders = db.scalars(query.order_by(Order.created_at.desc(), Order.id.desc())).all()
+        query, params = _CUSTOMER_ORDERS_WITH_STATUS, {"status": args.status}
+    else:
+        query, params = _CUSTOMER_ORDERS, {}
+    orders = db.execute(query, {"customer_id": args.customer_id, **params}).all()
     return {
         "orders": [
             {
@@ -138,7 +235,7 @@ def list_customer_orders(db: Session, args: ListOrdersArgs, ctx: ToolContext) ->
                 "status": o.status,
                 "created_at": o.created_at.isoformat(),
                 "total": cents(o.total),
-                "items": len(o.items),
+                "items": o.item_count,
             }
             for o in orders
         ]
@@ -156,7 +253,7 @@ def get_order_details(db: Session, args: OrderNumberArgs, ctx: ToolContext) -> d
 
     Check that customer_id is the authenticated customer's before discussing or changing it.
     """
-    return order_view(get_order(db, args.order_number))
+    return order_view_by_number(db, args.order_number)
 
 
 class ListProductsArgs(ToolArgs):
@@ -188,13 +285,37 @@ class ProductIdArgs(ToolArgs):
     product_id: int = Field(description="The product's id (from list_products or an order item).")
 
 
+# One query: the product outer-joined with its variants by id (the order of Product.variants);
+# a product without variants gives one row whose variant columns are NULL.
+_PRODUCT_WITH_VARIANTS = (
+    select(
+        PRODUCTS.c.id,
+        PRODUCTS.c.name,
+        PRODUCTS.c.category,
+        PRODUCTS.c.description,
+        VARIANTS.c.sku,
+        VARIANTS.c.options,
+        VARIANTS.c.price,
+        VARIANTS.c.stock,
+        VARIANTS.c.available,
+    )
+    .select_from(PRODUCTS)
+    .outerjoin(VARIANTS, VARIANTS.c.product_id == PRODUCTS.c.id)
+    .where(PRODUCTS.c.id == bindparam("product_id", type_=Integer))
+    .order_by(VARIANTS.c.id)
+)
+
+
 @tool(read_only=True)
 def get_product_details(db: Session, args: ProductIdArgs, ctx: ToolContext) -> dict[str, Any]:
     """Show a product and all its variants: SKU, options, price, units in stock, availability.
 
     A variant can be ordered or exchanged to only if it is available and has enough stock.
     """
-    p = product_of(db, args.product_id)
+    rows = db.execute(_PRODUCT_WITH_VARIANTS, {"product_id": args.product_id}).all()
+    if not rows:
+        raise no_such_product(args.product_id)
+    p = rows[0]
     return {
         "product_id": p.id,
         "name": p.name,
@@ -208,6 +329,7 @@ def get_product_details(db: Session, args: ProductIdArgs, ctx: ToolContext) -> d
                 "stock": v.stock,
                 "available": v.available,
             }
-            for v in p.variants
+            for v in rows
+            if v.sku is not None
         ],
     }
