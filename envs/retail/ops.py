@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from datetime import datetime
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 from pydantic import Field
-from sqlalchemy import Integer, Row, Table, bindparam, exists, select
+from sqlalchemy import Integer, Row, Table, bindparam, exists, insert, select, update
 from sqlalchemy.orm import Session
 
 from app.environment import ToolArgs, ToolContext, ToolError
@@ -40,6 +40,7 @@ PAYMENTS = cast(Table, Payment.__table__)
 RETURNS = cast(Table, Return.__table__)
 RETURN_ITEMS = cast(Table, ReturnItem.__table__)
 EXCHANGES = cast(Table, Exchange.__table__)
+AUDIT_LOG = cast(Table, AuditLog.__table__)
 
 
 def cents(value: float) -> float:
@@ -105,15 +106,19 @@ def owned_order(db: Session, order_number: str, customer_id: int) -> Order:
     customer = get_customer(db, customer_id)
     order = get_order(db, order_number)
     if order.customer_id != customer.id:
-        raise ToolError(
-            f"Order {order.order_number} does not belong to customer {customer_id}.",
-            hint="Only act on orders of the authenticated customer; never on someone else's.",
-            code="forbidden",
-        )
+        raise not_owned(order.order_number, customer_id)
     return order
 
 
-def require_status(order: Order, allowed: str, instead: str) -> None:
+def not_owned(number: str, customer_id: int) -> ToolError:
+    return ToolError(
+        f"Order {number} does not belong to customer {customer_id}.",
+        hint="Only act on orders of the authenticated customer; never on someone else's.",
+        code="forbidden",
+    )
+
+
+def require_status(order: Order | Row[Any], allowed: str, instead: str) -> None:
     if order.status != allowed:
         raise ToolError(
             f"Order {order.order_number} is {order.status}; "
@@ -134,11 +139,19 @@ STATUS_HINTS: dict[tuple[str, str], str] = {
 
 
 def get_payment_method(customer: Customer, code: str) -> PaymentMethod:
-    method = next((m for m in customer.payment_methods if m.code == code.strip().lower()), None)
+    return pick_method(customer.id, customer.payment_methods, code)
+
+
+_Method = TypeVar("_Method", PaymentMethod, Row[Any])
+
+
+def pick_method(customer_id: int, methods: list[_Method], code: str) -> _Method:
+    """The customer's method (ORM object or row, of all theirs in id order) with this code."""
+    method = next((m for m in methods if m.code == code.strip().lower()), None)
     if method is None:
-        owned = ", ".join(m.code for m in customer.payment_methods)
+        owned = ", ".join(m.code for m in methods)
         raise ToolError(
-            f"Customer {customer.id} has no payment method {code!r}.",
+            f"Customer {customer_id} has no payment method {code!r}.",
             hint=f"Their payment methods are: {owned}.",
             code="not_found",
         )
@@ -179,10 +192,11 @@ def active_lines(order: Order, skus: list[str]) -> list[OrderItem]:
     return lines
 
 
-def net_paid(order: Order) -> dict[int, float]:
-    """Per payment method id: charges minus refunds on this order so far."""
+def net_paid(order: Order | list[Row[Any]]) -> dict[int, float]:
+    """Per payment method id: charges minus refunds on this order so far (of an order, or of
+    its payment rows in id order)."""
     net: dict[int, float] = defaultdict(float)
-    for p in order.payments:
+    for p in order if isinstance(order, list) else order.payments:
         net[p.payment_method_id] += p.amount if p.kind == "charge" else -p.amount
     return {k: cents(v) for k, v in net.items() if cents(v) > 0}
 
@@ -190,16 +204,22 @@ def net_paid(order: Order) -> dict[int, float]:
 def charge(order: Order, method: PaymentMethod, amount: float, now: datetime) -> None:
     amount = cents(amount)
     if method.balance is not None:
-        if method.balance + 1e-9 < amount:
-            raise ToolError(
-                f"{method.code} has a balance of {money(method.balance)}, "
-                f"not enough to pay {money(amount)}.",
-                hint="Ask the customer for another payment method.",
-            )
-        method.balance = cents(method.balance - amount)
+        method.balance = debited(method, amount)
     order.payments.append(
         Payment(payment_method_id=method.id, kind="charge", amount=amount, created_at=now)
     )
+
+
+def debited(method: PaymentMethod | Row[Any], amount: float) -> float:
+    """A gift card or store credit balance after paying `amount`; refused if it is short."""
+    assert method.balance is not None
+    if method.balance + 1e-9 < amount:
+        raise ToolError(
+            f"{method.code} has a balance of {money(method.balance)}, "
+            f"not enough to pay {money(amount)}.",
+            hint="Ask the customer for another payment method.",
+        )
+    return cents(method.balance - amount)
 
 
 def refund(order: Order, method: PaymentMethod, amount: float, now: datetime) -> None:
@@ -241,6 +261,121 @@ def audit(
             detail=json.dumps(detail, sort_keys=True),
         )
     )
+
+
+# --- Core write paths ------------------------------------------------------------------------
+# Core, not ORM: hot write paths; see bench/README.md. They write what the ORM's unit of work
+# would: UPDATE only the columns whose value changes (none: no statement), and the same audit row.
+
+_AUDIT = insert(AUDIT_LOG)
+_CUSTOMER_EXISTS = select(CUSTOMERS.c.id).where(CUSTOMERS.c.id == bindparam("customer_id"))
+_ORDER_BY_NUMBER_FOR_WRITE = select(ORDERS).where(ORDERS.c.order_number == bindparam("number"))
+
+
+def audit_core(
+    db: Session, ctx: ToolContext, action: str, entity: str, entity_id: str, **detail: Any
+) -> None:
+    """`audit` for the Core write paths: the same row, inserted at once rather than at flush."""
+    db.execute(
+        _AUDIT,
+        {
+            "ts": ctx.now,
+            "actor": "agent",
+            "action": action,
+            "entity": entity,
+            "entity_id": entity_id,
+            "detail": json.dumps(detail, sort_keys=True),
+        },
+    )
+
+
+def changed_columns(row: Row[Any], new: dict[str, Any]) -> dict[str, Any]:
+    """The values of `new` that differ from the row's: what an ORM flush would UPDATE."""
+    current = row._mapping
+    return {k: v for k, v in new.items() if current[k] != v}
+
+
+def owned_order_row(db: Session, order_number: str, customer_id: int) -> Row[Any]:
+    """`owned_order` with Core: the order's row (every column), same checks in the same order."""
+    if db.execute(_CUSTOMER_EXISTS, {"customer_id": customer_id}).first() is None:
+        raise no_such_customer(customer_id)
+    number = normalize_order_number(order_number)
+    order = db.execute(_ORDER_BY_NUMBER_FOR_WRITE, {"number": number}).first()
+    if order is None:
+        raise no_such_order(number)
+    if order.customer_id != customer_id:
+        raise not_owned(order.order_number, customer_id)
+    return order
+
+
+# The SET list follows the parameters given (one cached statement per set of columns).
+_UPDATE_ORDER = update(ORDERS).where(ORDERS.c.id == bindparam("order_id_"))
+
+
+def update_order(db: Session, order: Row[Any], new: dict[str, Any]) -> None:
+    """UPDATE the order's columns that change (an ORM flush would skip the others)."""
+    values = changed_columns(order, new)
+    if values:
+        db.execute(_UPDATE_ORDER, {"order_id_": order.id, **values})
+
+
+_ORDER_PAYMENTS = (
+    select(PAYMENTS.c.payment_method_id, PAYMENTS.c.kind, PAYMENTS.c.amount)
+    .where(PAYMENTS.c.order_id == bindparam("order_id"))
+    .order_by(PAYMENTS.c.id)
+)
+_METHOD_BALANCE = select(PAYMENT_METHODS.c.balance).where(
+    PAYMENT_METHODS.c.id == bindparam("method_id")
+)
+_SET_BALANCE = (
+    update(PAYMENT_METHODS)
+    .where(PAYMENT_METHODS.c.id == bindparam("method_id"))
+    .values(balance=bindparam("balance"))
+)
+_INSERT_PAYMENT = insert(PAYMENTS)
+_CUSTOMER_METHODS = (
+    select(PAYMENT_METHODS.c.id, PAYMENT_METHODS.c.code, PAYMENT_METHODS.c.balance)
+    .where(PAYMENT_METHODS.c.customer_id == bindparam("customer_id"))
+    .order_by(PAYMENT_METHODS.c.id)
+)
+
+
+def customer_methods(db: Session, customer_id: int) -> list[Row[Any]]:
+    """The customer's payment methods (id, code, balance) in id order, for `pick_method`."""
+    return list(db.execute(_CUSTOMER_METHODS, {"customer_id": customer_id}))
+
+
+def set_balance(db: Session, method_id: int, balance: float) -> None:
+    db.execute(_SET_BALANCE, {"method_id": method_id, "balance": balance})
+
+
+def insert_payment(
+    db: Session, order_id: int, method_id: int, kind: str, amount: float, now: datetime
+) -> None:
+    db.execute(
+        _INSERT_PAYMENT,
+        {
+            "order_id": order_id,
+            "payment_method_id": method_id,
+            "kind": kind,
+            "amount": amount,
+            "created_at": now,
+        },
+    )
+
+
+def order_payments(db: Session, order_id: int) -> list[Row[Any]]:
+    """The order's payment rows (method id, kind, amount) in id order, for `net_paid`."""
+    return list(db.execute(_ORDER_PAYMENTS, {"order_id": order_id}))
+
+
+def refund_core(db: Session, order_id: int, method_id: int, amount: float, now: datetime) -> None:
+    """`refund` with Core: raise a gift card or store credit balance, then add the refund row."""
+    amount = cents(amount)
+    balance = db.execute(_METHOD_BALANCE, {"method_id": method_id}).scalar_one()
+    if balance is not None and cents(balance + amount) != balance:
+        set_balance(db, method_id, cents(balance + amount))
+    insert_payment(db, order_id, method_id, "refund", amount, now)
 
 
 # --- the order view, read with Core ----------------------------------------------------------

@@ -5,11 +5,18 @@ from __future__ import annotations
 from typing import Any
 
 from pydantic import Field
+from sqlalchemy import bindparam, insert, select, update
 from sqlalchemy.orm import Session
 
 from app.environment import ToolArgs, ToolContext, tool
-from envs.retail.models import Address
-from envs.retail.ops import AddressFields, audit, get_customer
+from envs.retail.ops import (
+    ADDRESSES,
+    CUSTOMERS,
+    AddressFields,
+    audit_core,
+    changed_columns,
+    no_such_customer,
+)
 
 
 class CustomerRef(ToolArgs):
@@ -21,6 +28,27 @@ class DefaultAddressArgs(AddressFields, CustomerRef):
     pass
 
 
+ADDRESS_COLUMNS = ("line1", "line2", "city", "state", "zip", "country")
+
+# Core, not ORM: hot write path; see bench/README.md. One row: the customer's email and their
+# first default address (by id, like the ORM relationship), or NULLs when they have none.
+_CUSTOMER_AND_DEFAULT = (
+    select(
+        CUSTOMERS.c.email,
+        ADDRESSES.c.id.label("address_id"),
+        *(ADDRESSES.c[c] for c in ADDRESS_COLUMNS),
+    )
+    .select_from(CUSTOMERS)
+    .outerjoin(ADDRESSES, (ADDRESSES.c.customer_id == CUSTOMERS.c.id) & ADDRESSES.c.is_default)
+    .where(CUSTOMERS.c.id == bindparam("customer_id"))
+    .order_by(ADDRESSES.c.id)
+    .limit(1)
+)
+_INSERT_ADDRESS = insert(ADDRESSES)
+# The SET list follows the parameters given (one cached statement per set of columns).
+_UPDATE_ADDRESS = update(ADDRESSES).where(ADDRESSES.c.id == bindparam("address_id_"))
+
+
 @tool
 def update_customer_default_address(
     db: Session, args: DefaultAddressArgs, ctx: ToolContext
@@ -30,24 +58,21 @@ def update_customer_default_address(
     Existing orders keep their shipping address; change a pending order's address with
     modify_pending_order_address.
     """
-    customer = get_customer(db, args.customer_id)
-    address = next((a for a in customer.addresses if a.is_default), None)
-    if address is None:
-        address = Address(is_default=True)
-        customer.addresses.append(address)
-    address.line1, address.line2 = args.line1, args.line2 or None
-    address.city, address.state = args.city, args.state
-    address.zip, address.country = args.zip, args.country
-    audit(db, ctx, "update_default_address", "customers", customer.email, zip=args.zip)
-    db.flush()
-    return {
-        "customer_id": customer.id,
-        "default_address": {
-            "line1": address.line1,
-            "line2": address.line2,
-            "city": address.city,
-            "state": address.state,
-            "zip": address.zip,
-            "country": address.country,
-        },
+    # Core, not ORM: hot write path; see bench/README.md.
+    row = db.execute(_CUSTOMER_AND_DEFAULT, {"customer_id": args.customer_id}).first()
+    if row is None:
+        raise no_such_customer(args.customer_id)
+    new = {
+        "line1": args.line1,
+        "line2": args.line2 or None,
+        "city": args.city,
+        "state": args.state,
+        "zip": args.zip,
+        "country": args.country,
     }
+    if row.address_id is None:
+        db.execute(_INSERT_ADDRESS, {"customer_id": args.customer_id, "is_default": True, **new})
+    elif values := changed_columns(row, new):
+        db.execute(_UPDATE_ADDRESS, {"address_id_": row.address_id, **values})
+    audit_core(db, ctx, "update_default_address", "customers", row.email, zip=args.zip)
+    return {"customer_id": args.customer_id, "default_address": new}

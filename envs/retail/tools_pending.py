@@ -9,25 +9,36 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from pydantic import Field
+from sqlalchemy import Row, bindparam, select, update
 from sqlalchemy.orm import Session
 
 from app.environment import ToolArgs, ToolContext, ToolError, tool
 from envs.retail.models import Order, OrderItem, PaymentMethod, Variant
 from envs.retail.ops import (
+    ORDER_ITEMS,
+    VARIANTS,
     AddressFields,
     active_lines,
     audit,
+    audit_core,
     cents,
-    charge,
+    customer_methods,
+    debited,
     get_payment_method,
     get_variant,
+    insert_payment,
     money,
     net_paid,
+    order_payments,
     order_view,
     owned_order,
-    refund,
+    owned_order_row,
+    pick_method,
+    refund_core,
     require_status,
+    set_balance,
     settle,
+    update_order,
 )
 
 
@@ -46,18 +57,44 @@ def cancel_pending_order(db: Session, args: CancelArgs, ctx: ToolContext) -> dic
 
     Only pending orders can be cancelled; delivered ones are returned instead.
     """
-    order = owned_order(db, args.order_number, args.customer_id)
+    # Core, not ORM: hot write path; see bench/README.md.
+    order = owned_order_row(db, args.order_number, args.customer_id)
     require_status(order, "pending", "cancelled")
-    for method_id, amount in net_paid(order).items():
-        refund(order, db.get_one(PaymentMethod, method_id), amount, ctx.now)
-    for line in order.items:
-        if line.status == "active":
-            line.variant.stock += line.quantity
-            line.status = "cancelled"
-    order.status = "cancelled"
-    audit(db, ctx, "cancel_order", "orders", order.order_number, reason=args.reason)
-    db.flush()
+    for method_id, amount in net_paid(order_payments(db, order.id)).items():
+        refund_core(db, order.id, method_id, amount, ctx.now)
+    active = [i for i in db.execute(_ORDER_LINES, {"order_id": order.id}) if i.status == "active"]
+    # The statements come in the order the ORM's autoflushes wrote them (the change log records
+    # tables in order): each line but the last, then the audit row and the order, then the last.
+    for line in active[:-1]:
+        cancel_line(db, line)
+    audit_core(db, ctx, "cancel_order", "orders", order.order_number, reason=args.reason)
+    update_order(db, order, {"status": "cancelled"})
+    for line in active[-1:]:
+        cancel_line(db, line)
     return order_view(db, order.id)
+
+
+_ORDER_LINES = (
+    select(ORDER_ITEMS.c.id, ORDER_ITEMS.c.variant_id, ORDER_ITEMS.c.quantity, ORDER_ITEMS.c.status)
+    .where(ORDER_ITEMS.c.order_id == bindparam("order_id"))
+    .order_by(ORDER_ITEMS.c.line_no)
+)
+_RESTOCK = (
+    update(VARIANTS)
+    .where(VARIANTS.c.id == bindparam("variant_id"))
+    .values(stock=VARIANTS.c.stock + bindparam("quantity"))
+)
+_SET_LINE_STATUS = (
+    update(ORDER_ITEMS)
+    .where(ORDER_ITEMS.c.id == bindparam("item_id"))
+    .values(status=bindparam("status"))
+)
+
+
+def cancel_line(db: Session, line: Row[Any]) -> None:
+    """Put an active line's units back in stock and mark it cancelled."""
+    db.execute(_RESTOCK, {"variant_id": line.variant_id, "quantity": line.quantity})
+    db.execute(_SET_LINE_STATUS, {"item_id": line.id, "status": "cancelled"})
 
 
 def check_swaps(
@@ -164,13 +201,20 @@ def modify_pending_order_address(
 
     Only pending orders can be modified; processed and shipped orders are already on their way.
     """
-    order = owned_order(db, args.order_number, args.customer_id)
+    # Core, not ORM: hot write path; see bench/README.md.
+    order = owned_order_row(db, args.order_number, args.customer_id)
     require_status(order, "pending", "modified")
-    order.ship_line1, order.ship_line2 = args.line1, args.line2 or None
-    order.ship_city, order.ship_state = args.city, args.state
-    order.ship_zip, order.ship_country = args.zip, args.country
-    audit(db, ctx, "modify_address", "orders", order.order_number, zip=args.zip)
-    db.flush()
+    new = {
+        "ship_line1": args.line1,
+        "ship_line2": args.line2 or None,
+        "ship_city": args.city,
+        "ship_state": args.state,
+        "ship_zip": args.zip,
+        "ship_country": args.country,
+    }
+    # The audit row first, as the ORM's flush did (the change log records tables in order).
+    audit_core(db, ctx, "modify_address", "orders", order.order_number, zip=args.zip)
+    update_order(db, order, new)
     return order_view(db, order.id)
 
 
@@ -191,24 +235,35 @@ def modify_pending_order_payment(
 
     Only for pending orders paid by a single method; the new method must be a different one.
     """
-    order = owned_order(db, args.order_number, args.customer_id)
+    # Core, not ORM: hot write path; see bench/README.md.
+    order = owned_order_row(db, args.order_number, args.customer_id)
     require_status(order, "pending", "modified")
-    paid = net_paid(order)
+    paid = net_paid(order_payments(db, order.id))
     if len(paid) != 1:
         raise ToolError(
             f"Order {order.order_number} is paid with {len(paid)} payment methods; "
             "only an order paid by a single method can switch payment method."
         )
+    methods = customer_methods(db, order.customer_id)
     (old_id, amount), new = (
         next(iter(paid.items())),
-        get_payment_method(order.customer, args.payment_method_id),
+        pick_method(order.customer_id, methods, args.payment_method_id),
     )
     if new.id == old_id:
         raise ToolError(
             f"Order {order.order_number} is already paid with {new.code}.", code="invalid_arguments"
         )
-    charge(order, new, amount, ctx.now)
-    refund(order, db.get_one(PaymentMethod, old_id), amount, ctx.now)
-    audit(db, ctx, "modify_payment", "orders", order.order_number, payment_method_id=new.code)
-    db.flush()
+    amount = cents(amount)
+    old = next(m for m in methods if m.id == old_id)
+    balances = {}  # method id -> new balance, for gift cards and store credit
+    if new.balance is not None:
+        balances[new.id] = debited(new, amount)
+    if old.balance is not None:
+        balances[old.id] = cents(old.balance + amount)
+    # In the order of the ORM's flush: audit row, balances by method id, charge, then refund.
+    audit_core(db, ctx, "modify_payment", "orders", order.order_number, payment_method_id=new.code)
+    for method_id in sorted(balances):
+        set_balance(db, method_id, balances[method_id])
+    insert_payment(db, order.id, new.id, "charge", amount, ctx.now)
+    insert_payment(db, order.id, old.id, "refund", amount, ctx.now)
     return order_view(db, order.id)

@@ -159,13 +159,13 @@ def test_exchange_checks_stock_and_records_codes(db: Session) -> None:
 def test_error_mid_tool_leaves_nothing_after_rollback(
     db: Session, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Fail at the last step of a cancel (after refunds, restock and status are set in memory)."""
+    """Fail late in a cancel (its Core statements have already written refunds and restock)."""
     import envs.retail.tools_pending as pending_tools
 
     def boom(*_: Any, **__: Any) -> None:
         raise ToolError("audit store unavailable")
 
-    monkeypatch.setattr(pending_tools, "audit", boom)
+    monkeypatch.setattr(pending_tools, "audit_core", boom)
     order = an_order(db, "pending")
     before = dump(db, ENVIRONMENT)
     with pytest.raises(ToolError):
