@@ -145,6 +145,9 @@ class Environment:
     reward_mode: Literal["strict", "partial"] = "strict"
     # Checked on the final state at verify; any violation makes the reward 0.
     invariants: tuple[Invariant, ...] = ()
+    # False for tools whose cost depends on what the agent asks (a SQL console): their calls
+    # always run in a tool thread, never on the event loop (app/inline.py).
+    inline_tool_calls: bool = True
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     def tool_named(self, name: str) -> Tool | None:

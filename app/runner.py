@@ -117,6 +117,15 @@ def run_tool(
                     "hint": "Ask for less at once (narrower filters, fewer rows).",
                 }
             }
+        if "database is locked" in str(exc.orig):
+            return {
+                "error": {
+                    "code": "busy",
+                    "message": f"{tool.name} could not start: another call holds this session's "
+                    "database; nothing was changed.",
+                    "hint": "Retry the call.",
+                }
+            }
         if "disk is full" in str(exc.orig):
             return {
                 "error": {

@@ -13,6 +13,7 @@ import logging
 import os
 import secrets
 import sqlite3
+import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -26,6 +27,7 @@ from app.backends import uses_postgres
 from app.control import ControlDB, SessionRecord, deletes_on_close
 from app.environment import Environment, Tool, ToolContext
 from app.errors import InvalidTask, SessionClosed, SessionNotFound
+from app.inline import InlinePolicy
 from app.judge import Judge, JudgeSettings, apply_judge
 from app.lru import LRU
 from app.meta import read_meta, read_status, write_meta
@@ -56,6 +58,9 @@ class OpenSession:
 
 
 class SessionManager:
+    # SQLite calls may run on the event loop once proven fast (app/inline.py).
+    runs_tools_inline = True
+
     def __new__(cls, settings: Settings, env: Environment) -> SessionManager:
         # `database_url` picks the storage backend: on PostgreSQL this class's storage methods
         # are replaced by app.backends.pg_sessions' (one schema per session, docs/postgres.md).
@@ -70,6 +75,12 @@ class SessionManager:
         self.env = env
         self.store, self.control, self.gold = self._make_storage()
         self.executor = ThreadPoolExecutor(settings.tool_threads, thread_name_prefix="stategym")
+        # Fast tools run on the event loop (app/inline.py); off for environments that opt out.
+        self.inline: InlinePolicy | None = (
+            InlinePolicy(settings.inline_tool_budget_ms)
+            if env.inline_tool_calls and self.runs_tools_inline
+            else None
+        )
         self._open: LRU[str, OpenSession] = LRU(settings.max_open_sessions, self._on_evict)
         # LLM-as-judge for tasks with a rubric (STATEGYM_JUDGE_*); unconfigured, a rubric task
         # is masked rather than scored on its state alone.
@@ -208,7 +219,32 @@ class SessionManager:
     async def call_tool(self, session_id: str, tool: Tool, raw_args: Any) -> dict[str, Any]:
         handle = await self._handle(session_id)
         async with handle.lock:
-            return await self._run(self._call_tool, handle, tool, raw_args)
+            if self.inline is not None and self.inline.allows(tool.name):
+                result, seconds = self._timed_call(handle, tool, raw_args, inline=True)
+                if result.get("error", {}).get("code") != "busy":
+                    self.inline.record(tool.name, seconds, inline=True)
+                    return result
+                # Another process holds the session's write lock: wait for it in a thread,
+                # never on the loop (the call was refused before it changed anything).
+            result, seconds = await self._run(self._timed_call, handle, tool, raw_args)
+            if self.inline is not None:
+                self.inline.record(tool.name, seconds, inline=False)
+            return result
+
+    def _timed_call(
+        self, handle: OpenSession, tool: Tool, raw_args: Any, *, inline: bool = False
+    ) -> tuple[dict[str, Any], float]:
+        """The call's result and the CPU time it took (what it would hold the loop for; not the
+        wait for a thread or for the GIL). Inline, the connection does not wait for a busy
+        lock: SQLite answers "busy" at once instead."""
+        started = time.thread_time()
+        if not inline:
+            return self._call_tool(handle, tool, raw_args), time.thread_time() - started
+        handle.conn.execute("PRAGMA busy_timeout=0")
+        try:
+            return self._call_tool(handle, tool, raw_args), time.thread_time() - started
+        finally:
+            handle.conn.execute(f"PRAGMA busy_timeout={sqlite_db.BUSY_TIMEOUT_MS}")
 
     def _call_tool(self, handle: OpenSession, tool: Tool, raw_args: Any) -> dict[str, Any]:
         # Read in the session file itself, so a close by another worker is seen at once.

@@ -48,6 +48,12 @@ class Settings(BaseSettings):
     tool_threads: int = Field(
         2, ge=1, le=64, description="Worker threads that run tool calls (one hop per call)."
     )
+    inline_tool_budget_ms: float = Field(
+        2.0,
+        ge=0,
+        description="Tools whose calls finish under this many ms run on the event loop, without "
+        "a thread hop (app/inline.py); 0 runs every call in a tool thread.",
+    )
     snapshot_cache_size: int = Field(
         256, ge=1, description="Seeded task snapshots kept in memory per worker."
     )

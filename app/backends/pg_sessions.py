@@ -83,6 +83,8 @@ class PgSessionMixin:
     store: PgStore
     control: PgControlDB
     gold: GoldCache
+    # Every statement is a network round trip: calls never run on the event loop.
+    runs_tools_inline = False
 
     def _make_storage(self) -> tuple[PgStore, PgControlDB, GoldCache]:
         """SessionManager.__init__'s storage: schemas, the shared control table, gold states."""

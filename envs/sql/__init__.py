@@ -24,6 +24,8 @@ ENVIRONMENT = Environment(
     policy=POLICY,
     tasks_path=TASKS_PATH,
     default_now=datetime(2026, 3, 16, 9, 0),
+    # A query's cost is the agent's to choose (up to the sandbox's 1 s limit): never on the loop.
+    inline_tool_calls=False,
 )
 
 __all__ = ["ENVIRONMENT"]
