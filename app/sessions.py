@@ -1,7 +1,8 @@
 """Sessions: one rollout's database plus its control record; seed, tool calls, verify, close.
 
 Each request does its database work in exactly one hop to a worker thread (sync SQLAlchemy over
-the session's own sqlite3 connection), so a tool call costs one transaction and one hop. Calls on
+the session's own sqlite3 connection), so a tool call costs one transaction and one hop; a tool
+whose calls have proven fast runs on the event loop instead, with no hop (app/inline.py). Calls on
 one session are serialised by a per-session asyncio lock (and, across worker processes, by
 SQLite's write lock); calls on different sessions run concurrently.
 """
