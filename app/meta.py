@@ -77,7 +77,7 @@ def install_change_tracking(
     conn.execute(f"CREATE TABLE IF NOT EXISTS {CHANGES_TABLE} (name TEXT PRIMARY KEY)")
     conn.execute(
         f"CREATE TABLE IF NOT EXISTS {ROWS_TABLE} (tbl TEXT NOT NULL, rid INTEGER NOT NULL, "
-        "PRIMARY KEY (tbl, rid)) WITHOUT ROWID"
+        "PRIMARY KEY (tbl, rid))"
     )
     for name, columns in keys.items():
         table, cols = _checked(name), [f'"{_checked(c)}"' for c in columns]

@@ -30,7 +30,7 @@ TASKS = [
     if any(c["name"] == "update_customer_default_address" for c in t["ground_truth"])
 ]
 # Tables a tool call may legitimately touch; the rest must equal the snapshot row for row.
-TOUCHED = {"addresses", "audit_log", "_stategym_changes"}
+TOUCHED = {"addresses", "audit_log", "_stategym_changes", "_stategym_rows"}
 
 
 def _customer(task: dict[str, Any]) -> int:
@@ -134,6 +134,12 @@ def _compare_with_snapshot(conn: sqlite3.Connection, snapshot: Path, customer: i
     ).fetchall()
     owner = conn.execute("SELECT customer_id FROM addresses WHERE id = ?", changed[0]).fetchone()
     assert len(changed) == 1 and owner == (customer,), (i, changed)
+    # Change tracking (what verify patches its dump with) recorded exactly these rows.
+    new_audits = conn.execute(
+        "SELECT rowid FROM main.audit_log EXCEPT SELECT rowid FROM seed.audit_log"
+    ).fetchall()
+    tracked = set(conn.execute("SELECT tbl, rid FROM main._stategym_rows").fetchall())
+    assert tracked == {("addresses", changed[0][0])} | {("audit_log", r) for (r,) in new_audits}
     added = (
         conn.execute("SELECT count(*) FROM main.audit_log").fetchone()[0]
         - conn.execute("SELECT count(*) FROM seed.audit_log").fetchone()[0]
