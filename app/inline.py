@@ -36,7 +36,7 @@ class InlinePolicy:
         return self.enabled and record is not None and record.fast_streak >= self.promote_after
 
     def record(self, tool_name: str, seconds: float, *, inline: bool) -> None:
-        """The CPU time a call took (its own work, not the wait for a thread or the GIL)."""
+        """How long a call held (or, in a thread, would have held) the event loop."""
         if not self.enabled:
             return
         record = self._tools.setdefault(tool_name, _ToolRecord())
