@@ -5,9 +5,9 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import func, select
+from sqlalchemy import Row, Table, bindparam, func, select
 from sqlalchemy.orm import Session
 
 from app.environment import ToolError
@@ -24,6 +24,12 @@ from envs.workplace.models import (
     WorkTask,
 )
 
+# The mapped tables, for the hot read paths that use Core instead of ORM entities.
+EMPLOYEES = cast(Table, Employee.__table__)
+PROFILE = cast(Table, AssistantProfile.__table__)
+EVENTS = cast(Table, Event.__table__)
+ATTENDEES = cast(Table, EventAttendee.__table__)
+
 
 def me(db: Session) -> Employee:
     """The employee this assistant works for: every write is made on their behalf."""
@@ -34,22 +40,54 @@ def me(db: Session) -> Employee:
     return user
 
 
-def full_name(e: Employee | Contact) -> str:
+# Core, not ORM lazy loads: read on most calls; see docs/performance.md.
+_ME = (
+    select(EMPLOYEES)
+    .join(PROFILE, PROFILE.c.employee_id == EMPLOYEES.c.id)
+    .where(PROFILE.c.id == 1)
+)
+
+
+def me_row(db: Session) -> Row[Any]:
+    """`me` as a row of every employee column (for reads: no ORM entity)."""
+    user = db.execute(_ME).first()
+    if user is None:
+        raise ToolError("No user is configured for this assistant.", code="not_configured")
+    return user
+
+
+def full_name(e: Employee | Contact | Row[Any]) -> str:
     return f"{e.first_name} {e.last_name}"
+
+
+def no_such_employee(email: str) -> ToolError:
+    return ToolError(
+        f"No employee has the email {email!r}.",
+        hint="Find colleagues with search_employees (by name or department).",
+        code="not_found",
+    )
 
 
 def employee_by_email(db: Session, email: str) -> Employee:
     found = db.scalar(select(Employee).where(func.lower(Employee.email) == email.strip().lower()))
     if found is None:
-        raise ToolError(
-            f"No employee has the email {email!r}.",
-            hint="Find colleagues with search_employees (by name or department).",
-            code="not_found",
-        )
+        raise no_such_employee(email)
     return found
 
 
-def require_active(e: Employee, doing: str) -> None:
+# Core, not ORM: a hot read; see docs/performance.md.
+_EMPLOYEE_BY_EMAIL = select(EMPLOYEES).where(func.lower(EMPLOYEES.c.email) == bindparam("email"))
+
+
+def employee_row_by_email(db: Session, email: str) -> Row[Any]:
+    """`employee_by_email` as a row of every employee column, with the same error."""
+    found = db.execute(_EMPLOYEE_BY_EMAIL, {"email": email.strip().lower()}).first()
+    if found is None:
+        raise no_such_employee(email)
+    return found
+
+
+def require_active(e: Employee | Row[Any], doing: str) -> None:
     if not e.active:
         raise ToolError(
             f"{full_name(e)} ({e.email}) is no longer an active employee; cannot {doing}.",
@@ -97,14 +135,18 @@ def my_item(db: Session, user: Employee, message_id: str) -> MailboxItem:
     return item
 
 
+def no_such_deal(code: str) -> ToolError:
+    return ToolError(
+        f"No deal has code {code!r}.",
+        hint="Deal codes look like D-1042; list_deals finds deals by company or owner.",
+        code="not_found",
+    )
+
+
 def get_deal(db: Session, code: str) -> Deal:
     deal = db.scalar(select(Deal).where(Deal.code == code.strip().upper()))
     if deal is None:
-        raise ToolError(
-            f"No deal has code {code!r}.",
-            hint="Deal codes look like D-1042; list_deals finds deals by company or owner.",
-            code="not_found",
-        )
+        raise no_such_deal(code)
     return deal
 
 
@@ -150,24 +192,67 @@ def busy(
     return [(db.get(Employee, eid), ev) for eid, ev in rows]  # type: ignore[misc]
 
 
-def event_view(db: Session, ev: Event) -> dict[str, Any]:
-    invites = db.scalars(
-        select(EventAttendee).where(EventAttendee.event_id == ev.id).order_by(EventAttendee.id)
+# Core, not ORM lazy loads: hot reads (find_free_slot, list_events); see docs/performance.md.
+_BUSY_SPANS = (
+    select(EVENTS.c.start_at, EVENTS.c.end_at)
+    .join(ATTENDEES, ATTENDEES.c.event_id == EVENTS.c.id)
+    .where(
+        ATTENDEES.c.employee_id.in_(bindparam("employee_ids", expanding=True)),
+        ATTENDEES.c.response != "declined",
+        EVENTS.c.status == "confirmed",
+        EVENTS.c.start_at < bindparam("end"),
+        EVENTS.c.end_at > bindparam("start"),
     )
-    organizer = db.get(Employee, ev.organizer_id)
-    return {
-        "code": ev.code,
-        "title": ev.title,
-        "organizer": organizer.email if organizer else None,
-        "start": ev.start_at.isoformat(),
-        "end": ev.end_at.isoformat(),
-        "location": ev.location,
-        "status": ev.status,
-        "attendees": [
-            {"email": db.get(Employee, a.employee_id).email, "response": a.response}  # type: ignore[union-attr]
-            for a in invites
-        ],
-    }
+)
+
+
+def busy_spans(
+    db: Session, employee_ids: list[int], start: datetime, end: datetime
+) -> list[tuple[datetime, datetime]]:
+    """(start, end) of every event `busy` would list for these employees in [start, end)."""
+    params = {"employee_ids": employee_ids, "start": start, "end": end}
+    return [(s, e) for s, e in db.execute(_BUSY_SPANS, params)]
+
+
+# Every event column plus the organizer's email, as event views need them.
+EVENT_COLUMNS = (*EVENTS.c, EMPLOYEES.c.email.label("organizer"))
+_EVENT_BY_ID = (
+    select(*EVENT_COLUMNS)
+    .outerjoin(EMPLOYEES, EMPLOYEES.c.id == EVENTS.c.organizer_id)
+    .where(EVENTS.c.id == bindparam("event_id"))
+)
+_ATTENDEES_OF = (
+    select(ATTENDEES.c.event_id, EMPLOYEES.c.email, ATTENDEES.c.response)
+    .join(EMPLOYEES, EMPLOYEES.c.id == ATTENDEES.c.employee_id)
+    .where(ATTENDEES.c.event_id.in_(bindparam("event_ids", expanding=True)))
+    .order_by(ATTENDEES.c.event_id, ATTENDEES.c.id)
+)
+
+
+def event_views(db: Session, events: list[Row[Any]]) -> list[dict[str, Any]]:
+    """The views of event rows (EVENT_COLUMNS), attendees in invitation order."""
+    attendees: dict[int, list[dict[str, Any]]] = {ev.id: [] for ev in events}
+    if events:
+        for a in db.execute(_ATTENDEES_OF, {"event_ids": list(attendees)}):
+            attendees[a.event_id].append({"email": a.email, "response": a.response})
+    return [
+        {
+            "code": ev.code,
+            "title": ev.title,
+            "organizer": ev.organizer,
+            "start": ev.start_at.isoformat(),
+            "end": ev.end_at.isoformat(),
+            "location": ev.location,
+            "status": ev.status,
+            "attendees": attendees[ev.id],
+        }
+        for ev in events
+    ]
+
+
+def event_view(db: Session, ev: Event) -> dict[str, Any]:
+    """The view of one event as stored (write tools flush before calling this)."""
+    return event_views(db, [db.execute(_EVENT_BY_ID, {"event_id": ev.id}).one()])[0]
 
 
 def money(value: float | None) -> str | None:

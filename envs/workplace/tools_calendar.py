@@ -6,18 +6,25 @@ from datetime import UTC, date, datetime, time, timedelta
 from typing import Any, Literal
 
 from pydantic import Field, field_validator
-from sqlalchemy import select
+from sqlalchemy import Row, bindparam, select
 from sqlalchemy.orm import Session
 
 from app.environment import ToolArgs, ToolContext, ToolError, tool
 from envs.workplace.models import Employee, Event, EventAttendee
 from envs.workplace.ops import (
+    ATTENDEES,
+    EMPLOYEES,
+    EVENT_COLUMNS,
+    EVENTS,
     busy,
-    employee_by_email,
+    busy_spans,
+    employee_row_by_email,
     event_view,
+    event_views,
     full_name,
     get_event,
     me,
+    me_row,
     new_event_code,
     require_active,
 )
@@ -43,35 +50,42 @@ class ListEventsArgs(ToolArgs):
     include_cancelled: bool | None = Field(None, description="True: also list cancelled events.")
 
 
+# Core, not ORM lazy loads: a hot read; see docs/performance.md.
+_EVENTS_ATTENDED = (
+    select(*EVENT_COLUMNS)
+    .join(ATTENDEES, ATTENDEES.c.event_id == EVENTS.c.id)
+    .outerjoin(EMPLOYEES, EMPLOYEES.c.id == EVENTS.c.organizer_id)
+    .where(
+        ATTENDEES.c.employee_id == bindparam("employee_id"),
+        EVENTS.c.start_at < bindparam("before"),
+        EVENTS.c.end_at > bindparam("after"),
+    )
+    .order_by(EVENTS.c.start_at, EVENTS.c.id)
+)
+_CONFIRMED_EVENTS_ATTENDED = _EVENTS_ATTENDED.where(EVENTS.c.status == "confirmed")
+
+
 @tool(read_only=True)
 def list_events(db: Session, args: ListEventsArgs, ctx: ToolContext) -> dict[str, Any]:
     """List the events someone attends (or organizes) between two dates, earliest first.
 
     Each event has a code (for reschedule_event / cancel_event), times in UTC and attendees.
     """
-    who = employee_by_email(db, args.employee_email) if args.employee_email else me(db)
+    who = employee_row_by_email(db, args.employee_email) if args.employee_email else me_row(db)
     first = datetime.combine(args.start_date, time())
     last = datetime.combine(args.end_date or args.start_date + timedelta(days=7), time())
-    q = (
-        select(Event)
-        .join(EventAttendee, EventAttendee.event_id == Event.id)
-        .where(
-            EventAttendee.employee_id == who.id,
-            Event.start_at < last + timedelta(days=1),
-            Event.end_at > first,
-        )
-        .order_by(Event.start_at, Event.id)
-    )
-    if not args.include_cancelled:
-        q = q.where(Event.status == "confirmed")
-    return {"calendar_of": who.email, "events": [event_view(db, e) for e in db.scalars(q)]}
+    q = _EVENTS_ATTENDED if args.include_cancelled else _CONFIRMED_EVENTS_ATTENDED
+    params = {"employee_id": who.id, "before": last + timedelta(days=1), "after": first}
+    events = db.execute(q, params).all()
+    return {"calendar_of": who.email, "events": event_views(db, list(events))}
 
 
-def _people(db: Session, emails: list[str]) -> list[Employee]:
-    """The user plus the named colleagues, each once, all active."""
-    people = {me(db).id: me(db)}
+def _people(db: Session, emails: list[str]) -> list[Row[Any]]:
+    """The user plus the named colleagues (employee rows), each once, all active."""
+    user = me_row(db)
+    people = {user.id: user}
     for address in emails:
-        employee = employee_by_email(db, address)
+        employee = employee_row_by_email(db, address)
         require_active(employee, "invite them")
         people[employee.id] = employee
     return list(people.values())
@@ -89,8 +103,13 @@ def _check_times(start: datetime, end: datetime, ctx: ToolContext) -> None:
         )
 
 
-def _refuse_conflicts(db: Session, people: list[Employee], start: datetime, end: datetime,
-                      skip: int = 0) -> None:  # fmt: skip
+def _refuse_conflicts(
+    db: Session,
+    people: list[Employee] | list[Row[Any]],
+    start: datetime,
+    end: datetime,
+    skip: int = 0,
+) -> None:
     clashes = busy(db, [p.id for p in people], start, end, skip)
     if clashes:
         listed = "; ".join(
@@ -124,8 +143,11 @@ def find_free_slot(db: Session, args: FreeSlotArgs, ctx: ToolContext) -> dict[st
     length = timedelta(minutes=args.duration_minutes)
     start = datetime.combine(args.day, args.earliest or time(9, 0))
     stop = datetime.combine(args.day, args.latest_end or time(17, 0))
+    # One read of the day's busy times instead of a `busy` query per slot tried.
+    spans = busy_spans(db, [p.id for p in people], start, stop)
     while start + length <= stop:
-        if start >= ctx.now and not busy(db, [p.id for p in people], start, start + length):
+        end = start + length
+        if start >= ctx.now and not any(s < end and e > start for s, e in spans):
             return {"start": start.isoformat(), "end": (start + length).isoformat(),
                     "attendees": [p.email for p in people]}  # fmt: skip
         start += SLOT_STEP

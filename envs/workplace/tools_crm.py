@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from functools import cache
+from typing import Any, Literal, cast
 
 from pydantic import Field
-from sqlalchemy import func, or_, select
+from sqlalchemy import Row, Select, Table, bindparam, func, or_, select
 from sqlalchemy.orm import Session
 
 from app.environment import ToolArgs, ToolContext, ToolError, tool
@@ -18,38 +19,86 @@ from envs.workplace.models import (
     DealStageChange,
     Employee,
 )
-from envs.workplace.ops import employee_by_email, me, money, require_active
+from envs.workplace.ops import (
+    EMPLOYEES,
+    employee_by_email,
+    employee_row_by_email,
+    me,
+    money,
+    no_such_deal,
+    require_active,
+)
 from envs.workplace.ops import get_deal as find_deal
 
 OPEN_STAGES = ("lead", "qualified", "proposal")
 Stage = Literal["lead", "qualified", "proposal", "won", "lost"]
 
 
-def _contact(c: Contact) -> dict[str, Any]:
+COMPANIES = cast(Table, Company.__table__)
+CONTACTS = cast(Table, Contact.__table__)
+DEALS = cast(Table, Deal.__table__)
+HISTORY = cast(Table, DealStageChange.__table__)
+ACTIVITIES = cast(Table, Activity.__table__)
+
+
+def _contact(c: Contact | Row[Any]) -> dict[str, Any]:
     return {"name": f"{c.first_name} {c.last_name}", "email": c.email, "title": c.title,
             "phone": c.phone}  # fmt: skip
 
 
-def _deal(db: Session, d: Deal, full: bool = False) -> dict[str, Any]:
-    company = db.get(Company, d.company_id)
-    owner = db.get(Employee, d.owner_id)
-    view: dict[str, Any] = {
-        "code": d.code, "name": d.name, "company": company.name if company else None,
-        "owner": owner.email if owner else None, "stage": d.stage, "amount": money(d.amount),
-        "close_date": d.close_date.isoformat() if d.close_date else None,
+# Core, not ORM lazy loads: hot reads; see docs/performance.md. A deal row holds the deal's
+# columns, its company's name and its owner's email.
+_DEAL_ROWS = (
+    select(
+        DEALS.c.id,
+        DEALS.c.code,
+        DEALS.c.name,
+        COMPANIES.c.name.label("company"),
+        EMPLOYEES.c.email.label("owner"),
+        DEALS.c.stage,
+        DEALS.c.amount,
+        DEALS.c.close_date,
+    )
+    .outerjoin(COMPANIES, COMPANIES.c.id == DEALS.c.company_id)
+    .outerjoin(EMPLOYEES, EMPLOYEES.c.id == DEALS.c.owner_id)
+)
+_DEAL_BY_CODE = _DEAL_ROWS.where(DEALS.c.code == bindparam("code"))
+_STAGE_HISTORY = (
+    select(HISTORY.c.from_stage, HISTORY.c.to_stage, HISTORY.c.changed_at)
+    .where(HISTORY.c.deal_id == bindparam("deal_id"))
+    .order_by(HISTORY.c.changed_at, HISTORY.c.id)
+)
+_ACTIVITIES = (
+    select(ACTIVITIES.c.kind, ACTIVITIES.c.summary, ACTIVITIES.c.occurred_at)
+    .where(ACTIVITIES.c.deal_id == bindparam("deal_id"))
+    .order_by(ACTIVITIES.c.occurred_at.desc())
+)
+
+
+def _deal_summary(d: Row[Any]) -> dict[str, Any]:
+    return {
+        "code": d.code, "name": d.name, "company": d.company, "owner": d.owner, "stage": d.stage,
+        "amount": money(d.amount), "close_date": d.close_date.isoformat() if d.close_date else None,
     }  # fmt: skip
+
+
+def _deal_row(db: Session, code: str) -> Row[Any]:
+    """The deal's row (_DEAL_ROWS), as stored: write tools flush before reading it."""
+    d = db.execute(_DEAL_BY_CODE, {"code": code.strip().upper()}).first()
+    if d is None:
+        raise no_such_deal(code)
+    return d
+
+
+def _deal(db: Session, d: Row[Any], full: bool = False) -> dict[str, Any]:
+    view = _deal_summary(d)
     if full:
-        history = db.scalars(
-            select(DealStageChange).where(DealStageChange.deal_id == d.id)
-            .order_by(DealStageChange.changed_at, DealStageChange.id)
-        )  # fmt: skip
+        history = db.execute(_STAGE_HISTORY, {"deal_id": d.id})
         view["stage_history"] = [
             {"from": h.from_stage, "to": h.to_stage, "at": h.changed_at.isoformat()}
             for h in history
         ]
-        acts = db.scalars(
-            select(Activity).where(Activity.deal_id == d.id).order_by(Activity.occurred_at.desc())
-        )
+        acts = db.execute(_ACTIVITIES, {"deal_id": d.id})
         view["activities"] = [
             {"kind": a.kind, "summary": a.summary, "at": a.occurred_at.isoformat()} for a in acts
         ]
@@ -63,6 +112,41 @@ class SearchCustomersArgs(ToolArgs):
     )
 
 
+# Core, not ORM lazy loads: a hot read; see docs/performance.md.
+_LIKE = bindparam("like")
+_COMPANY_SEARCH = (
+    select(COMPANIES.c.id, COMPANIES.c.name, COMPANIES.c.industry, COMPANIES.c.domain)
+    .where(
+        or_(
+            func.lower(COMPANIES.c.name).like(_LIKE),
+            func.lower(COMPANIES.c.domain).like(_LIKE),
+            COMPANIES.c.id.in_(
+                select(CONTACTS.c.company_id).where(
+                    or_(
+                        func.lower(CONTACTS.c.first_name + " " + CONTACTS.c.last_name).like(_LIKE),
+                        func.lower(CONTACTS.c.email).like(_LIKE),
+                    )
+                )
+            ),
+        )
+    )
+    .order_by(COMPANIES.c.name)
+    .limit(10)
+)
+_CONTACTS_OF = (
+    select(
+        CONTACTS.c.company_id,
+        CONTACTS.c.first_name,
+        CONTACTS.c.last_name,
+        CONTACTS.c.email,
+        CONTACTS.c.title,
+        CONTACTS.c.phone,
+    )
+    .where(CONTACTS.c.company_id.in_(bindparam("company_ids", expanding=True)))
+    .order_by(CONTACTS.c.company_id, CONTACTS.c.id)
+)
+
+
 @tool(read_only=True)
 def search_customers(db: Session, args: SearchCustomersArgs, ctx: ToolContext) -> dict[str, Any]:
     """Search CRM customers: companies (with their contacts) matching a name, domain or contact.
@@ -70,31 +154,13 @@ def search_customers(db: Session, args: SearchCustomersArgs, ctx: ToolContext) -
     External email may only go to addresses listed here as contacts.
     """
     like = f"%{args.query.lower()}%"
-    by_contact = select(Contact.company_id).where(
-        or_(
-            func.lower(Contact.first_name + " " + Contact.last_name).like(like),
-            func.lower(Contact.email).like(like),
-        )
-    )
-    companies = db.scalars(
-        select(Company)
-        .where(
-            or_(
-                func.lower(Company.name).like(like),
-                func.lower(Company.domain).like(like),
-                Company.id.in_(by_contact),
-            )
-        )  # fmt: skip
-        .order_by(Company.name)
-        .limit(10)
-    ).all()
-    out = []
-    for c in companies:
-        contacts = db.scalars(
-            select(Contact).where(Contact.company_id == c.id).order_by(Contact.id)
-        )
-        out.append({"company": c.name, "industry": c.industry, "domain": c.domain,
-                    "contacts": [_contact(x) for x in contacts]})  # fmt: skip
+    companies = db.execute(_COMPANY_SEARCH, {"like": like}).all()
+    contacts: dict[int, list[dict[str, Any]]] = {c.id: [] for c in companies}
+    if companies:
+        for x in db.execute(_CONTACTS_OF, {"company_ids": list(contacts)}):
+            contacts[x.company_id].append(_contact(x))
+    out = [{"company": c.name, "industry": c.industry, "domain": c.domain,
+            "contacts": contacts[c.id]} for c in companies]  # fmt: skip
     return {"companies": out}
 
 
@@ -104,19 +170,31 @@ class ListDealsArgs(ToolArgs):
     stage: Stage | None = Field(None, description="Only deals in this stage.")
 
 
+@cache
+def _deal_search(by_company: bool, by_owner: bool, by_stage: bool) -> Select[Any]:
+    """Core, not ORM: a hot read; see docs/performance.md. Built once per filter combination."""
+    q = _DEAL_ROWS
+    if by_company:
+        q = q.where(func.lower(COMPANIES.c.name) == bindparam("company"))
+    if by_owner:
+        q = q.where(DEALS.c.owner_id == bindparam("owner_id"))
+    if by_stage:
+        q = q.where(DEALS.c.stage == bindparam("stage"))
+    return q.order_by(DEALS.c.code).limit(50)
+
+
 @tool(read_only=True)
 def list_deals(db: Session, args: ListDealsArgs, ctx: ToolContext) -> dict[str, Any]:
     """List deals filtered by company, owner and/or stage (at most 50, by code)."""
-    q = select(Deal).order_by(Deal.code)
+    params: dict[str, Any] = {}
     if args.company:
-        q = q.join(Company, Company.id == Deal.company_id).where(
-            func.lower(Company.name) == args.company.lower()
-        )
+        params["company"] = args.company.lower()
     if args.owner_email:
-        q = q.where(Deal.owner_id == employee_by_email(db, args.owner_email).id)
+        params["owner_id"] = employee_row_by_email(db, args.owner_email).id
     if args.stage:
-        q = q.where(Deal.stage == args.stage)
-    return {"deals": [_deal(db, d) for d in db.scalars(q.limit(50))]}
+        params["stage"] = args.stage
+    q = _deal_search(bool(args.company), bool(args.owner_email), bool(args.stage))
+    return {"deals": [_deal_summary(d) for d in db.execute(q, params)]}
 
 
 class DealRef(ToolArgs):
@@ -126,7 +204,7 @@ class DealRef(ToolArgs):
 @tool(read_only=True)
 def get_deal(db: Session, args: DealRef, ctx: ToolContext) -> dict[str, Any]:
     """A deal in full: company, owner, stage, amount, close date, stage history and activities."""
-    return _deal(db, find_deal(db, args.code), full=True)
+    return _deal(db, _deal_row(db, args.code), full=True)
 
 
 def _open(deal: Deal) -> None:
@@ -169,7 +247,7 @@ def update_deal_stage(db: Session, args: StageArgs, ctx: ToolContext) -> dict[st
                            changed_by=me(db).id, changed_at=ctx.now))  # fmt: skip
     deal.stage = args.stage
     db.flush()
-    return _deal(db, deal)
+    return _deal(db, _deal_row(db, deal.code))
 
 
 class AmountArgs(DealRef):
@@ -183,7 +261,7 @@ def update_deal_amount(db: Session, args: AmountArgs, ctx: ToolContext) -> dict[
     _open(deal)
     deal.amount = round(args.amount, 2) + 0.0
     db.flush()
-    return _deal(db, deal)
+    return _deal(db, _deal_row(db, deal.code))
 
 
 class ReassignDealArgs(DealRef):
@@ -212,7 +290,7 @@ def reassign_deal(db: Session, args: ReassignDealArgs, ctx: ToolContext) -> dict
     require_active(new_owner, "own deals")
     deal.owner_id = new_owner.id
     db.flush()
-    return _deal(db, deal)
+    return _deal(db, _deal_row(db, deal.code))
 
 
 class LogActivityArgs(DealRef):

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from functools import cache
+from typing import Any, Literal, cast
 
 from pydantic import Field
-from sqlalchemy import func, or_, select
+from sqlalchemy import Row, Select, Table, bindparam, func, or_, select
 from sqlalchemy.orm import Session
 
 from app.environment import ToolArgs, ToolContext, ToolError, tool
@@ -16,15 +17,18 @@ from envs.workplace.ops import (
     employee_by_email,
     is_internal,
     me,
+    me_row,
     my_item,
     new_message_id,
     require_active,
 )
 
 LABEL = re.compile(r"^[a-z0-9][a-z0-9 _-]{0,29}$")
+MAILBOX = cast(Table, MailboxItem.__table__)
+MESSAGES = cast(Table, Message.__table__)
 
 
-def _summary(item: MailboxItem, msg: Message) -> dict[str, Any]:
+def _summary(item: MailboxItem | Row[Any], msg: Message | Row[Any]) -> dict[str, Any]:
     return {
         "message_id": msg.message_id,
         "from": msg.sender,
@@ -51,35 +55,60 @@ class SearchEmailsArgs(ToolArgs):
     limit: int | None = Field(None, ge=1, le=50, description="At most this many (default 20).")
 
 
+@cache
+def _mailbox_search(by_text: bool, by_sender: bool, by_folder: bool, unread: bool) -> Select[Any]:
+    """Core, not ORM: a hot read; see docs/performance.md. Built once per filter combination.
+
+    A row holds the mailbox item's and the message's columns `_summary` reads."""
+    m, i = MESSAGES.c, MAILBOX.c
+    q = (
+        select(
+            i.folder,
+            i.is_read,
+            i.labels,
+            m.message_id,
+            m.sender,
+            m.to_addresses,
+            m.cc_addresses,
+            m.subject,
+            m.sent_at,
+        )  # fmt: skip
+        .join(MESSAGES, m.id == i.message_id)
+        .where(i.employee_id == bindparam("employee_id"))
+    )
+    if by_text:
+        like = bindparam("like")
+        q = q.where(or_(func.lower(m.subject).like(like), func.lower(m.body).like(like)))
+    if by_sender:
+        q = q.where(func.lower(m.sender) == bindparam("sender"))
+    if by_folder:
+        q = q.where(i.folder == bindparam("folder"))
+    if unread:
+        q = q.where(i.is_read.is_(False))
+    return q.order_by(m.sent_at.desc(), m.id.desc())
+
+
 @tool(read_only=True)
 def search_emails(db: Session, args: SearchEmailsArgs, ctx: ToolContext) -> dict[str, Any]:
     """Search the user's own mailbox, newest first; returns each email's message_id and headers.
 
     Use read_email with a message_id to see the body. Only the user's mailbox is searchable.
     """
-    user = me(db)
-    q = (
-        select(MailboxItem, Message)
-        .join(Message, Message.id == MailboxItem.message_id)
-        .where(MailboxItem.employee_id == user.id)
-    )
+    params: dict[str, Any] = {"employee_id": me_row(db).id}
     if args.query:
-        like = f"%{args.query.lower()}%"
-        q = q.where(
-            or_(func.lower(Message.subject).like(like), func.lower(Message.body).like(like))
-        )
+        params["like"] = f"%{args.query.lower()}%"
     if args.from_address:
-        q = q.where(func.lower(Message.sender) == args.from_address.lower())
+        params["sender"] = args.from_address.lower()
     if args.folder:
-        q = q.where(MailboxItem.folder == args.folder)
-    if args.unread_only:
-        q = q.where(MailboxItem.is_read.is_(False))
-    rows = db.execute(q.order_by(Message.sent_at.desc(), Message.id.desc())).all()
+        params["folder"] = args.folder
+    q = _mailbox_search(bool(args.query), bool(args.from_address), bool(args.folder),
+                        bool(args.unread_only))  # fmt: skip
+    rows = db.execute(q, params).all()
     if args.label:
         wanted = args.label.lower()
-        rows = [r for r in rows if wanted in r[0].labels.split(",")]
+        rows = [r for r in rows if wanted in r.labels.split(",")]
     limit = args.limit or 20
-    return {"total": len(rows), "emails": [_summary(i, m) for i, m in rows[:limit]]}
+    return {"total": len(rows), "emails": [_summary(r, r) for r in rows[:limit]]}
 
 
 class MessageRef(ToolArgs):
@@ -134,9 +163,15 @@ def _deliver(
             code="duplicate",
         )
     msg = Message(
-        message_id=mid, sender=user.email, to_addresses=",".join(to), cc_addresses=",".join(cc),
-        subject=subject, body=body, sent_at=ctx.now, in_reply_to=in_reply_to,
-    )  # fmt: skip
+        message_id=mid,
+        sender=user.email,
+        to_addresses=",".join(to),
+        cc_addresses=",".join(cc),
+        subject=subject,
+        body=body,
+        sent_at=ctx.now,
+        in_reply_to=in_reply_to,
+    )
     db.add(msg)
     db.flush()
     db.add(MailboxItem(employee_id=user.id, message_id=msg.id, folder="sent", is_read=True))

@@ -3,21 +3,30 @@
 from __future__ import annotations
 
 from datetime import date
+from functools import cache
 from typing import Any, Literal
 
 from pydantic import Field
-from sqlalchemy import func, or_, select
+from sqlalchemy import Row, Select, bindparam, func, or_, select
 from sqlalchemy.orm import Session
 
 from app.environment import ToolArgs, ToolContext, ToolError, tool
 from envs.workplace.models import Employee, Project, WorkTask
-from envs.workplace.ops import employee_by_email, full_name, get_task, me, require_active
+from envs.workplace.ops import (
+    EMPLOYEES,
+    employee_by_email,
+    full_name,
+    get_task,
+    me,
+    me_row,
+    require_active,
+)
 
 Status = Literal["todo", "in_progress", "done"]
 Priority = Literal["low", "medium", "high", "urgent"]
 
 
-def _person(e: Employee) -> dict[str, Any]:
+def _person(e: Employee | Row[Any]) -> dict[str, Any]:
     return {"name": full_name(e), "email": e.email, "department": e.department,
             "title": e.title, "active": e.active}  # fmt: skip
 
@@ -29,13 +38,25 @@ class NoArgs(ToolArgs):
 @tool(read_only=True)
 def get_current_user(db: Session, args: NoArgs, ctx: ToolContext) -> dict[str, Any]:
     """Who the user is (the employee this assistant acts for) and the current date and time."""
-    user = me(db)
-    return {**_person(user), "now": ctx.now.isoformat()}
+    return {**_person(me_row(db)), "now": ctx.now.isoformat()}
 
 
 class SearchEmployeesArgs(ToolArgs):
     query: str | None = Field(None, description="Part of a first name, last name or email.")
     department: str | None = Field(None, description="Only this department, e.g. 'Sales'.")
+
+
+@cache
+def _employee_search(by_text: bool, by_department: bool) -> Select[Any]:
+    """Core, not ORM: a hot read; see docs/performance.md. Built once per filter combination."""
+    e = EMPLOYEES.c
+    q = select(e.first_name, e.last_name, e.email, e.department, e.title, e.active)
+    if by_text:
+        name = func.lower(e.first_name + " " + e.last_name)
+        q = q.where(or_(name.like(bindparam("like")), func.lower(e.email).like(bindparam("like"))))
+    if by_department:
+        q = q.where(func.lower(e.department) == bindparam("department"))
+    return q.order_by(e.last_name, e.first_name, e.id).limit(25)
 
 
 @tool(read_only=True)
@@ -44,14 +65,13 @@ def search_employees(db: Session, args: SearchEmployeesArgs, ctx: ToolContext) -
 
     Results say whether each person is still active; former employees get no new work.
     """
-    q = select(Employee).order_by(Employee.last_name, Employee.first_name, Employee.id)
+    params = {}
     if args.query:
-        like = f"%{args.query.lower()}%"
-        name = func.lower(Employee.first_name + " " + Employee.last_name)
-        q = q.where(or_(name.like(like), func.lower(Employee.email).like(like)))
+        params["like"] = f"%{args.query.lower()}%"
     if args.department:
-        q = q.where(func.lower(Employee.department) == args.department.lower())
-    return {"employees": [_person(e) for e in db.scalars(q.limit(25))]}
+        params["department"] = args.department.lower()
+    q = _employee_search(bool(args.query), bool(args.department))
+    return {"employees": [_person(e) for e in db.execute(q, params)]}
 
 
 def _task(db: Session, t: WorkTask) -> dict[str, Any]:
