@@ -5,23 +5,41 @@ from __future__ import annotations
 import hashlib
 from collections import defaultdict
 from datetime import date, datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 from pydantic import Field
-from sqlalchemy import select
+from sqlalchemy import Integer, Row, Table, bindparam, select
 from sqlalchemy.orm import Session
 
 from app.environment import ToolArgs, ToolError
 from envs.airline.models import (
+    Airport,
+    Baggage,
     Flight,
     FlightCabin,
+    Passenger,
     Payment,
     PaymentMethod,
     Refund,
     Reservation,
+    ReservationSegment,
     Seat,
     User,
 )
+
+# The mapped tables, for the hot read paths that use Core instead of ORM entities.
+AIRPORTS = cast(Table, Airport.__table__)
+FLIGHTS = cast(Table, Flight.__table__)
+FLIGHT_CABINS = cast(Table, FlightCabin.__table__)
+SEATS = cast(Table, Seat.__table__)
+USERS = cast(Table, User.__table__)
+PAYMENT_METHODS = cast(Table, PaymentMethod.__table__)
+RESERVATIONS = cast(Table, Reservation.__table__)
+SEGMENTS = cast(Table, ReservationSegment.__table__)
+PASSENGERS = cast(Table, Passenger.__table__)
+PAYMENTS = cast(Table, Payment.__table__)
+REFUNDS = cast(Table, Refund.__table__)
+BAGGAGE = cast(Table, Baggage.__table__)
 
 CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
 
@@ -54,23 +72,31 @@ def parse_date(text: str) -> date:
 def get_user(db: Session, user_code: str) -> User:
     user = db.scalar(select(User).where(User.user_code == user_code.strip().lower()))
     if user is None:
-        raise ToolError(
-            f"No member has user id {user_code!r}.",
-            hint="Ask for the member's user id, or look it up with find_user_by_email.",
-            code="not_found",
-        )
+        raise no_such_user(user_code)
     return user
+
+
+def no_such_user(user_code: str) -> ToolError:
+    return ToolError(
+        f"No member has user id {user_code!r}.",
+        hint="Ask for the member's user id, or look it up with find_user_by_email.",
+        code="not_found",
+    )
+
+
+def no_such_reservation(code: str) -> ToolError:
+    return ToolError(
+        f"No reservation has booking code {code}.",
+        hint="Booking codes have six letters and digits; get_user_details lists a member's.",
+        code="not_found",
+    )
 
 
 def get_reservation(db: Session, code: str) -> Reservation:
     norm = code.strip().upper()
     reservation = db.scalar(select(Reservation).where(Reservation.code == norm))
     if reservation is None:
-        raise ToolError(
-            f"No reservation has booking code {norm}.",
-            hint="Booking codes have six letters and digits; get_user_details lists a member's.",
-            code="not_found",
-        )
+        raise no_such_reservation(norm)
     return reservation
 
 
@@ -228,12 +254,59 @@ def booking_code(db: Session, user: User, salt: str) -> str:
         attempt += 1
 
 
-def flight_view(flight: Flight) -> dict[str, Any]:
+# --- reservation and flight views, read with Core ---------------------------------------------
+# Core, not ORM lazy loads: hot reads; see docs/performance.md. Statements are built once at
+# import and run with bound values; each list keeps the order of the ORM relationship it replaces
+# (segments by leg_no, passengers by position, payments and refunds by id).
+
+_RESERVATION_ID = bindparam("reservation_id", type_=Integer)
+_ORIGIN, _DESTINATION = AIRPORTS.alias("origin"), AIRPORTS.alias("destination")
+
+# A dated flight with its airport codes: what `flight_view` shows.
+FLIGHT_COLUMNS = (
+    FLIGHTS.c.id,
+    FLIGHTS.c.flight_number,
+    FLIGHTS.c.flight_date,
+    _ORIGIN.c.code.label("origin"),
+    _DESTINATION.c.code.label("destination"),
+    FLIGHTS.c.scheduled_departure,
+    FLIGHTS.c.scheduled_arrival,
+    FLIGHTS.c.status,
+    FLIGHTS.c.delay_minutes,
+)
+FLIGHT_JOIN = FLIGHTS.join(_ORIGIN, _ORIGIN.c.id == FLIGHTS.c.origin_id).join(
+    _DESTINATION, _DESTINATION.c.id == FLIGHTS.c.destination_id
+)
+_FLIGHT_BY_NUMBER_DATE = (
+    select(*FLIGHT_COLUMNS)
+    .select_from(FLIGHT_JOIN)
+    .where(
+        FLIGHTS.c.flight_number == bindparam("number"), FLIGHTS.c.flight_date == bindparam("day")
+    )
+)
+
+
+def flight_row(db: Session, flight_number: str, day: str) -> Row[Any]:
+    """`get_flight` with Core: the flight's `flight_view` columns (and id); same errors."""
+    number = flight_number.strip().upper()
+    parsed = parse_date(day)
+    flight = db.execute(_FLIGHT_BY_NUMBER_DATE, {"number": number, "day": parsed}).first()
+    if flight is None:
+        raise ToolError(
+            f"There is no flight {number} on {day}.",
+            hint="search_flights lists the flights between two airports on a date.",
+            code="not_found",
+        )
+    return flight
+
+
+def flight_view(flight: Row[Any]) -> dict[str, Any]:
+    """A flight row of `FLIGHT_COLUMNS` (origin and destination are airport codes)."""
     return {
         "flight_number": flight.flight_number,
         "date": flight.flight_date.isoformat(),
-        "origin": flight.origin.code,
-        "destination": flight.destination.code,
+        "origin": flight.origin,
+        "destination": flight.destination,
         "scheduled_departure": flight.scheduled_departure.isoformat(),
         "scheduled_arrival": flight.scheduled_arrival.isoformat(),
         "status": flight.status,
@@ -241,38 +314,110 @@ def flight_view(flight: Flight) -> dict[str, Any]:
     }
 
 
-def reservation_view(db: Session, r: Reservation) -> dict[str, Any]:
-    """Everything the desk may see about one reservation."""
-    pax_ids = {p.id: p.ticket_number for p in r.passengers}
-    seats = db.execute(
-        select(Seat.flight_id, Seat.seat_no, Seat.passenger_id).where(
-            Seat.passenger_id.in_(list(pax_ids))
-        )
-    ).all()
-    seat_of = {(fid, pid): no for fid, no, pid in seats}
-    bags = r.baggage
+_RESERVATION = (
+    select(
+        RESERVATIONS.c.id,
+        RESERVATIONS.c.code,
+        USERS.c.user_code,
+        RESERVATIONS.c.status,
+        RESERVATIONS.c.trip_type,
+        RESERVATIONS.c.fare_class,
+        _ORIGIN.c.code.label("origin"),
+        _DESTINATION.c.code.label("destination"),
+        RESERVATIONS.c.insurance,
+        RESERVATIONS.c.created_at,
+        BAGGAGE.c.checked_bags,
+        BAGGAGE.c.free_bags,
+        BAGGAGE.c.paid_bags,
+    )
+    .select_from(RESERVATIONS)
+    .join(USERS, USERS.c.id == RESERVATIONS.c.user_id)
+    .join(_ORIGIN, _ORIGIN.c.id == RESERVATIONS.c.origin_id)
+    .join(_DESTINATION, _DESTINATION.c.id == RESERVATIONS.c.destination_id)
+    .outerjoin(BAGGAGE, BAGGAGE.c.reservation_id == RESERVATIONS.c.id)
+)
+_RESERVATION_BY_ID = _RESERVATION.where(RESERVATIONS.c.id == _RESERVATION_ID)
+_RESERVATION_BY_CODE = _RESERVATION.where(RESERVATIONS.c.code == bindparam("code"))
+
+_SEGMENTS = (
+    select(*FLIGHT_COLUMNS, SEGMENTS.c.price)
+    .select_from(SEGMENTS.join(FLIGHT_JOIN, FLIGHTS.c.id == SEGMENTS.c.flight_id))
+    .where(SEGMENTS.c.reservation_id == _RESERVATION_ID)
+    .order_by(SEGMENTS.c.leg_no)
+)
+_PASSENGERS = (
+    select(
+        PASSENGERS.c.id,
+        PASSENGERS.c.ticket_number,
+        PASSENGERS.c.first_name,
+        PASSENGERS.c.last_name,
+        PASSENGERS.c.date_of_birth,
+    )
+    .where(PASSENGERS.c.reservation_id == _RESERVATION_ID)
+    .order_by(PASSENGERS.c.position)
+)
+# Seats held by the reservation's passengers, in (flight, passenger) order as the view lists them.
+_SEATS = (
+    select(SEATS.c.flight_id, SEATS.c.seat_no, PASSENGERS.c.ticket_number)
+    .select_from(SEATS.join(PASSENGERS, PASSENGERS.c.id == SEATS.c.passenger_id))
+    .where(PASSENGERS.c.reservation_id == _RESERVATION_ID)
+    .order_by(SEATS.c.flight_id, SEATS.c.passenger_id)
+)
+_PAYMENTS = (
+    select(PAYMENT_METHODS.c.code, PAYMENTS.c.purpose, PAYMENTS.c.amount)
+    .select_from(
+        PAYMENTS.join(PAYMENT_METHODS, PAYMENT_METHODS.c.id == PAYMENTS.c.payment_method_id)
+    )
+    .where(PAYMENTS.c.reservation_id == _RESERVATION_ID)
+    .order_by(PAYMENTS.c.id)
+)
+_REFUNDS = (
+    select(PAYMENT_METHODS.c.code, REFUNDS.c.reason, REFUNDS.c.amount)
+    .select_from(REFUNDS.join(PAYMENT_METHODS, PAYMENT_METHODS.c.id == REFUNDS.c.payment_method_id))
+    .where(REFUNDS.c.reservation_id == _RESERVATION_ID)
+    .order_by(REFUNDS.c.id)
+)
+
+
+def reservation_view(db: Session, reservation_id: int) -> dict[str, Any]:
+    """Everything the desk may see about one reservation, as stored.
+
+    Write tools call it after `db.flush()` (Session.execute autoflushes before Core statements
+    too, so the read sees every pending change either way).
+    """
+    return _reservation_view(
+        db, db.execute(_RESERVATION_BY_ID, {"reservation_id": reservation_id}).one()
+    )
+
+
+def reservation_view_by_code(db: Session, code: str) -> dict[str, Any]:
+    """The view of a booking code as the agent typed it; not_found like `get_reservation`."""
+    norm = code.strip().upper()
+    row = db.execute(_RESERVATION_BY_CODE, {"code": norm}).first()
+    if row is None:
+        raise no_such_reservation(norm)
+    return _reservation_view(db, row)
+
+
+def _reservation_view(db: Session, r: Row[Any]) -> dict[str, Any]:
+    key = {"reservation_id": r.id}
+    seats: dict[int, dict[str, str]] = defaultdict(dict)
+    for flight_id, seat_no, ticket in db.execute(_SEATS, key):
+        seats[flight_id][ticket] = seat_no
     return {
         "reservation_code": r.code,
-        "user_id": r.user.user_code,
+        "user_id": r.user_code,
         "status": r.status,
         "trip_type": r.trip_type,
         "fare_class": r.fare_class,
-        "origin": r.origin.code,
-        "destination": r.destination.code,
+        "origin": r.origin,
+        "destination": r.destination,
         "insurance": r.insurance,
         "created_at": r.created_at.isoformat(),
         "flights": [
-            {
-                **flight_view(s.flight),
-                "price_per_passenger": cents(s.price),
-                "seats": {
-                    pax_ids[pid]: no
-                    for (fid, pid), no in sorted(seat_of.items())
-                    if fid == s.flight_id
-                },
-            }
-            for s in r.segments
-        ],  # fmt: skip
+            {**flight_view(s), "price_per_passenger": cents(s.price), "seats": seats.get(s.id, {})}
+            for s in db.execute(_SEGMENTS, key)
+        ],
         "passengers": [
             {
                 "ticket_number": p.ticket_number,
@@ -280,27 +425,19 @@ def reservation_view(db: Session, r: Reservation) -> dict[str, Any]:
                 "last_name": p.last_name,
                 "date_of_birth": p.date_of_birth.isoformat(),
             }
-            for p in r.passengers
-        ],  # fmt: skip
+            for p in db.execute(_PASSENGERS, key)
+        ],
         "baggage": {
-            "checked_bags": bags.checked_bags if bags else 0,
-            "free_bags": bags.free_bags if bags else 0,
-            "paid_bags": bags.paid_bags if bags else 0,
+            "checked_bags": r.checked_bags or 0,
+            "free_bags": r.free_bags or 0,
+            "paid_bags": r.paid_bags or 0,
         },
         "payments": [
-            {
-                "payment_method_id": p.payment_method.code,
-                "purpose": p.purpose,
-                "amount": cents(p.amount),
-            }
-            for p in r.payments
-        ],  # fmt: skip
+            {"payment_method_id": code, "purpose": purpose, "amount": cents(amount)}
+            for code, purpose, amount in db.execute(_PAYMENTS, key)
+        ],
         "refunds": [
-            {
-                "payment_method_id": f.payment_method.code,
-                "reason": f.reason,
-                "amount": cents(f.amount),
-            }
-            for f in r.refunds
-        ],  # fmt: skip
+            {"payment_method_id": code, "reason": reason, "amount": cents(amount)}
+            for code, reason, amount in db.execute(_REFUNDS, key)
+        ],
     }

@@ -156,7 +156,7 @@ def book_reservation(db: Session, args: BookArgs, ctx: ToolContext) -> dict[str,
         charge(r, main, amount - from_cert, purpose, ctx.now)
     db.flush()
     total = cents(sum(a for _, a in bills))
-    return {"reservation_code": code, "total_charged": total, **reservation_view(db, r)}
+    return {"reservation_code": code, "total_charged": total, **reservation_view(db, r.id)}
 
 
 class CancelArgs(ToolArgs):
@@ -214,4 +214,4 @@ def cancel_reservation(db: Session, args: CancelArgs, ctx: ToolContext) -> dict[
     release_seats(db, r)
     r.status, r.cancel_reason = "cancelled", args.reason
     db.flush()
-    return {"refunded": money(refunded), "allowed_because": why, **reservation_view(db, r)}
+    return {"refunded": money(refunded), "allowed_because": why, **reservation_view(db, r.id)}

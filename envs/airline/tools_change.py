@@ -127,7 +127,7 @@ def change_flights(db: Session, args: ChangeFlightsArgs, ctx: ToolContext) -> di
     # Segments now point at other flights: reload them (and their flights) before the view.
     db.expire_all()
     return {"fare_difference": money(cents(diff)), "paid_with": method.code if method else None,
-            "new_flights": refs_text(args.flights), **reservation_view(db, r)}  # fmt: skip
+            "new_flights": refs_text(args.flights), **reservation_view(db, r.id)}  # fmt: skip
 
 
 class ChangeCabinArgs(ToolArgs):
@@ -172,7 +172,7 @@ def change_cabin(db: Session, args: ChangeCabinArgs, ctx: ToolContext) -> dict[s
     r.fare_class = args.fare_class
     db.flush()
     return {"fare_difference": money(cents(diff)), "paid_with": method.code if method else None,
-            **reservation_view(db, r)}  # fmt: skip
+            **reservation_view(db, r.id)}  # fmt: skip
 
 
 class UpdatePassengersArgs(ToolArgs):
@@ -206,4 +206,4 @@ def update_passengers(db: Session, args: UpdatePassengersArgs, ctx: ToolContext)
         raise ToolError(f"The passengers of {r.code} already have exactly these details.",
                         code="invalid_arguments")  # fmt: skip
     db.flush()
-    return reservation_view(db, r)
+    return reservation_view(db, r.id)

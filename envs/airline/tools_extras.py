@@ -79,7 +79,7 @@ def add_baggage(db: Session, args: AddBaggageArgs, ctx: ToolContext) -> dict[str
     if r.baggage is None:
         r.baggage = bags
     db.flush()
-    return {"fee": money(fee), "free_allowance": allowance, **reservation_view(db, r)}
+    return {"fee": money(fee), "free_allowance": allowance, **reservation_view(db, r.id)}
 
 
 class AssignSeatArgs(ToolArgs):
