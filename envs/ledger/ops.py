@@ -58,14 +58,34 @@ def checked_amount(value: float) -> float:
     return cents(value)
 
 
+def no_such_customer(customer_id: int) -> ToolError:
+    return ToolError(
+        f"No customer has id {customer_id}.",
+        hint="Identify the customer with find_customer and use the customer_id it returns.",
+        code="not_found",
+    )
+
+
+def no_such_account(number: str) -> ToolError:
+    return ToolError(
+        f"No account has number {number!r}.",
+        hint="Account numbers are 8 digits, e.g. '11000042'; find_customer lists a customer's.",
+        code="not_found",
+    )
+
+
+def not_customers_account(number: str, customer_id: int) -> ToolError:
+    return ToolError(
+        f"Account {number} does not belong to customer {customer_id}.",
+        hint="Act only on the identified customer's own accounts.",
+        code="forbidden",
+    )
+
+
 def get_customer(db: Session, customer_id: int) -> Customer:
     customer = db.get(Customer, customer_id)
     if customer is None:
-        raise ToolError(
-            f"No customer has id {customer_id}.",
-            hint="Identify the customer with find_customer and use the customer_id it returns.",
-            code="not_found",
-        )
+        raise no_such_customer(customer_id)
     return customer
 
 
@@ -76,11 +96,7 @@ def internal_account(db: Session, currency: str, purpose: str) -> Account:
 def get_account(db: Session, number: str) -> Account:
     account = db.scalar(select(Account).where(Account.number == number.strip().upper()))
     if account is None:
-        raise ToolError(
-            f"No account has number {number!r}.",
-            hint="Account numbers are 8 digits, e.g. '11000042'; find_customer lists a customer's.",
-            code="not_found",
-        )
+        raise no_such_account(number)
     return account
 
 
@@ -89,11 +105,7 @@ def owned_account(db: Session, number: str, customer_id: int) -> Account:
     customer = get_customer(db, customer_id)
     account = get_account(db, number)
     if account.customer_id != customer.id:
-        raise ToolError(
-            f"Account {account.number} does not belong to customer {customer_id}.",
-            hint="Act only on the identified customer's own accounts.",
-            code="forbidden",
-        )
+        raise not_customers_account(account.number, customer_id)
     return account
 
 

@@ -1,17 +1,37 @@
-"""Read-only tools: identify a customer, look at accounts, their journal and one transaction."""
+"""Read-only tools: identify a customer, look at accounts, their journal and one transaction.
+
+They read with Core column selects built once at import, not ORM entities and their lazy loads
+(see docs/performance.md); lists keep the order of the ORM relationships they replace.
+"""
 
 from __future__ import annotations
 
 from datetime import date
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from pydantic import Field
-from sqlalchemy import func, select
+from sqlalchemy import Integer, Row, Table, bindparam, func, select
 from sqlalchemy.orm import Session
 
 from app.environment import ToolArgs, ToolContext, ToolError, tool
 from envs.ledger.models import Account, Beneficiary, Customer, Entry, Hold, Transaction
-from envs.ledger.ops import account_view, get_customer, owned_account, tx_view
+from envs.ledger.ops import (
+    cents,
+    get_customer,
+    no_such_account,
+    no_such_customer,
+    not_customers_account,
+)
+
+CUSTOMERS = cast(Table, Customer.__table__)
+ACCOUNTS = cast(Table, Account.__table__)
+TRANSACTIONS = cast(Table, Transaction.__table__)
+ENTRIES = cast(Table, Entry.__table__)
+HOLDS = cast(Table, Hold.__table__)
+BENEFICIARIES = cast(Table, Beneficiary.__table__)
+
+_CUSTOMER_ID = bindparam("customer_id", type_=Integer)
+_ACCOUNT_ID = bindparam("account_id", type_=Integer)
 
 
 class FindCustomerArgs(ToolArgs):
@@ -35,35 +55,49 @@ def find_customer(db: Session, args: FindCustomerArgs, ctx: ToolContext) -> dict
             code="invalid_arguments",
         ) from None
     email = args.email.lower()
-    customer = db.scalar(select(Customer).where(func.lower(Customer.email) == email))
+    customer = db.execute(_CUSTOMER_BY_EMAIL, {"email": email}).first()
     if customer is None or customer.date_of_birth != born:
         raise ToolError(
             "No customer matches that email and date of birth.",
             hint="Ask the customer to check both; without a match nothing can be done for them.",
             code="not_found",
         )
-    payees = db.scalars(
-        select(Beneficiary).where(Beneficiary.customer_id == customer.id).order_by(Beneficiary.id)
-    )
+    key = {"customer_id": customer.id}
     return {
         "customer_id": customer.id,
         "name": f"{customer.first_name} {customer.last_name}",
         "kyc_status": customer.kyc_status,
-        "accounts": [
-            {k: v for k, v in account_view(db, a).items() if k in _SUMMARY}
-            for a in customer.accounts
-        ],
-        "beneficiaries": [
-            {"nickname": b.nickname, "account": _number(db, b.account_id)} for b in payees
-        ],
+        "accounts": [a._asdict() for a in db.execute(_CUSTOMER_ACCOUNTS, key)],
+        "beneficiaries": [b._asdict() for b in db.execute(_CUSTOMER_PAYEES, key)],
     }
 
 
-_SUMMARY = ("number", "type", "currency", "status", "balance")
-
-
-def _number(db: Session, account_id: int) -> str:
-    return db.get_one(Account, account_id).number
+# Core, not ORM lazy loads: a hot read; see docs/performance.md. Same WHERE as the ORM query it
+# replaces (first match, no ORDER BY); accounts in `Customer.accounts` order (by id).
+_CUSTOMER_BY_EMAIL = select(
+    CUSTOMERS.c.id,
+    CUSTOMERS.c.first_name,
+    CUSTOMERS.c.last_name,
+    CUSTOMERS.c.kyc_status,
+    CUSTOMERS.c.date_of_birth,
+).where(func.lower(CUSTOMERS.c.email) == bindparam("email"))
+_CUSTOMER_ACCOUNTS = (
+    select(
+        ACCOUNTS.c.number,
+        ACCOUNTS.c.type,
+        ACCOUNTS.c.currency,
+        ACCOUNTS.c.status,
+        ACCOUNTS.c.balance,
+    )
+    .where(ACCOUNTS.c.customer_id == _CUSTOMER_ID)
+    .order_by(ACCOUNTS.c.id)
+)
+_CUSTOMER_PAYEES = (
+    select(BENEFICIARIES.c.nickname, ACCOUNTS.c.number.label("account"))
+    .join(ACCOUNTS, ACCOUNTS.c.id == BENEFICIARIES.c.account_id)
+    .where(BENEFICIARIES.c.customer_id == _CUSTOMER_ID)
+    .order_by(BENEFICIARIES.c.id)
+)
 
 
 class AccountArgs(ToolArgs):
@@ -78,20 +112,22 @@ def get_account(db: Session, args: AccountArgs, ctx: ToolContext) -> dict[str, A
     """One account of the customer: balance, active holds, available balance (balance minus
     holds), overdraft and daily limits, and its 10 most recent entries (newest first).
     """
-    account = owned_account(db, args.account_number, args.customer_id)
-    holds = db.scalars(
-        select(Hold).where(Hold.account_id == account.id, Hold.status == "active").order_by(Hold.id)
-    )
-    recent = db.execute(
-        select(Transaction, Entry.amount)
-        .join(Entry, Entry.transaction_id == Transaction.id)
-        .where(Entry.account_id == account.id)
-        .order_by(Transaction.created_at.desc(), Transaction.id.desc())
-        .limit(10)
-    ).all()
+    a = _owned_account(db, _OWNED_ACCOUNT_DETAILS, args.customer_id, args.account_number)
+    on_hold = cents(float(a.on_hold or 0.0))
+    key = {"account_id": a.id}
     return {
-        **account_view(db, account),
-        "opened_at": account.opened_at.isoformat(),
+        "number": a.number,
+        "type": a.type,
+        "currency": a.currency,
+        "status": a.status,
+        "freeze_reason": a.freeze_reason,
+        "balance": a.balance,
+        "on_hold": on_hold,
+        "available_balance": cents(a.balance - on_hold),
+        "overdraft_allowed": a.overdraft_allowed,
+        "overdraft_limit": a.overdraft_limit,
+        "daily_limit": a.daily_limit,
+        "opened_at": a.opened_at.isoformat(),
         "active_holds": [
             {
                 "code": h.code,
@@ -99,21 +135,94 @@ def get_account(db: Session, args: AccountArgs, ctx: ToolContext) -> dict[str, A
                 "merchant": h.merchant,
                 "expires_at": h.expires_at.isoformat(),
             }
-            for h in holds
+            for h in db.execute(_ACTIVE_HOLDS, key)
         ],
-        "recent_entries": [_line(tx, amount) for tx, amount in recent],
+        "recent_entries": [_line(row) for row in db.execute(_RECENT_LINES, key)],
     }
 
 
-def _line(tx: Transaction, amount: float) -> dict[str, Any]:
+def _owned_account(db: Session, statement: Any, customer_id: int, number: str) -> Row[Any]:
+    """The account row, provided it belongs to the customer; the errors of ops.owned_account."""
+    row = db.execute(
+        statement, {"customer_id": customer_id, "number": number.strip().upper()}
+    ).first()
+    if row is None:
+        raise no_such_customer(customer_id)
+    if row.id is None:
+        raise no_such_account(number)
+    if row.customer_id != row.owner:
+        raise not_customers_account(row.number, customer_id)
+    return row
+
+
+def _line(row: Row[Any]) -> dict[str, Any]:
     return {
-        "reference": tx.reference,
-        "kind": tx.kind,
-        "status": tx.status,
-        "created_at": tx.created_at.isoformat(),
-        "amount": amount,
-        "memo": tx.memo,
+        "reference": row.reference,
+        "kind": row.kind,
+        "status": row.status,
+        "created_at": row.created_at.isoformat(),
+        "amount": row.amount,
+        "memo": row.memo,
     }
+
+
+# Core, not ORM lazy loads: a hot read; see docs/performance.md. The customer's row outer-joined
+# to the account with that number: no row = no such customer, no account id = no such account.
+def _owned_account_statement(*columns: Any) -> Any:
+    return (
+        select(CUSTOMERS.c.id.label("owner"), ACCOUNTS.c.id, ACCOUNTS.c.number, *columns)
+        .select_from(CUSTOMERS)
+        .outerjoin(ACCOUNTS, ACCOUNTS.c.number == bindparam("number"))
+        .where(CUSTOMERS.c.id == _CUSTOMER_ID)
+    )
+
+
+# Active holds summed in SQL, as ops.held does.
+_ON_HOLD = (
+    select(func.coalesce(func.sum(HOLDS.c.amount), 0.0))
+    .where(HOLDS.c.account_id == ACCOUNTS.c.id, HOLDS.c.status == "active")
+    .scalar_subquery()
+)
+_OWNED_ACCOUNT = _owned_account_statement(ACCOUNTS.c.customer_id)
+_OWNED_ACCOUNT_DETAILS = _owned_account_statement(
+    ACCOUNTS.c.customer_id,
+    ACCOUNTS.c.type,
+    ACCOUNTS.c.currency,
+    ACCOUNTS.c.status,
+    ACCOUNTS.c.freeze_reason,
+    ACCOUNTS.c.balance,
+    ACCOUNTS.c.overdraft_allowed,
+    ACCOUNTS.c.overdraft_limit,
+    ACCOUNTS.c.daily_limit,
+    ACCOUNTS.c.opened_at,
+    _ON_HOLD.label("on_hold"),
+)
+_ACTIVE_HOLDS = (
+    select(HOLDS.c.code, HOLDS.c.amount, HOLDS.c.merchant, HOLDS.c.expires_at)
+    .where(HOLDS.c.account_id == _ACCOUNT_ID, HOLDS.c.status == "active")
+    .order_by(HOLDS.c.id)
+)
+# An account's journal lines, newest first (the same join and order as the ORM queries had).
+_LINES = (
+    select(
+        TRANSACTIONS.c.reference,
+        TRANSACTIONS.c.kind,
+        TRANSACTIONS.c.status,
+        TRANSACTIONS.c.created_at,
+        ENTRIES.c.amount,
+        TRANSACTIONS.c.memo,
+    )
+    .select_from(TRANSACTIONS)
+    .join(ENTRIES, ENTRIES.c.transaction_id == TRANSACTIONS.c.id)
+    .where(ENTRIES.c.account_id == _ACCOUNT_ID)
+)
+_NEWEST_FIRST = (TRANSACTIONS.c.created_at.desc(), TRANSACTIONS.c.id.desc())
+_LIMIT = bindparam("limit", type_=Integer)
+_RECENT_LINES = _LINES.order_by(*_NEWEST_FIRST).limit(10)
+_ALL_LINES = _LINES.order_by(*_NEWEST_FIRST).limit(_LIMIT)
+_KIND_LINES = (
+    _LINES.where(TRANSACTIONS.c.kind == bindparam("kind")).order_by(*_NEWEST_FIRST).limit(_LIMIT)
+)
 
 
 class ListTransactionsArgs(AccountArgs):
@@ -132,18 +241,13 @@ def list_transactions(db: Session, args: ListTransactionsArgs, ctx: ToolContext)
     """
     if args.limit is not None and not 1 <= args.limit <= 100:
         raise ToolError("limit must be between 1 and 100.", code="invalid_arguments")
-    account = owned_account(db, args.account_number, args.customer_id)
-    query = (
-        select(Transaction, Entry.amount)
-        .join(Entry, Entry.transaction_id == Transaction.id)
-        .where(Entry.account_id == account.id)
-    )
-    if args.kind is not None:
-        query = query.where(Transaction.kind == args.kind)
-    rows = db.execute(
-        query.order_by(Transaction.created_at.desc(), Transaction.id.desc()).limit(args.limit or 20)
-    ).all()
-    return {"account": account.number, "transactions": [_line(tx, amt) for tx, amt in rows]}
+    account = _owned_account(db, _OWNED_ACCOUNT, args.customer_id, args.account_number)
+    key = {"account_id": account.id, "limit": args.limit or 20}
+    if args.kind is None:
+        rows = db.execute(_ALL_LINES, key)
+    else:
+        rows = db.execute(_KIND_LINES, {**key, "kind": args.kind})
+    return {"account": account.number, "transactions": [_line(row) for row in rows]}
 
 
 class TransactionArgs(ToolArgs):
@@ -151,16 +255,20 @@ class TransactionArgs(ToolArgs):
     reference: str = Field(description="The transaction reference, e.g. 'TX4F0A19C2D1'.")
 
 
+def no_such_transaction(customer_id: int, reference: str) -> ToolError:
+    return ToolError(
+        f"Customer {customer_id} has no transaction with reference {reference!r}.",
+        hint="list_transactions shows an account's transactions and their references.",
+        code="not_found",
+    )
+
+
 def customer_transaction(db: Session, customer_id: int, reference: str) -> Transaction:
-    """The transaction, provided it touches one of the customer's accounts."""
+    """The transaction, provided it touches one of the customer's accounts (ORM: for writes)."""
     customer = get_customer(db, customer_id)
     tx = db.scalar(select(Transaction).where(Transaction.reference == reference.strip().upper()))
     if tx is None or all(e.account.customer_id != customer.id for e in tx.entries):
-        raise ToolError(
-            f"Customer {customer_id} has no transaction with reference {reference!r}.",
-            hint="list_transactions shows an account's transactions and their references.",
-            code="not_found",
-        )
+        raise no_such_transaction(customer_id, reference)
     return tx
 
 
@@ -169,4 +277,45 @@ def get_transaction(db: Session, args: TransactionArgs, ctx: ToolContext) -> dic
     """One transaction touching the customer's accounts: kind, status, date, memo, every entry
     (account and signed amount), and the reference it reverses (for reversals).
     """
-    return tx_view(customer_transaction(db, args.customer_id, args.reference))
+    if db.execute(_CUSTOMER_EXISTS, {"customer_id": args.customer_id}).first() is None:
+        raise no_such_customer(args.customer_id)
+    tx = db.execute(_TRANSACTION, {"reference": args.reference.strip().upper()}).first()
+    entries = [] if tx is None else db.execute(_TRANSACTION_ENTRIES, {"tx_id": tx.id}).all()
+    if tx is None or all(e.customer_id != args.customer_id for e in entries):
+        raise no_such_transaction(args.customer_id, args.reference)
+    # The view of ops.tx_view, from rows.
+    return {
+        "reference": tx.reference,
+        "kind": tx.kind,
+        "status": tx.status,
+        "created_at": tx.created_at.isoformat(),
+        "memo": tx.memo,
+        "reverses": tx.reverses,
+        "entries": [{"account": e.account, "amount": e.amount} for e in entries],
+    }
+
+
+# Core, not ORM lazy loads: a hot read; see docs/performance.md. Entries in `Transaction.entries`
+# order (by id).
+_CUSTOMER_EXISTS = select(CUSTOMERS.c.id).where(CUSTOMERS.c.id == _CUSTOMER_ID)
+_REVERSED = TRANSACTIONS.alias("reversed")
+_TRANSACTION = (
+    select(
+        TRANSACTIONS.c.id,
+        TRANSACTIONS.c.reference,
+        TRANSACTIONS.c.kind,
+        TRANSACTIONS.c.status,
+        TRANSACTIONS.c.created_at,
+        TRANSACTIONS.c.memo,
+        _REVERSED.c.reference.label("reverses"),
+    )
+    .outerjoin(_REVERSED, _REVERSED.c.id == TRANSACTIONS.c.reverses_id)
+    .where(TRANSACTIONS.c.reference == bindparam("reference"))
+)
+_TRANSACTION_ENTRIES = (
+    select(ACCOUNTS.c.number.label("account"), ENTRIES.c.amount, ACCOUNTS.c.customer_id)
+    .select_from(ENTRIES)
+    .join(ACCOUNTS, ACCOUNTS.c.id == ENTRIES.c.account_id)
+    .where(ENTRIES.c.transaction_id == bindparam("tx_id", type_=Integer))
+    .order_by(ENTRIES.c.id)
+)
