@@ -5,26 +5,36 @@ the hop and the GIL hand-offs between the loop and the thread. Under load that i
 worker's throughput (bench/README.md: 880 -> 1,430 reads/s and 810 -> 1,320 writes/s at c=64 with
 one worker). What a thread does buy is that a slow call cannot stall every other request of the
 worker. So a tool runs inline only once it has proven fast: `promote_after` consecutive calls in
-a thread each under `budget_ms`; one inline call over the budget sends the tool back to threads
-until it proves fast again. A call waiting for another process's write lock never waits on the
-loop: it is retried in a thread (SessionManager).
+a thread each under `budget_ms`, and a running average under it too. It goes back to threads when
+its average of recent calls rises over the budget, or at once after one call over `spike` times
+the budget. An average, not one call, decides otherwise: a garbage-collection pass can make any
+call take a few ms. A call waiting for another process's write lock never waits on the loop: it
+is retried in a thread (SessionManager).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+# Weight of the newest call in the running average: a tool that turns slow is sent back to
+# threads after two or three calls, one outlier among fast calls is not enough.
+_WEIGHT = 0.25
+
 
 @dataclass
 class _ToolRecord:
-    fast_streak: int = 0
+    average: float = 0.0  # seconds, over recent calls wherever they ran
+    calls: int = 0
+    fast_streak: int = 0  # consecutive calls in a thread under the budget
+    inline: bool = False
     demotions: int = 0
 
 
 class InlinePolicy:
-    def __init__(self, budget_ms: float, promote_after: int = 8):
+    def __init__(self, budget_ms: float, promote_after: int = 8, spike: float = 10.0):
         self.budget = budget_ms / 1000
         self.promote_after = promote_after
+        self.spike = spike
         self._tools: dict[str, _ToolRecord] = {}
 
     @property
@@ -33,25 +43,30 @@ class InlinePolicy:
 
     def allows(self, tool_name: str) -> bool:
         record = self._tools.get(tool_name)
-        return self.enabled and record is not None and record.fast_streak >= self.promote_after
+        return self.enabled and record is not None and record.inline
 
     def record(self, tool_name: str, seconds: float, *, inline: bool) -> None:
-        """How long a call held (or, in a thread, would have held) the event loop."""
+        """The CPU time a call took (its own work, not the wait for a thread or the GIL)."""
         if not self.enabled:
             return
-        record = self._tools.setdefault(tool_name, _ToolRecord())
-        if seconds <= self.budget:
-            record.fast_streak += 1
-            return
+        r = self._tools.setdefault(tool_name, _ToolRecord())
+        r.average = seconds if r.calls == 0 else r.average + _WEIGHT * (seconds - r.average)
+        r.calls += 1
         if inline:
-            record.demotions += 1
-        record.fast_streak = 0
+            if seconds > self.budget * self.spike or r.average > self.budget:
+                r.inline, r.fast_streak = False, 0
+                r.demotions += 1
+            return
+        r.fast_streak = r.fast_streak + 1 if seconds <= self.budget else 0
+        if r.fast_streak >= self.promote_after and r.average <= self.budget:
+            r.inline = True
 
-    def stats(self) -> dict[str, dict[str, int | bool]]:
-        """Per tool: runs inline now, consecutive fast calls, times sent back to threads."""
+    def stats(self) -> dict[str, dict[str, int | float | bool]]:
+        """Per tool: runs inline now, average ms, fast streak, times sent back to threads."""
         return {
             name: {
-                "inline": self.allows(name),
+                "inline": r.inline,
+                "average_ms": round(r.average * 1000, 3),
                 "fast_streak": r.fast_streak,
                 "demotions": r.demotions,
             }

@@ -235,16 +235,15 @@ class SessionManager:
     def _timed_call(
         self, handle: OpenSession, tool: Tool, raw_args: Any, *, inline: bool = False
     ) -> tuple[dict[str, Any], float]:
-        """The call's result and how long it would hold (inline: did hold) the event loop. In a
-        thread that is the thread's CPU time (not the wait for the GIL); inline, the wall time.
-        Inline, the connection does not wait for a busy lock: SQLite answers "busy" at once."""
+        """The call's result and the CPU time it took: what it holds the event loop for when
+        inline (not the wait for a thread, nor for the GIL while other threads run). Inline, the
+        connection does not wait for a busy lock: SQLite answers "busy" at once instead."""
+        started = time.thread_time()
         if not inline:
-            started = time.thread_time()
             return self._call_tool(handle, tool, raw_args), time.thread_time() - started
-        started = time.perf_counter()
         handle.conn.execute("PRAGMA busy_timeout=0")
         try:
-            return self._call_tool(handle, tool, raw_args), time.perf_counter() - started
+            return self._call_tool(handle, tool, raw_args), time.thread_time() - started
         finally:
             handle.conn.execute(f"PRAGMA busy_timeout={sqlite_db.BUSY_TIMEOUT_MS}")
 

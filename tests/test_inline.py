@@ -25,7 +25,7 @@ from bench import tasks as T
 SECRET = "inline-test-secret-0123456789-abcdefghijklmnop"
 
 
-def test_a_tool_is_promoted_after_a_fast_streak_and_demoted_by_one_slow_inline_call() -> None:
+def test_a_tool_is_promoted_after_a_fast_streak_and_demoted_when_it_turns_slow() -> None:
     policy = InlinePolicy(budget_ms=2.0, promote_after=3)
     assert not policy.allows("t")  # never seen: threads first
     for _ in range(2):
@@ -33,9 +33,18 @@ def test_a_tool_is_promoted_after_a_fast_streak_and_demoted_by_one_slow_inline_c
     assert not policy.allows("t")
     policy.record("t", 0.0005, inline=False)
     assert policy.allows("t")
-    policy.record("t", 0.010, inline=True)  # one call over the budget
+    policy.record("t", 0.003, inline=True)  # one outlier (a GC pass): the average holds
+    assert policy.allows("t")
+    policy.record("t", 0.006, inline=True)  # slow again: the average is over the budget
     assert not policy.allows("t")
-    assert policy.stats()["t"] == {"inline": False, "fast_streak": 0, "demotions": 1}
+    assert policy.stats()["t"]["demotions"] == 1
+    for _ in range(2):
+        policy.record("t", 0.0005, inline=False)
+    assert not policy.allows("t")
+    policy.record("t", 0.0005, inline=False)  # proved fast again in threads
+    assert policy.allows("t")
+    policy.record("t", 0.025, inline=True)  # one call over 10x the budget: back at once
+    assert not policy.allows("t")
     disabled = InlinePolicy(budget_ms=0)
     for _ in range(20):
         disabled.record("t", 0.0, inline=False)
