@@ -345,6 +345,10 @@ def create_app(settings: Settings, env: Environment | None = None) -> FastAPI:
 
     for tool in env.tools:
         _add_tool_route(app, proto, tool)
+    # Tool calls are most of the traffic and routes are matched in order: theirs go first.
+    # No two paths overlap, so the order changes nothing else (the catch-all stays last).
+    tool_paths = {f"/{t.name}" for t in env.tools}
+    app.router.routes.sort(key=lambda route: getattr(route, "path", None) not in tool_paths)
 
     @app.post("/{name}", tags=["tools"], include_in_schema=False)
     async def unknown_tool(name: str) -> None:

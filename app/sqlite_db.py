@@ -13,6 +13,7 @@ import threading
 from pathlib import Path
 
 from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.pool import ConnectionPoolEntry, Pool, StaticPool
 from sqlalchemy.pool.base import _ConnectionRecord
 
@@ -172,7 +173,11 @@ def _shared_engine(begin: str) -> Engine:
 
             @event.listens_for(engine, "begin")
             def _begin(connection):  # type: ignore[no-untyped-def]
-                connection.exec_driver_sql(begin)
+                # On the sqlite3 connection itself: 3 us instead of SQLAlchemy's 40 us per call.
+                try:
+                    connection.connection.driver_connection.execute(begin)
+                except sqlite3.OperationalError as exc:  # "database is locked": a busy session
+                    raise OperationalError(begin, None, exc) from exc
 
             _shared[begin] = engine
         return engine
