@@ -16,7 +16,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal, get_type_hints
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, field_validator
 from sqlalchemy import MetaData
 from sqlalchemy.orm import Session
 
@@ -37,10 +37,36 @@ def make_metadata() -> MetaData:
     return MetaData(naming_convention=NAMING_CONVENTION)
 
 
+_INT64 = (-(2**63), 2**63 - 1)
+
+
+def _fits_int64(value: Any) -> bool:
+    if isinstance(value, bool):
+        return True
+    if isinstance(value, int):
+        return _INT64[0] <= value <= _INT64[1]
+    if isinstance(value, list | tuple | set | frozenset):
+        return all(_fits_int64(v) for v in value)
+    if isinstance(value, dict):
+        return all(_fits_int64(v) for v in value.values())
+    if isinstance(value, BaseModel):
+        return all(_fits_int64(v) for v in value.__dict__.values())
+    return True
+
+
 class ToolArgs(BaseModel):
-    """Base class of every tool's argument model: unknown keys are refused, strings are trimmed."""
+    """Base class of every tool's argument model: unknown keys are refused, strings are trimmed,
+    integers must fit a database INTEGER (64 bits), whatever the tool does with them."""
 
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+
+    @field_validator("*")
+    @classmethod
+    def _integers_fit_the_database(cls, value: Any) -> Any:
+        # SQLite raises OverflowError (a 500) when binding a larger int: refuse it as bad input.
+        if not _fits_int64(value):
+            raise ValueError("integers must lie between -2**63 and 2**63 - 1")
+        return value
 
 
 class ToolError(Exception):

@@ -148,6 +148,16 @@ async def test_huge_integers_and_wrong_types_are_tool_errors(retail):
     ):
         r = await retail.post("/get_order_details", json=args)
         assert r.status_code == 200 and "error" in r.json(), args
+    # Integers past 64 bits never reach the database (SQLite cannot bind them), on any tool.
+    for path, args in (
+        ("/cancel_pending_order", {"order_number": "#W1", "customer_id": 2**70, "reason": "x"}),
+        ("/get_customer_details", {"customer_id": -(2**64)}),
+        ("/get_product_details", {"product_id": 2**63}),
+    ):
+        r = await retail.post(path, json=args)
+        error = r.json()["error"]
+        assert r.status_code == 200 and error["code"] == "invalid_arguments", (path, r.text)
+        assert "2**63" in error["message"]
 
 
 @pytest.mark.parametrize(
