@@ -7,7 +7,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 DATA_DIR ?= var
 
-.PHONY: install run test test-browser test-nemo-gym lint bench bench-taskgen clean
+.PHONY: install run test test-browser test-nemo-gym lint bench bench-targets bench-profile bench-taskgen shipped-tasks clean
 
 $(BIN)/stategym-installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -21,14 +21,16 @@ run: install
 	$(BIN)/stategym prepare --env $(ENV) --data-dir $(DATA_DIR)
 	$(BIN)/stategym serve --env $(ENV) --host $(HOST) --port $(PORT) --data-dir $(DATA_DIR)
 
-# pytest exits 5 when it collected nothing: a broken suite, so fail loudly.
+# pytest exits 5 when it collected nothing: a broken suite, so fail loudly. One worker per core
+# (pytest-xdist); TEST_WORKERS=0 runs in this process (for pdb).
+TEST_WORKERS ?= auto
 test: install
-	@$(BIN)/python -m pytest $(PYTEST_ARGS); status=$$?; \
+	@$(BIN)/python -m pytest -n $(TEST_WORKERS) $(PYTEST_ARGS); status=$$?; \
 	if [ $$status -eq 5 ]; then echo "pytest collected no tests" >&2; exit 1; fi; exit $$status
 
 # The marked sets `make test` leaves out (pyproject.toml): `slow` runs in CI, `scale` by hand.
 test-slow: install
-	$(BIN)/python -m pytest -m slow $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) -m slow $(PYTEST_ARGS)
 
 test-scale: install
 	$(BIN)/python -m pytest -m scale $(PYTEST_ARGS)
@@ -58,17 +60,35 @@ test-nemo-gym: $(GYM_VENV)/stategym-installed
 	$(GYM_VENV)/bin/python -m pytest -p no:cacheprovider -o addopts=-ra tests/nemo_gym_conformance \
 		tests/test_nemo_gym_kit.py::test_nemo_gym_reads_the_configs_when_installed
 
+# The types gate CI too: mypy's settings are in pyproject.toml ([tool.mypy]: app and envs).
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 
 bench: install
 	$(BIN)/python -m pip install --quiet -e '.[bench]'
 	$(BIN)/python -m bench
 
+# Issue 20's targets in one table: rollout traffic vs the lean baseline per environment, server-side
+# p50/p90/p99, the 2,000-request burst, PostgreSQL vs SQLite (bench/targets.py, bench/README.md).
+bench-targets: install
+	$(BIN)/python -m pip install --quiet -e '.[bench]'
+	$(BIN)/python -m bench.targets
+
+# Where each ms of seed, tool call, verify and close goes (bench/profile_ops.py, bench/PROFILE.md).
+bench-profile: install
+	$(BIN)/python -m bench.profile_ops
+
 # Validated generated tasks per second per environment (bench/taskgen.py, bench/README.md).
 bench-taskgen: install
 	$(BIN)/python -m bench.taskgen
+
+# Rewrite the shipped evaluation sets (byte-identical every run; docs/generating_tasks.md).
+# The environments come from the registry (app/registry.py), not a list kept here.
+shipped-tasks: install
+	for env in $$($(BIN)/python -c "from app.registry import environment_names as n; print(*n())"); do \
+		$(BIN)/stategym tasks generate --env $$env --shipped fixtures/$$env/tasks.jsonl || exit 1; done
 
 clean:
 	rm -rf $(VENV) $(GYM_VENV) $(DATA_DIR) .pytest_cache

@@ -28,6 +28,20 @@ class BadRequest(StateGymError):
     error_type = "bad_request"
 
 
+class CannotRewind(StateGymError):
+    """The step asked for is not in the session's log, or the log cannot restore it."""
+
+    status_code = 409
+    error_type = "cannot_rewind"
+
+
+class InvalidExport(StateGymError):
+    """A /restore_session blob that is not a session this server exported (or was altered)."""
+
+    status_code = 422
+    error_type = "invalid_export"
+
+
 class InvalidTask(StateGymError):
     """The task row in a seed or verify body does not fit the environment."""
 
@@ -116,3 +130,12 @@ class StorageFull(StateGymError):
 
     status_code = 507
     error_type = "insufficient_storage"
+
+
+def validation_message(route: str, exc: Any) -> str:
+    """A pydantic ValidationError as one line that says what to fix, field by field."""
+    problems = []
+    for error in exc.errors():
+        where = ".".join(str(p) for p in error["loc"]) or "body"
+        problems.append(f"{where}: {error['msg']}")
+    return f"{route}: " + "; ".join(problems)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib
 
-from app.environment import Environment
+from app.sdk.environment import Environment
 
 ENVIRONMENTS: dict[str, str] = {
     "retail": "envs.retail",

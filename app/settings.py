@@ -52,7 +52,7 @@ class Settings(BaseSettings):
         2.0,
         ge=0,
         description="Tools whose calls finish under this many ms run on the event loop, without "
-        "a thread hop (app/inline.py); 0 runs every call in a tool thread.",
+        "a thread hop (app/runtime/inline.py); 0 runs every call in a tool thread.",
     )
     snapshot_cache_size: int = Field(
         256, ge=1, description="Seeded task snapshots kept in memory per worker."
@@ -143,6 +143,16 @@ class Settings(BaseSettings):
     )
     pg_pool_size: int = Field(
         4, ge=1, le=64, description="PostgreSQL connections kept per worker process."
+    )
+    pg_schema_pool: int = Field(
+        4,
+        ge=0,
+        le=64,
+        description=(
+            "PostgreSQL: session schemas cloned ahead of time per snapshot (after its first "
+            "seed), so a seed renames one instead of cloning; 0 turns the pool off "
+            "(docs/postgres.md)."
+        ),
     )
     expose_tools_over_mcp: bool = Field(
         False,

@@ -15,7 +15,7 @@ from typing import Any
 
 from bench import phases, report
 from bench import tasks as T
-from bench.servers import ServerProcess, disk_mb, start_baseline, start_stategym
+from bench.servers import ServerProcess, disk_mb, start_baseline, start_lean, start_stategym
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -163,10 +163,18 @@ def ratios(res: dict[str, Any]) -> dict[str, float]:
                 name = f"{t['tool']} tool throughput c={t['concurrency']}{label}"
                 out[name] = t["per_s"] / b["per_s"]
     roll = res["rollouts"]
-    b = roll.get("baseline-1w", {}).get("rollouts_per_s")
-    for name in ("stategym-1w", "stategym-2w"):
-        if b and roll.get(name, {}).get("rollouts_per_s"):
-            out[f"rollouts/s {name}"] = roll[name]["rollouts_per_s"] / b
+    for base_name, label in (("baseline-1w", ""), ("lean-1w", " vs lean")):
+        b = roll.get(base_name, {}).get("rollouts_per_s")
+        for name in ("stategym-1w", "stategym-2w"):
+            if b and roll.get(name, {}).get("rollouts_per_s"):
+                out[f"rollouts/s {name}{label}"] = roll[name]["rollouts_per_s"] / b
+    lean = {(t["tool"], t["concurrency"]): t for t in res["tools"].get("lean", [])}
+    for t in res["tools"].get("stategym", []):
+        b = lean.get((t["tool"], t["concurrency"]))
+        if b and b.get("per_s") and t.get("per_s"):
+            out[f"{t['tool']} tool throughput c={t['concurrency']} vs lean"] = (
+                t["per_s"] / b["per_s"]
+            )
     return out
 
 
@@ -212,6 +220,20 @@ def run_all(cfg: Config, out_dir: Path, keep: bool) -> dict[str, Any]:
             cfg.rollout_seconds,
         )
         base.stop()
+        log("lean baseline")
+        lean = start_lean(work / "lean", "retail", template)
+        servers.append(lean)
+        res["seed"]["lean"] = run(phases.seed_latency, lean.url, task, 0, cfg.warm)
+        res["tools"]["lean"] = tool_phases(run, lean.url, task, cfg)
+        res["rollouts"]["lean-1w"] = run(
+            phases.rollouts,
+            lean.url,
+            task,
+            cfg.rollout_concurrency,
+            cfg.rollouts,
+            cfg.rollout_seconds,
+        )
+        lean.stop()
         res["ratios"] = ratios(res)
         verify_figure = in_process_verify()
         if verify_figure is not None:

@@ -22,9 +22,9 @@ import uvicorn
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
-from app.cookies import CookieSigner
 from app.registry import load_environment
-from app.timing import ProcessTimeMiddleware
+from app.server.cookies import CookieSigner
+from app.server.timing import ProcessTimeMiddleware
 
 Tables = dict[str, dict[int, dict[str, Any]]]
 COOKIE = "stategym_session"

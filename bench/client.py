@@ -55,10 +55,17 @@ class Samples:
 
 
 class Client:
-    def __init__(self, base_url: str, *, limit: int = 100, timeout: float = 120):
+    def __init__(
+        self, base_url: str, *, limit: int = 100, timeout: float = 120, loopback: bool = False
+    ):
         # uvicorn drops a keep-alive connection idle for 5 s; drop ours first, or a reused one
         # races the server's close and the request fails as "Server disconnected".
-        connector = aiohttp.TCPConnector(limit=limit, keepalive_timeout=3)
+        # loopback=True binds the client's sockets to 127.0.0.1 (thousands of connections).
+        connector = aiohttp.TCPConnector(
+            limit=limit,
+            keepalive_timeout=3,
+            local_addr=("127.0.0.1", 0) if loopback else None,
+        )
         self.http = aiohttp.ClientSession(
             base_url,
             connector=connector,

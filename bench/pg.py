@@ -39,7 +39,9 @@ def _median_ms(samples: list[float]) -> float:
 # --- in process: clone strategies ---------------------------------------------------------------
 def clone_strategies(n: int = 7) -> dict[str, Any]:
     """Median ms to make one retail session schema (~6,500 rows, 12 tables) each way."""
-    from app.backends.pg_db import (
+    from app.registry import load_environment
+    from app.runtime.tasks import task_from_data
+    from app.storage.postgres.db import (
         SchemaNames,
         clone_sql,
         drop_schema_sql,
@@ -48,10 +50,8 @@ def clone_strategies(n: int = 7) -> dict[str, Any]:
         quoted,
         schema_ddl,
     )
-    from app.backends.pg_store import PgStore
-    from app.registry import load_environment
-    from app.store import Store
-    from app.tasks import task_from_data
+    from app.storage.postgres.store import PgStore
+    from app.storage.sqlite.store import Store
 
     env = load_environment("retail")
     work = Path(tempfile.mkdtemp(prefix="stategym-pgbench-"))
@@ -111,9 +111,9 @@ def verify_in_process(n: int = 10) -> dict[str, Any]:
     import asyncio
 
     from app.registry import load_environment
-    from app.sessions import SessionManager
+    from app.runtime.sessions import SessionManager
+    from app.server.models import parse_seed_body
     from app.settings import Settings
-    from app.tasks import parse_seed_body
 
     env, task = load_environment("retail"), T.rollout_task()
     work = Path(tempfile.mkdtemp(prefix="stategym-pgbench-"))
@@ -159,7 +159,7 @@ def start_server(name: str, data_dir: Path, extra: dict[str, str]) -> ServerProc
 def _drop_prefix(prefix: str) -> None:
     from sqlalchemy import create_engine
 
-    from app.backends import sync_pg_url
+    from app.storage.backend import sync_pg_url
 
     engine = create_engine(sync_pg_url(PG_URL))
     with engine.connect() as conn:

@@ -12,9 +12,9 @@ import time
 from pathlib import Path
 
 from app.registry import load_environment
-from app.sessions import SessionManager
+from app.runtime.sessions import SessionManager
+from app.server.models import parse_seed_body
 from app.settings import Settings
-from app.tasks import parse_seed_body
 from bench import tasks as T
 
 

@@ -38,7 +38,7 @@ def rows(results: dict[str, Any]) -> list[list[str]]:
     for name, seed in results.get("seed", {}).items():
         add(f"seed {name} cold ({seed.get('rows')} seed rows)", seed.get("cold"))
         add(f"seed {name} warm", seed.get("warm"))
-    for server in ("stategym", "stategym-2w", "baseline"):
+    for server in ("stategym", "stategym-2w", "baseline", "lean"):
         for t in results.get("tools", {}).get(server, []):
             add(f"{server} {t['tool']} tool c={t['concurrency']}", t)
     verify = results.get("verify", {})
@@ -79,7 +79,9 @@ def table(results: dict[str, Any]) -> str:
             f"{cap.get('sample', {}).get('sampled')}"
         )
     for name, value in results.get("ratios", {}).items():
-        extra.append(f"ratio stategym/baseline {name}: {_f(value)}")
+        extra.append(
+            f"ratio stategym/{'lean' if 'vs lean' in name else 'baseline'} {name}: {_f(value)}"
+        )
     if "verify_in_process" in results:
         extra.append(f"verify in process (bench/verify_bench.py): {results['verify_in_process']}")
     if "postgres" in results:

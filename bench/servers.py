@@ -124,7 +124,12 @@ def _spawn(
 
 
 def start_stategym(
-    data_dir: Path, *, workers: int = 1, max_open_sessions: int = 256
+    data_dir: Path,
+    *,
+    workers: int = 1,
+    max_open_sessions: int = 256,
+    env_name: str = "retail",
+    extra_env: dict[str, str] | None = None,
 ) -> ServerProcess:
     port = free_port()
     argv = [
@@ -133,7 +138,7 @@ def start_stategym(
         "app",
         "serve",
         "--env",
-        "retail",
+        env_name,
         "--host",
         "127.0.0.1",
         "--port",
@@ -144,7 +149,19 @@ def start_stategym(
         str(workers),
     ]
     env = {"STATEGYM_MAX_OPEN_SESSIONS": str(max_open_sessions), "STATEGYM_LOG_LEVEL": "warning"}
-    return _spawn(f"stategym-w{workers}", argv, data_dir, env, port)
+    return _spawn(f"stategym-w{workers}", argv, data_dir, {**env, **(extra_env or {})}, port)
+
+
+def template_of(server: ServerProcess, env_name: str) -> Path:
+    """The template database a StateGym server built for an environment (the lean server's base)."""
+    return next((server.data_dir / "templates" / env_name).glob("*.sqlite"))
+
+
+def start_lean(data_dir: Path, env_name: str, template: Path) -> ServerProcess:
+    port = free_port()
+    argv = [sys.executable, "-m", "bench.lean_server", "--env", env_name, "--port", str(port)]
+    argv += ["--template", str(template)]
+    return _spawn(f"lean-{env_name}", argv, data_dir, {}, port)
 
 
 def start_baseline(data_dir: Path, template: Path) -> ServerProcess:

@@ -5,6 +5,8 @@
     PYTHONPATH=. python -m bench.taskgen --env retail --memory 600   # RSS while seeding
 
 Generation is what `stategym tasks generate` runs (draw + full validation, output discarded).
+Besides the wall-clock rate it prints CPU milliseconds per task (this process and its workers):
+on a machine other jobs share, `jobs / (CPU seconds per task)` is the rate on idle cores.
 `--memory N` builds the snapshots of N distinct generated tasks through a Store with the
 server's default cache (Settings.snapshot_cache_size) and prints the process RSS as it goes:
 it levels off once the LRU is full, whatever N.
@@ -13,27 +15,39 @@ it levels off once the LRU is full, whatever N.
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import tempfile
 import time
 from pathlib import Path
 
 from app.registry import environment_names, load_environment
+from app.runtime.tasks import task_from_data
 from app.settings import Settings
-from app.store import Store
+from app.storage.sqlite.store import Store
 from app.taskgen.draw import choices, draw
 from app.taskgen.driver import Request, Summary, generate
 from app.taskgen.registry import load_generator
-from app.tasks import task_from_data
 
 
-def rate(env: str, count: int, jobs: int, seed: int) -> tuple[float, Summary]:
-    started = time.perf_counter()
+def cpu_seconds() -> float:
+    """CPU time of this process and its finished children (the worker pool, once shut down)."""
+    own, kids = (
+        resource.getrusage(resource.RUSAGE_SELF),
+        resource.getrusage(resource.RUSAGE_CHILDREN),
+    )
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def rate(env: str, count: int, jobs: int, seed: int) -> tuple[float, float, Summary]:
+    """(wall seconds, CPU seconds, summary): on a shared machine the wall time depends on the
+    load; CPU seconds per task do not (jobs / that is the rate on `jobs` idle cores)."""
+    started, cpu = time.perf_counter(), cpu_seconds()
     summary = Summary()
     for item in generate(Request(env, count, seed), jobs):
         if isinstance(item, Summary):
             summary = item
-    return time.perf_counter() - started, summary
+    return time.perf_counter() - started, cpu_seconds() - cpu, summary
 
 
 def rss_mb() -> float:
@@ -72,12 +86,16 @@ def main() -> None:
     if args.memory:
         memory((args.env or ["retail"])[0], args.memory)
         return
-    print(f"{'env':<10} {'tasks':>6} {'seconds':>8} {'tasks/s':>8} {'attempts':>8} dropped")
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    print(f"{'env':<10} {'tasks':>6} {'seconds':>8} {'tasks/s':>8} {'cpu ms/task':>11} "
+          f"{'idle-core tasks/s':>17} {'attempts':>8} dropped")  # fmt: skip
     for env in args.env or environment_names():
-        seconds, s = rate(env, args.count, args.jobs, args.seed)
+        seconds, cpu, s = rate(env, args.count, args.jobs, args.seed)
         dropped = ", ".join(f"{k} {v}" for k, v in sorted(s.dropped.items())) or "-"
+        per_task = cpu / max(s.written, 1)
         print(f"{env:<10} {s.written:>6} {seconds:>8.1f} {s.written / seconds:>8.2f} "
-              f"{s.attempts:>8} {dropped}")  # fmt: skip
+              f"{per_task * 1000:>11.0f} {args.jobs / per_task:>17.1f} {s.attempts:>8} "
+              f"{dropped}")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -24,8 +24,8 @@ from typing import Any
 
 import httpx
 
-from app.api import create_app
 from app.registry import load_environment
+from app.server.api import create_app
 from app.settings import Settings
 
 SECRET = "bench-secret-0123456789-abcdefghijklmnopqrstuvwxyz"

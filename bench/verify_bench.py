@@ -23,11 +23,11 @@ from typing import Any
 
 import httpx
 
-from app.api import create_app
 from app.registry import load_environment
+from app.runtime.tasks import task_from_data
+from app.server.api import create_app
 from app.settings import Settings
-from app.store import Store
-from app.tasks import task_from_data
+from app.storage.sqlite.store import Store
 from app.verify.gold import GoldCache, replay
 from app.verify.session_verify import verify_state
 

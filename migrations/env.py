@@ -1,6 +1,6 @@
 """Alembic environment: one branch per StateGym target (environments + the control database).
 
-Programmatic use (`app.migrations`) passes the target and an open connection in
+Programmatic use (`app.storage.migrations`) passes the target and an open connection in
 `config.attributes`. From the `alembic` command line:
 
     alembic upgrade heads                      # every target's database in the data dir
@@ -14,7 +14,7 @@ from pathlib import Path
 
 from alembic import context
 
-from app.migrations import connection_to, include_name, metadata_for, targets, upgrade_file
+from app.storage.migrations import connection_to, include_name, metadata_for, targets, upgrade_file
 
 config = context.config
 
@@ -24,7 +24,7 @@ def _databases_for(target: str) -> list[Path]:
     x_args = context.get_x_argument(as_dictionary=True)
     if x_args.get("db"):
         return [Path(x_args["db"])]
-    from app.cli_migrate import database_files
+    from app.cli.migrate import database_files
 
     return database_files(Path(os.environ.get("STATEGYM_DATA_DIR", "var")), target)
 
@@ -34,7 +34,7 @@ def _run(connection, target: str) -> None:
         connection=connection,
         target_metadata=metadata_for(target),
         render_as_batch=True,  # SQLite cannot ALTER most things: copy-and-move batches
-        transactional_ddl=True,  # BEGIN is ours (see app.migrations), so DDL rolls back too
+        transactional_ddl=True,  # BEGIN is ours (see app.storage.migrations), so DDL rolls back too
         compare_type=True,
         include_name=include_name,
     )

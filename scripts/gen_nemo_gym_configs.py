@@ -28,9 +28,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from app.cli_export import export_nemo_gym  # noqa: E402
-from app.environment import Environment  # noqa: E402
-from app.nemo_gym_config import (  # noqa: E402
+from app.cli.export import export_nemo_gym  # noqa: E402
+from app.cli.nemo_gym_config import (  # noqa: E402
     FLAVOURS,
     KIT,
     TYPED_SERVER,
@@ -38,6 +37,7 @@ from app.nemo_gym_config import (  # noqa: E402
     datasets,
 )
 from app.registry import ENVIRONMENTS, load_environment  # noqa: E402
+from app.sdk.environment import Environment  # noqa: E402
 
 
 def render(env: Environment, flavour: str = TYPED_SERVER) -> str:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from alembic import command
 
-from app.migrations import (
+from app.storage.migrations import (
     MIGRATIONS_DIR,
     alembic_config,
     connection_to,

@@ -7,18 +7,23 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
-from app.api import create_app
-from app.environment import Environment
+from app.registry import environment_names, load_environment
+from app.sdk.environment import Environment
+from app.server.api import create_app
 from app.settings import Settings
 from tests.support.warehouse_env import ENVIRONMENT as WAREHOUSE
 
 REPO = Path(__file__).resolve().parent.parent
+# Every registered environment, and those that run on every backend (all but the SQLite-only
+# sql console): tests take their lists from the registry, never by hand.
+ENV_NAMES = tuple(environment_names())
+PORTABLE_ENVS = tuple(n for n in ENV_NAMES if "sqlite" not in load_environment(n).requires)
 TEST_SECRET = "test-secret-0123456789-abcdefghijklmnopqrstuvwxyz"
 
 
@@ -41,7 +46,7 @@ def pg_unavailable_reason() -> str | None:
         try:
             from sqlalchemy import create_engine
 
-            from app.backends import sync_pg_url
+            from app.storage.backend import sync_pg_url
 
             engine = create_engine(sync_pg_url(PG_URL), connect_args={"connect_timeout": 3})
             with engine.connect() as conn:
@@ -63,7 +68,7 @@ def drop_pg_schemas(prefix: str) -> int:
     """Drop every schema under `prefix` (one transaction each: a big CASCADE exhausts locks)."""
     from sqlalchemy import create_engine
 
-    from app.backends import sync_pg_url
+    from app.storage.backend import sync_pg_url
 
     engine = create_engine(sync_pg_url(PG_URL))
     try:
@@ -86,7 +91,9 @@ def drop_pg_schemas(prefix: str) -> int:
 
 def backend_settings(backend: str, data_dir: Path, prefix: str | None, **extra) -> Settings:
     if backend == "postgres":
-        extra = {"database_url": PG_URL, "pg_schema_prefix": prefix, **extra}
+        # No schema pool unless a test asks for one: its background clones would load the shared
+        # PostgreSQL for every test that seeds (tests/test_pg_schema_pool.py tests the pool).
+        extra = {"database_url": PG_URL, "pg_schema_prefix": prefix, "pg_schema_pool": 0, **extra}
     return Settings(data_dir=data_dir, secret_key=TEST_SECRET, **extra)
 
 
@@ -104,8 +111,9 @@ def pg_prefix() -> Iterator[str]:
 @pytest.fixture(params=BACKENDS)
 def backend(request) -> str:
     """Parametrises a test over both storage backends (PostgreSQL skipped when unreachable)."""
-    if request.param == "postgres" and pg_unavailable_reason():
-        pytest.skip(pg_unavailable_reason())
+    reason = pg_unavailable_reason() if request.param == "postgres" else None
+    if reason:
+        pytest.skip(reason)
     return request.param
 
 
@@ -196,7 +204,7 @@ def stop_server(proc: subprocess.Popen) -> None:
 
 
 @pytest.fixture
-def live_server(tmp_path: Path) -> Iterator[callable]:
+def live_server(tmp_path: Path) -> Iterator[Callable[..., str]]:
     """Start real servers: `url = live_server("retail")`; all are stopped after the test."""
     procs = []
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from app.api import create_app
 from app.registry import load_environment
+from app.server.api import create_app
 from app.settings import Settings
 from tests.conftest import TEST_SECRET
 from tests.test_sessions_cli import build_rollouts

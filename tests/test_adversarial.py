@@ -24,10 +24,10 @@ import pytest
 
 from app.registry import load_environment
 from app.verify.answers import id_families, infer_kind
-from tests.conftest import REPO
+from tests.conftest import ENV_NAMES, REPO
 from tests.support.rollouts import gold_answer, load_tasks, response_object
 
-ENVS = ("retail", "airline", "workplace", "ledger", "sql")
+ENVS = ENV_NAMES
 
 
 def _tasks(env: str) -> list[dict[str, Any]]:

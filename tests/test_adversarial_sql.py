@@ -19,13 +19,13 @@ from typing import Any
 import httpx
 import pytest
 
-from app import sqlite_db
-from app.api import create_app
-from app.environment import Environment
 from app.registry import load_environment
+from app.sdk.environment import Environment
+from app.server.api import create_app
 from app.settings import Settings
+from app.storage.sqlite import db as sqlite_db
 from app.verify.state import dump_state
-from tests.conftest import TEST_SECRET
+from tests.conftest import PORTABLE_ENVS, TEST_SECRET
 from tests.support.rollouts import fresh_client, gold_answer, response_object
 
 TIMESHEET = "id, employee_id, project_id, week_start, hours, billable, status, invoice_id"
@@ -116,7 +116,7 @@ async def test_sql_adversary_earns_nothing(tmp_path: Path) -> None:
             await client.aclose()
 
 
-@pytest.mark.parametrize("env_name", ["retail", "airline", "workplace", "ledger"])
+@pytest.mark.parametrize("env_name", PORTABLE_ENVS)
 async def test_typed_tool_adversary_earns_nothing(env_name: str, tmp_path: Path) -> None:
     env = load_environment(env_name)
     writing = [

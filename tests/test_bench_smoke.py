@@ -9,9 +9,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from bench.__main__ import main
 
 
+@pytest.mark.slow  # load test: make test-slow (CI runs it)
 def test_quick_bench_runs_every_phase(tmp_path: Path) -> None:
     results = main(["--quick", "--out", str(tmp_path)])
 
@@ -23,7 +26,7 @@ def test_quick_bench_runs_every_phase(tmp_path: Path) -> None:
         assert results["seed"][name]["warm"]["errors"] == 0
         assert results["seed"][name]["warm"]["server_p50_ms"] is not None  # X-Process-Time
     assert results["seed"]["large"]["rows"] > results["seed"]["retail"]["rows"]
-    for server in ("stategym", "stategym-2w", "baseline"):
+    for server in ("stategym", "stategym-2w", "baseline", "lean"):
         runs = results["tools"][server]
         assert {(r["tool"], r["concurrency"]) for r in runs} == {
             (kind, c) for kind in ("read", "write") for c in (1, 4)
@@ -31,7 +34,7 @@ def test_quick_bench_runs_every_phase(tmp_path: Path) -> None:
         assert all(r["errors"] == 0 and r["n"] > 0 for r in runs), runs
     assert results["verify"]["reward"] == 1.0
     assert results["verify"]["cached"]["errors"] == 0
-    for name in ("stategym-1w", "stategym-2w", "baseline-1w"):
+    for name in ("stategym-1w", "stategym-2w", "baseline-1w", "lean-1w"):
         rollouts = results["rollouts"][name]
         assert rollouts["rollouts"] > 0 and rollouts["request_errors"] == 0, rollouts
         assert rollouts["mean_reward"] == 1.0
@@ -44,10 +47,10 @@ def test_quick_bench_runs_every_phase(tmp_path: Path) -> None:
 
 # --- the optimisations the benchmark led to keep verify's answers identical ---------------------
 def _retail_session(tmp_path: Path):  # type: ignore[no-untyped-def]
-    from app import sqlite_db
     from app.registry import load_environment
-    from app.store import Store
-    from app.tasks import task_from_data
+    from app.runtime.tasks import task_from_data
+    from app.storage.sqlite import db as sqlite_db
+    from app.storage.sqlite.store import Store
     from bench.tasks import rollout_task
 
     env = load_environment("retail")
@@ -60,7 +63,7 @@ def _retail_session(tmp_path: Path):  # type: ignore[no-untyped-def]
 
 
 def _dump(env, conn):  # type: ignore[no-untyped-def]
-    from app import sqlite_db
+    from app.storage.sqlite import db as sqlite_db
     from app.verify.state import dump_state
 
     bind = sqlite_db.bind_connection(conn, begin="BEGIN")
@@ -72,9 +75,9 @@ def _dump(env, conn):  # type: ignore[no-untyped-def]
 
 
 def test_tracked_verify_dump_equals_a_full_dump(tmp_path: Path) -> None:
-    from app import sqlite_db
-    from app.meta import tracked_changes
-    from app.runner import run_tool
+    from app.runtime.runner import run_tool
+    from app.storage.meta import tracked_changes
+    from app.storage.sqlite import db as sqlite_db
 
     env, task, snapshot, pristine, session = _retail_session(tmp_path)
     seed_state = _dump(env, pristine)  # a pristine clone: remembered for reuse
@@ -103,7 +106,7 @@ def test_tracked_verify_dump_equals_a_full_dump(tmp_path: Path) -> None:
 
 
 def test_a_rolled_back_or_renamed_table_is_never_trusted(tmp_path: Path) -> None:
-    from app.meta import tracked_changes
+    from app.storage.meta import tracked_changes
 
     env, _task, _snapshot, _pristine, session = _retail_session(tmp_path)
     session.execute("BEGIN")
@@ -116,6 +119,51 @@ def test_a_rolled_back_or_renamed_table_is_never_trusted(tmp_path: Path) -> None
 
 
 def _ctx(snapshot):  # type: ignore[no-untyped-def]
-    from app.environment import ToolContext
+    from app.sdk.environment import ToolContext
 
     return ToolContext(now=snapshot.now, session_id="test", task_id=None)
+
+
+# --- issue 20: the lean baseline and the targets harness -----------------------------------------
+def test_lean_baseline_scores_every_gold_solution(tmp_path: Path) -> None:
+    """The lean server's tools replay every retail and airline gold without a tool error, the
+    gold scores 1 and (for tasks whose gold writes) doing nothing scores 0."""
+    from app.registry import load_environment
+    from app.storage.sqlite.store import Store
+    from bench.lean_db import Base
+    from bench.lean_server import ENVS, Sessions, run_call
+    from bench.rollout import env_tasks
+
+    for name, env in ENVS.items():
+        store = Store(tmp_path / name, load_environment(name))
+        store.template_image()  # builds the template file once
+        sessions = Sessions(env, Base(str(store.template_path), env.TABLES))
+        zeros = 0
+        for task in env_tasks(name):
+            answer = {"response": {"output": task.get("expected_outputs")}}
+            sid = sessions.seed(task)
+            db, _task, now = sessions.live[sid]
+            for call in task["ground_truth"]:
+                assert "output" in run_call(env, db, call["name"], call["arguments"], now), call
+            assert sessions.reward(sid, answer) == 1.0, task["task_id"]
+            zeros += sessions.reward(sessions.seed(task), answer) == 0.0
+        assert zeros >= 30  # the tasks whose gold writes
+
+
+@pytest.mark.slow  # load test: make test-slow (CI runs it)
+def test_quick_targets_produce_every_figure(tmp_path: Path) -> None:
+    from bench.targets import main as targets
+
+    only = ["--only", "rollout", "--only", "latency", "--only", "burst"]
+    res = targets(["--quick", "--out", str(tmp_path), *only])
+    assert next(tmp_path.glob("targets-*.json")).stat().st_size > 0
+    for env in ("retail", "airline"):
+        entry = res["rollout"][env]
+        for server in ("stategym", "lean"):
+            r = entry[server]
+            assert r["rollouts"] > 0 and r["errors"] == 0 and r["mean_reward"] == 1.0, r
+        assert entry["ratio"] > 0
+    for server in ("stategym", "lean"):
+        for kind in ("seed", "tool", "verify", "close"):
+            assert res["latency"][server][kind]["p50_ms"] is not None
+    assert res["burst"]["n"] == 20 and res["burst"]["errors"] == 0

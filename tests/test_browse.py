@@ -15,8 +15,8 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
-from app.cli import cli
-from app.cli_browse import build_datasette
+from app.cli.browse import build_datasette
+from app.cli.main import cli
 from tests.conftest import REPO, free_port, stop_server
 from tests.test_sessions_cli import build_rollouts
 

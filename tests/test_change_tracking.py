@@ -15,14 +15,15 @@ from typing import Any
 
 import pytest
 
-from app import sqlite_db
-from app.environment import ToolContext
-from app.meta import tracked_changes
 from app.registry import load_environment
-from app.runner import run_tool
-from app.store import Store
-from app.tasks import task_from_data
+from app.runtime.runner import run_tool
+from app.runtime.tasks import task_from_data
+from app.sdk.environment import ToolContext
+from app.storage.meta import tracked_changes
+from app.storage.sqlite import db as sqlite_db
+from app.storage.sqlite.store import Store
 from app.verify.state import dump_state
+from tests.conftest import PORTABLE_ENVS
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
@@ -69,7 +70,7 @@ def _random_write(conn: sqlite3.Connection, env: Any, rng: random.Random, step: 
         pass  # refused by a constraint (or a column without a Python type): nothing changed
 
 
-@pytest.mark.parametrize("env_name", ["retail", "airline", "workplace", "ledger"])
+@pytest.mark.parametrize("env_name", PORTABLE_ENVS)
 def test_patched_dumps_equal_full_dumps(env_name: str, tmp_path: Path) -> None:
     env = load_environment(env_name)
     store = Store(tmp_path / "data", env)

@@ -8,9 +8,9 @@ import pytest
 from sqlalchemy import insert, update
 from sqlalchemy.orm import Session
 
-from app import sqlite_db
 from app.errors import InvalidTask
-from app.tasks import task_from_data
+from app.runtime.tasks import task_from_data
+from app.storage.sqlite import db as sqlite_db
 from app.verify.checks import compile_checks, parse_checks, run_checks
 from app.verify.state import dump_state
 from tests.support.rollouts import run_rollout

@@ -7,8 +7,8 @@ import sys
 
 from typer.testing import CliRunner
 
-from app.cli import cli
-from tests.conftest import REPO
+from app.cli.main import cli
+from tests.conftest import ENV_NAMES, REPO
 
 
 def _run(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -42,5 +42,5 @@ def test_prepare_builds_the_template_and_envs_lists_them(tmp_path):
     assert result.exit_code == 0, result.output
     assert list((tmp_path / "templates" / "retail").glob("*.sqlite"))
     listing = runner.invoke(cli, ["envs"])
-    for name in ("retail", "airline", "workplace", "ledger", "sql"):
+    for name in ENV_NAMES:
         assert name in listing.output

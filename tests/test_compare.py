@@ -8,7 +8,7 @@ import sqlite3
 from sqlalchemy import insert, update
 from sqlalchemy.orm import Session
 
-from app import sqlite_db
+from app.storage.sqlite import db as sqlite_db
 from app.verify.diff import change_units, diff_states
 from app.verify.reward import partial_credit
 from app.verify.state import dump_state

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from tests.conftest import REPO
 from tests.support import chaos
@@ -208,6 +209,7 @@ async def _check_through_server(rollouts: list[Rollout], url: str) -> None:
     await asyncio.gather(*(one(r) for r in rollouts if r.session_id))
 
 
+@pytest.mark.slow  # load test: make test-slow (CI runs it)
 async def test_kill_9_under_load_loses_nothing_acknowledged(tmp_path):
     data_dir = tmp_path / "data"
     rollouts = [Rollout(i, CANCEL_TASKS[i % len(CANCEL_TASKS)]) for i in range(ROLLOUTS)]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from typer.main import get_command
 
-from app.cli import cli
+from app.cli.main import cli
 from app.registry import ENVIRONMENTS, load_environment
 from tests.conftest import REPO
 

@@ -12,10 +12,12 @@ from pathlib import Path
 import httpx
 import pytest
 
-from app.api import create_app
 from app.registry import ENVIRONMENTS, load_environment
+from app.server.api import create_app
 from tests.conftest import (
     BACKENDS,
+    ENV_NAMES,
+    PORTABLE_ENVS,
     REPO,
     backend_settings,
     drop_pg_schemas,
@@ -24,16 +26,13 @@ from tests.conftest import (
 )
 from tests.support.rollouts import gold_answer, load_tasks, run_rollout
 
-# The `sql` environment's sandbox (SQLite authorizer, progress handler) is SQLite-only by design.
-SQLITE_ONLY_ENVS = {"sql"}
-
 
 def _task_params() -> list:
     params = []
     for backend in BACKENDS:
-        for env in sorted(ENVIRONMENTS):
+        for env in ENV_NAMES:
             path = REPO / "fixtures" / env / "tasks.jsonl"
-            if not path.exists() or (backend != "sqlite" and env in SQLITE_ONLY_ENVS):
+            if not path.exists() or (backend != "sqlite" and env not in PORTABLE_ENVS):
                 continue
             for task in load_tasks(path):
                 # SQLite ids stay as they were, so `-k` selections keep working.

@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
-from app.api import create_app
+from app.server.api import create_app
 from app.settings import Settings
 from envs.sql import ENVIRONMENT as SQL
 from tests.conftest import TEST_SECRET
@@ -200,9 +200,9 @@ async def test_indirect_writes_are_seen_on_both_backends(
 def test_verify_reads_a_table_whole_when_its_patched_dump_miscounts(tmp_path: Path) -> None:
     """The backstop: a write the tracking misses (here REPLACE with recursive triggers turned
     off again, as before the fix) makes the row counts disagree, and verify reads every table."""
-    from app import sqlite_db
-    from app.store import Store
-    from app.tasks import task_from_data
+    from app.runtime.tasks import task_from_data
+    from app.storage.sqlite import db as sqlite_db
+    from app.storage.sqlite.store import Store
     from app.verify.state import dump_state
 
     def dump(conn: Any, *, reuse: bool) -> Any:

@@ -6,10 +6,10 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from app.api import create_app
-from app.cli_browse import browse_app, build_datasette
-from app.middleware import allowed_host_names, host_name
+from app.cli.browse import browse_app, build_datasette
 from app.registry import load_environment
+from app.server.api import create_app
+from app.server.middleware import allowed_host_names, host_name
 from app.settings import Settings
 from tests.conftest import TEST_SECRET
 from tests.test_admin_api import AUTH, TOKEN

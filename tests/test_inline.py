@@ -1,5 +1,6 @@
-"""Fast tools run on the event loop (app/inline.py), slow ones go back to threads, and a call
-never waits for another process's write lock on the loop. Real SQLite files, real retail tools."""
+"""Fast tools run on the event loop (app/runtime/inline.py), slow ones go back to threads, and a
+call never waits for another process's write lock on the loop. Real SQLite files, real retail
+tools."""
 
 from __future__ import annotations
 
@@ -14,12 +15,12 @@ from typing import Any
 
 import pytest
 
-from app.environment import Tool
-from app.inline import InlinePolicy
 from app.registry import load_environment
-from app.sessions import SessionManager
+from app.runtime.inline import InlinePolicy
+from app.runtime.sessions import SessionManager
+from app.sdk.environment import Tool
+from app.server.models import parse_seed_body
 from app.settings import Settings
-from app.tasks import parse_seed_body
 from bench import tasks as T
 
 SECRET = "inline-test-secret-0123456789-abcdefghijklmnop"
@@ -130,7 +131,7 @@ async def test_a_call_waiting_for_another_writer_waits_in_a_thread_not_on_the_lo
     assert manager.inline.allows(name)  # the next call would run inline
 
     # Another process's connection holds the session's write lock for 0.4 s.
-    other = sqlite3.connect(manager.store.session_path(session), check_same_thread=False)
+    other = sqlite3.connect(manager.backend.store.session_path(session), check_same_thread=False)
     other.execute("BEGIN IMMEDIATE")
     threading.Timer(0.4, other.commit).start()
     ticks = 0
@@ -152,7 +153,7 @@ async def test_a_call_waiting_for_another_writer_waits_in_a_thread_not_on_the_lo
     assert waited >= 0.3
     assert recorder.threads[-1] != loop_thread  # the retry ran in a thread...
     assert ticks >= 10  # ...while the loop kept serving (a blocked loop ticks ~0 times)
-    rows = sqlite3.connect(manager.store.session_path(session)).execute(
+    rows = sqlite3.connect(manager.backend.store.session_path(session)).execute(
         "SELECT line1 FROM addresses WHERE customer_id = ? AND is_default", (args["customer_id"],)
     )
     assert rows.fetchall() == [(args["line1"],)]  # the refused inline try changed nothing

@@ -14,9 +14,9 @@ from typing import Any
 from sqlalchemy import text
 
 from app.registry import load_environment
-from app.sessions import INLINE_TIME_LIMIT_MS, SessionManager
+from app.runtime.sessions import INLINE_TIME_LIMIT_MS, SessionManager
+from app.server.models import parse_seed_body
 from app.settings import Settings
-from app.tasks import parse_seed_body
 from bench import tasks as T
 
 SECRET = "inline-test-secret-0123456789-abcdefghijklmnop"

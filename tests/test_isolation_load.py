@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from tests.conftest import REPO
 from tests.support import chaos
@@ -30,7 +31,11 @@ TASKS = [
     if any(c["name"] == "update_customer_default_address" for c in t["ground_truth"])
 ]
 # Tables a tool call may legitimately touch; the rest must equal the snapshot row for row.
-TOUCHED = {"addresses", "audit_log", "_stategym_changes", "_stategym_rows"}
+# The platform tables a write touches too: change tracking and the step log (docs/steps.md).
+TOUCHED = {
+    "addresses", "audit_log", "_stategym_changes", "_stategym_rows", "_stategym_steps",
+    "_stategym_step_rows",
+}  # fmt: skip
 
 
 def _customer(task: dict[str, Any]) -> int:
@@ -147,6 +152,7 @@ def _compare_with_snapshot(conn: sqlite3.Connection, snapshot: Path, customer: i
     assert added == 2, (i, added)
 
 
+@pytest.mark.slow  # load test: make test-slow (CI runs it)
 async def test_thousand_sessions_each_hold_only_their_own_changes(tmp_path):
     data_dir = tmp_path / "data"
     server = chaos.start(data_dir, workers=2)

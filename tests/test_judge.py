@@ -9,7 +9,7 @@ import logging
 import pytest
 
 from app.errors import InvalidTask
-from app.judge import Judge, JudgeSettings, apply_judge, parse_grade
+from app.verify.judge import Judge, JudgeSettings, apply_judge, parse_grade
 from tests.support.judge_server import running_judge_server
 from tests.support.rollouts import response_object
 
@@ -246,7 +246,7 @@ async def test_a_malformed_judge_field_is_an_invalid_task(spec):
     ],
 )
 def test_parse_grade_is_strict(text):
-    from app.judge import JudgeError
+    from app.verify.judge import JudgeError
 
     with pytest.raises(JudgeError):
         parse_grade(text)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.judge import Judge, JudgeSettings
+from app.verify.judge import Judge, JudgeSettings
 from tests.support.judge_server import running_judge_server
 from tests.support.rollouts import response_object
 from tests.test_protocol import TASK

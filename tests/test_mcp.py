@@ -25,9 +25,9 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import McpError
 from pydantic import BaseModel, ConfigDict
 
-from app.cookies import CookieSigner
-from app.mcp_server import TOKEN_HEADER, check_tool_names
 from app.registry import ENVIRONMENTS, load_environment
+from app.server.cookies import CookieSigner
+from app.server.mcp import TOKEN_HEADER, check_tool_names
 from app.verify.tool_calls import plain_tool_name, with_plain_tool_names
 from tests.conftest import PG_URL, REPO, TEST_SECRET, start_server, stop_server
 from tests.support.rollouts import gold_answer, load_tasks, response_object
@@ -150,6 +150,7 @@ async def assert_lists_exactly_the_http_tools(url: str) -> None:
 
 
 # --- every environment -------------------------------------------------------------------------
+@pytest.mark.slow  # load test: make test-slow (CI runs it)
 async def test_retail_lists_http_tools_and_every_task_scores_over_mcp(retail_url):
     await assert_lists_exactly_the_http_tools(retail_url)
     await assert_gold_and_noop(retail_url, tasks_of("retail"))
@@ -267,7 +268,7 @@ async def test_one_rollout_mixes_http_and_mcp_calls(retail_url):
 
 async def test_in_process_app_without_lifespan_serves_mcp_under_a_rollout_prefix(settings):
     """Gym's conformance check drives the app with no lifespan; /mcp must still answer."""
-    from app.api import create_app
+    from app.server.api import create_app
 
     app = create_app(settings.model_copy(update={"expose_tools_over_mcp": True}))
     transport = httpx.ASGITransport(app=app)
@@ -289,7 +290,7 @@ async def test_in_process_app_without_lifespan_serves_mcp_under_a_rollout_prefix
 
 
 async def test_a_crash_in_a_call_is_a_500_error_that_quotes_nothing(settings, monkeypatch):
-    from app.api import create_app
+    from app.server.api import create_app
 
     app = create_app(settings.model_copy(update={"expose_tools_over_mcp": True}))
     sessions = app.state.protocol.sessions
@@ -383,7 +384,7 @@ async def test_stdio_mode_serves_one_task_and_verifies_on_exit(tmp_path):
 def test_stdio_mode_refuses_an_unknown_task(tmp_path):
     from typer.testing import CliRunner
 
-    from app.cli import cli
+    from app.cli.main import cli
 
     result = CliRunner().invoke(
         cli, ["mcp", "--env", "retail", "--task", "nope", "--data-dir", str(tmp_path)]

@@ -19,10 +19,10 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from app.api import create_app
-from app.cli import cli
-from app.cli_export import AGENT_REF_TYPE, export_nemo_gym
+from app.cli.export import AGENT_REF_TYPE, export_nemo_gym
+from app.cli.main import cli
 from app.registry import ENVIRONMENTS, load_environment
+from app.server.api import create_app
 from app.settings import Settings
 from tests.conftest import REPO, TEST_SECRET, free_port, stop_server
 from tests.support.rollouts import gold_answer, load_tasks, response_object

@@ -13,9 +13,9 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
-from app.api import create_app
-from app.cli import cli
+from app.cli.main import cli
 from app.registry import load_environment
+from app.server.api import create_app
 from app.settings import Settings
 from tests.conftest import REPO, TEST_SECRET
 from tests.support.rollouts import load_tasks, response_object

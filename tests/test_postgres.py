@@ -14,21 +14,21 @@ import httpx
 import pytest
 from sqlalchemy import text
 
-from app.backends import POSTGRES, SQLITE, backend_of, sync_pg_url
-from app.backends.pg_db import SchemaNames, make_engine, session_connection
-from app.backends.pg_store import PgStore
 from app.errors import SessionNotFound
-from app.lifecycle import reap_idle
 from app.registry import load_environment
-from app.sessions import SessionManager
-from app.store import Store
-from app.tasks import parse_seed_body
+from app.runtime.lifecycle import reap_idle
+from app.runtime.sessions import SessionManager
+from app.server.models import parse_seed_body
+from app.storage.backend import POSTGRES, SQLITE, backend_of, sync_pg_url
+from app.storage.postgres.db import SchemaNames, make_engine, session_connection
+from app.storage.postgres.store import PgStore
+from app.storage.sqlite.store import Store
 from app.verify.diff import diff_states
 from app.verify.state import dump_state
-from tests.conftest import PG_URL, REPO, backend_settings
+from tests.conftest import PG_URL, PORTABLE_ENVS, REPO, backend_settings
 from tests.support.rollouts import gold_answer, load_tasks, response_object
 
-PARITY_ENVS = ("retail", "airline", "workplace", "ledger")
+PARITY_ENVS = PORTABLE_ENVS
 
 
 def _calls(task: dict) -> list[dict]:
@@ -44,8 +44,8 @@ def _calls(task: dict) -> list[dict]:
 
 
 def _pg_dump(manager, session_id: str):
-    schema = manager.names.session(session_id)
-    with session_connection(manager.store.engine, schema) as conn, conn.begin():
+    schema = manager.backend.names.session(session_id)
+    with session_connection(manager.backend.store.engine, schema) as conn, conn.begin():
         return dump_state(conn, manager.env.metadata.tables, manager.env.compare)
 
 
@@ -106,11 +106,13 @@ async def test_a_session_sees_only_its_own_schema(tmp_path, pg_prefix, client_fa
             assert got["output"]["quantity"] == 5
             manager = a.app.state.protocol.sessions
             # Raw SQL on a session connection resolves unqualified names in its schema only.
-            with session_connection(manager.store.engine, manager.names.session(id_a)) as conn:
+            with session_connection(
+                manager.backend.store.engine, manager.backend.names.session(id_a)
+            ) as conn:
                 with conn.begin():
                     row = conn.execute(text("SELECT quantity FROM items WHERE id = 9001")).one()
                     path = conn.exec_driver_sql("SHOW search_path").scalar()
-            assert row.quantity == 5 and path == manager.names.session(id_a)
+            assert row.quantity == 5 and path == manager.backend.names.session(id_a)
             assert id_b not in path
 
 
@@ -124,7 +126,7 @@ async def test_close_marks_the_schema_and_retention_drops_it(tmp_path, pg_prefix
         )
         async with client_factory(WAREHOUSE, settings) as client:
             session_id = (await client.post("/seed_session", json=TASK)).json()["session_id"]
-            store = client.app.state.protocol.sessions.store
+            store = client.app.state.protocol.sessions.backend.store
             assert store.session_exists(session_id)
             assert (await client.post("/close_session", json={})).json()["closed"] is True
             assert store.session_exists(session_id) is kept
@@ -142,10 +144,10 @@ async def test_reaper_closes_idle_postgres_sessions(tmp_path, pg_prefix):
     try:
         session_id = (await manager.seed(parse_seed_body(TASK))).session_id
         # Backdate both clocks the reaper reads: the control row and the last-write stamp.
-        schema = manager.names.session(session_id)
-        with manager.store.engine.begin() as conn:
+        schema = manager.backend.names.session(session_id)
+        with manager.backend.store.engine.begin() as conn:
             conn.exec_driver_sql(
-                f"UPDATE {manager.names.control}.sessions "
+                f"UPDATE {manager.backend.names.control}.sessions "
                 "SET created_at = created_at - interval '2 hours'"
             )
             conn.exec_driver_sql(
@@ -222,8 +224,8 @@ def test_replicas_serve_one_rollout_interchangeably(tmp_path, pg_prefix, live_se
 async def test_session_schema_at_an_older_revision_is_upgraded_on_open(tmp_path, pg_prefix):
     """A retained schema one revision behind is upgraded when opened (and in bulk), then plays
     and verifies as a current one; a schema at an unknown revision is refused."""
-    from app.backends.pg_migrate import migrate_schema, schema_revision, upgrade_sessions
-    from app.migrations import branch_revisions, head_revision
+    from app.storage.migrations import branch_revisions, head_revision
+    from app.storage.postgres.migrate import migrate_schema, schema_revision, upgrade_sessions
 
     env = load_environment("retail")
     task = load_tasks(REPO / "fixtures" / "retail" / "tasks.jsonl")[0]
@@ -231,7 +233,7 @@ async def test_session_schema_at_an_older_revision_is_upgraded_on_open(tmp_path,
     first = SessionManager(settings, env)
     ids = [(await first.seed(parse_seed_body(task))).session_id for _ in range(3)]
     await first.aclose()
-    engine, names = first.store.engine, first.names
+    engine, names = first.backend.store.engine, first.backend.names
     previous = branch_revisions("retail")[1]
     for session_id in ids:
         migrate_schema(engine, names.session(session_id), "retail", previous, down=True)
@@ -274,7 +276,7 @@ async def test_session_schema_at_an_older_revision_is_upgraded_on_open(tmp_path,
 def test_sqlite_only_environment_is_refused_on_postgres(tmp_path):
     # No server needed: the refusal comes before any connection.
     settings = backend_settings("postgres", tmp_path, "tnone")
-    with pytest.raises(ValueError, match="runs on SQLite only"):
+    with pytest.raises(ValueError, match="requires sqlite"):
         SessionManager(settings, load_environment("sql"))
 
 
@@ -311,8 +313,8 @@ def test_bench_pg_in_process_figures_run(pg_prefix, monkeypatch):
 
 def test_statement_timeout_answers_like_sqlite_time_limit(tmp_path, pg_prefix):
     """A real statement_timeout on a session connection becomes the `time_limit` tool error."""
-    from app.backends.pg_sessions import as_time_limit
-    from app.runner import run_tool
+    from app.runtime.runner import run_tool
+    from app.storage.postgres.backend import as_time_limit
     from tests.support.warehouse_env import ENVIRONMENT as WAREHOUSE
 
     engine = make_engine(PG_URL, pool_size=1, statement_timeout_ms=50)

@@ -38,7 +38,7 @@ def settings(tmp_path, backend, request):
 
 
 def session_exists(client: httpx.AsyncClient, session_id: str) -> bool:
-    store = client.app.state.protocol.sessions.store
+    store = client.app.state.protocol.sessions.backend.store
     if hasattr(store, "session_exists"):  # PostgreSQL: the session's schema
         return store.session_exists(session_id)
     return store.session_path(session_id).exists()
@@ -47,15 +47,16 @@ def session_exists(client: httpx.AsyncClient, session_id: str) -> bool:
 def dump(client: httpx.AsyncClient, session_id: str) -> list:
     """Every row of the session's database, on either backend."""
     sessions = client.app.state.protocol.sessions
-    if not hasattr(sessions.store, "session_exists"):
-        conn = sqlite3.connect(sessions.store.session_path(session_id))
+    if not hasattr(sessions.backend.store, "session_exists"):
+        conn = sqlite3.connect(sessions.backend.store.session_path(session_id))
         try:
-            return list(conn.iterdump())
+            # The step log records failed calls too (docs/steps.md): not the session's state.
+            return [line for line in conn.iterdump() if '"_stategym_steps"' not in line]
         finally:
             conn.close()
-    schema = sessions.names.session(session_id)
+    schema = sessions.backend.names.session(session_id)
     tables = [t.name for t in sessions.env.metadata.sorted_tables] + ["_stategym_meta"]
-    with sessions.store.engine.connect() as conn:
+    with sessions.backend.store.engine.connect() as conn:
         return [
             (name, conn.exec_driver_sql(f'SELECT * FROM "{schema}"."{name}" ORDER BY 1').all())
             for name in tables

@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 from sqlalchemy.orm import Session
 
-from app import sqlite_db
 from app.registry import load_environment
-from app.seeding import SeedError, apply_seed
-from app.store import Store
+from app.storage.seeding import SeedError, apply_seed
+from app.storage.sqlite import db as sqlite_db
+from app.storage.sqlite.store import Store
 
 
 @pytest.fixture()

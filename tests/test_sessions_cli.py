@@ -13,9 +13,9 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
-from app.api import create_app
-from app.cli import cli
+from app.cli.main import cli
 from app.registry import load_environment
+from app.server.api import create_app
 from app.settings import Settings
 from tests.conftest import REPO, TEST_SECRET
 from tests.support.rollouts import gold_answer, load_tasks, run_rollout
@@ -32,8 +32,8 @@ def calls_of(task: dict[str, Any]) -> list[dict[str, Any]]:
     ]  # fmt: skip
 
 
-async def _rollouts(data_dir: Path) -> dict[str, str]:
-    settings = Settings(data_dir=data_dir, secret_key=TEST_SECRET)
+async def _rollouts(data_dir: Path, settings: Settings | None = None) -> dict[str, str]:
+    settings = settings or Settings(data_dir=data_dir, secret_key=TEST_SECRET)
     app = create_app(settings, load_environment("retail"))
     ids: dict[str, str] = {}
     async with app.router.lifespan_context(app):
@@ -54,9 +54,9 @@ async def _rollouts(data_dir: Path) -> dict[str, str]:
     return ids
 
 
-def build_rollouts(data_dir: Path) -> dict[str, str]:
+def build_rollouts(data_dir: Path, settings: Settings | None = None) -> dict[str, str]:
     """Three real retail sessions: gold (reward 1, closed), noop (0, closed), open (unverified)."""
-    return asyncio.run(_rollouts(data_dir))
+    return asyncio.run(_rollouts(data_dir, settings))
 
 
 @pytest.fixture(scope="module")
@@ -65,8 +65,8 @@ def made(tmp_path_factory) -> tuple[Path, dict[str, str]]:
     return data_dir, build_rollouts(data_dir)
 
 
-def sg(*args: str) -> Any:
-    result = CliRunner().invoke(cli, list(args))
+def sg(*args: str, env: dict[str, str] | None = None) -> Any:
+    result = CliRunner().invoke(cli, list(args), env=env)
     assert result.exception is None or isinstance(result.exception, SystemExit), result.output
     return result
 

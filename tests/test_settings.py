@@ -7,8 +7,8 @@ import stat
 import pytest
 from pydantic import ValidationError
 
-from app.cookies import CookieSigner, load_or_create_secret
 from app.errors import NoSession
+from app.server.cookies import CookieSigner, load_or_create_secret
 from app.settings import Settings
 
 

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from app.cli import cli
+from app.cli.main import cli
 from app.registry import environment_names
 from app.taskgen.draw import choices, draw
 from app.taskgen.driver import Request, Summary, generate
@@ -144,6 +144,14 @@ def test_no_duplicates_in_10000_retail_tasks(tmp_path: Path) -> None:
     tasks, summary = _tasks(Request("retail", 10_000, seed=3), jobs=2)
     assert summary.written == 10_000
     assert len({content_key(_story(t)) for t in tasks}) == 10_000
+    # Stronger: no two share their seeded state, gold and answer, whatever their wording.
+    assert len({_state_key(t) for t in tasks}) == 10_000
+
+
+def _state_key(task: dict[str, Any]) -> str:
+    return json.dumps(
+        [task["seed"], task["ground_truth"], task.get("expected_outputs")], sort_keys=True
+    )
 
 
 @pytest.mark.parametrize(
@@ -190,3 +198,38 @@ def test_export_generated_train_and_validation_with_config(tmp_path: Path) -> No
         cli, ["export", "nemo-gym", "--tasks", str(files["train"]), str(out)]
     )
     assert wrong.exit_code != 0 and "not retail" in wrong.output
+
+
+def test_validator_drops_what_tasks_check_would_refuse(tmp_path: Path) -> None:
+    """The in-memory validator (tracked base image, patched dumps) refuses each kind of broken
+    task, through the real runner and verifier."""
+    import copy
+
+    from app.taskgen.validate import Validator
+
+    gen = load_generator("retail")
+    pool = choices(gen, "train", ["cancel"])
+    drawn = (draw(gen, "train", 1, i, pool).task for i in range(10))
+    task = next(t for t in drawn if t is not None)
+    validator = Validator(gen.env, tmp_path)
+    assert validator.problem(task) is None
+
+    no_write = copy.deepcopy(task)
+    no_write["ground_truth"] = [
+        c for c in task["ground_truth"] if c["name"] != "cancel_pending_order"
+    ]
+    assert validator.problem(no_write) in ("gold changed nothing", "no-op above 0")
+
+    failing = copy.deepcopy(task)
+    cancel = next(c for c in failing["ground_truth"] if c["name"] == "cancel_pending_order")
+    cancel["arguments"]["order_number"] = "#W0000000"
+    assert validator.problem(failing) == "gold below 1"
+
+    collide = copy.deepcopy(task)
+    customers = collide["seed"]["rows"]["customers"]
+    customers.append(dict(customers[0], email="other@example.org"))
+    assert validator.problem(collide) == "id collision in customers"
+
+    low = copy.deepcopy(task)
+    low["seed"]["rows"]["customers"][0]["id"] = 99_999
+    assert validator.problem(low) == "new customers row below the story id floor"

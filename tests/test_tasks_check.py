@@ -13,8 +13,8 @@ from sqlalchemy.orm import Session
 from typer.testing import CliRunner
 
 from app import registry
-from app.cli import cli
-from app.environment import ToolArgs, ToolContext, tool
+from app.cli.main import cli
+from app.sdk.environment import ToolArgs, ToolContext, tool
 from tests.conftest import REPO
 from tests.support import warehouse_env
 from tests.support.warehouse_env import ENVIRONMENT as WAREHOUSE

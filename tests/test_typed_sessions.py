@@ -72,7 +72,7 @@ def all_sessions(client: httpx.AsyncClient) -> int:
 def session_databases(client: httpx.AsyncClient) -> int:
     """Session databases that exist: files on SQLite, schemas on PostgreSQL."""
     sessions = client.app.state.protocol.sessions
-    store = sessions.store
+    store = sessions.backend.store
     if hasattr(store, "session_exists"):
         return sum(store.session_exists(r.id) for r in sessions.control.list())
     return len(list(store.session_path("0" * 32).parent.glob("*.sqlite")))
@@ -230,12 +230,12 @@ def _break_release(client: httpx.AsyncClient, session_id: str, backend: str) -> 
     if backend == "sqlite":
         sessions._open.get(session_id).conn.execute("PRAGMA query_only=1")
         return lambda: None  # the failed close dropped that connection; a new one can write
-    schema = sessions.names.session(session_id)
-    with sessions.store.engine.begin() as conn:
+    schema = sessions.backend.names.session(session_id)
+    with sessions.backend.store.engine.begin() as conn:
         conn.execute(text(f'ALTER TABLE "{schema}"._stategym_meta RENAME TO meta_away'))
 
     def repair() -> None:
-        with sessions.store.engine.begin() as conn:
+        with sessions.backend.store.engine.begin() as conn:
             conn.execute(text(f'ALTER TABLE "{schema}".meta_away RENAME TO _stategym_meta'))
 
     return repair
@@ -273,14 +273,18 @@ async def test_tool_call_on_a_closed_or_unknown_session_is_a_readable_404(wareho
     assert r.status_code == 404 and r.json()["error"]["message"]
 
 
-async def test_verify_of_a_closed_session_is_a_masked_sample(warehouse):
+async def test_verify_of_a_closed_session_is_scored_by_replay(warehouse):
+    """A closed session is verified by replaying the response's calls on its snapshot
+    (app/runtime/reverify.py), with the task stored at seed: the same answer as live."""
     await warehouse.post("/seed_session", json=typed_seed("rs-v"))
+    live = (await warehouse.post("/verify", json={**TASK, "response": RESPONSE})).json()
     await warehouse.post("/close_session", json=typed_close("rs-v"))
     r = await warehouse.post("/verify", json={**TASK, "response": RESPONSE})
     assert r.status_code == 200
     body = r.json()
-    assert body["reward"] == 0.0 and body["mask_sample"] is True
-    assert body["failure_kind"] == "session_lost" and "closed" in body["failure_reason"]
+    assert body["verified_by"] == "replay" and "mask_sample" not in body
+    assert body["reward"] == live["reward"]
+    assert body["reward_components"] == live["reward_components"]
     assert body["response"] == RESPONSE and body["task_id"] == "wh-1"  # the request echoed
 
 
@@ -301,16 +305,16 @@ async def test_verify_with_an_expired_cookie_is_a_masked_sample(warehouse):
     assert body["mask_sample"] is True and body["failure_kind"] == "session_expired"
 
 
-async def test_verify_of_a_deleted_session_is_a_masked_sample(warehouse, backend):
+async def test_verify_of_a_deleted_session_is_scored_by_replay(warehouse, backend):
     seeded = await warehouse.post("/seed_session", json=TASK)
     session_id = seeded.json()["session_id"]
     sessions = warehouse.app.state.protocol.sessions
     if backend == "sqlite":
-        sessions.store.session_path(session_id).unlink()
+        sessions.backend.store.session_path(session_id).unlink()
     else:
-        sessions.store.drop_session(session_id)
+        sessions.backend.store.drop_session(session_id)
     body = (await warehouse.post("/verify", json={**TASK, "response": RESPONSE})).json()
-    assert body["mask_sample"] is True and body["failure_kind"] == "session_lost"
+    assert body["verified_by"] == "replay" and "mask_sample" not in body
 
 
 async def test_forged_cookie_is_still_a_protocol_error(warehouse):
@@ -319,9 +323,15 @@ async def test_forged_cookie_is_still_a_protocol_error(warehouse):
     assert r.status_code == 401
 
 
-async def test_reverify_mode_is_unsupported_until_replay_exists(warehouse):
+async def test_reverify_mode_is_stateless(warehouse):
     r = await warehouse.get("/reverify_mode")
-    assert r.status_code == 200 and r.json() == "unsupported"
+    assert r.status_code == 200 and r.json() == "stateless"
+
+
+async def test_cookieless_verify_replays_the_body_task(warehouse):
+    """NeMo Gym's stateless reverify: no session, the task row and response are enough."""
+    body = (await warehouse.post("/verify", json={**TASK, "response": RESPONSE})).json()
+    assert body["verified_by"] == "replay" and isinstance(body["reward"], float)
 
 
 # --- several workers ----------------------------------------------------------------------
@@ -360,13 +370,13 @@ def test_racing_typed_seeds_across_workers_make_one_database(live_server, tmp_pa
 
 # --- the control database's new table on databases that already exist ---------------------------
 def test_an_older_control_database_gains_the_claims_table(tmp_path):
-    from app.control import ControlDB
-    from app.migrations import head_revision, revision_of, upgrade_file
+    from app.storage.control import open_sqlite_control
+    from app.storage.migrations import head_revision, revision_of, upgrade_file
 
     path = tmp_path / "control.sqlite"
     sqlite3.connect(path).close()
     upgrade_file(path, "control", "75a8d8d08ff7")  # the revision before resources_ids
-    control = ControlDB(path)
+    control = open_sqlite_control(path)
     try:
         assert control.close_claim("warehouse", "rs-old", None) is True
         assert control.claim("warehouse", "rs-old").state == "closed"
@@ -380,21 +390,21 @@ def test_an_older_control_database_gains_the_claims_table(tmp_path):
 
 
 def test_an_older_postgres_control_schema_gains_the_claims_table(pg_prefix):
-    from app.backends.pg_control import PgControlDB
-    from app.backends.pg_db import make_engine
-    from app.migrations import head_revision
+    from app.storage.migrations import head_revision
+    from app.storage.postgres.control import open_pg_control
+    from app.storage.postgres.db import make_engine
     from tests.conftest import PG_URL
 
     engine = make_engine(PG_URL, pool_size=1)
     schema = f"{pg_prefix}_control"
     try:
-        PgControlDB(engine, schema)
+        open_pg_control(engine, schema)
         with engine.begin() as conn:  # as a release before resources_ids left it
             conn.execute(text(f'DROP TABLE "{schema}".resources_ids'))
             conn.execute(
                 text(f"UPDATE \"{schema}\".alembic_version SET version_num = '75a8d8d08ff7'")
             )
-        control = PgControlDB(engine, schema)
+        control = open_pg_control(engine, schema)
         assert control.close_claim("warehouse", "rs-old", None) is True
         with engine.connect() as conn:
             version = conn.execute(text(f'SELECT version_num FROM "{schema}".alembic_version'))

@@ -16,8 +16,8 @@ from typing import Any
 import httpx
 import pytest
 
-from app.api import create_app
 from app.registry import ENVIRONMENTS, load_environment
+from app.server.api import create_app
 from app.settings import Settings
 from tests.conftest import REPO, TEST_SECRET
 from tests.support.rollouts import fresh_client, gold_answer, load_tasks, run_rollout

@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from app.api import create_app
+from app.server.api import create_app
 from app.settings import Settings
 from envs.retail import ENVIRONMENT as RETAIL
 from tests.conftest import REPO, TEST_SECRET
@@ -43,7 +43,7 @@ async def rollout(shared, task, calls, *, edit: str | None = None, params: tuple
         for call in calls:
             r = await client.post(f"/{call['name']}", json=call["arguments"])
             assert r.status_code == 200 and "output" in r.json(), r.text
-        path = shared.app.state.protocol.sessions.store.session_path(session_id)
+        path = shared.app.state.protocol.sessions.backend.store.session_path(session_id)
         conn = sqlite3.connect(path)
         try:
             if edit:

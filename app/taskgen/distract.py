@@ -13,7 +13,7 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-from app.replay import open_task_db, replay
+from app.runtime.replay import open_task_db, replay
 from app.taskgen.kit import TaskGenerator
 
 STORY_ID_FLOOR = 100_000  # rows below it update base rows: a distractor never brings those

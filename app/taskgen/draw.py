@@ -14,6 +14,7 @@ from typing import Any
 
 from app.taskgen.distract import add_distractor, people_of, similar_names
 from app.taskgen.kit import TaskGenerator, answer_kind, difficulty, kind
+from app.taskgen.phrasing import rephrase
 from app.taskgen.splits import VOICES, Split, split_names, split_variants, voice
 from app.taskgen.validate import content_key
 
@@ -79,7 +80,9 @@ def draw(
         )
     key = content_key(built)  # before the voice: the same story in two voices is a duplicate
     user = built["responses_create_params"]["input"][-1]
-    user["content"] = f"{opener}{user['content']}{closer}"
+    phrased = rephrase(user["content"], split, random.Random(rng.getrandbits(64)))
+    user["content"] = f"{opener}{phrased.text}{closer}"
+    phrasing = "+".join((phrasing, *phrased.tags))
     gold = built["ground_truth"]
     expected = built.get("expected_outputs") or []
     task: dict[str, Any] = {

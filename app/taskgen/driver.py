@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import tempfile
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -138,9 +138,9 @@ def generate(
     yield summary
 
 
-def _rounds(request: Request, jobs: int, tmp: str, limit: int) -> Iterator[Candidate]:
+def _rounds(request: Request, jobs: int, tmp: str, limit: int) -> Generator[Candidate, None, None]:
     """Candidates in attempt order; each round asks for what is still missing plus a margin."""
-    start, wanted = 0, request.count
+    start, wanted, drawn, kept = 0, request.count, 0, 0
     if jobs <= 1:
         _init(request, tmp)
     pool = (
@@ -148,7 +148,10 @@ def _rounds(request: Request, jobs: int, tmp: str, limit: int) -> Iterator[Candi
     )
     try:
         while start < limit:
-            size = min(max(wanted + wanted // 8 + CHUNK, CHUNK), limit - start)
+            # What is missing at the share of attempts kept so far (19 in 20 before any), plus a
+            # chunk: attempts past the count are validated for nothing when workers run ahead.
+            share = max(kept / drawn, 0.05) if drawn else 0.95
+            size = min(max(int(wanted / share * 1.02) + CHUNK, CHUNK), limit - start)
             chunks = [
                 range(a, min(a + CHUNK, start + size)) for a in range(start, start + size, CHUNK)
             ]
@@ -164,6 +167,7 @@ def _rounds(request: Request, jobs: int, tmp: str, limit: int) -> Iterator[Candi
                     yield cand
             start += size
             wanted -= accepted
+            drawn, kept = drawn + size, kept + accepted
     finally:
         if pool is not None:
             pool.shutdown(cancel_futures=True)

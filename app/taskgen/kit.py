@@ -1,19 +1,47 @@
-"""What every environment's task generator shares: gold calls, the generator declaration, and
-the difficulty and answer-kind rules applied to every generated task.
+"""The one task-generation kit every environment uses (issue 16): the story's `Draft`, gold
+calls, the self-check that replays them, the task row, the generator declaration (with the
+shipped evaluation set it implies), and the difficulty and answer-kind rules applied to every
+generated task. An environment's `envs/<env>/taskgen/` keeps only what is its own: its Story
+(seed rows), its families and its PLAN.
 """
 
 from __future__ import annotations
 
+import json
 import random
 import re
+import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from app.environment import Environment
+from sqlalchemy.orm import Session
+
+from app.runtime.replay import base_image
+from app.runtime.runner import run_tool
+from app.sdk.environment import Environment, ToolContext
+from app.storage.seeding import apply_seed, parse_now
+from app.storage.sqlite import db as sqlite_db
 
 # build(index, family, variant k, rng, names) -> one self-checked task row.
 BuildTask = Callable[[int, Any, int, random.Random, list[tuple[str, str]]], dict[str, Any]]
+# A family's gold-call results (each call's output) -> expected outputs only the replay knows.
+Expect = Callable[[list[Any]], list[str]]
+
+
+@dataclass
+class Draft:
+    """What a family function returns: the prompt, the gold calls and what checks them."""
+
+    family: str
+    prompt: str
+    gold: list[dict[str, Any]]
+    writes: bool  # the gold must change the state (and must not, when False)
+    expected: list[str] | None = None
+    # A refusal: the write the user asked for and the error code the rules answer it with.
+    forbidden: tuple[dict[str, Any], str] | None = None
+    # Expected outputs computed from the gold calls' outputs (a new booking code, a query).
+    expect_from: Expect | None = None
 
 
 def call(env: Environment, name: str, **arguments: Any) -> dict[str, Any]:
@@ -26,22 +54,160 @@ def call(env: Environment, name: str, **arguments: Any) -> dict[str, Any]:
     return {"name": name, "arguments": full}
 
 
+def clone(image: bytes) -> sqlite3.Connection:
+    """A private in-memory database holding `image`, configured like every session connection.
+
+    `image` must come from serializing an in-memory database (as every image here does), so it
+    is already in rollback-journal mode: `sqlite_db.memory_from_image` would copy it twice more
+    to make sure (≈ 1 ms per clone for retail, three clones per generated task)."""
+    conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+    conn.deserialize(image)
+    return sqlite_db.configure(conn, wal=False)
+
+
+class GoldFailed(AssertionError):
+    """A gold call of a story returned an error: the story is dropped."""
+
+
+def check_task(
+    env: Environment, task: dict[str, Any], draft: Draft, *, invariants: bool = False
+) -> list[Any]:
+    """Replay the gold calls on base + seed through the framework's runner (what a session's
+    calls go through); returns each call's output.
+
+    Every call must succeed; the state must change iff `draft.writes` (SQLite's count of rows
+    written: the validator then checks the same in the verifier's terms, app/taskgen/validate);
+    a `draft.forbidden` call must be refused with its code and change nothing; with
+    `invariants`, the seeded and final states satisfy every invariant of the environment.
+    """
+    seed = task["seed"]
+    conn = clone(base_image(env))
+    c = sqlite_db.bind_connection(conn, begin="BEGIN")
+    label = f"{task['task_id']} ({task['family']})"
+    try:
+        with Session(bind=c) as db, db.begin():
+            apply_seed(db, env.metadata, seed)
+        if invariants:
+            _check_invariants(env, c, label, "seeded")
+        ctx = ToolContext(now=parse_now(seed.get("now"), env.default_now), session_id="replay")
+        written = conn.total_changes
+        outputs = []
+        for i, gold_call in enumerate(task["ground_truth"]):
+            outcome = _run(env, c, gold_call, ctx)
+            if "error" in outcome:
+                raise GoldFailed(f"{label}: gold call {i} ({gold_call['name']}): {outcome}")
+            outputs.append(outcome["output"])
+        changed = conn.total_changes != written
+        if invariants:
+            _check_invariants(env, c, label, "final")
+        if draft.forbidden is not None:
+            forbidden, code = draft.forbidden
+            outcome = _run(env, c, forbidden, ctx)
+            error = outcome.get("error") or {}
+            assert error.get("code") == code, f"{label}: {forbidden['name']} gave {outcome}"
+    finally:
+        c.close()
+        conn.close()
+    if changed != draft.writes:
+        what = "changed nothing" if draft.writes else "changed the state"
+        raise AssertionError(f"{label}: gold {what}")
+    return outputs
+
+
+def _run(env: Environment, c: Any, gold_call: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+    tool = env.tool_named(gold_call["name"])
+    assert tool is not None, gold_call["name"]
+    return run_tool(c, tool, gold_call["arguments"], ctx)
+
+
+def _check_invariants(env: Environment, c: Any, label: str, when: str) -> None:
+    with Session(bind=c) as db, db.begin():
+        broken = [v for check in env.invariants for v in check(db)]
+    assert not broken, (label, when, broken)
+
+
+_SCHEMAS: dict[str, list[dict[str, Any]]] = {}
+
+
+def _tool_schemas(env: Environment) -> list[dict[str, Any]]:
+    """The served tool schemas (10 ms to build: once per process, not per task)."""
+    if env.name not in _SCHEMAS:
+        _SCHEMAS[env.name] = env.tool_schemas()
+    return _SCHEMAS[env.name]
+
+
+def build_row(
+    env: Environment,
+    index: int,
+    draft: Draft,
+    seed: dict[str, Any],
+    *,
+    invariants: bool = False,
+    after: Callable[[dict[str, Any], list[Any]], None] | None = None,
+) -> dict[str, Any]:
+    """The self-checked task row of story `index`: `after(task, outputs)` adds the
+    environment's own checks (lookups that must find one account, slots that must match)."""
+    task: dict[str, Any] = {
+        "task_id": f"{env.name}-{index:03d}",
+        "env": env.name,
+        "difficulty": len(draft.gold),
+        "family": draft.family,
+        "responses_create_params": {
+            "input": [
+                {"role": "system", "content": env.policy},
+                {"role": "user", "content": draft.prompt},
+            ],
+            "tools": _tool_schemas(env),
+        },
+        "seed": seed,
+        "ground_truth": draft.gold,
+    }
+    # Checked as it will be read back: JSON keeps the seed's table order (parents first),
+    # which apply_seed relies on, so keys are never sorted.
+    task = json.loads(json.dumps(task))
+    outputs = check_task(env, task, draft, invariants=invariants)
+    if after is not None:
+        after(task, outputs)
+    expected = list(draft.expected or [])
+    if draft.expect_from is not None:
+        expected += draft.expect_from(outputs)
+    if expected:
+        task["expected_outputs"] = expected
+    return task
+
+
 @dataclass(frozen=True)
 class TaskGenerator:
     """One environment's generator: its families (function, number of variants), the pool of
-    person names its stories draw from, the task builder and the shipped evaluation set."""
+    person names its stories draw from, and the task builder. The shipped evaluation set is
+    every PLAN variant once, story i drawn with Random("<env>-i") from `shipped_names`."""
 
     env: Environment
     plan: list[tuple[Any, int]]
     names: list[tuple[str, str]]
     build: BuildTask
-    shipped: Callable[[], list[str]]
+    # The names the shipped set pops from (default: `names` reversed).
+    shipped_names: list[tuple[str, str]] | None = None
     # Whether a gold call writes; default: the tool is not read-only (sql's one tool needs more).
     writes: Callable[[dict[str, Any]], bool] | None = None
 
     def families(self) -> dict[str, tuple[Any, int]]:
         """Family name (the story function's name) -> (function, variants)."""
         return {fn.__name__: (fn, n) for fn, n in self.plan}
+
+    def shipped_tasks(self) -> list[dict[str, Any]]:
+        names = list(self.shipped_names if self.shipped_names is not None else self.names[::-1])
+        tasks: list[dict[str, Any]] = []
+        for fn, variants in self.plan:
+            for k in range(variants):
+                index = len(tasks) + 1
+                rng = random.Random(f"{self.env.name}-{index}")
+                tasks.append(self.build(index, fn, k, rng, names))
+        return tasks
+
+    def shipped(self) -> list[str]:
+        """The shipped file's lines: insertion-ordered JSON (the seed's table order matters)."""
+        return [json.dumps(task, ensure_ascii=False) for task in self.shipped_tasks()]
 
 
 def writes(gen: TaskGenerator, call: dict[str, Any]) -> bool:

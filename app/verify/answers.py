@@ -30,7 +30,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from app.errors import InvalidTask
-from app.lru import LRU
+from app.runtime.lru import LRU
 from app.verify.state import DbState
 
 MAX_ANSWER_CHARS = 4000
@@ -59,7 +59,7 @@ def id_families(token: str) -> set[tuple[str, ...]]:
     """Which ids `token` is of the same kind as: one letter/digit pattern ("a9", "a-9-9") and
     length, or one letter prefix before digits ("E90110" and "E1001" are both employee ids)."""
     pattern = re.sub(r"[0-9]+", "9", re.sub(r"[a-z]+", "a", token))
-    families = {("shape", pattern, "" if "-" in token else str(len(token)))}
+    families: set[tuple[str, ...]] = {("shape", pattern, "" if "-" in token else str(len(token)))}
     prefix = re.fullmatch(r"([a-z]+)[0-9]+", token)
     if prefix:
         families.add(("prefix", prefix.group(1)))
@@ -290,16 +290,16 @@ def _name_hedges(values: Sequence[str], answer: _Answer, state: DbState | None) 
             wanted.setdefault((col, start, width), set()).add(words)
             named.setdefault((col, start, width), []).append(e)
     hedges = []
-    for (col, start, width), words in wanted.items():
+    for (col, start, width), expected_words in wanted.items():
         column_values = vocab[col]
-        if width:  # a word (or words) at one position of the column's values
+        if width:  # a word (or expected_words) at one position of the column's values
             candidates = {
                 v[start : start + width] for v in column_values if len(v) >= start + width
             }
         else:
             candidates = set(column_values)
         found = _names_found(answer, candidates, set(column_values))
-        extra = found - words
+        extra = found - expected_words
         if extra:
             shown = sorted(" ".join(x) for x in extra)[:20]
             hedges.append(Hedge(f"name ({col[0]}.{col[1]})", named[(col, start, width)], shown))

@@ -38,9 +38,9 @@ from sqlalchemy import (
     select,
 )
 
-from app.compare_spec import CompareSpec
 from app.errors import InvalidTask
-from app.seeding import parse_now
+from app.sdk.compare_spec import CompareSpec
+from app.storage.seeding import parse_now
 from app.verify.diff import diff_table
 from app.verify.raw_values import raw_column, reader
 from app.verify.state import DbState

@@ -6,7 +6,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.compare_spec import CompareSpec
+from app.sdk.compare_spec import CompareSpec
 from app.verify.state import DbState, TableState
 
 

@@ -13,13 +13,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from app import sqlite_db
-from app.environment import Environment, ToolContext
 from app.errors import StorageFull
-from app.lru import LRU
-from app.runner import run_tool
-from app.store import Snapshot, Store
-from app.tasks import TaskSpec
+from app.runtime.lru import LRU
+from app.runtime.runner import run_tool
+from app.runtime.tasks import TaskSpec
+from app.sdk.environment import Environment, ToolContext
+from app.storage.sqlite import db as sqlite_db
+from app.storage.sqlite.store import Snapshot, Store
 from app.verify.diff import StateDiff, diff_states
 from app.verify.state import DbState, dump_state
 

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from app.tasks import TaskSpec, task_from_data
+from app.runtime.tasks import TaskSpec, task_from_data
 
 # Every field that changes a reward: the reference solution, the answer check, the checks, the
 # scoring mode, the judge's rubric, the answer kind and the seed (the gold replay starts there).
@@ -62,11 +62,10 @@ def _canonical(field: str, value: Any) -> Any:
 def scored_task(stored: Mapping[str, Any], body: Mapping[str, Any]) -> ScoredTask:
     """The stored task to score, and the scoring fields `body` contradicts.
 
-    Raises InvalidTask (422) when the body's own task fields are malformed, as before: a
-    malformed request is refused, a well-formed but different one is flagged.
+    The body was validated by the route (app/server/models.VerifyBody): a malformed request is
+    refused there, a well-formed but different one is flagged here.
     """
     sent = {k: v for k, v in body.items() if v is not None}
-    task_from_data({**stored, **sent})  # validation only
     mismatch = tuple(
         field
         for field in SCORING_FIELDS

@@ -39,6 +39,32 @@ def _collateral_outside(seed_to_final: StateDiff, checked: AbstractSet[str]) -> 
     return sum(d.count for table, d in seed_to_final.items() if table not in checked)
 
 
+def state_credit(
+    *,
+    seed_to_gold: StateDiff | None,
+    seed_to_final: StateDiff,
+    checks: Sequence[CheckResult] = (),
+    checked_tables: AbstractSet[str] = frozenset(),
+) -> tuple[float, int, int]:
+    """(credit, reproduced, collateral): the state part of the reward for a state.
+
+    `seed_to_gold` is None for a checks-only task (no reference solution). Step rewards
+    (app/verify/step_rewards.py) score every intermediate state with this same function.
+    """
+    if seed_to_gold is None:
+        collateral = _collateral_outside(seed_to_final, checked_tables)
+        passed = sum(r.passed for r in checks)
+        credit = max(0.0, (passed - collateral) / len(checks)) if checks else 0.0
+        return credit, 0, collateral
+    credit, reproduced, collateral = partial_credit(
+        change_units(seed_to_gold), change_units(seed_to_final)
+    )
+    if checks:
+        # Both a gold solution and checks: each half of the state share.
+        credit = (credit + sum(r.passed for r in checks) / len(checks)) / 2
+    return credit, reproduced, collateral
+
+
 def score(
     *,
     gold_vs_final: StateDiff | None,
@@ -57,18 +83,14 @@ def score(
     outputs_match = not missing and not hedged
     checks_share = sum(r.passed for r in checks) / len(checks) if checks else 1.0
     if gold_vs_final is None or seed_to_gold is None:
-        gold_match, reproduced = True, 0
-        collateral = _collateral_outside(seed_to_final, checked_tables)
-        passed = sum(r.passed for r in checks)
-        credit = max(0.0, (passed - collateral) / len(checks)) if checks else 0.0
-    else:
-        gold_match = not gold_vs_final
-        credit, reproduced, collateral = partial_credit(
-            change_units(seed_to_gold), change_units(seed_to_final)
-        )
-        if checks:
-            # Both a gold solution and checks: each half of the state share.
-            credit = (credit + checks_share) / 2
+        seed_to_gold = None
+    gold_match = gold_vs_final is None or not gold_vs_final
+    credit, reproduced, collateral = state_credit(
+        seed_to_gold=seed_to_gold,
+        seed_to_final=seed_to_final,
+        checks=checks,
+        checked_tables=checked_tables,
+    )
     checks_ok = all(r.passed for r in checks)
     state_match = gold_match and checks_ok
     success = 1.0 if state_match and outputs_match else 0.0

@@ -7,16 +7,19 @@ from typing import Any
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
-from app.environment import Environment
-from app.tasks import TaskSpec
+from app.runtime.tasks import TaskSpec
+from app.sdk.environment import Environment
+from app.storage.steplog import read_row_images
 from app.verify.answers import hedged_outputs
 from app.verify.checks import checked_tables, compile_checks, run_checks
 from app.verify.diff import diff_states
 from app.verify.evidence import cap_evidence
 from app.verify.gold import GoldCache
 from app.verify.outputs import final_assistant_text, missing_outputs
-from app.verify.reward import score
+from app.verify.reward import score, state_credit
 from app.verify.state import dump_state
+from app.verify.step_rewards import step_fields
+from app.verify.step_states import potentials_from_log
 from app.verify.tool_calls import with_plain_tool_names
 
 
@@ -28,8 +31,12 @@ def verify_state(
     task: TaskSpec,
     response: Any,
     diff_limit: int,
+    with_steps: bool = True,
 ) -> dict[str, Any]:
     """Pure function of (final state, task): the reward, its components and the evidence.
+
+    With a step log in the database (and `with_steps`), also `step_rewards`, `turn_rewards`
+    and the trajectory check (app/verify/step_rewards.py).
 
     Raises InvalidTask (422) when the task's expected-state checks name unknown tables/columns.
     """
@@ -39,24 +46,71 @@ def verify_state(
     compiled = compile_checks(tables, compare, task.expected_state)
     reference = None if task.checks_only else gold.get(task)
     seed_state = reference.seed_state if reference else gold.seed_state(task)
+    steps: dict[str, Any] | None = None
+    seed_to_gold = reference.seed_to_gold if reference else None
+    checked = checked_tables(task.expected_state)
+
+    def potential(state: Any, checks: Any) -> float:
+        """The state part of the reward for `state` (step rewards' potential)."""
+        seed_to_state = diff_states(seed_state, state, compare)
+        return state_credit(
+            seed_to_gold=seed_to_gold,
+            seed_to_final=seed_to_state,
+            checks=checks,
+            checked_tables=checked,
+        )[0]
+
     with Session(bind=engine) as db, db.begin():
         conn = db.connection()
         final = dump_state(conn, tables, compare)
         violations = _invariant_violations(env, db)
         results = run_checks(conn, compiled, compare, seed_state, final)
+        seed_to_final = diff_states(seed_state, final, compare)
+        if with_steps:
+            final_phi = state_credit(
+                seed_to_gold=seed_to_gold,
+                seed_to_final=seed_to_final,
+                checks=results,
+                checked_tables=checked,
+            )[0]
+
+            # Every intermediate state scored as the final one is (app/verify/step_rewards.py).
+            def potential_now() -> float:
+                state = dump_state(conn, tables, compare)
+                return potential(state, run_checks(conn, compiled, compare, seed_state, state))
+
+            def from_log(logged: list[Any]) -> list[float] | None:
+                if compiled:  # checks run SQL on each state: undo and dump instead
+                    return None
+                return potentials_from_log(
+                    conn,
+                    tables,
+                    compare,
+                    logged,
+                    read_row_images(conn.connection.driver_connection),  # type: ignore[arg-type]  # SQLite here
+                    final_phi,
+                    lambda diff: state_credit(
+                        seed_to_gold=seed_to_gold,
+                        seed_to_final=diff,
+                        checks=(),
+                        checked_tables=checked,
+                    )[0],
+                )
+
+            steps = step_fields(conn, response, list(tables), final_phi, potential_now, from_log)
     answer = final_assistant_text(response)
     missing = missing_outputs(task.expected_outputs, answer)
     hedged = hedged_outputs(task.expected_outputs, answer, task.data.get("answer_kind"), seed_state)
     verdict = score(
         gold_vs_final=diff_states(reference.state, final, compare) if reference else None,
         seed_to_gold=reference.seed_to_gold if reference else None,
-        seed_to_final=diff_states(seed_state, final, compare),
+        seed_to_final=seed_to_final,
         missing=missing,
         has_expected_outputs=bool(task.expected_outputs),
         reward_mode=task.reward_mode or env.reward_mode,
         diff_limit=diff_limit,
         checks=results,
-        checked_tables=checked_tables(task.expected_state),
+        checked_tables=checked,
         hedged=[h.as_dict() for h in hedged],
     )
     result: dict[str, Any] = {
@@ -67,6 +121,13 @@ def verify_state(
     }
     if verdict.failure_reason:
         result["failure_reason"] = verdict.failure_reason
+    if with_steps and steps is not None:
+        trajectory = steps.pop("trajectory")
+        result.update(steps)
+        result["verification"]["trajectory"] = cap_evidence(trajectory)
+        if not trajectory["ok"]:
+            # The response does not tell what this session did: flagged, never silently scored.
+            result["trajectory_mismatch"] = True
     if env.invariants:
         result["reward_components"]["invariants_ok"] = float(not violations)
     if violations:

@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from app.environment import Environment
+from app.sdk.environment import Environment
 from envs.airline.compare import COMPARE
 from envs.airline.data import AS_OF, build_base
 from envs.airline.models import Base

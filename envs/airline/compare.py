@@ -1,6 +1,6 @@
 """How two airline states are compared: natural keys, money and name columns, frozen tables."""
 
-from app.compare_spec import CompareSpec, TableSpec
+from app.sdk.compare_spec import CompareSpec, TableSpec
 
 COMPARE = CompareSpec(
     tables={

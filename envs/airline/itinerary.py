@@ -6,7 +6,7 @@ from datetime import datetime, timedelta
 
 from sqlalchemy.orm import Session
 
-from app.environment import ToolError
+from app.sdk.environment import ToolError
 from envs.airline.models import Airport, Flight, FlightCabin
 from envs.airline.ops import FlightRef, cabin_of, get_flight, has_left
 from envs.airline.rules import MAX_CONNECTION_MINUTES, MIN_CONNECTION_MINUTES

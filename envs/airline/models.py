@@ -24,7 +24,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
-from app.environment import make_metadata
+from app.sdk.environment import make_metadata
 
 Money = Numeric(12, 2, asdecimal=False)
 

@@ -8,10 +8,12 @@ from datetime import date, datetime, timedelta
 from typing import Any, cast
 
 from pydantic import Field
-from sqlalchemy import Integer, Row, Table, bindparam, select
+from sqlalchemy import Integer, Table, bindparam, select
 from sqlalchemy.orm import Session
 
-from app.environment import ToolArgs, ToolError
+from app.sdk.environment import ToolArgs, ToolError
+from app.sdk.money import cents, money
+from app.sdk.rows import AnyRow
 from envs.airline.models import (
     Airport,
     Baggage,
@@ -42,15 +44,6 @@ REFUNDS = cast(Table, Refund.__table__)
 BAGGAGE = cast(Table, Baggage.__table__)
 
 CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
-
-
-def cents(value: float) -> float:
-    """Round to the cent; adding 0.0 turns -0.0 into 0.0 so states never differ by a sign."""
-    return round(value, 2) + 0.0
-
-
-def money(value: float) -> str:
-    return f"{value:.2f}"
 
 
 class FlightRef(ToolArgs):
@@ -116,17 +109,8 @@ def owned_reservation(db: Session, code: str, user_code: str) -> Reservation:
 
 
 def get_flight(db: Session, flight_number: str, day: str) -> Flight:
-    number = flight_number.strip().upper()
-    flight = db.scalar(
-        select(Flight).where(Flight.flight_number == number, Flight.flight_date == parse_date(day))
-    )
-    if flight is None:
-        raise ToolError(
-            f"There is no flight {number} on {day}.",
-            hint="search_flights lists the flights between two airports on a date.",
-            code="not_found",
-        )
-    return flight
+    """The dated flight as an ORM entity, for the write tools (lookup and errors: `flight_row`)."""
+    return db.get_one(Flight, flight_row(db, flight_number, day).id)
 
 
 def cabin_of(db: Session, flight: Flight, fare_class: str) -> FlightCabin:
@@ -137,7 +121,7 @@ def cabin_of(db: Session, flight: Flight, fare_class: str) -> FlightCabin:
     ).one()
 
 
-def has_left(flight: Flight, now: datetime) -> bool:
+def has_left(flight: Flight | AnyRow, now: datetime) -> bool:
     """A flight that departed (or whose scheduled departure, plus any delay, is past).
 
     A cancelled flight never leaves, so it never blocks cancelling or changing a reservation.
@@ -286,8 +270,8 @@ _FLIGHT_BY_NUMBER_DATE = (
 )
 
 
-def flight_row(db: Session, flight_number: str, day: str) -> Row[Any]:
-    """`get_flight` with Core: the flight's `flight_view` columns (and id); same errors."""
+def flight_row(db: Session, flight_number: str, day: str) -> AnyRow:
+    """The dated flight's `flight_view` columns (and id); not_found if there is none."""
     number = flight_number.strip().upper()
     parsed = parse_date(day)
     flight = db.execute(_FLIGHT_BY_NUMBER_DATE, {"number": number, "day": parsed}).first()
@@ -300,7 +284,7 @@ def flight_row(db: Session, flight_number: str, day: str) -> Row[Any]:
     return flight
 
 
-def flight_view(flight: Row[Any]) -> dict[str, Any]:
+def flight_view(flight: AnyRow) -> dict[str, Any]:
     """A flight row of `FLIGHT_COLUMNS` (origin and destination are airport codes)."""
     return {
         "flight_number": flight.flight_number,
@@ -399,7 +383,7 @@ def reservation_view_by_code(db: Session, code: str) -> dict[str, Any]:
     return _reservation_view(db, row)
 
 
-def _reservation_view(db: Session, r: Row[Any]) -> dict[str, Any]:
+def _reservation_view(db: Session, r: AnyRow) -> dict[str, Any]:
     key = {"reservation_id": r.id}
     seats: dict[int, dict[str, str]] = defaultdict(dict)
     for flight_id, seat_no, ticket in db.execute(_SEATS, key):

@@ -9,34 +9,15 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.environment import ToolContext, ToolError
-from app.replay import dump
+from app.sdk.testing import ToolCalls
 from envs.airline import ENVIRONMENT
 from envs.airline.models import Flight, PaymentMethod, Reservation, User
 
 NOW = ENVIRONMENT.default_now
-CTX = ToolContext(now=NOW, session_id="test")
 
 
-def run(db: Session, name: str, **arguments: Any) -> Any:
-    """Call a tool like the framework does: validate the arguments, run, commit."""
-    tool = ENVIRONMENT.tool_named(name)
-    assert tool is not None, name
-    result = tool(db, tool.args_model.model_validate(arguments), CTX)
-    db.commit()
-    return result
-
-
-def fails(db: Session, name: str, **arguments: Any) -> ToolError:
-    """Call a tool that must refuse; after the rollback the state must be exactly as before."""
-    before = dump(db, ENVIRONMENT)
-    try:
-        run(db, name, **arguments)
-    except ToolError as err:
-        db.rollback()
-        assert dump(db, ENVIRONMENT) == before, "a refused call must leave the state untouched"
-        return err
-    raise AssertionError(f"{name} should have raised ToolError")
+CALLS = ToolCalls(ENVIRONMENT)
+run, fails = CALLS.run, CALLS.fails
 
 
 def member(db: Session, tier: str = "regular", *, gift: float = 0.0, cert: float = 0.0) -> User:

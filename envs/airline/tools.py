@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app.environment import Tool
+from app.sdk.environment import Tool
 from envs.airline.tools_booking import book_reservation, cancel_reservation
 from envs.airline.tools_change import change_cabin, change_flights, update_passengers
 from envs.airline.tools_extras import add_baggage, assign_seat, issue_compensation_certificate

@@ -13,7 +13,7 @@ from pydantic import Field
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from app.environment import ToolArgs, ToolContext, ToolError, tool
+from app.sdk.environment import ToolArgs, ToolContext, ToolError, tool
 from envs.airline.itinerary import cabins_with_room, load_itinerary
 from envs.airline.models import (
     Airport,

@@ -12,7 +12,7 @@ from typing import Any, Literal
 from pydantic import Field
 from sqlalchemy.orm import Session
 
-from app.environment import ToolArgs, ToolContext, ToolError, tool
+from app.sdk.environment import ToolArgs, ToolContext, ToolError, tool
 from envs.airline.itinerary import cabins_with_room, load_itinerary, refs_text
 from envs.airline.models import PaymentMethod, Reservation, ReservationSegment
 from envs.airline.ops import (

@@ -8,7 +8,7 @@ from pydantic import Field
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.environment import ToolArgs, ToolContext, ToolError, tool
+from app.sdk.environment import ToolArgs, ToolContext, ToolError, tool
 from envs.airline.models import Baggage, Certificate, PaymentMethod, Seat
 from envs.airline.ops import (
     cents,

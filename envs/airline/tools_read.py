@@ -6,10 +6,11 @@ from datetime import timedelta
 from typing import Any, Literal
 
 from pydantic import Field
-from sqlalchemy import Row, bindparam, func, select
+from sqlalchemy import bindparam, func, select
 from sqlalchemy.orm import Session
 
-from app.environment import ToolArgs, ToolContext, ToolError, tool
+from app.sdk.environment import ToolArgs, ToolContext, ToolError, tool
+from app.sdk.rows import AnyRow
 from envs.airline.models import Airport
 from envs.airline.ops import (
     AIRPORTS,
@@ -205,11 +206,11 @@ _FARES = (
 _CONNECTION = (timedelta(minutes=MIN_CONNECTION_MINUTES), timedelta(minutes=MAX_CONNECTION_MINUTES))
 
 
-def _connects(a: Row[Any], b: Row[Any]) -> bool:
+def _connects(a: AnyRow, b: AnyRow) -> bool:
     return _CONNECTION[0] <= b.scheduled_departure - a.scheduled_arrival <= _CONNECTION[1]
 
 
-def _one_stop_pairs(db: Session, route: dict[str, Any]) -> list[tuple[Row[Any], Row[Any]]]:
+def _one_stop_pairs(db: Session, route: dict[str, Any]) -> list[tuple[AnyRow, AnyRow]]:
     """Every (first, second) flight pair of the route via one stop, in departure order."""
     ids = db.execute(_ONE_STOP, route).all()
     if not ids:
@@ -219,7 +220,7 @@ def _one_stop_pairs(db: Session, route: dict[str, Any]) -> list[tuple[Row[Any], 
     return [(legs[first], legs[second]) for first, second in ids]
 
 
-def _offers(db: Session, flights: list[Row[Any]]) -> dict[int, dict[str, Any]]:
+def _offers(db: Session, flights: list[AnyRow]) -> dict[int, dict[str, Any]]:
     """Flight id -> the flight's view with the price and seats left of each fare class."""
     offers = {f.id: {**flight_view(f), "fares": {}} for f in flights}
     if offers:
@@ -245,7 +246,7 @@ def search_flights(db: Session, args: SearchArgs, ctx: ToolContext) -> dict[str,
         "day": parse_date(args.date),
     }
 
-    def bookable(f: Row[Any]) -> bool:
+    def bookable(f: AnyRow) -> bool:
         return f.status in ("scheduled", "delayed") and not has_left(f, ctx.now)
 
     direct = [f for f in db.execute(_DIRECT, route) if bookable(f)]

@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from app.environment import Environment
+from app.sdk.environment import Environment
 from envs.ledger.compare import COMPARE
 from envs.ledger.data import AS_OF, build_base
 from envs.ledger.invariants import INVARIANTS

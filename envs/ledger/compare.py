@@ -1,6 +1,6 @@
 """How two ledger states are compared: natural keys, money columns, references, frozen tables."""
 
-from app.compare_spec import CompareSpec, TableSpec
+from app.sdk.compare_spec import CompareSpec, TableSpec
 
 COMPARE = CompareSpec(
     tables={

@@ -9,12 +9,15 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import func, select
+from sqlalchemy import Integer, Table, bindparam, func, select
 from sqlalchemy.orm import Session
 
-from app.environment import ToolContext, ToolError
+from app.sdk.environment import ToolContext, ToolError
+from app.sdk.money import cents
+from app.sdk.money import grouped_money as money
+from app.sdk.rows import AnyRow
 from envs.ledger.models import Account, Customer, Entry, Hold, Transaction
 
 # The bank's fee schedule: a fee type always costs the same, whatever the account's currency.
@@ -27,15 +30,8 @@ FEES: dict[str, float] = {
 REVERSAL_WINDOW = timedelta(days=30)
 # Internal (bank-side) counterparties, one per currency: "INT-USD-CASH", "INT-EUR-FEES"
 CASH, FEE_INCOME = "CASH", "FEES"
-
-
-def cents(value: float) -> float:
-    """Money is kept to the cent; adding 0.0 turns -0.0 into 0.0 so states never differ by it."""
-    return round(value, 2) + 0.0
-
-
-def money(value: float) -> str:
-    return f"{value:,.2f}"
+CUSTOMERS = cast(Table, Customer.__table__)
+ACCOUNTS = cast(Table, Account.__table__)
 
 
 MAX_AMOUNT = 1_000_000.0
@@ -100,13 +96,47 @@ def get_account(db: Session, number: str) -> Account:
     return account
 
 
+# Core, not ORM lazy loads: a hot read; see docs/performance.md. The customer's row outer-joined
+# to the account with that number: no row = no such customer, no account id = no such account.
+def owned_account_statement(*columns: Any) -> Any:
+    """The statement `owned_account_row` runs, selecting these account columns too."""
+    return (
+        select(
+            CUSTOMERS.c.id.label("owner"),
+            ACCOUNTS.c.id,
+            ACCOUNTS.c.number,
+            ACCOUNTS.c.customer_id,
+            *columns,
+        )
+        .select_from(CUSTOMERS)
+        .outerjoin(ACCOUNTS, ACCOUNTS.c.number == bindparam("number"))
+        .where(CUSTOMERS.c.id == bindparam("customer_id", type_=Integer))
+    )
+
+
+_OWNED_ACCOUNT = owned_account_statement()
+
+
+def owned_account_row(
+    db: Session, customer_id: int, number: str, statement: Any = _OWNED_ACCOUNT
+) -> AnyRow:
+    """The account's row, provided the customer exists and owns it (`statement`, from
+    `owned_account_statement`, chooses the columns)."""
+    row = db.execute(
+        statement, {"customer_id": customer_id, "number": number.strip().upper()}
+    ).first()
+    if row is None:
+        raise no_such_customer(customer_id)
+    if row.id is None:
+        raise no_such_account(number)
+    if row.customer_id != row.owner:
+        raise not_customers_account(row.number, customer_id)
+    return row
+
+
 def owned_account(db: Session, number: str, customer_id: int) -> Account:
-    """The account, provided it belongs to the identified customer."""
-    customer = get_customer(db, customer_id)
-    account = get_account(db, number)
-    if account.customer_id != customer.id:
-        raise not_customers_account(account.number, customer_id)
-    return account
+    """`owned_account_row`'s account as an ORM entity, for the write tools."""
+    return db.get_one(Account, owned_account_row(db, customer_id, number).id)
 
 
 def require_kyc(customer: Customer, action: str) -> None:

@@ -7,19 +7,18 @@ satisfies the ledger's invariants.
 from __future__ import annotations
 
 from datetime import date, timedelta
-from typing import Any
 
 from sqlalchemy.orm import Session
 
-from app.environment import ToolContext, ToolError
-from app.replay import dump, open_task_db
+from app.sdk.environment import ToolContext
+from app.sdk.replay import open_task_db
+from app.sdk.testing import ToolCalls
 from envs.ledger import ENVIRONMENT
 from envs.ledger.data import DAILY_LIMIT, TYPE_PREFIX
 from envs.ledger.models import Account, Customer, Hold
 from envs.ledger.ops import CASH, internal_account, post
 
 NOW = ENVIRONMENT.default_now
-CTX = ToolContext(now=NOW, session_id="test")
 DOB = date(1980, 5, 17)
 
 
@@ -28,26 +27,8 @@ def fresh_db() -> Session:
     return db
 
 
-def run(db: Session, name: str, **arguments: Any) -> Any:
-    """Call a tool like the framework does: validate the arguments, run, commit."""
-    tool = ENVIRONMENT.tool_named(name)
-    assert tool is not None, name
-    full = {f: arguments.pop(f, None) for f in list(tool.args_model.model_fields)} | arguments
-    result = tool(db, tool.args_model.model_validate(full), CTX)
-    db.commit()
-    return result
-
-
-def fails(db: Session, name: str, **arguments: Any) -> ToolError:
-    """Call a tool that must refuse; after the rollback the state must be exactly as before."""
-    before = dump(db, ENVIRONMENT)
-    try:
-        run(db, name, **arguments)
-    except ToolError as err:
-        db.rollback()
-        assert dump(db, ENVIRONMENT) == before, "a refused call must leave the state untouched"
-        return err
-    raise AssertionError(f"{name} should have raised ToolError")
+CALLS = ToolCalls(ENVIRONMENT, omitted_as_null=True)
+run, fails = CALLS.run, CALLS.fails
 
 
 _ids = iter(range(900_000, 1_000_000))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app.environment import Tool
+from app.sdk.environment import Tool
 from envs.ledger.tools_account import (
     add_beneficiary,
     close_account,

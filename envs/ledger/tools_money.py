@@ -12,7 +12,7 @@ from pydantic import Field
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.environment import ToolArgs, ToolContext, ToolError, tool
+from app.sdk.environment import ToolArgs, ToolContext, ToolError, tool
 from envs.ledger.models import Beneficiary
 from envs.ledger.ops import (
     CASH,

@@ -10,21 +10,21 @@ from datetime import date
 from typing import Any, Literal, cast
 
 from pydantic import Field
-from sqlalchemy import Integer, Row, Table, bindparam, func, select
+from sqlalchemy import Integer, Table, bindparam, func, select
 from sqlalchemy.orm import Session
 
-from app.environment import ToolArgs, ToolContext, ToolError, tool
-from envs.ledger.models import Account, Beneficiary, Customer, Entry, Hold, Transaction
+from app.sdk.environment import ToolArgs, ToolContext, ToolError, tool
+from app.sdk.rows import AnyRow
+from envs.ledger.models import Beneficiary, Entry, Hold, Transaction
 from envs.ledger.ops import (
+    ACCOUNTS,
+    CUSTOMERS,
     cents,
-    get_customer,
-    no_such_account,
     no_such_customer,
-    not_customers_account,
+    owned_account_row,
+    owned_account_statement,
 )
 
-CUSTOMERS = cast(Table, Customer.__table__)
-ACCOUNTS = cast(Table, Account.__table__)
 TRANSACTIONS = cast(Table, Transaction.__table__)
 ENTRIES = cast(Table, Entry.__table__)
 HOLDS = cast(Table, Hold.__table__)
@@ -112,7 +112,7 @@ def get_account(db: Session, args: AccountArgs, ctx: ToolContext) -> dict[str, A
     """One account of the customer: balance, active holds, available balance (balance minus
     holds), overdraft and daily limits, and its 10 most recent entries (newest first).
     """
-    a = _owned_account(db, _OWNED_ACCOUNT_DETAILS, args.customer_id, args.account_number)
+    a = owned_account_row(db, args.customer_id, args.account_number, _OWNED_ACCOUNT_DETAILS)
     on_hold = cents(float(a.on_hold or 0.0))
     key = {"account_id": a.id}
     return {
@@ -141,21 +141,7 @@ def get_account(db: Session, args: AccountArgs, ctx: ToolContext) -> dict[str, A
     }
 
 
-def _owned_account(db: Session, statement: Any, customer_id: int, number: str) -> Row[Any]:
-    """The account row, provided it belongs to the customer; the errors of ops.owned_account."""
-    row = db.execute(
-        statement, {"customer_id": customer_id, "number": number.strip().upper()}
-    ).first()
-    if row is None:
-        raise no_such_customer(customer_id)
-    if row.id is None:
-        raise no_such_account(number)
-    if row.customer_id != row.owner:
-        raise not_customers_account(row.number, customer_id)
-    return row
-
-
-def _line(row: Row[Any]) -> dict[str, Any]:
+def _line(row: AnyRow) -> dict[str, Any]:
     return {
         "reference": row.reference,
         "kind": row.kind,
@@ -166,26 +152,13 @@ def _line(row: Row[Any]) -> dict[str, Any]:
     }
 
 
-# Core, not ORM lazy loads: a hot read; see docs/performance.md. The customer's row outer-joined
-# to the account with that number: no row = no such customer, no account id = no such account.
-def _owned_account_statement(*columns: Any) -> Any:
-    return (
-        select(CUSTOMERS.c.id.label("owner"), ACCOUNTS.c.id, ACCOUNTS.c.number, *columns)
-        .select_from(CUSTOMERS)
-        .outerjoin(ACCOUNTS, ACCOUNTS.c.number == bindparam("number"))
-        .where(CUSTOMERS.c.id == _CUSTOMER_ID)
-    )
-
-
 # Active holds summed in SQL, as ops.held does.
 _ON_HOLD = (
     select(func.coalesce(func.sum(HOLDS.c.amount), 0.0))
     .where(HOLDS.c.account_id == ACCOUNTS.c.id, HOLDS.c.status == "active")
     .scalar_subquery()
 )
-_OWNED_ACCOUNT = _owned_account_statement(ACCOUNTS.c.customer_id)
-_OWNED_ACCOUNT_DETAILS = _owned_account_statement(
-    ACCOUNTS.c.customer_id,
+_OWNED_ACCOUNT_DETAILS = owned_account_statement(
     ACCOUNTS.c.type,
     ACCOUNTS.c.currency,
     ACCOUNTS.c.status,
@@ -241,7 +214,7 @@ def list_transactions(db: Session, args: ListTransactionsArgs, ctx: ToolContext)
     """
     if args.limit is not None and not 1 <= args.limit <= 100:
         raise ToolError("limit must be between 1 and 100.", code="invalid_arguments")
-    account = _owned_account(db, _OWNED_ACCOUNT, args.customer_id, args.account_number)
+    account = owned_account_row(db, args.customer_id, args.account_number)
     key = {"account_id": account.id, "limit": args.limit or 20}
     if args.kind is None:
         rows = db.execute(_ALL_LINES, key)
@@ -263,13 +236,23 @@ def no_such_transaction(customer_id: int, reference: str) -> ToolError:
     )
 
 
-def customer_transaction(db: Session, customer_id: int, reference: str) -> Transaction:
-    """The transaction, provided it touches one of the customer's accounts (ORM: for writes)."""
-    customer = get_customer(db, customer_id)
-    tx = db.scalar(select(Transaction).where(Transaction.reference == reference.strip().upper()))
-    if tx is None or all(e.account.customer_id != customer.id for e in tx.entries):
+def customer_transaction_rows(
+    db: Session, customer_id: int, reference: str
+) -> tuple[AnyRow, list[AnyRow]]:
+    """The transaction's row and its entries' rows, provided it touches one of the customer's
+    accounts."""
+    if db.execute(_CUSTOMER_EXISTS, {"customer_id": customer_id}).first() is None:
+        raise no_such_customer(customer_id)
+    tx = db.execute(_TRANSACTION, {"reference": reference.strip().upper()}).first()
+    entries = [] if tx is None else db.execute(_TRANSACTION_ENTRIES, {"tx_id": tx.id}).all()
+    if tx is None or all(e.customer_id != customer_id for e in entries):
         raise no_such_transaction(customer_id, reference)
-    return tx
+    return tx, list(entries)
+
+
+def customer_transaction(db: Session, customer_id: int, reference: str) -> Transaction:
+    """`customer_transaction_rows`' transaction as an ORM entity, for the write tools."""
+    return db.get_one(Transaction, customer_transaction_rows(db, customer_id, reference)[0].id)
 
 
 @tool(read_only=True)
@@ -277,12 +260,7 @@ def get_transaction(db: Session, args: TransactionArgs, ctx: ToolContext) -> dic
     """One transaction touching the customer's accounts: kind, status, date, memo, every entry
     (account and signed amount), and the reference it reverses (for reversals).
     """
-    if db.execute(_CUSTOMER_EXISTS, {"customer_id": args.customer_id}).first() is None:
-        raise no_such_customer(args.customer_id)
-    tx = db.execute(_TRANSACTION, {"reference": args.reference.strip().upper()}).first()
-    entries = [] if tx is None else db.execute(_TRANSACTION_ENTRIES, {"tx_id": tx.id}).all()
-    if tx is None or all(e.customer_id != args.customer_id for e in entries):
-        raise no_such_transaction(args.customer_id, args.reference)
+    tx, entries = customer_transaction_rows(db, args.customer_id, args.reference)
     # The view of ops.tx_view, from rows.
     return {
         "reference": tx.reference,

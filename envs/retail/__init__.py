@@ -3,7 +3,7 @@
 from datetime import datetime
 from pathlib import Path
 
-from app.environment import Environment
+from app.sdk.environment import Environment
 from envs.retail.compare import COMPARE
 from envs.retail.data import build_base
 from envs.retail.models import Base

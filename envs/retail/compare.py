@@ -1,6 +1,6 @@
 """How two retail states are compared: natural keys, money and free-text columns, frozen tables."""
 
-from app.compare_spec import CompareSpec, TableSpec
+from app.sdk.compare_spec import CompareSpec, TableSpec
 
 ADDRESS_TEXT = ("line1", "line2", "city", "state", "zip", "country")
 SHIP_TEXT = tuple(f"ship_{c}" for c in ADDRESS_TEXT)

@@ -9,10 +9,12 @@ from datetime import datetime
 from typing import Any, TypeVar, cast
 
 from pydantic import Field
-from sqlalchemy import Integer, Row, Table, bindparam, exists, insert, select, update
+from sqlalchemy import Integer, Table, bindparam, exists, insert, select, update
 from sqlalchemy.orm import Session
 
-from app.environment import ToolArgs, ToolContext, ToolError
+from app.sdk.environment import ToolArgs, ToolContext, ToolError
+from app.sdk.money import cents, money
+from app.sdk.rows import AnyRow
 from envs.retail.models import (
     Address,
     AuditLog,
@@ -41,18 +43,6 @@ RETURNS = cast(Table, Return.__table__)
 RETURN_ITEMS = cast(Table, ReturnItem.__table__)
 EXCHANGES = cast(Table, Exchange.__table__)
 AUDIT_LOG = cast(Table, AuditLog.__table__)
-
-
-def cents(value: float) -> float:
-    """Money is kept to the cent; floats drift, so every computed amount goes through here.
-
-    Adding 0.0 turns a rounded -0.0 into 0.0, so states never differ by the sign of zero.
-    """
-    return round(value, 2) + 0.0
-
-
-def money(value: float) -> str:
-    return f"{value:.2f}"
 
 
 def normalize_order_number(raw: str) -> str:
@@ -86,30 +76,6 @@ def no_such_product(product_id: int) -> ToolError:
     )
 
 
-def get_customer(db: Session, customer_id: int) -> Customer:
-    customer = db.get(Customer, customer_id)
-    if customer is None:
-        raise no_such_customer(customer_id)
-    return customer
-
-
-def get_order(db: Session, order_number: str) -> Order:
-    number = normalize_order_number(order_number)
-    order = db.scalar(select(Order).where(Order.order_number == number))
-    if order is None:
-        raise no_such_order(number)
-    return order
-
-
-def owned_order(db: Session, order_number: str, customer_id: int) -> Order:
-    """The order, provided it belongs to the authenticated customer."""
-    customer = get_customer(db, customer_id)
-    order = get_order(db, order_number)
-    if order.customer_id != customer.id:
-        raise not_owned(order.order_number, customer_id)
-    return order
-
-
 def not_owned(number: str, customer_id: int) -> ToolError:
     return ToolError(
         f"Order {number} does not belong to customer {customer_id}.",
@@ -118,7 +84,7 @@ def not_owned(number: str, customer_id: int) -> ToolError:
     )
 
 
-def require_status(order: Order | Row[Any], allowed: str, instead: str) -> None:
+def require_status(order: Order | AnyRow, allowed: str, instead: str) -> None:
     if order.status != allowed:
         raise ToolError(
             f"Order {order.order_number} is {order.status}; "
@@ -142,7 +108,7 @@ def get_payment_method(customer: Customer, code: str) -> PaymentMethod:
     return pick_method(customer.id, customer.payment_methods, code)
 
 
-_Method = TypeVar("_Method", PaymentMethod, Row[Any])
+_Method = TypeVar("_Method", PaymentMethod, AnyRow)
 
 
 def pick_method(customer_id: int, methods: list[_Method], code: str) -> _Method:
@@ -192,90 +158,21 @@ def active_lines(order: Order, skus: list[str]) -> list[OrderItem]:
     return lines
 
 
-def net_paid(order: Order | list[Row[Any]]) -> dict[int, float]:
-    """Per payment method id: charges minus refunds on this order so far (of an order, or of
-    its payment rows in id order)."""
-    net: dict[int, float] = defaultdict(float)
-    for p in order if isinstance(order, list) else order.payments:
-        net[p.payment_method_id] += p.amount if p.kind == "charge" else -p.amount
-    return {k: cents(v) for k, v in net.items() if cents(v) > 0}
-
-
-def charge(order: Order, method: PaymentMethod, amount: float, now: datetime) -> None:
-    amount = cents(amount)
-    if method.balance is not None:
-        method.balance = debited(method, amount)
-    order.payments.append(
-        Payment(payment_method_id=method.id, kind="charge", amount=amount, created_at=now)
-    )
-
-
-def debited(method: PaymentMethod | Row[Any], amount: float) -> float:
-    """A gift card or store credit balance after paying `amount`; refused if it is short."""
-    assert method.balance is not None
-    if method.balance + 1e-9 < amount:
-        raise ToolError(
-            f"{method.code} has a balance of {money(method.balance)}, "
-            f"not enough to pay {money(amount)}.",
-            hint="Ask the customer for another payment method.",
-        )
-    return cents(method.balance - amount)
-
-
-def refund(order: Order, method: PaymentMethod, amount: float, now: datetime) -> None:
-    """Refunds to a gift card or store credit raise its balance at once; cards get a refund row."""
-    amount = cents(amount)
-    if method.balance is not None:
-        method.balance = cents(method.balance + amount)
-    order.payments.append(
-        Payment(payment_method_id=method.id, kind="refund", amount=amount, created_at=now)
-    )
-
-
-def settle(order: Order, method: PaymentMethod | None, diff: float, now: datetime) -> None:
-    """Charge (diff > 0) or refund (diff < 0) a price difference to the chosen method."""
-    if cents(diff) == 0:
-        return
-    if method is None:
-        raise ToolError(
-            f"The price difference is {money(diff)}; a payment_method_id is required to settle it.",
-            hint="Ask the customer which of their payment methods to use.",
-            code="invalid_arguments",
-        )
-    if diff > 0:
-        charge(order, method, diff, now)
-    else:
-        refund(order, method, -diff, now)
-
-
-def audit(
-    db: Session, ctx: ToolContext, action: str, entity: str, entity_id: str, **detail: Any
-) -> None:
-    db.add(
-        AuditLog(
-            ts=ctx.now,
-            actor="agent",
-            action=action,
-            entity=entity,
-            entity_id=entity_id,
-            detail=json.dumps(detail, sort_keys=True),
-        )
-    )
-
-
-# --- Core write paths ------------------------------------------------------------------------
-# Core, not ORM: hot write paths; see bench/README.md. They write what the ORM's unit of work
-# would: UPDATE only the columns whose value changes (none: no statement), and the same audit row.
+# --- write paths ---------------------------------------------------------------------------
+# Core statements built once (hot write paths; see bench/README.md). Each rule has this one
+# implementation, for the Core tools and the ORM ones alike: a statement run through the Session
+# first flushes the ORM changes pending, so the rows come out as a single ORM flush wrote them.
+# Like the ORM's unit of work, they UPDATE only the columns whose value changes.
 
 _AUDIT = insert(AUDIT_LOG)
 _CUSTOMER_EXISTS = select(CUSTOMERS.c.id).where(CUSTOMERS.c.id == bindparam("customer_id"))
 _ORDER_BY_NUMBER_FOR_WRITE = select(ORDERS).where(ORDERS.c.order_number == bindparam("number"))
 
 
-def audit_core(
+def audit(
     db: Session, ctx: ToolContext, action: str, entity: str, entity_id: str, **detail: Any
 ) -> None:
-    """`audit` for the Core write paths: the same row, inserted at once rather than at flush."""
+    """One audit_log row for an agent action, inserted at once."""
     db.execute(
         _AUDIT,
         {
@@ -289,14 +186,17 @@ def audit_core(
     )
 
 
-def changed_columns(row: Row[Any], new: dict[str, Any]) -> dict[str, Any]:
+def changed_columns(row: AnyRow, new: dict[str, Any]) -> dict[str, Any]:
     """The values of `new` that differ from the row's: what an ORM flush would UPDATE."""
     current = row._mapping
     return {k: v for k, v in new.items() if current[k] != v}
 
 
-def owned_order_row(db: Session, order_number: str, customer_id: int) -> Row[Any]:
-    """`owned_order` with Core: the order's row (every column), same checks in the same order."""
+def owned_order(db: Session, order_number: str, customer_id: int) -> AnyRow:
+    """The order's row (every column), provided the customer exists and owns it.
+
+    Tools that work on ORM entities load it with `db.get_one(Order, row.id)`.
+    """
     if db.execute(_CUSTOMER_EXISTS, {"customer_id": customer_id}).first() is None:
         raise no_such_customer(customer_id)
     number = normalize_order_number(order_number)
@@ -312,7 +212,7 @@ def owned_order_row(db: Session, order_number: str, customer_id: int) -> Row[Any
 _UPDATE_ORDER = update(ORDERS).where(ORDERS.c.id == bindparam("order_id_"))
 
 
-def update_order(db: Session, order: Row[Any], new: dict[str, Any]) -> None:
+def update_order(db: Session, order: AnyRow, new: dict[str, Any]) -> None:
     """UPDATE the order's columns that change (an ORM flush would skip the others)."""
     values = changed_columns(order, new)
     if values:
@@ -340,7 +240,7 @@ _CUSTOMER_METHODS = (
 )
 
 
-def customer_methods(db: Session, customer_id: int) -> list[Row[Any]]:
+def customer_methods(db: Session, customer_id: int) -> list[AnyRow]:
     """The customer's payment methods (id, code, balance) in id order, for `pick_method`."""
     return list(db.execute(_CUSTOMER_METHODS, {"customer_id": customer_id}))
 
@@ -364,18 +264,70 @@ def insert_payment(
     )
 
 
-def order_payments(db: Session, order_id: int) -> list[Row[Any]]:
+def order_payments(db: Session, order_id: int) -> list[AnyRow]:
     """The order's payment rows (method id, kind, amount) in id order, for `net_paid`."""
     return list(db.execute(_ORDER_PAYMENTS, {"order_id": order_id}))
 
 
-def refund_core(db: Session, order_id: int, method_id: int, amount: float, now: datetime) -> None:
-    """`refund` with Core: raise a gift card or store credit balance, then add the refund row."""
+def net_paid(payments: list[AnyRow]) -> dict[int, float]:
+    """Per payment method id: charges minus refunds on an order so far (its `order_payments`)."""
+    net: dict[int, float] = defaultdict(float)
+    for p in payments:
+        net[p.payment_method_id] += p.amount if p.kind == "charge" else -p.amount
+    return {k: cents(v) for k, v in net.items() if cents(v) > 0}
+
+
+def debited(method: PaymentMethod | AnyRow, amount: float) -> float:
+    """A gift card or store credit balance after paying `amount`; refused if it is short."""
+    assert method.balance is not None
+    if method.balance + 1e-9 < amount:
+        raise ToolError(
+            f"{method.code} has a balance of {money(method.balance)}, "
+            f"not enough to pay {money(amount)}.",
+            hint="Ask the customer for another payment method.",
+        )
+    return cents(method.balance - amount)
+
+
+def charge(
+    db: Session, order_id: int, method: PaymentMethod | AnyRow, amount: float, now: datetime
+) -> None:
+    """Charge the order to the method: a gift card or store credit balance goes down at once
+    (refused if it is short); every method gets a charge row."""
+    amount = cents(amount)
+    if method.balance is not None:
+        balance = debited(method, amount)
+        if balance != method.balance:
+            set_balance(db, method.id, balance)
+    insert_payment(db, order_id, method.id, "charge", amount, now)
+
+
+def refund(db: Session, order_id: int, method_id: int, amount: float, now: datetime) -> None:
+    """Refunds to a gift card or store credit raise its balance at once; every method gets a
+    refund row (cards are refunded by the payment processor)."""
     amount = cents(amount)
     balance = db.execute(_METHOD_BALANCE, {"method_id": method_id}).scalar_one()
     if balance is not None and cents(balance + amount) != balance:
         set_balance(db, method_id, cents(balance + amount))
     insert_payment(db, order_id, method_id, "refund", amount, now)
+
+
+def settle(
+    db: Session, order_id: int, method: PaymentMethod | None, diff: float, now: datetime
+) -> None:
+    """Charge (diff > 0) or refund (diff < 0) a price difference to the chosen method."""
+    if cents(diff) == 0:
+        return
+    if method is None:
+        raise ToolError(
+            f"The price difference is {money(diff)}; a payment_method_id is required to settle it.",
+            hint="Ask the customer which of their payment methods to use.",
+            code="invalid_arguments",
+        )
+    if diff > 0:
+        charge(db, order_id, method, diff, now)
+    else:
+        refund(db, order_id, method.id, -diff, now)
 
 
 # --- the order view, read with Core ----------------------------------------------------------
@@ -489,7 +441,7 @@ def order_view_by_number(db: Session, order_number: str) -> dict[str, Any]:
     return _order_view(db, row)
 
 
-def _order_view(db: Session, o: Row[Any]) -> dict[str, Any]:
+def _order_view(db: Session, o: AnyRow) -> dict[str, Any]:
     """Core, not ORM lazy loads: this is the hottest read; see bench/README.md."""
     key = {"order_id": o.id}
     return {

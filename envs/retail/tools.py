@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app.environment import Tool
+from app.sdk.environment import Tool
 from envs.retail.tools_account import update_customer_default_address
 from envs.retail.tools_delivered import (
     exchange_delivered_order_items,

@@ -8,12 +8,12 @@ from pydantic import Field
 from sqlalchemy import bindparam, insert, select, update
 from sqlalchemy.orm import Session
 
-from app.environment import ToolArgs, ToolContext, tool
+from app.sdk.environment import ToolArgs, ToolContext, tool
 from envs.retail.ops import (
     ADDRESSES,
     CUSTOMERS,
     AddressFields,
-    audit_core,
+    audit,
     changed_columns,
     no_such_customer,
 )
@@ -74,5 +74,5 @@ def update_customer_default_address(
         db.execute(_INSERT_ADDRESS, {"customer_id": args.customer_id, "is_default": True, **new})
     elif values := changed_columns(row, new):
         db.execute(_UPDATE_ADDRESS, {"address_id_": row.address_id, **values})
-    audit_core(db, ctx, "update_default_address", "customers", row.email, zip=args.zip)
+    audit(db, ctx, "update_default_address", "customers", row.email, zip=args.zip)
     return {"customer_id": args.customer_id, "default_address": new}

@@ -7,7 +7,7 @@ from typing import Any, Literal
 from pydantic import Field
 from sqlalchemy.orm import Session
 
-from app.environment import ToolArgs, ToolContext, ToolError, tool
+from app.sdk.environment import ToolArgs, ToolContext, ToolError, tool
 from envs.retail.models import Exchange, Order, PaymentMethod, Return, ReturnItem
 from envs.retail.ops import (
     active_lines,
@@ -68,7 +68,7 @@ def return_delivered_order_items(db: Session, args: ReturnArgs, ctx: ToolContext
     Only delivered orders; each item can be returned or exchanged once. Collect every item to
     return from the order first and return them in one call.
     """
-    order = owned_order(db, args.order_number, args.customer_id)
+    order = db.get_one(Order, owned_order(db, args.order_number, args.customer_id).id)
     require_status(order, "delivered", "returned")
     lines = active_lines(order, args.skus)
     method = refund_target(order, args.refund_method_id)
@@ -86,7 +86,7 @@ def return_delivered_order_items(db: Session, args: ReturnArgs, ctx: ToolContext
         )
     )
     if amount > 0:
-        refund(order, method, amount, ctx.now)
+        refund(db, order.id, method.id, amount, ctx.now)
     for line in lines:
         line.status = "returned"
     close_if_done(order)
@@ -131,12 +131,12 @@ def exchange_delivered_order_items(
     Only delivered orders; each item can be returned or exchanged once. Collect every item to
     exchange from the order first and exchange them in one call.
     """
-    order = owned_order(db, args.order_number, args.customer_id)
+    order = db.get_one(Order, owned_order(db, args.order_number, args.customer_id).id)
     require_status(order, "delivered", "exchanged")
     pairs = check_swaps(db, order, args.from_skus, args.to_skus)
     diff = cents(sum((new.price - line.unit_price) * line.quantity for line, new in pairs))
     method = optional_method(order, args.payment_method_id)
-    settle(order, method, diff, ctx.now)
+    settle(db, order.id, method, diff, ctx.now)
     number = order.order_number.lstrip("#")
     codes = []
     for line, new in pairs:

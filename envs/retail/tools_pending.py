@@ -9,10 +9,11 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from pydantic import Field
-from sqlalchemy import Row, bindparam, select, update
+from sqlalchemy import bindparam, select, update
 from sqlalchemy.orm import Session
 
-from app.environment import ToolArgs, ToolContext, ToolError, tool
+from app.sdk.environment import ToolArgs, ToolContext, ToolError, tool
+from app.sdk.rows import AnyRow
 from envs.retail.models import Order, OrderItem, PaymentMethod, Variant
 from envs.retail.ops import (
     ORDER_ITEMS,
@@ -20,7 +21,6 @@ from envs.retail.ops import (
     AddressFields,
     active_lines,
     audit,
-    audit_core,
     cents,
     customer_methods,
     debited,
@@ -32,9 +32,8 @@ from envs.retail.ops import (
     order_payments,
     order_view,
     owned_order,
-    owned_order_row,
     pick_method,
-    refund_core,
+    refund,
     require_status,
     set_balance,
     settle,
@@ -58,16 +57,16 @@ def cancel_pending_order(db: Session, args: CancelArgs, ctx: ToolContext) -> dic
     Only pending orders can be cancelled; delivered ones are returned instead.
     """
     # Core, not ORM: hot write path; see bench/README.md.
-    order = owned_order_row(db, args.order_number, args.customer_id)
+    order = owned_order(db, args.order_number, args.customer_id)
     require_status(order, "pending", "cancelled")
     for method_id, amount in net_paid(order_payments(db, order.id)).items():
-        refund_core(db, order.id, method_id, amount, ctx.now)
+        refund(db, order.id, method_id, amount, ctx.now)
     active = [i for i in db.execute(_ORDER_LINES, {"order_id": order.id}) if i.status == "active"]
-    # The statements come in the order the ORM's autoflushes wrote them (the change log records
-    # tables in order): each line but the last, then the audit row and the order, then the last.
+    # The statements keep the order of the ORM version this replaced: each line but the last,
+    # then the audit row and the order, then the last.
     for line in active[:-1]:
         cancel_line(db, line)
-    audit_core(db, ctx, "cancel_order", "orders", order.order_number, reason=args.reason)
+    audit(db, ctx, "cancel_order", "orders", order.order_number, reason=args.reason)
     update_order(db, order, {"status": "cancelled"})
     for line in active[-1:]:
         cancel_line(db, line)
@@ -91,7 +90,7 @@ _SET_LINE_STATUS = (
 )
 
 
-def cancel_line(db: Session, line: Row[Any]) -> None:
+def cancel_line(db: Session, line: AnyRow) -> None:
     """Put an active line's units back in stock and mark it cancelled."""
     db.execute(_RESTOCK, {"variant_id": line.variant_id, "quantity": line.quantity})
     db.execute(_SET_LINE_STATUS, {"item_id": line.id, "status": "cancelled"})
@@ -157,12 +156,12 @@ def modify_pending_order_items(
 
     Only pending orders can be modified. Collect every change first and make them in one call.
     """
-    order = owned_order(db, args.order_number, args.customer_id)
+    order = db.get_one(Order, owned_order(db, args.order_number, args.customer_id).id)
     require_status(order, "pending", "modified")
     pairs = check_swaps(db, order, args.from_skus, args.to_skus)
     diff = cents(sum((new.price - line.unit_price) * line.quantity for line, new in pairs))
     method = optional_method(order, args.payment_method_id)
-    settle(order, method, diff, ctx.now)
+    settle(db, order.id, method, diff, ctx.now)
     swapped = [(line.variant.sku, new.sku) for line, new in pairs]
     for line, new in pairs:
         line.variant.stock += line.quantity
@@ -202,7 +201,7 @@ def modify_pending_order_address(
     Only pending orders can be modified; processed and shipped orders are already on their way.
     """
     # Core, not ORM: hot write path; see bench/README.md.
-    order = owned_order_row(db, args.order_number, args.customer_id)
+    order = owned_order(db, args.order_number, args.customer_id)
     require_status(order, "pending", "modified")
     new = {
         "ship_line1": args.line1,
@@ -212,8 +211,8 @@ def modify_pending_order_address(
         "ship_zip": args.zip,
         "ship_country": args.country,
     }
-    # The audit row first, as the ORM's flush did (the change log records tables in order).
-    audit_core(db, ctx, "modify_address", "orders", order.order_number, zip=args.zip)
+    # The audit row first, as the ORM version this replaced wrote it.
+    audit(db, ctx, "modify_address", "orders", order.order_number, zip=args.zip)
     update_order(db, order, new)
     return order_view(db, order.id)
 
@@ -236,7 +235,7 @@ def modify_pending_order_payment(
     Only for pending orders paid by a single method; the new method must be a different one.
     """
     # Core, not ORM: hot write path; see bench/README.md.
-    order = owned_order_row(db, args.order_number, args.customer_id)
+    order = owned_order(db, args.order_number, args.customer_id)
     require_status(order, "pending", "modified")
     paid = net_paid(order_payments(db, order.id))
     if len(paid) != 1:
@@ -260,8 +259,9 @@ def modify_pending_order_payment(
         balances[new.id] = debited(new, amount)
     if old.balance is not None:
         balances[old.id] = cents(old.balance + amount)
-    # In the order of the ORM's flush: audit row, balances by method id, charge, then refund.
-    audit_core(db, ctx, "modify_payment", "orders", order.order_number, payment_method_id=new.code)
+    # In the order of the ORM version this replaced: audit row, balances by method id, charge,
+    # then refund.
+    audit(db, ctx, "modify_payment", "orders", order.order_number, payment_method_id=new.code)
     for method_id in sorted(balances):
         set_balance(db, method_id, balances[method_id])
     insert_payment(db, order.id, new.id, "charge", amount, ctx.now)

@@ -13,7 +13,7 @@ from pydantic import Field
 from sqlalchemy import Integer, bindparam, func, select
 from sqlalchemy.orm import Session
 
-from app.environment import ToolArgs, ToolContext, ToolError, tool
+from app.sdk.environment import ToolArgs, ToolContext, ToolError, tool
 from envs.retail.models import ORDER_STATUSES, Product
 from envs.retail.ops import (
     ADDRESSES,

@@ -3,7 +3,7 @@
 from datetime import datetime
 from pathlib import Path
 
-from app.environment import Environment
+from app.sdk.environment import Environment
 from envs.sql.compare import COMPARE
 from envs.sql.data import build_base
 from envs.sql.models import Base
@@ -26,6 +26,8 @@ ENVIRONMENT = Environment(
     default_now=datetime(2026, 3, 16, 9, 0),
     # A query's cost is the agent's to choose (up to the sandbox's 1 s limit): never on the loop.
     inline_tool_calls=False,
+    # The sandbox is SQLite's authorizer and progress handler (envs/sql/sandbox.py).
+    requires=("sqlite",),
 )
 
 __all__ = ["ENVIRONMENT"]

@@ -1,6 +1,6 @@
 """How two states of the company database are compared: natural keys, money, references."""
 
-from app.compare_spec import CompareSpec, TableSpec
+from app.sdk.compare_spec import CompareSpec, TableSpec
 
 COMPARE = CompareSpec(
     tables={

@@ -204,9 +204,9 @@ class _Builder:
         """One invoice per customer project and month before March, for its approved hours."""
         by_key: dict[tuple[int, int, int], list[dict[str, Any]]] = defaultdict(list)
         for t in self.rows[Timesheet]:
-            month = (t["week_start"].year, t["week_start"].month)
-            if t["billable"] and t["status"] == "approved" and month < (2026, 3):
-                by_key[(t["project_id"], *month)].append(t)
+            started = (t["week_start"].year, t["week_start"].month)
+            if t["billable"] and t["status"] == "approved" and started < (2026, 3):
+                by_key[(t["project_id"], *started)].append(t)
         projects = {p["id"]: p for p in self.rows[Project]}
         for (pid, year, month), sheets in sorted(by_key.items(), key=lambda kv: kv[0][1:]):
             project = projects[pid]

@@ -1,8 +1,9 @@
 """A sql database in memory, wired exactly like a session's, and tool calls replayed on it.
 
-Uses the framework's own plumbing (`app.sqlite_db` connections, `app.runner.run_tool`), so the
-generator's self-check and the tests exercise the code path a live session takes: autocommit
-driver connection, BEGIN IMMEDIATE per call, foreign keys on, rollback on ToolError.
+Uses the framework's own plumbing (`app.storage.sqlite.db` connections,
+`app.runtime.runner.run_tool`), so the generator's self-check and the tests exercise the code
+path a live session takes: autocommit driver connection, BEGIN IMMEDIATE per call, foreign keys on,
+rollback on ToolError.
 """
 
 from __future__ import annotations
@@ -17,10 +18,10 @@ from typing import Any
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
-from app import sqlite_db
-from app.environment import ToolContext
-from app.runner import run_tool
-from app.seeding import apply_seed, parse_now
+from app.runtime.runner import run_tool
+from app.sdk.environment import ToolContext
+from app.storage.seeding import apply_seed, parse_now
+from app.storage.sqlite import db as sqlite_db
 from envs.sql import ENVIRONMENT
 
 _BASE: list[bytes] = []

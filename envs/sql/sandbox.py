@@ -10,8 +10,8 @@ statement raises ToolError and the whole call is rolled back.
 
 A progress handler runs between VM steps, never inside one: functions whose cost grows with
 their arguments (printf widths, instr / replace / trim / LIKE / GLOB on long strings) are
-replaced by bounded versions that also check the deadline (app/sql_functions.py), and the clock
-functions read the session's frozen clock. The limits and what they cost are in
+replaced by bounded versions that also check the deadline (app/runtime/sql_functions.py), and
+the clock functions read the session's frozen clock. The limits and what they cost are in
 docs/durability.md ("Agent SQL: time, memory and disk").
 """
 
@@ -28,9 +28,9 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from app import sqlite_db
-from app.environment import ToolError
-from app.sql_functions import install_bounded_functions, install_frozen_clock
+from app.runtime.sql_functions import install_bounded_functions, install_frozen_clock
+from app.sdk.environment import ToolError
+from app.storage.sqlite import db as sqlite_db
 
 MAX_SQL_CHARS = 20_000
 MAX_ROWS = 200

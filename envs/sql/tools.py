@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from pydantic import Field
-from sqlalchemy import func, select
+from sqlalchemy import UniqueConstraint, func, select
 from sqlalchemy.orm import Session
 
-from app.environment import Tool, ToolArgs, ToolContext, ToolError, tool
+from app.sdk.environment import Tool, ToolArgs, ToolContext, ToolError, tool
 from envs.sql.models import TRIGGERS, Base
 from envs.sql.sandbox import MAX_BYTES, MAX_ROWS, STEP_BUDGET, TIME_LIMIT_S, precheck, run_statement
 
@@ -62,11 +62,13 @@ def describe_table(db: Session, args: DescribeTableArgs, ctx: ToolContext) -> di
         for c in table.columns
     ]  # fmt: skip
     checks = sorted(str(c.sqltext) for c in table.constraints if hasattr(c, "sqltext"))
-    unique = [
+    # Sorted: `table.constraints` is a set, whose order changed from one process to the next.
+    unique = sorted(
         [col.name for col in c.columns]
         for c in table.constraints
+        if isinstance(c, UniqueConstraint)
         if type(c).__name__ == "UniqueConstraint"
-    ] + [[c.name] for c in table.columns if c.unique]
+    ) + [[c.name] for c in table.columns if c.unique]
     rules = [
         msg for when, msg in TRIGGERS.values() if when.split(" ON ")[1].split()[0] == table.name
     ]

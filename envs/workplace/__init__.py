@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from app.environment import Environment
+from app.sdk.environment import Environment
 from envs.workplace.compare import COMPARE
 from envs.workplace.data import AS_OF, build_base
 from envs.workplace.models import Base

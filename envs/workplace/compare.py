@@ -1,6 +1,6 @@
 """How two workplace states are compared: natural keys, references to rows made in a rollout."""
 
-from app.compare_spec import CompareSpec, TableSpec
+from app.sdk.compare_spec import CompareSpec, TableSpec
 
 COMPARE = CompareSpec(
     tables={

@@ -7,10 +7,11 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import Row, Table, bindparam, func, select
+from sqlalchemy import Table, bindparam, func, select
 from sqlalchemy.orm import Session
 
-from app.environment import ToolError
+from app.sdk.environment import ToolError
+from app.sdk.rows import AnyRow
 from envs.workplace.models import (
     INTERNAL_DOMAIN,
     AssistantProfile,
@@ -31,15 +32,6 @@ EVENTS = cast(Table, Event.__table__)
 ATTENDEES = cast(Table, EventAttendee.__table__)
 
 
-def me(db: Session) -> Employee:
-    """The employee this assistant works for: every write is made on their behalf."""
-    profile = db.get(AssistantProfile, 1)
-    user = db.get(Employee, profile.employee_id) if profile else None
-    if user is None:
-        raise ToolError("No user is configured for this assistant.", code="not_configured")
-    return user
-
-
 # Core, not ORM lazy loads: read on most calls; see docs/performance.md.
 _ME = (
     select(EMPLOYEES)
@@ -48,15 +40,21 @@ _ME = (
 )
 
 
-def me_row(db: Session) -> Row[Any]:
-    """`me` as a row of every employee column (for reads: no ORM entity)."""
+def me_row(db: Session) -> AnyRow:
+    """The employee this assistant works for (every write is made on their behalf), as a row of
+    every employee column; write tools load the entity with `me`."""
     user = db.execute(_ME).first()
     if user is None:
         raise ToolError("No user is configured for this assistant.", code="not_configured")
     return user
 
 
-def full_name(e: Employee | Contact | Row[Any]) -> str:
+def me(db: Session) -> Employee:
+    """`me_row`'s employee as an ORM entity, for the write tools."""
+    return db.get_one(Employee, me_row(db).id)
+
+
+def full_name(e: Employee | Contact | AnyRow) -> str:
     return f"{e.first_name} {e.last_name}"
 
 
@@ -68,26 +66,24 @@ def no_such_employee(email: str) -> ToolError:
     )
 
 
-def employee_by_email(db: Session, email: str) -> Employee:
-    found = db.scalar(select(Employee).where(func.lower(Employee.email) == email.strip().lower()))
-    if found is None:
-        raise no_such_employee(email)
-    return found
-
-
 # Core, not ORM: a hot read; see docs/performance.md.
 _EMPLOYEE_BY_EMAIL = select(EMPLOYEES).where(func.lower(EMPLOYEES.c.email) == bindparam("email"))
 
 
-def employee_row_by_email(db: Session, email: str) -> Row[Any]:
-    """`employee_by_email` as a row of every employee column, with the same error."""
+def employee_row_by_email(db: Session, email: str) -> AnyRow:
+    """The employee with this email (any case), as a row of every employee column."""
     found = db.execute(_EMPLOYEE_BY_EMAIL, {"email": email.strip().lower()}).first()
     if found is None:
         raise no_such_employee(email)
     return found
 
 
-def require_active(e: Employee | Row[Any], doing: str) -> None:
+def employee_by_email(db: Session, email: str) -> Employee:
+    """`employee_row_by_email`'s employee as an ORM entity, for the write tools."""
+    return db.get_one(Employee, employee_row_by_email(db, email).id)
+
+
+def require_active(e: Employee | AnyRow, doing: str) -> None:
     if not e.active:
         raise ToolError(
             f"{full_name(e)} ({e.email}) is no longer an active employee; cannot {doing}.",
@@ -229,7 +225,7 @@ _ATTENDEES_OF = (
 )
 
 
-def event_views(db: Session, events: list[Row[Any]]) -> list[dict[str, Any]]:
+def event_views(db: Session, events: list[AnyRow]) -> list[dict[str, Any]]:
     """The views of event rows (EVENT_COLUMNS), attendees in invitation order."""
     attendees: dict[int, list[dict[str, Any]]] = {ev.id: [] for ev in events}
     if events:
@@ -253,7 +249,3 @@ def event_views(db: Session, events: list[Row[Any]]) -> list[dict[str, Any]]:
 def event_view(db: Session, ev: Event) -> dict[str, Any]:
     """The view of one event as stored (write tools flush before calling this)."""
     return event_views(db, [db.execute(_EVENT_BY_ID, {"event_id": ev.id}).one()])[0]
-
-
-def money(value: float | None) -> str | None:
-    return None if value is None else f"{value:.2f}"

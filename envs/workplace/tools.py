@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app.environment import Tool
+from app.sdk.environment import Tool
 from envs.workplace.tools_calendar import (
     cancel_event,
     create_event,

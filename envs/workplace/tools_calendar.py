@@ -6,10 +6,11 @@ from datetime import UTC, date, datetime, time, timedelta
 from typing import Any, Literal
 
 from pydantic import Field, field_validator
-from sqlalchemy import Row, bindparam, select
+from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session
 
-from app.environment import ToolArgs, ToolContext, ToolError, tool
+from app.sdk.environment import ToolArgs, ToolContext, ToolError, tool
+from app.sdk.rows import AnyRow
 from envs.workplace.models import Employee, Event, EventAttendee
 from envs.workplace.ops import (
     ATTENDEES,
@@ -80,7 +81,7 @@ def list_events(db: Session, args: ListEventsArgs, ctx: ToolContext) -> dict[str
     return {"calendar_of": who.email, "events": event_views(db, list(events))}
 
 
-def _people(db: Session, emails: list[str]) -> list[Row[Any]]:
+def _people(db: Session, emails: list[str]) -> list[AnyRow]:
     """The user plus the named colleagues (employee rows), each once, all active."""
     user = me_row(db)
     people = {user.id: user}
@@ -105,7 +106,7 @@ def _check_times(start: datetime, end: datetime, ctx: ToolContext) -> None:
 
 def _refuse_conflicts(
     db: Session,
-    people: list[Employee] | list[Row[Any]],
+    people: list[Employee] | list[AnyRow],
     start: datetime,
     end: datetime,
     skip: int = 0,
@@ -236,7 +237,7 @@ def reschedule_event(db: Session, args: RescheduleArgs, ctx: ToolContext) -> dic
     invites = list(db.scalars(select(EventAttendee).where(EventAttendee.event_id == event.id)))
     if not args.allow_conflicts:
         people = [db.get(Employee, a.employee_id) for a in invites if a.response != "declined"]
-        _refuse_conflicts(db, people, args.new_start, args.new_end, skip=event.id)  # type: ignore[arg-type]
+        _refuse_conflicts(db, people, args.new_start, args.new_end, skip=event.id)  # type: ignore[arg-type,unused-ignore]
     event.start_at, event.end_at = args.new_start, args.new_end
     for a in invites:
         if a.employee_id != event.organizer_id:

@@ -6,10 +6,13 @@ from functools import cache
 from typing import Any, Literal, cast
 
 from pydantic import Field
-from sqlalchemy import Row, Select, Table, bindparam, func, or_, select
+from sqlalchemy import BindParameter, Select, Table, bindparam, func, or_, select
 from sqlalchemy.orm import Session
 
-from app.environment import ToolArgs, ToolContext, ToolError, tool
+from app.sdk.environment import ToolArgs, ToolContext, ToolError, tool
+from app.sdk.money import cents
+from app.sdk.money import optional_money as money
+from app.sdk.rows import AnyRow
 from envs.workplace.models import (
     DEAL_STAGES,
     Activity,
@@ -24,7 +27,6 @@ from envs.workplace.ops import (
     employee_by_email,
     employee_row_by_email,
     me,
-    money,
     no_such_deal,
     require_active,
 )
@@ -41,7 +43,7 @@ HISTORY = cast(Table, DealStageChange.__table__)
 ACTIVITIES = cast(Table, Activity.__table__)
 
 
-def _contact(c: Contact | Row[Any]) -> dict[str, Any]:
+def _contact(c: Contact | AnyRow) -> dict[str, Any]:
     return {"name": f"{c.first_name} {c.last_name}", "email": c.email, "title": c.title,
             "phone": c.phone}  # fmt: skip
 
@@ -75,14 +77,14 @@ _ACTIVITIES = (
 )
 
 
-def _deal_summary(d: Row[Any]) -> dict[str, Any]:
+def _deal_summary(d: AnyRow) -> dict[str, Any]:
     return {
         "code": d.code, "name": d.name, "company": d.company, "owner": d.owner, "stage": d.stage,
         "amount": money(d.amount), "close_date": d.close_date.isoformat() if d.close_date else None,
     }  # fmt: skip
 
 
-def _deal_row(db: Session, code: str) -> Row[Any]:
+def _deal_row(db: Session, code: str) -> AnyRow:
     """The deal's row (_DEAL_ROWS), as stored: write tools flush before reading it."""
     d = db.execute(_DEAL_BY_CODE, {"code": code.strip().upper()}).first()
     if d is None:
@@ -90,7 +92,7 @@ def _deal_row(db: Session, code: str) -> Row[Any]:
     return d
 
 
-def _deal(db: Session, d: Row[Any], full: bool = False) -> dict[str, Any]:
+def _deal(db: Session, d: AnyRow, full: bool = False) -> dict[str, Any]:
     view = _deal_summary(d)
     if full:
         history = db.execute(_STAGE_HISTORY, {"deal_id": d.id})
@@ -113,7 +115,7 @@ class SearchCustomersArgs(ToolArgs):
 
 
 # Core, not ORM lazy loads: a hot read; see docs/performance.md.
-_LIKE = bindparam("like")
+_LIKE: BindParameter[str] = bindparam("like")
 _COMPANY_SEARCH = (
     select(COMPANIES.c.id, COMPANIES.c.name, COMPANIES.c.industry, COMPANIES.c.domain)
     .where(
@@ -259,7 +261,7 @@ def update_deal_amount(db: Session, args: AmountArgs, ctx: ToolContext) -> dict[
     """Set an open deal's amount (dollars, rounded to cents). Closed deals cannot be changed."""
     deal = find_deal(db, args.code)
     _open(deal)
-    deal.amount = round(args.amount, 2) + 0.0
+    deal.amount = cents(args.amount)
     db.flush()
     return _deal(db, _deal_row(db, deal.code))
 

@@ -7,10 +7,11 @@ from functools import cache
 from typing import Any, Literal, cast
 
 from pydantic import Field
-from sqlalchemy import Row, Select, Table, bindparam, func, or_, select
+from sqlalchemy import BindParameter, Select, Table, bindparam, func, or_, select
 from sqlalchemy.orm import Session
 
-from app.environment import ToolArgs, ToolContext, ToolError, tool
+from app.sdk.environment import ToolArgs, ToolContext, ToolError, tool
+from app.sdk.rows import AnyRow
 from envs.workplace.models import Contact, Employee, MailboxItem, Message
 from envs.workplace.ops import (
     addresses,
@@ -28,7 +29,7 @@ MAILBOX = cast(Table, MailboxItem.__table__)
 MESSAGES = cast(Table, Message.__table__)
 
 
-def _summary(item: MailboxItem | Row[Any], msg: Message | Row[Any]) -> dict[str, Any]:
+def _summary(item: MailboxItem | AnyRow, msg: Message | AnyRow) -> dict[str, Any]:
     return {
         "message_id": msg.message_id,
         "from": msg.sender,
@@ -77,7 +78,7 @@ def _mailbox_search(by_text: bool, by_sender: bool, by_folder: bool, unread: boo
         .where(i.employee_id == bindparam("employee_id"))
     )
     if by_text:
-        like = bindparam("like")
+        like: BindParameter[str] = bindparam("like")
         q = q.where(or_(func.lower(m.subject).like(like), func.lower(m.body).like(like)))
     if by_sender:
         q = q.where(func.lower(m.sender) == bindparam("sender"))

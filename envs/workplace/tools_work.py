@@ -7,10 +7,11 @@ from functools import cache
 from typing import Any, Literal
 
 from pydantic import Field
-from sqlalchemy import Row, Select, bindparam, func, or_, select
+from sqlalchemy import Select, bindparam, func, or_, select
 from sqlalchemy.orm import Session
 
-from app.environment import ToolArgs, ToolContext, ToolError, tool
+from app.sdk.environment import ToolArgs, ToolContext, ToolError, tool
+from app.sdk.rows import AnyRow
 from envs.workplace.models import Employee, Project, WorkTask
 from envs.workplace.ops import (
     EMPLOYEES,
@@ -26,7 +27,7 @@ Status = Literal["todo", "in_progress", "done"]
 Priority = Literal["low", "medium", "high", "urgent"]
 
 
-def _person(e: Employee | Row[Any]) -> dict[str, Any]:
+def _person(e: Employee | AnyRow) -> dict[str, Any]:
     return {"name": full_name(e), "email": e.email, "department": e.department,
             "title": e.title, "active": e.active}  # fmt: skip
 

@@ -69,3 +69,23 @@ def test_session_rows_show_in_chromium(tmp_path, chromium):
         assert "#W9020002" in table and "pending" in table and "cancelled" not in table
     finally:
         stop_server(proc)
+
+
+def test_rollout_timeline_shows_in_chromium(tmp_path, chromium):
+    """The timeline page: each step's call, output, rows before -> after and step reward."""
+    from selenium.webdriver.common.by import By
+
+    data_dir = tmp_path / "data"
+    ids = build_rollouts(data_dir)
+    proc, url = start_browse(data_dir)
+    try:
+        chromium.get(f"{url}/-/timeline/{ids['gold']}")
+        steps = chromium.find_elements(By.CSS_SELECTOR, "table.timeline tr.step")
+        assert len(steps) == 3
+        cancel = steps[-1].text
+        assert "cancel_pending_order" in cancel and "#W9020002" in cancel
+        assert "pending" in cancel and "cancelled" in cancel  # the order's row, before -> after
+        rewards = [e.text for e in chromium.find_elements(By.CSS_SELECTOR, "td.reward")]
+        assert rewards[-1] == "+1"
+    finally:
+        stop_server(proc)

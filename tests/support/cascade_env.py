@@ -15,8 +15,8 @@ from sqlalchemy import DDL, ForeignKey, String, delete, event, insert, text
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
-from app.compare_spec import CompareSpec, TableSpec
-from app.environment import Environment, ToolArgs, ToolContext, make_metadata, tool
+from app.sdk.compare_spec import CompareSpec, TableSpec
+from app.sdk.environment import Environment, ToolArgs, ToolContext, make_metadata, tool
 
 
 class Base(DeclarativeBase):

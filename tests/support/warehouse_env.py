@@ -14,8 +14,8 @@ from pydantic import Field
 from sqlalchemy import CheckConstraint, ForeignKey, Numeric, String, insert, select
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
-from app.compare_spec import CompareSpec, TableSpec
-from app.environment import Environment, ToolArgs, ToolContext, ToolError, make_metadata, tool
+from app.sdk.compare_spec import CompareSpec, TableSpec
+from app.sdk.environment import Environment, ToolArgs, ToolContext, ToolError, make_metadata, tool
 
 
 class Base(DeclarativeBase):

@@ -1,20 +1,19 @@
 """The airline task generator: story families, the plan of how many of each, and the builder.
 
-`build_tasks()` is deterministic and self-checking; scripts/gen_airline_tasks.py writes its rows.
+`TASKGEN` is what `stategym tasks generate --env airline` draws from (docs/generating_tasks.md).
 """
 
 from __future__ import annotations
 
-import json
 import random
 from collections.abc import Callable
 from functools import cache
 from typing import Any
 
-from app.replay import open_task_db
-from app.taskgen.kit import TaskGenerator
+from app.sdk.replay import open_task_db
+from app.sdk.taskgen import TaskGenerator, build_row
 from envs.airline import ENVIRONMENT
-from envs.airline.taskgen.kit import NAMES, Ctx, Draft, Network, Story, check_task
+from envs.airline.taskgen.kit import NAMES, Ctx, Draft, Network, Story
 from envs.airline.taskgen.multi import (
     book_with_seats,
     cancel_and_compensate,
@@ -79,12 +78,6 @@ def _network() -> Network:
         db.close()
 
 
-@cache
-def _tools() -> list[dict[str, Any]]:
-    """The served tool schemas (10 ms to build: once per process, not per task)."""
-    return ENVIRONMENT.tool_schemas()
-
-
 def build_task(
     index: int, fn: Family, k: int, rng: random.Random, names: list[tuple[str, str]]
 ) -> dict[str, Any]:
@@ -92,53 +85,10 @@ def build_task(
     net = _network()
     story = Story(index, net, rng)
     draft = fn(Ctx(story, net, k, names))
-    task: dict[str, Any] = {
-        "task_id": f"airline-{index:03d}",
-        "env": "airline",
-        "difficulty": len(draft.gold),
-        "family": draft.family,
-        "responses_create_params": {
-            "input": [
-                {"role": "system", "content": ENVIRONMENT.policy},
-                {"role": "user", "content": draft.prompt},
-            ],
-            "tools": _tools(),
-        },
-        "seed": story.seed(),
-        "ground_truth": draft.gold,
-    }
-    # Check the row as it will be read back: JSON keeps the seed's table order (parents
-    # first), which apply_seed relies on, so keys are never sorted.
-    task = json.loads(json.dumps(task))
-    try:
-        results = check_task(ENVIRONMENT, task, draft.writes)
-    except Exception as exc:
-        raise AssertionError(f"{task['task_id']} ({draft.family}): {exc}") from exc
-    expected = list(draft.expected or [])
-    if draft.expect_from:
-        expected += draft.expect_from(results)
-    if expected:
-        task["expected_outputs"] = expected
-    return task
+    return build_row(ENVIRONMENT, index, draft, story.seed())
 
 
-def build_tasks() -> list[dict[str, Any]]:
-    """The shipped evaluation set: every PLAN variant once, story i seeded "airline-i"."""
-    names = NAMES[::-1]
-    tasks: list[dict[str, Any]] = []
-    for fn, variants in PLAN:
-        for k in range(variants):
-            index = len(tasks) + 1
-            tasks.append(build_task(index, fn, k, random.Random(f"airline-{index}"), names))
-    return tasks
-
-
-def task_lines() -> list[str]:
-    """The file's lines: insertion-ordered JSON (the seed's table order matters, see above)."""
-    return [json.dumps(task, ensure_ascii=False) for task in build_tasks()]
-
-
-# The shared driver (stategym tasks generate) draws from these; see docs/generating_tasks.md.
-TASKGEN = TaskGenerator(
-    env=ENVIRONMENT, plan=PLAN, names=NAMES, build=build_task, shipped=task_lines
-)
+# The shared driver (stategym tasks generate) draws from these; the shipped set is every PLAN
+# variant once (docs/generating_tasks.md).
+TASKGEN = TaskGenerator(env=ENVIRONMENT, plan=PLAN, names=NAMES, build=build_task)
+task_lines = TASKGEN.shipped

@@ -1,12 +1,11 @@
 """Building blocks of the airline task generator: a view of the base flight network, a seed
-builder per task story, gold-call helpers and the self-check that replays gold calls.
+builder per task story and gold-call helpers (the rest is app/taskgen/kit.py).
 """
 
 from __future__ import annotations
 
 import random
 from collections import defaultdict
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from functools import partial
@@ -15,8 +14,9 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.environment import Environment
-from app.replay import dump, open_task_db, replay
+from app.sdk.environment import Environment
+from app.sdk.taskgen import Draft as Draft  # re-exported: what the families return
+from app.sdk.taskgen import call as shared_call
 from envs.airline import ENVIRONMENT
 from envs.airline.models import Airport, Flight, FlightCabin, Seat
 from envs.airline.rules import BAG_FEE, CABIN_OF, INSURANCE_PER_PASSENGER, free_bags
@@ -243,33 +243,13 @@ COMPANIONS = ("Ada", "Ben", "Cleo", "Dev", "Elsa", "Finn", "Gia", "Hal", "Ivy", 
 
 
 def call(env: Environment, name: str, **arguments: Any) -> dict[str, Any]:
-    """A gold call with every argument the strict schema lists (null where not given)."""
-    tool = env.tool_named(name)
-    assert tool is not None, name
-    full = {f: arguments.pop(f, None) for f in tool.args_model.model_fields}
-    assert not arguments, f"{name}: unknown arguments {sorted(arguments)}"
-    if name == "search_flights" and full["include_one_stop"] is None:
-        full["include_one_stop"] = False
-    tool.args_model.model_validate(full)
-    return {"name": name, "arguments": full}
+    """The shared gold call; a flight search leaves out one-stop trips unless it asks."""
+    if name == "search_flights" and arguments.get("include_one_stop") is None:
+        arguments["include_one_stop"] = False
+    return shared_call(env, name, **arguments)
 
 
 C = partial(call, ENVIRONMENT)
-
-
-def check_task(env: Environment, task: dict[str, Any], writes: bool) -> list[Any]:
-    """Replay the gold calls on base + seed; the state must change iff the task is a write task."""
-    db, now = open_task_db(env, task["seed"])
-    try:
-        before = dump(db, env)
-        results = replay(db, env, task["ground_truth"], now)
-        changed = dump(db, env) != before
-    finally:
-        db.close()
-    if changed != writes:
-        what = "changed nothing" if writes else "changed the state"
-        raise AssertionError(f"{task['task_id']} ({task['family']}): gold {what}")
-    return results
 
 
 NAMES = [
@@ -288,17 +268,6 @@ NAMES = [
     ("Rosa", "Delgado"), ("Sven", "Aalto"), ("Tessa", "Byrne"), ("Umar", "Farouk"),
     ("Vera", "Lindgren"), ("Wes", "Okonkwo"), ("Xenia", "Popescu"), ("Yusuf", "Demir"),
 ]  # fmt: skip
-
-
-@dataclass
-class Draft:
-    family: str
-    prompt: str
-    gold: list[dict[str, Any]]
-    writes: bool
-    expected: list[str] | None = None
-    # Expected outputs that only the replay knows (e.g. a new booking code), from its results.
-    expect_from: Callable[[list[Any]], list[str]] | None = None
 
 
 @dataclass

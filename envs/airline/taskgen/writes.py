@@ -148,14 +148,14 @@ def change_flights(c: Ctx) -> Draft:
         booked, new = [f], [target]
         ask = f"move my flight {f.text()} to {target.date} (same flight number)"
     else:
-        options = [
+        trips = [
             (f, r, g)
             for f in c.net.future()
             for r in later(c, f, range(3, 4), RETURN_OF[f.number])
             for g in later(c, r, range(1, 3))
             if fits(r, g)
         ]
-        f, r, target = options[(c.s.index * 5) % len(options)]
+        f, r, target = trips[(c.s.index * 5) % len(trips)]
         booked, new = [f, r], [f, target]
         ask = f"keep my outbound flight but move my return {r.text()} to {target.date}"
     b = c.s.booking(p, booked, fare, days_ago=8)

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.replay import open_task_db
+from app.sdk.replay import open_task_db
 from envs.airline import ENVIRONMENT
 from envs.airline.models import (
     Certificate,
@@ -46,7 +47,7 @@ def same_number_later(db: Session, f: Flight) -> Flight:
     return later
 
 
-def args(user, code: str, **more):  # type: ignore[no-untyped-def]
+def args(user: Any, code: str, **more: Any) -> dict[str, Any]:
     return {"user_id": user.user_code, "reservation_code": code, **more}
 
 

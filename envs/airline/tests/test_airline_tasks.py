@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from app.replay import dump, open_task_db, replay
+from app.sdk.replay import dump, open_task_db, replay
 from envs.airline import ENVIRONMENT
 from envs.airline.policy import POLICY
 from envs.airline.taskgen import task_lines

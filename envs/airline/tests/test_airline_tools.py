@@ -8,7 +8,7 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.replay import dump, open_task_db
+from app.sdk.replay import dump, open_task_db
 from envs.airline import ENVIRONMENT
 from envs.airline.models import FlightCabin, PaymentMethod, Reservation
 from envs.airline.testing import a_flight, book, fails, member, pax, ref, run

@@ -1,5 +1,6 @@
 """Building blocks of the ledger task generator: a seed builder per task story (customers,
-accounts with their opening history, holds, payees), gold-call helpers and the self-check.
+accounts with their opening history, holds, payees) and gold-call helpers (the rest is
+app/taskgen/kit.py).
 
 Seeded histories go through balanced postings too, and the internal cash and fee accounts are
 re-balanced in the seed, so every seeded state already satisfies the ledger's invariants.
@@ -17,9 +18,8 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.environment import Environment
-from app.replay import dump, open_task_db, replay
-from app.taskgen.kit import call
+from app.sdk.taskgen import Draft as Draft  # re-exported: what the families return
+from app.sdk.taskgen import call
 from envs.ledger import ENVIRONMENT
 from envs.ledger.data import AS_OF, DAILY_LIMIT, TYPE_PREFIX
 from envs.ledger.models import Account
@@ -193,35 +193,6 @@ def find(p: Person) -> dict[str, Any]:
 
 def look(p: Person, a: Acct) -> dict[str, Any]:
     return C("get_account", customer_id=p.id, account_number=a.number)
-
-
-def check_task(env: Environment, task: dict[str, Any], writes: bool) -> list[Any]:
-    """Replay the gold calls on base + seed; the state must change iff the task is a write task,
-    and the seeded and final states must satisfy every invariant."""
-    db, now = open_task_db(env, task["seed"])
-    try:
-        broken = [v for check in env.invariants for v in check(db)]
-        assert not broken, (task["task_id"], "seeded", broken)
-        before = dump(db, env)
-        results = replay(db, env, task["ground_truth"], now)
-        changed = dump(db, env) != before
-        broken = [v for check in env.invariants for v in check(db)]
-        assert not broken, (task["task_id"], "final", broken)
-    finally:
-        db.close()
-    if changed != writes:
-        what = "changed nothing" if writes else "changed the state"
-        raise AssertionError(f"{task['task_id']} ({task['family']}): gold {what}")
-    return results
-
-
-@dataclass
-class Draft:
-    family: str
-    prompt: str
-    gold: list[dict[str, Any]]
-    writes: bool
-    expected: list[str] | None = None
 
 
 NAMES = [

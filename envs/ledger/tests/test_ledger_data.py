@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from app.replay import dump, memory_engine
+from app.sdk.replay import dump, memory_engine
 from envs.ledger import ENVIRONMENT
 from envs.ledger.models import Account, Beneficiary, Customer, Entry, Hold, Transaction
 from envs.ledger.testing import violations

@@ -14,7 +14,7 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
-from app.api import create_app
+from app.server.api import create_app
 from app.settings import Settings
 from envs.ledger import ENVIRONMENT
 from envs.ledger.invariants import (

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from app.replay import dump, open_task_db, replay
+from app.sdk.replay import dump, open_task_db, replay
 from envs.ledger import ENVIRONMENT
 from envs.ledger.policy import POLICY
 from envs.ledger.taskgen import task_lines

@@ -1,20 +1,19 @@
 """The retail task generator: story families, the plan of how many of each, and the builder.
 
-`build_tasks()` is deterministic and self-checking; scripts/gen_retail_tasks.py writes its rows.
+`TASKGEN` is what `stategym tasks generate --env retail` draws from (docs/generating_tasks.md).
 """
 
 from __future__ import annotations
 
-import json
 import random
 from collections.abc import Callable
 from functools import cache
 from typing import Any
 
-from app.replay import open_task_db
-from app.taskgen.kit import TaskGenerator
+from app.sdk.replay import open_task_db
+from app.sdk.taskgen import TaskGenerator, build_row
 from envs.retail import ENVIRONMENT
-from envs.retail.taskgen.kit import NAMES, NOW, Catalog, Ctx, Draft, Story, check_task
+from envs.retail.taskgen.kit import NAMES, NOW, Catalog, Ctx, Draft, Story
 from envs.retail.taskgen.multi import (
     cancel_and_return,
     cancel_one_of_two,
@@ -68,52 +67,13 @@ def _catalog() -> Catalog:
         db.close()
 
 
-@cache
-def _tools() -> list[dict[str, Any]]:
-    """The served tool schemas (10 ms to build: once per process, not per task)."""
-    return ENVIRONMENT.tool_schemas()
-
-
 def build_task(
     index: int, fn: Family, k: int, rng: random.Random, names: list[tuple[str, str]]
 ) -> dict[str, Any]:
     """One self-checked task: story `index` (its id block), variant k, names popped from `names`."""
     story = Story(index, NOW, rng)
     draft = fn(Ctx(story, _catalog(), k, names))
-    task: dict[str, Any] = {
-        "task_id": f"retail-{index:03d}",
-        "env": "retail",
-        "difficulty": len(draft.gold),
-        "family": draft.family,
-        "responses_create_params": {
-            "input": [
-                {"role": "system", "content": ENVIRONMENT.policy},
-                {"role": "user", "content": draft.prompt},
-            ],
-            "tools": _tools(),
-        },
-        "seed": story.seed(),
-        "ground_truth": draft.gold,
-    }
-    if draft.expected:
-        task["expected_outputs"] = draft.expected
-    # Check the row as it will be read back: JSON keeps the seed's table order (parents
-    # first), which apply_seed relies on, so keys are never sorted.
-    task = json.loads(json.dumps(task))
-    results = check_task(ENVIRONMENT, task, draft.writes)
-    _check_lookups(task, results)
-    return task
-
-
-def build_tasks() -> list[dict[str, Any]]:
-    """The shipped evaluation set: every PLAN variant once, story i seeded "retail-i"."""
-    names = NAMES[::-1]
-    tasks: list[dict[str, Any]] = []
-    for fn, variants in PLAN:
-        for k in range(variants):
-            index = len(tasks) + 1
-            tasks.append(build_task(index, fn, k, random.Random(f"retail-{index}"), names))
-    return tasks
+    return build_row(ENVIRONMENT, index, draft, story.seed(), after=_check_lookups)
 
 
 def _check_lookups(task: dict[str, Any], results: list[Any]) -> None:
@@ -124,12 +84,7 @@ def _check_lookups(task: dict[str, Any], results: list[Any]) -> None:
             assert len(result["matches"]) == want, (task["task_id"], result)
 
 
-def task_lines() -> list[str]:
-    """The file's lines: insertion-ordered JSON (the seed's table order matters, see above)."""
-    return [json.dumps(task, ensure_ascii=False) for task in build_tasks()]
-
-
-# The shared driver (stategym tasks generate) draws from these; see docs/generating_tasks.md.
-TASKGEN = TaskGenerator(
-    env=ENVIRONMENT, plan=PLAN, names=NAMES, build=build_task, shipped=task_lines
-)
+# The shared driver (stategym tasks generate) draws from these; the shipped set is every PLAN
+# variant once (docs/generating_tasks.md).
+TASKGEN = TaskGenerator(env=ENVIRONMENT, plan=PLAN, names=NAMES, build=build_task)
+task_lines = TASKGEN.shipped

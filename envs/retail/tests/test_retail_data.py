@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from app.replay import dump, memory_engine
+from app.sdk.replay import dump, memory_engine
 from envs.retail import ENVIRONMENT
 from envs.retail.models import (
     ORDER_STATUSES,
@@ -55,8 +55,8 @@ def test_sizes_and_spread() -> None:
     assert set(statuses) == set(ORDER_STATUSES)
     assert min(statuses.values()) >= 30
     # Some variants are sold out or discontinued, so stock rules matter.
-    assert db.scalar(select(func.count()).where(Variant.stock == 0)) > 5
-    assert db.scalar(select(func.count()).where(Variant.available.is_(False))) > 2
+    assert (db.scalar(select(func.count()).where(Variant.stock == 0)) or 0) > 5
+    assert (db.scalar(select(func.count()).where(Variant.available.is_(False))) or 0) > 2
 
 
 def test_ids_stay_below_the_task_range() -> None:
@@ -76,10 +76,11 @@ def test_every_customer_can_be_authenticated_and_pay() -> None:
         select(Customer.first_name, Customer.last_name, Address.zip).join(Address)
     ).all()
     per_key: dict[tuple[str, str, str], int] = {}
-    for key in pairs:
-        per_key[tuple(key)] = per_key.get(tuple(key), 0) + 1
+    for first, last, zip_code in pairs:
+        key = (first, last, zip_code)
+        per_key[key] = per_key.get(key, 0) + 1
     assert max(per_key.values()) == 1
-    assert db.scalar(select(func.count()).where(PaymentMethod.kind == "gift_card")) > 50
+    assert (db.scalar(select(func.count()).where(PaymentMethod.kind == "gift_card")) or 0) > 50
 
 
 def test_orders_are_consistent() -> None:

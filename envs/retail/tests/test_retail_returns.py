@@ -9,8 +9,8 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from app.environment import ToolError
-from app.replay import dump, open_task_db
+from app.sdk.environment import ToolError
+from app.sdk.replay import dump, open_task_db
 from envs.retail import ENVIRONMENT
 from envs.retail.models import PaymentMethod, Product
 from envs.retail.testing import an_order, fails, gift_card, run, swappable
@@ -165,7 +165,7 @@ def test_error_mid_tool_leaves_nothing_after_rollback(
     def boom(*_: Any, **__: Any) -> None:
         raise ToolError("audit store unavailable")
 
-    monkeypatch.setattr(pending_tools, "audit_core", boom)
+    monkeypatch.setattr(pending_tools, "audit", boom)
     order = an_order(db, "pending")
     before = dump(db, ENVIRONMENT)
     with pytest.raises(ToolError):

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from app.replay import dump, open_task_db, replay
+from app.sdk.replay import dump, open_task_db, replay
 from envs.retail import ENVIRONMENT
 from envs.retail.policy import POLICY
 from envs.retail.taskgen import task_lines

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.replay import dump, open_task_db
+from app.sdk.replay import dump, open_task_db
 from envs.retail import ENVIRONMENT
 from envs.retail.models import AuditLog, Customer, Variant
 from envs.retail.testing import NOW, an_order, fails, gift_card, run, swappable
@@ -71,7 +72,7 @@ def test_read_tools_write_nothing(db: Session) -> None:
     c = order.customer
     zip_code = c.addresses[0].zip
     before = dump(db, ENVIRONMENT)
-    calls = {
+    calls: dict[str, dict[str, Any]] = {
         "find_customer_by_email": {"email": c.email.upper()},
         "find_customer_by_name_zip": {
             "first_name": c.first_name,
@@ -139,6 +140,7 @@ def test_cancel_refunds_each_payment_to_its_method_and_restocks(db: Session) -> 
     )
     db.refresh(gift)
     paid_balance = gift.balance
+    assert paid_balance is not None
     stock = {line.variant_id: line.variant.stock for line in order.items}
     result = run(
         db,

@@ -1,20 +1,18 @@
 """The sql task generator: story families, the plan of how many of each, and the builder.
 
-`build_tasks()` is deterministic and self-checking; scripts/gen_sql_tasks.py writes its rows.
+`TASKGEN` is what `stategym tasks generate --env sql` draws from (docs/generating_tasks.md).
 """
 
 from __future__ import annotations
 
-import json
 import random
 from collections.abc import Callable
-from functools import cache
 from typing import Any
 
-from app.taskgen.kit import TaskGenerator
+from app.sdk.taskgen import TaskGenerator, build_row
 from envs.sql import ENVIRONMENT
 from envs.sql.taskgen import multi, reads, writes
-from envs.sql.taskgen.kit import Ctx, Draft, Story, check_task, names_pool
+from envs.sql.taskgen.kit import Ctx, Draft, Story, names_pool
 
 Family = Callable[[Ctx], Draft]
 # (family, how many variants k = 0..n-1), in file order.
@@ -31,55 +29,17 @@ PLAN: list[tuple[Family, int]] = [
 ]  # fmt: skip
 
 
-@cache
-def _tools() -> list[dict[str, Any]]:
-    """The served tool schemas (10 ms to build: once per process, not per task)."""
-    return ENVIRONMENT.tool_schemas()
-
-
 def build_task(
     index: int, fn: Family, k: int, rng: random.Random, names: list[tuple[str, str]]
 ) -> dict[str, Any]:
-    """One self-checked task: story `index` (its id block), variant k, names popped from `names`."""
+    """One self-checked task: story `index` (its id block), variant k, names popped from `names`.
+    Every gold call must succeed (run_sql answers a refused statement with an error); a
+    read-only task needs an answer."""
     story = Story(index, rng, names)
     draft = fn(Ctx(story, k))
-    task: dict[str, Any] = {
-        "task_id": f"sql-{index:03d}",
-        "env": "sql",
-        "difficulty": len(draft.gold),
-        "family": draft.family,
-        "responses_create_params": {
-            "input": [
-                {"role": "system", "content": ENVIRONMENT.policy},
-                {"role": "user", "content": draft.prompt},
-            ],
-            "tools": _tools(),
-        },
-        "seed": story.seed(),
-        "ground_truth": draft.gold,
-    }
-    # Checked as it will be read back: JSON keeps the seed's table order (parents first).
-    task = json.loads(json.dumps(task))
-    expected = check_task(task, draft)
-    if expected:
-        task["expected_outputs"] = expected
+    task = build_row(ENVIRONMENT, index, draft, story.seed())
+    assert draft.writes or task.get("expected_outputs"), f"{task['task_id']}: no answer"
     return task
-
-
-def build_tasks() -> list[dict[str, Any]]:
-    """The shipped evaluation set: every PLAN variant once, story i seeded "sql-i"."""
-    names = names_pool()
-    tasks: list[dict[str, Any]] = []
-    for fn, variants in PLAN:
-        for k in range(variants):
-            index = len(tasks) + 1
-            tasks.append(build_task(index, fn, k, random.Random(f"sql-{index}"), names))
-    return tasks
-
-
-def task_lines() -> list[str]:
-    """The file's lines: insertion-ordered JSON (the seed's table order matters, see above)."""
-    return [json.dumps(task, ensure_ascii=False) for task in build_tasks()]
 
 
 # The shared driver (stategym tasks generate) draws from these; see docs/generating_tasks.md.
@@ -96,6 +56,7 @@ TASKGEN = TaskGenerator(
     plan=PLAN,
     names=names_pool(),
     build=build_task,
-    shipped=task_lines,
+    shipped_names=names_pool(),
     writes=_writes,
 )
+task_lines = TASKGEN.shipped

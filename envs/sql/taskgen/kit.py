@@ -5,13 +5,12 @@ data, gold-call helpers and the self-check that replays every task's gold calls.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from typing import Any
 
+from app.sdk.taskgen import Draft as Draft  # re-exported: what the families return
 from envs.sql import ENVIRONMENT
-from envs.sql.replay import TaskDb, open_task_db
 
 NOW = datetime(2026, 3, 16, 9, 0)
 TODAY = NOW.date()
@@ -144,18 +143,7 @@ def describe(table: str) -> dict[str, Any]:
 
 LIST = {"name": "list_tables", "arguments": {}}
 
-Results = list[dict[str, Any]]
-
-
-@dataclass
-class Draft:
-    family: str
-    prompt: str
-    gold: list[dict[str, Any]]
-    writes: bool
-    # Computes expected_outputs from the gold calls' outputs (answers depend on the data).
-    expect: Callable[[Results], list[str]] | None = None
-    fixed_expected: list[str] = field(default_factory=list)
+Results = list[dict[str, Any]]  # the gold calls' outputs, in order
 
 
 @dataclass
@@ -166,30 +154,9 @@ class Ctx:
     k: int
 
 
-def rows_of(result: dict[str, Any]) -> list[list[Any]]:
-    return result["output"]["rows"]
-
-
-def check_task(task: dict[str, Any], draft: Draft) -> list[str]:
-    """Replay the gold calls on base + seed; every call must succeed, the state must change iff
-    the task writes; returns the expected outputs (computed from the gold outputs)."""
-    db: TaskDb = open_task_db(task["seed"])
-    try:
-        before = db.dump()
-        results = db.replay(task["ground_truth"])
-        changed = db.dump() != before
-    finally:
-        db.close()
-    for i, r in enumerate(results):
-        assert "output" in r, (task["task_id"], i, r)
-    if changed != draft.writes:
-        what = "changed nothing" if draft.writes else "changed the state"
-        raise AssertionError(f"{task['task_id']} ({task['family']}): gold {what}")
-    expected = list(draft.fixed_expected)
-    if draft.expect is not None:
-        expected += draft.expect(results)
-    assert draft.writes or expected, f"{task['task_id']}: a read-only task needs an answer"
-    return expected
+def rows_of(output: dict[str, Any]) -> list[list[Any]]:
+    """The rows of a run_sql call's output."""
+    return output["rows"]
 
 
 def names_pool() -> list[tuple[str, str]]:

@@ -86,7 +86,7 @@ def paid_and_refused(c: Ctx) -> Draft:
         ),
         sql(f"SELECT number, status, paid_date FROM invoices WHERE number = '{sent}'"),
     ]
-    return Draft("multi_paid_and_refused", prompt, gold, True, fixed_expected=[paid])
+    return Draft("multi_paid_and_refused", prompt, gold, True, expected=[paid])
 
 
 def raise_and_refuse(c: Ctx) -> Draft:
@@ -106,7 +106,7 @@ def raise_and_refuse(c: Ctx) -> Draft:
         sql(f"""SELECT s.effective_date, s.amount FROM salaries s WHERE s.employee_id = {ok.id}
                 ORDER BY s.effective_date"""),
     ]
-    return Draft("multi_raise_and_refuse", prompt, gold, True, fixed_expected=[big.no])
+    return Draft("multi_raise_and_refuse", prompt, gold, True, expected=[big.no])
 
 
 def close_project(c: Ctx) -> Draft:

@@ -7,7 +7,7 @@ import random
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
-from app import sqlite_db
+from app.storage.sqlite import db as sqlite_db
 from envs.sql import ENVIRONMENT
 from envs.sql.replay import open_task_db
 

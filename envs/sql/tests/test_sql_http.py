@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from app.api import create_app
+from app.server.api import create_app
 from app.settings import Settings
 from envs.sql import ENVIRONMENT
 from tests.support.rollouts import gold_answer, response_object

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from app import sqlite_db
-from app.meta import write_meta
+from app.storage.meta import write_meta
+from app.storage.sqlite import db as sqlite_db
 from envs.sql import sandbox
 from envs.sql.replay import TaskDb, base_image, open_task_db
 

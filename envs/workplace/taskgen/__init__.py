@@ -1,20 +1,18 @@
 """The workplace task generator: the plan of story families and the self-checking builder.
 
-`build_tasks()` is deterministic; scripts/gen_workplace_tasks.py writes its rows.
+`TASKGEN` is what `stategym tasks generate --env workplace` draws from (docs/generating_tasks.md).
 """
 
 from __future__ import annotations
 
-import json
 import random
 from collections.abc import Callable
-from functools import cache
 from typing import Any
 
-from app.taskgen.kit import TaskGenerator
+from app.sdk.taskgen import TaskGenerator, build_row
 from envs.workplace import ENVIRONMENT
 from envs.workplace.taskgen import multi, simple
-from envs.workplace.taskgen.kit import NAMES, Draft, Story, check_task
+from envs.workplace.taskgen.kit import NAMES, Draft, Story
 
 Family = Callable[[Story, int], Draft]
 # (family, variants k = 0..n-1), in file order.
@@ -32,12 +30,6 @@ PLAN: list[tuple[Family, int]] = [
 ]  # fmt: skip
 
 
-@cache
-def _tools() -> list[dict[str, Any]]:
-    """The served tool schemas (10 ms to build: once per process, not per task)."""
-    return ENVIRONMENT.tool_schemas()
-
-
 def build_task(
     index: int,
     fn: Family,
@@ -45,40 +37,11 @@ def build_task(
     rng: random.Random | None = None,
     names: list[tuple[str, str]] | None = None,
 ) -> dict[str, Any]:
-    """One self-checked task; without `rng`/`names` the story draws them from its index."""
+    """One self-checked task (a refused request is really refused by the tools, with the
+    expected code); without `rng`/`names` the story draws them from its index."""
     story = Story(index, rng, names)
     draft = fn(story, k)
-    task: dict[str, Any] = {
-        "task_id": f"workplace-{index:03d}",
-        "env": "workplace",
-        "difficulty": len(draft.gold),
-        "family": draft.family,
-        "responses_create_params": {
-            "input": [
-                {"role": "system", "content": ENVIRONMENT.policy},
-                {"role": "user", "content": draft.prompt},
-            ],
-            "tools": _tools(),
-        },
-        "seed": story.seed(),
-        "ground_truth": draft.gold,
-    }
-    if draft.expected:
-        task["expected_outputs"] = draft.expected
-    # Checked as it will be read back (JSON keeps the seed's parent-first table order).
-    task = json.loads(json.dumps(task))
-    results = check_task(ENVIRONMENT, task, draft)
-    _check_slots(task, results)
-    return task
-
-
-def build_tasks() -> list[dict[str, Any]]:
-    """The shipped evaluation set: every PLAN variant once, story i seeded by its index."""
-    tasks: list[dict[str, Any]] = []
-    for fn, variants in PLAN:
-        for k in range(variants):
-            tasks.append(build_task(len(tasks) + 1, fn, k))
-    return tasks
+    return build_row(ENVIRONMENT, index, draft, story.seed(), after=_check_slots)
 
 
 def _check_slots(task: dict[str, Any], results: list[Any]) -> None:
@@ -91,12 +54,9 @@ def _check_slots(task: dict[str, Any], results: list[Any]) -> None:
             assert result["start"] == slot, (task["task_id"], result["start"], slot)
 
 
-def task_lines() -> list[str]:
-    """The file's lines: insertion-ordered JSON (the seed's table order matters)."""
-    return [json.dumps(task, ensure_ascii=False) for task in build_tasks()]
-
-
-# The shared driver (stategym tasks generate) draws from these; see docs/generating_tasks.md.
+# The shared driver (stategym tasks generate) draws from these; the shipped set is every PLAN
+# variant once, story i drawn from the whole name pool (docs/generating_tasks.md).
 TASKGEN = TaskGenerator(
-    env=ENVIRONMENT, plan=PLAN, names=NAMES, build=build_task, shipped=task_lines
+    env=ENVIRONMENT, plan=PLAN, names=NAMES, build=build_task, shipped_names=NAMES
 )
+task_lines = TASKGEN.shipped

@@ -11,9 +11,8 @@ from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
 
-from app.environment import Environment, ToolError
-from app.replay import dump, open_task_db, replay
-from app.taskgen.kit import call as shared_call
+from app.sdk.taskgen import Draft as Draft  # re-exported: what the families return
+from app.sdk.taskgen import call as shared_call
 from envs.workplace import ENVIRONMENT
 from envs.workplace.data import AS_OF
 from envs.workplace.models import INTERNAL_DOMAIN
@@ -166,42 +165,6 @@ class Story:
 
 # The shared gold-call builder, bound to this environment.
 C = call = partial(shared_call, ENVIRONMENT)
-
-
-@dataclass
-class Draft:
-    family: str
-    prompt: str
-    gold: list[dict[str, Any]]
-    writes: bool
-    expected: list[str] | None = None
-    # Refusals: the write the user asked for and the error code the rules answer it with.
-    forbidden: tuple[dict[str, Any], str] | None = None
-
-
-def check_task(env: Environment, task: dict[str, Any], draft: Draft) -> list[Any]:
-    """Replay the gold calls on base + seed; the state must change iff the task is a write task,
-    and a refused request must really be refused by the tools (with the expected error code)."""
-    writes = draft.writes
-    db, now = open_task_db(env, task["seed"])
-    try:
-        before = dump(db, env)
-        results = replay(db, env, task["ground_truth"], now)
-        changed = dump(db, env) != before
-        if draft.forbidden is not None:
-            forbidden, code = draft.forbidden
-            try:
-                replay(db, env, [forbidden], now)
-            except ToolError as err:
-                assert err.code == code, (task["task_id"], err.code, err.message)
-            else:
-                raise AssertionError(f"{task['task_id']}: {forbidden['name']} was not refused")
-    finally:
-        db.close()
-    if changed != writes:
-        what = "changed nothing" if writes else "changed the state"
-        raise AssertionError(f"{task['task_id']} ({task['family']}): gold {what}")
-    return results
 
 
 def at(day_offset: int, hour: int, minute: int = 0) -> datetime:

@@ -57,7 +57,7 @@ def _isolate_from_this_folder() -> None:
 def _stategym_root_fallback() -> None:
     """When StateGym is not installed in this venv, use the checkout this folder lives in."""
     try:
-        import app.api  # noqa: F401
+        import app.server.api  # noqa: F401
     except ModuleNotFoundError as exc:
         if exc.name != "app":
             raise  # StateGym is there but a dependency is missing: show that
@@ -156,7 +156,7 @@ def main() -> None:
 
     import logging
 
-    from app.cli import serve
+    from app.cli.main import serve
 
     # Work from the data dir, not this folder: Alembic's `prepend_sys_path = .` would otherwise
     # put this folder (and this `app.py`) back first on the path of every spawned worker.

@@ -1,0 +1,131 @@
+"""`stategym tasks generate`: N validated tasks for an environment, a seed and a split.
+
+    stategym tasks generate --env retail --count 10000 --seed 1 --split train out.jsonl
+    stategym tasks generate --env retail --shipped fixtures/retail/tasks.jsonl
+
+Byte-identical output for the same arguments (whatever --jobs); a progress bar and the summary
+(by family, difficulty, tool, kind, answer kind, dropped) go to stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from app.taskgen.driver import Request, Summary, generate
+from app.taskgen.registry import load_generator
+from app.taskgen.splits import SPLITS
+
+SplitOption = Annotated[str, typer.Option("--split", help="train or test (disjoint pools).")]
+
+
+def generate_command(
+    out: Annotated[Path, typer.Argument(dir_okay=False, help="The JSONL file to write.")],
+    env: Annotated[str, typer.Option("--env", help="Environment name.")],
+    count: Annotated[int, typer.Option("--count", min=1, help="Tasks to write.")] = 100,
+    seed: Annotated[int, typer.Option("--seed", help="Same seed, same bytes.")] = 0,
+    split: SplitOption = "train",
+    difficulty: Annotated[
+        list[int] | None,
+        typer.Option("--difficulty", min=1, max=5, help="Keep only these (repeatable)."),
+    ] = None,
+    families: Annotated[
+        list[str] | None, typer.Option("--families", help="Only these families (repeatable).")
+    ] = None,
+    jobs: Annotated[int, typer.Option("--jobs", min=1, help="Worker processes.")] = 1,
+    shipped: Annotated[
+        bool, typer.Option("--shipped", help="Write the shipped evaluation set instead.")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+) -> None:
+    """Generate tasks; every task is validated (gold 1, no-op 0, deterministic, unique) first."""
+    try:
+        gen = load_generator(env)
+    except KeyError as exc:
+        raise typer.BadParameter(str(exc)) from None
+    err = Console(stderr=True)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if shipped:
+        lines = gen.shipped()
+        out.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+        err.print(f"wrote the shipped {env} set: {len(lines)} tasks to {out}")
+        return
+    if split not in SPLITS:
+        raise typer.BadParameter(f"--split must be one of {', '.join(SPLITS)}")
+    request = Request(
+        env,
+        count,
+        seed,
+        split,
+        frozenset(difficulty or ()),
+        tuple(families or ()),
+    )
+    started = time.perf_counter()
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+    )
+    summary = Summary()
+    with Progress(*columns, console=err, transient=True) as progress:
+        bar = progress.add_task(f"{env} {split} seed {seed}", total=count)
+        try:
+            with out.open("w", encoding="utf-8", newline="\n") as fh:
+                for item in generate(request, jobs, lambda n: progress.advance(bar, n)):
+                    if isinstance(item, Summary):
+                        summary = item
+                    else:
+                        fh.write(json.dumps(item, ensure_ascii=False) + "\n")
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc)) from None
+    seconds = time.perf_counter() - started
+    if as_json:
+        typer.echo(json.dumps(summary_dict(summary, seconds), indent=1))
+    else:
+        print_summary(err, env, out, summary, seconds)
+    if summary.written < count:
+        err.print(f"[red]only {summary.written} of {count} tasks after {summary.attempts} attempts")
+        raise typer.Exit(1)
+
+
+def summary_dict(summary: Summary, seconds: float) -> dict[str, object]:
+    return {
+        "written": summary.written,
+        "attempts": summary.attempts,
+        "filtered": summary.filtered,
+        "dropped": dict(sorted(summary.dropped.items())),
+        "seconds": round(seconds, 2),
+        "tasks_per_second": round(summary.written / seconds, 1) if seconds else None,
+        "family": dict(sorted(summary.family.items())),
+        "difficulty": {str(k): v for k, v in sorted(summary.difficulty.items())},
+        "kind": dict(sorted(summary.kind.items())),
+        "answer_kind": dict(sorted(summary.answer_kind.items())),
+        "tool": dict(sorted(summary.tool.items())),
+    }
+
+
+def print_summary(console: Console, env: str, out: Path, s: Summary, seconds: float) -> None:
+    rate = s.written / seconds if seconds else 0.0
+    console.print(
+        f"wrote {s.written} {env} tasks to {out} in {seconds:.1f} s ({rate:.1f}/s); "
+        f"{s.attempts} attempts, {sum(s.dropped.values())} dropped, {s.filtered} filtered out"
+    )
+    for title, counter in (
+        ("difficulty", Counter({str(k): v for k, v in s.difficulty.items()})),
+        ("kind", s.kind),
+        ("answer kind", s.answer_kind),
+        ("dropped", s.dropped),
+        ("family", s.family),
+        ("tool calls", s.tool),
+    ):
+        if counter:
+            parts = ", ".join(f"{k} {v}" for k, v in sorted(counter.items()))
+            console.print(f"  [bold]{title}[/]: {parts}", soft_wrap=False)

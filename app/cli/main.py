@@ -1,0 +1,156 @@
+"""The `stategym` command: serve, prepare templates, check tasks (more commands join here)."""
+
+from __future__ import annotations
+
+import functools
+import logging
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from app.cli.browse import browse
+from app.cli.common import environment_or_exit, settings_or_exit
+from app.cli.export import export_cli
+from app.cli.generate import generate_command
+from app.cli.mcp import mcp
+from app.cli.migrate import migrate_cli
+from app.cli.report import report
+from app.cli.reverify import reverify
+from app.cli.sessions import sessions_app
+from app.cli.tasks import tasks_cli
+from app.registry import DEFAULT_ENVIRONMENT, environment_names, load_environment
+from app.settings import Settings
+
+cli = typer.Typer(
+    pretty_exceptions_enable=False,
+    help="StateGym: persistent-state environments for LLM agents.",
+    no_args_is_help=True,
+)
+cli.add_typer(export_cli, name="export")
+tasks_cli.command("generate")(generate_command)
+cli.add_typer(tasks_cli, name="tasks")
+cli.add_typer(migrate_cli, name="migrate")
+
+
+def _browse_needs_files() -> None:
+    """Datasette serves SQLite files: on a backend without them, say so instead of finding none."""
+    from app.storage.factory import capabilities_of
+
+    if not capabilities_of(settings_or_exit()).file_copy:
+        typer.echo(
+            "stategym browse serves SQLite session files in Datasette; with "
+            "STATEGYM_DATABASE_URL on PostgreSQL, use `stategym sessions list/show/diff` or psql "
+            "(docs/postgres.md).",
+            err=True,
+        )
+        raise typer.Exit(2)
+
+
+@functools.wraps(browse)
+def _browse(*args: Any, **kwargs: Any) -> None:
+    _browse_needs_files()
+    browse(*args, **kwargs)
+
+
+cli.add_typer(sessions_app, name="sessions")
+cli.command(name="browse")(_browse)
+cli.command()(report)
+cli.command()(reverify)
+cli.command(name="mcp")(mcp)
+
+DataDirOption = Annotated[
+    Path | None,
+    typer.Option("--data-dir", help="Data folder (default: $STATEGYM_DATA_DIR or ./var)."),
+]
+EnvOption = Annotated[str | None, typer.Option("--env", help="Environment name.")]
+
+
+def make_settings(**overrides: object) -> Settings:
+    """Settings from the environment, with the CLI's explicit flags on top."""
+    return settings_or_exit(**{k: v for k, v in overrides.items() if v is not None})
+
+
+@cli.command()
+def serve(
+    env: EnvOption = None,
+    host: Annotated[str | None, typer.Option(help="Bind address.")] = None,
+    port: Annotated[int | None, typer.Option(help="Port (0 picks a free one).")] = None,
+    data_dir: DataDirOption = None,
+    workers: Annotated[int | None, typer.Option(help="uvicorn worker processes.")] = None,
+    database_url: Annotated[
+        str | None,
+        typer.Option(help="postgresql+psycopg://... to keep sessions in PostgreSQL."),
+    ] = None,
+) -> None:
+    """Serve one environment as a NeMo Gym Resources Server."""
+    import os
+
+    import uvicorn
+
+    settings = make_settings(
+        env=env,
+        host=host,
+        port=port,
+        data_dir=data_dir,
+        workers=workers,
+        database_url=database_url,
+    )
+    environment = environment_or_exit(settings.env)  # fail fast on a bad name, before forking
+    _prepare_shared_files(settings, environment)
+    # Workers rebuild Settings from the environment, so pass the resolved values down.
+    os.environ.update(STATEGYM_ENV=settings.env, STATEGYM_DATA_DIR=str(settings.data_dir.resolve()))
+    if settings.database_url:
+        os.environ["STATEGYM_DATABASE_URL"] = settings.database_url
+    uvicorn.run(
+        "app.server.asgi:app_from_env",
+        factory=True,
+        host=settings.host,
+        port=settings.port,
+        workers=settings.workers,
+        log_level=settings.log_level,
+        # Longer than clients' idle keep-alive (aiohttp: 15 s), so the server never closes a
+        # connection a client is just reusing: that race fails a request it never saw.
+        timeout_keep_alive=75,
+    )
+
+
+def _prepare_shared_files(settings: Settings, environment) -> None:  # noqa: ANN001
+    """Build what every worker shares (control DB, template) once, so workers never race."""
+    from app.storage.factory import prepare_shared
+
+    try:
+        prepare_shared(settings, environment)
+    except ValueError as exc:  # an environment the backend cannot serve (Unsupported)
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+
+
+@cli.command()
+def prepare(env: EnvOption = None, data_dir: DataDirOption = None) -> None:
+    """Build the environment's template database (schema + base data) ahead of serving."""
+    import time
+
+    from app.storage.sqlite.store import Store
+
+    settings = make_settings(env=env, data_dir=data_dir)
+    store = Store(settings.data_dir, environment_or_exit(settings.env))
+    started = time.perf_counter()
+    image = store.template_image()
+    typer.echo(
+        f"{settings.env}: template {store.template_path} ready "
+        f"({len(image) / 1024:.0f} KiB, {time.perf_counter() - started:.2f}s)"
+    )
+
+
+@cli.command("envs")
+def list_envs() -> None:
+    """List the environments this installation can serve."""
+    for name in environment_names():
+        marker = " (default)" if name == DEFAULT_ENVIRONMENT else ""
+        typer.echo(f"{name}{marker}: {load_environment(name).description}")
+
+
+def main() -> None:
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    cli()

@@ -1,0 +1,226 @@
+"""`stategym migrate ...`: Alembic for the control database, templates and retained sessions."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import Progress
+
+from app.cli.common import settings_or_exit
+from app.settings import Settings
+from app.storage.factory import retained_schema_upgrader
+from app.storage.migrations import (
+    CONTROL,
+    branch_revisions,
+    downgrade_file,
+    head_revision,
+    revision_of,
+    schema_differences,
+    targets,
+    upgrade_file,
+)
+
+migrate_cli = typer.Typer(help="Schema migrations (Alembic, one branch per environment).")
+console = Console()
+
+TargetOption = Annotated[
+    str | None, typer.Option("--env", help="Environment name, or 'control'. Default: all.")
+]
+DataDirOption = Annotated[Path | None, typer.Option("--data-dir", help="Data folder.")]
+JsonOption = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
+
+
+def _settings(data_dir: Path | None) -> Settings:
+    return settings_or_exit(**({"data_dir": data_dir} if data_dir else {}))
+
+
+def _chosen(target: str | None) -> list[str]:
+    if target is None:
+        return targets()
+    if target not in targets():
+        raise typer.BadParameter(f"unknown target {target!r}; choose from {targets()}")
+    return [target]
+
+
+def database_files(data_dir: Path, target: str, *, sessions: bool = False) -> list[Path]:
+    """The files of one target: control DB, or an env's templates/snapshots (or sessions)."""
+    if target == CONTROL:
+        path = data_dir / "control.sqlite"
+        return [path] if path.exists() and not sessions else []
+    kinds = ("sessions",) if sessions else ("templates", "snapshots", "gold")
+    return sorted(p for kind in kinds for p in (data_dir / kind / target).glob("*.sqlite"))
+
+
+def _revision(path: Path) -> str | None:
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        return revision_of(conn)
+    finally:
+        conn.close()
+
+
+@migrate_cli.command()
+def upgrade(env: TargetOption = None, data_dir: DataDirOption = None) -> None:
+    """Upgrade the control database and retained templates/snapshots to their branch heads."""
+    settings = _settings(data_dir)
+    for target in _chosen(env):
+        for path in database_files(settings.data_dir, target):
+            upgrade_file(path, target)
+            console.print(f"{target}: {path} at {_revision(path)}")
+
+
+@migrate_cli.command()
+def downgrade(
+    revision: Annotated[str, typer.Argument(help="Target revision, e.g. retail@-1 or an id.")],
+    env: Annotated[str, typer.Option("--env", help="Environment name, or 'control'.")],
+    data_dir: DataDirOption = None,
+) -> None:
+    """Downgrade one target's control/template files to REVISION."""
+    settings = _settings(data_dir)
+    for path in database_files(settings.data_dir, _chosen(env)[0]):
+        downgrade_file(path, env, revision)
+        console.print(f"{env}: {path} at {_revision(path)}")
+
+
+@migrate_cli.command()
+def current(env: TargetOption = None, data_dir: DataDirOption = None, as_json: JsonOption = False):
+    """Show each database's revision beside its branch head."""
+    settings = _settings(data_dir)
+    rows = [
+        {"target": t, "file": str(p), "revision": _revision(p), "head": head_revision(t)}
+        for t in _chosen(env)
+        for p in database_files(settings.data_dir, t)
+    ]
+    if as_json:
+        typer.echo(json.dumps(rows, indent=1))
+        return
+    for row in rows:
+        mark = "current" if row["revision"] == row["head"] else "BEHIND"
+        console.print(
+            f"{row['target']:10} {row['revision']} (head {row['head']}) {mark} {row['file']}"
+        )
+
+
+@migrate_cli.command()
+def history(env: TargetOption = None, as_json: JsonOption = False) -> None:
+    """List each branch's revisions, newest first."""
+    data = {t: list(branch_revisions(t)) for t in _chosen(env)}
+    if as_json:
+        typer.echo(json.dumps(data, indent=1))
+        return
+    for target, revisions in data.items():
+        console.print(f"[bold]{target}[/]: " + (" <- ".join(revisions) or "(no migrations)"))
+
+
+@migrate_cli.command()
+def check(env: TargetOption = None) -> None:
+    """Fail when models and migrations disagree (Alembic autogenerate finds a difference)."""
+    failed = False
+    for target in _chosen(env):
+        if head_revision(target) is None:
+            console.print(f"[red]{target}: no migrations[/] (python scripts/new_migration.py)")
+            failed = True
+            continue
+        diffs = schema_differences(target)
+        if diffs:
+            failed = True
+            console.print(f"[red]{target}: models and migrations differ:[/]")
+            for diff in diffs:
+                console.print(f"  {diff}")
+        else:
+            console.print(f"{target}: models match migrations at {head_revision(target)}")
+    if failed:
+        raise typer.Exit(1)
+
+
+@dataclass
+class Outcome:
+    file: str
+    status: str  # upgraded | current | would_upgrade | failed
+    detail: str = ""
+
+
+def upgrade_sessions(data_dir: Path, target: str, dry_run: bool) -> list[Outcome]:
+    """Upgrade every retained session file of one environment, each in its own transaction."""
+    head = head_revision(target)
+    known = set(branch_revisions(target))
+    outcomes: list[Outcome] = []
+    files = database_files(data_dir, target, sessions=True)
+    with Progress(console=console, transient=True) as progress:
+        task = progress.add_task(f"{target} sessions", total=len(files))
+        for path in files:
+            progress.advance(task)
+            try:
+                revision = _revision(path)
+            except sqlite3.DatabaseError as exc:
+                outcomes.append(Outcome(path.name, "failed", f"not a database: {exc}"))
+                continue
+            if revision == head:
+                outcomes.append(Outcome(path.name, "current"))
+            elif revision not in known:
+                outcomes.append(Outcome(path.name, "failed", f"unknown revision {revision!r}"))
+            elif dry_run:
+                outcomes.append(Outcome(path.name, "would_upgrade", f"{revision} -> {head}"))
+            else:
+                try:
+                    upgrade_file(path, target)
+                    outcomes.append(Outcome(path.name, "upgraded", f"{revision} -> {head}"))
+                except Exception as exc:  # noqa: BLE001 - reported per file, others go on
+                    outcomes.append(Outcome(path.name, "failed", str(exc).splitlines()[0]))
+    return outcomes
+
+
+@migrate_cli.command()
+def sessions(
+    env: TargetOption = None,
+    data_dir: DataDirOption = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Report only.")] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Upgrade retained session databases in bulk; a failure leaves that file as it was."""
+    settings = _settings(data_dir)
+    schemas = retained_schema_upgrader(settings)
+    if schemas is not None:
+
+        def upgrade(target: str) -> list[Outcome]:
+            # Same summary shape: a schema stands where a file would.
+            return [Outcome(*o) for o in schemas(target, dry_run)]
+    else:
+
+        def upgrade(target: str) -> list[Outcome]:
+            return upgrade_sessions(settings.data_dir, target, dry_run)
+
+    report: dict[str, list[Outcome]] = {t: upgrade(t) for t in _chosen(env) if t != CONTROL}
+    counts = {
+        t: {
+            s: sum(o.status == s for o in outs)
+            for s in ("upgraded", "current", "would_upgrade", "failed")
+        }
+        for t, outs in report.items()
+    }
+    if as_json:
+        typer.echo(
+            json.dumps(
+                {
+                    "counts": counts,
+                    "files": {t: [o.__dict__ for o in outs] for t, outs in report.items()},
+                }
+            )
+        )
+    else:
+        for target, c in counts.items():
+            console.print(
+                f"{target}: {c['upgraded']} upgraded, {c['current']} already current, "
+                f"{c['would_upgrade']} would upgrade, {c['failed']} failed"
+            )
+            for o in report[target]:
+                if o.status == "failed":
+                    console.print(f"  [red]failed[/] {o.file}: {o.detail}")
+    if any(c["failed"] for c in counts.values()):
+        raise typer.Exit(1)

@@ -1,0 +1,221 @@
+"""`stategym tasks check FILE`: are a task file's rewards trustworthy before any training run?
+
+For every task, in memory (no server): replay the gold solution twice (the same state both times,
+every call succeeding), verify the gold end state with the gold answer (reward must be 1), and
+verify a no-op with an empty answer (reward must be below 1).
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.progress import Progress
+from rich.table import Table
+
+from app.errors import StateGymError
+from app.registry import load_environment
+from app.runtime.tasks import TaskSpec, task_from_data
+from app.sdk.environment import Environment
+from app.storage.seeding import SeedError
+from app.storage.sqlite import db as sqlite_db
+from app.storage.sqlite.store import Store
+from app.verify.gold import GoldCache, replay
+from app.verify.session_verify import verify_state
+
+tasks_cli = typer.Typer(help="Check task files.", no_args_is_help=True)
+# Progress bars only pay off on long files.
+PROGRESS_FROM = 20
+
+
+@dataclass
+class TaskReport:
+    task_id: str
+    problems: list[str] = field(default_factory=list)
+    gold_reward: float | None = None
+    noop_reward: float | None = None
+
+
+def _gold_answer(task: TaskSpec) -> dict[str, Any]:
+    text = "Done. " + " ".join(task.expected_outputs)
+    return {
+        "output": [
+            {
+                "type": "message",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": text}],
+            }
+        ]
+    }
+
+
+@contextmanager
+def _clone(image: bytes) -> Iterator[Any]:
+    conn = sqlite_db.memory_from_image(image)
+    engine = sqlite_db.bind_engine(conn)
+    try:
+        yield engine
+    finally:
+        engine.dispose()
+        conn.close()
+
+
+def check_task(env: Environment, store: Store, gold: GoldCache, task: TaskSpec) -> TaskReport:
+    report = TaskReport(task.task_id or "?")
+    snapshot = store.snapshot(task)
+    if not task.checks_only:
+        reference = gold.get(task)  # the first replay, as verify caches it
+        for f in reference.failed_calls:
+            error = _error_text(f["error"])
+            report.problems.append(f"gold call {f['index']} ({f['name']}) failed: {error}")
+        conn, engine, _ = replay(env, snapshot, task, session_id="check")  # the second replay
+        try:
+            result = verify_state(
+                env=env,
+                gold=gold,
+                engine=engine,
+                task=task,
+                response=_gold_answer(task),
+                diff_limit=3,
+            )
+        finally:
+            engine.dispose()
+            conn.close()
+        report.gold_reward = result["reward"]
+        # The same calls on the same snapshot reached another state: the gold is not deterministic.
+        differing = sorted(result["verification"]["state_diff"])
+        if differing:
+            report.problems.append(
+                f"gold is not deterministic: two replays differ in tables {differing}"
+            )
+        if result["reward"] != 1.0:
+            reason = result.get("failure_reason") or ""
+            report.problems.append(f"gold reaches reward {result['reward']:g} ({reason})")
+    with _clone(snapshot.image) as engine:
+        noop = verify_state(
+            env=env, gold=gold, engine=engine, task=task, response={"output": []}, diff_limit=0
+        )
+    report.noop_reward = noop["reward"]
+    if noop["reward"] >= 1.0:
+        report.problems.append("a no-op (no calls, empty answer) already earns reward 1")
+    return report
+
+
+def _error_text(error: Any) -> str:
+    return error.get("message", str(error)) if isinstance(error, dict) else str(error)
+
+
+def check_rows(
+    env: Environment,
+    rows: list[dict[str, Any]],
+    data_dir: Path,
+    advance: Callable[[], None] = lambda: None,
+) -> list[TaskReport]:
+    store = Store(data_dir, env)
+    gold = GoldCache(store, capacity=max(len(rows), 1))
+    reports = []
+    for i, row in enumerate(rows):
+        label = (
+            str(row.get("task_id", f"line {i + 1}")) if isinstance(row, dict) else f"line {i + 1}"
+        )
+        try:
+            reports.append(check_task(env, store, gold, task_from_data(row)))
+        except (StateGymError, SeedError) as exc:  # a task that does not fit the environment
+            message = exc.message if isinstance(exc, StateGymError) else str(exc)
+            reports.append(TaskReport(label, [f"invalid task: {message}"]))
+        advance()
+    return reports
+
+
+def read_rows(path: Path) -> list[dict[str, Any]]:
+    rows = []
+    for n, line in enumerate(path.read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise typer.BadParameter(f"{path}:{n} is not valid JSON: {exc}") from None
+        if not isinstance(row, dict):
+            raise typer.BadParameter(f"{path}:{n} is not a JSON object")
+        rows.append(row)
+    return rows
+
+
+def _env_name(path: Path, rows: list[dict[str, Any]], explicit: str | None) -> str:
+    if explicit:
+        return explicit
+    names = {r["env"] for r in rows if isinstance(r.get("env"), str)}
+    if len(names) == 1:
+        return names.pop()
+    if not names and path.parent.name:
+        return path.parent.name  # fixtures/<env>/tasks.jsonl
+    raise typer.BadParameter(
+        f"cannot tell the environment of {path} (rows name {sorted(names)}); pass --env"
+    )
+
+
+def _summary(console: Console, path: Path, env: str, reports: list[TaskReport]) -> None:
+    bad = [r for r in reports if r.problems]
+    table = Table(title=f"{path} · {env}: {len(reports)} tasks, {len(bad)} with problems")
+    for col in ("task", "gold", "no-op", "problems"):
+        table.add_column(col)
+    if not bad:
+        console.print(f"{path} · {env}: all {len(reports)} tasks OK")
+        return
+    for r in bad:
+        table.add_row(r.task_id, _fmt(r.gold_reward), _fmt(r.noop_reward), "\n".join(r.problems))
+    console.print(table)
+
+
+def _fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:g}"
+
+
+@tasks_cli.command("check")
+def check(
+    file: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="A tasks.jsonl file.")],
+    env: Annotated[
+        str | None, typer.Option("--env", help="Environment (default: rows' env).")
+    ] = None,
+    data_dir: Annotated[
+        Path | None, typer.Option("--data-dir", help="Templates/snapshots here (default: temp).")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print a JSON report.")] = False,
+) -> None:
+    """Replay every task's gold solution and a no-op; exit 1 if any task is untrustworthy."""
+    rows = read_rows(file)
+    name = _env_name(file, rows, env)
+    try:
+        environment = load_environment(name)
+    except KeyError as exc:
+        raise typer.BadParameter(str(exc)) from None
+    console = Console(stderr=as_json)
+    with tempfile.TemporaryDirectory(prefix="stategym-check-") as tmp:
+        with Progress(
+            console=Console(stderr=True), transient=True, disable=len(rows) < PROGRESS_FROM
+        ) as progress:
+            bar = progress.add_task(f"checking {file.name}", total=len(rows))
+            reports = check_rows(
+                environment, rows, data_dir or Path(tmp), lambda: progress.advance(bar)
+            )
+    bad = [r for r in reports if r.problems]
+    if as_json:
+        payload = {
+            "file": str(file),
+            "env": name,
+            "tasks": len(reports),
+            "ok": not bad,
+            "problems": [asdict(r) for r in bad],
+        }
+        typer.echo(json.dumps(payload, indent=1))
+    else:
+        _summary(console, file, name, reports)
+    raise typer.Exit(1 if bad else 0)

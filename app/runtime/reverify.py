@@ -1,0 +1,92 @@
+"""Reverify by replay: score a finished rollout without its session.
+
+Tools are deterministic under the session's frozen clock, so the state a rollout left is the
+state its function calls produce on a fresh copy of the task's snapshot. `replay_verify` runs the
+calls of `response.output` (plain tool names, arguments as sent) through the same runner, with
+the step log on, on an in-memory clone of the snapshot, then verifies that clone exactly as a
+live session is verified. A call whose replayed output differs from the `function_call_output`
+in the response is flagged by the trajectory check (`verification.trajectory.output_differs`):
+the environment is not deterministic, or the response was edited.
+
+Used by `/verify` for a session that is closed or gone (retention deleted it), by a cookieless
+`/verify` (NeMo Gym's stateless `gym eval reverify`), and by `stategym reverify ROLLOUTS.jsonl`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from app.runtime.runner import run_tool
+from app.runtime.steps import StepRecorder
+from app.runtime.tasks import TaskSpec
+from app.sdk.environment import Environment, ToolContext
+from app.storage.sqlite import db as sqlite_db
+from app.verify.gold import GoldCache
+from app.verify.session_verify import verify_state
+from app.verify.step_rewards import function_calls
+from app.verify.tool_calls import with_plain_tool_names
+
+# A response holding more calls than this is refused rather than replayed (a verify is cheap to
+# ask for; a replay of a million calls is not).
+MAX_REPLAYED_CALLS = 2_000
+REPLAY_SESSION_ID = "replay"
+
+
+def replayed_calls(env: Environment, response: Any) -> list[tuple[str, Any]]:
+    """(tool, arguments) of each call the server would have executed, in order: calls whose
+    arguments are not JSON never reached it, nor did calls of tools it does not have (404)."""
+    plain = with_plain_tool_names(response, {t.name for t in env.tools})
+    calls = []
+    for call in function_calls(plain):
+        if call.args is None or env.tool_named(call.name) is None:
+            continue
+        calls.append((call.name, json.loads(call.args)))
+    return calls
+
+
+def replay_verify(
+    *,
+    env: Environment,
+    snapshot: Any,
+    gold: GoldCache,
+    task: TaskSpec,
+    response: Any,
+    diff_limit: int,
+    time_limit_ms: int | None = None,
+    session_id: str = REPLAY_SESSION_ID,
+) -> dict[str, Any]:
+    """Verify's answer for `response` replayed on a fresh clone of `snapshot` (the task's)."""
+    calls = replayed_calls(env, response)
+    if len(calls) > MAX_REPLAYED_CALLS:
+        return {
+            "reward": 0.0,
+            "mask_sample": True,
+            "failure_kind": "replay_refused",
+            "failure_reason": f"{len(calls)} calls to replay; the limit is {MAX_REPLAYED_CALLS}",
+        }
+    conn = sqlite_db.memory_from_image(snapshot.image)
+    bind = sqlite_db.bind_connection(conn)
+    try:
+        ctx = ToolContext(now=snapshot.now, session_id=session_id, task_id=None)
+        for name, args in calls:
+            tool = env.tool_named(name)
+            assert tool is not None
+            step = StepRecorder(name, args)
+            result = run_tool(bind, tool, args, ctx, time_limit_ms, step.on_success)
+            if "error" in result:
+                step.record_failure(conn, result)
+        result = verify_state(
+            env=env,
+            gold=gold,
+            engine=bind,  # type: ignore[arg-type]  # a Session binds either
+            task=task,
+            response=response,
+            diff_limit=diff_limit,
+        )
+    finally:
+        bind.close()
+        conn.close()
+    result["verified_by"] = "replay"
+    result["replayed_calls"] = len(calls)
+    return result

@@ -1,0 +1,492 @@
+"""Sessions: one rollout's database plus its control record; seed, tool calls, verify, close.
+
+This is the protocol flow only; where state lives is the storage backend's (app/storage/base.py),
+built once from settings. Each request does its database work in exactly one hop to a worker
+thread, so a tool call costs one transaction and one hop; on a backend with `inline_calls`, a
+tool whose calls have proven fast runs on the event loop instead, with no hop
+(app/runtime/inline.py). Calls on one session are serialised by a per-session asyncio lock (and,
+across worker processes or replicas, by the backend's lock); calls on different sessions run
+concurrently.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+import time
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+from sqlalchemy import Connection
+
+from app.errors import (
+    InvalidTask,
+    NotOwner,
+    ReleaseFailed,
+    SeedConflict,
+    SessionClosed,
+    SessionNotFound,
+    SessionUnavailable,
+)
+from app.runtime.inline import InlinePolicy
+from app.runtime.lru import LRU
+from app.runtime.reverify import replay_verify
+from app.runtime.runner import run_tool
+from app.runtime.steps import StepRecorder
+from app.runtime.tasks import SeedRequest, TaskSpec, task_from_data
+from app.sdk.environment import Environment, Tool
+from app.settings import Settings
+from app.storage.base import SessionBackend, SessionHandle
+from app.storage.control import (
+    CLAIM_CLOSED,
+    CLAIM_OPEN,
+    CLAIM_SEEDING,
+    ResourcesClaim,
+    SessionRecord,
+    deletes_on_close,
+)
+from app.storage.factory import make_backend
+from app.storage.seeding import SeedError
+from app.verify.checks import compile_checks
+from app.verify.gold import GoldCache
+from app.verify.judge import Judge, JudgeSettings, apply_judge
+from app.verify.request_task import scored_task
+from app.verify.session_verify import verify_state
+
+log = logging.getLogger("stategym.sessions")
+T = TypeVar("T")
+# A call on the event loop (a proven-fast tool, app/runtime/inline.py) is stopped after this long
+# and run again in a thread: an argument that makes a fast tool slow holds the loop at most this
+# long.
+INLINE_TIME_LIMIT_MS = 20
+
+
+class SessionManager:
+    def __init__(self, settings: Settings, env: Environment, backend: SessionBackend | None = None):
+        self.settings = settings
+        self.env = env
+        self.backend = backend if backend is not None else make_backend(settings, env)
+        self.control = self.backend.control
+        # Gold states replay on the SQLite snapshot images, whichever backend holds sessions.
+        self.gold = GoldCache(self.backend.snapshots, settings.gold_cache_size)
+        self.executor = ThreadPoolExecutor(settings.tool_threads, thread_name_prefix="stategym")
+        # Tool calls run on threads of their own: a call that runs to its time limit (agent SQL
+        # can) never holds up seeds, verifies and closes, which keep `executor` to themselves.
+        self.tool_executor = _tool_executor(settings)
+        # Fast tools run on the event loop (app/runtime/inline.py); off for environments that opt
+        # out and on backends where every statement is a round trip.
+        self.inline: InlinePolicy | None = (
+            InlinePolicy(settings.inline_tool_budget_ms)
+            if env.inline_tool_calls and self.backend.capabilities.inline_calls
+            else None
+        )
+        self._open: LRU[str, SessionHandle] = LRU(settings.max_open_sessions, self._on_evict)
+        # LLM-as-judge for tasks with a rubric (STATEGYM_JUDGE_*); unconfigured, a rubric task
+        # is masked rather than scored on its state alone.
+        self.judge: Judge | None = Judge(JudgeSettings())
+
+    async def _run(self, fn: Callable[..., T], *args: Any) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self.executor, fn, *args)
+
+    async def _run_tool(self, fn: Callable[..., T], *args: Any) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self.tool_executor, fn, *args)
+
+    # --- lifecycle ---------------------------------------------------------------------------
+    async def seed(self, request: SeedRequest) -> Seeded:
+        """A new session; for a typed seed, the existing one when its id was seeded before by
+        the same episode (NeMo Gym retries seeds). A legacy seed is always a new rollout."""
+        if request.resources_session_id is None:
+            session_id, created_at = secrets.token_hex(16), _utcnow()
+            await self._run(self._create, session_id, request, created_at)
+            return Seeded(session_id, _issued(created_at), created=True)
+        return await self._seed_typed(request, request.resources_session_id)
+
+    async def _seed_typed(self, request: SeedRequest, rsid: str) -> Seeded:
+        deadline = time.monotonic() + SEED_WAIT_SECONDS
+        while True:
+            held = await self._run(self.control.claim, self.env.name, rsid)
+            if held is None:
+                session_id, created_at = secrets.token_hex(16), _utcnow()
+                held = await self._run(self._create, session_id, request, created_at)
+                if held is None:
+                    return Seeded(session_id, _issued(created_at), created=True)
+            seeded = await self._existing(held, request)
+            if seeded is not None:
+                return seeded
+            # Another request is seeding this id right now: wait for it, then answer as it did.
+            if _age_seconds(held.updated_at) > STALE_CLAIM_SECONDS:  # its seeder died
+                await self._run(self.control.release_claim, held.env, rsid, held.session_id)
+            elif time.monotonic() > deadline:
+                raise SessionUnavailable(
+                    f"resources_session_id {rsid!r} is still being seeded by another request",
+                    hint="Retry the seed in a few seconds.",
+                )
+            await asyncio.sleep(SEED_POLL_SECONDS)
+
+    async def _existing(self, held: ResourcesClaim, request: SeedRequest) -> Seeded | None:
+        """The answer to a seed of an id someone holds; None while it is still being seeded."""
+        rsid = held.resources_session_id
+        if held.state == CLAIM_CLOSED:
+            raise SeedConflict(
+                f"resources_session_id {rsid!r} was closed; a closed session cannot be seeded "
+                "again",
+                hint="Use a new resources_session_id for a new rollout.",
+            )
+        if held.episode != request.episode:
+            raise SeedConflict(
+                f"resources_session_id {rsid!r} is already seeded for episode {held.episode}, "
+                f"not {request.episode}",
+                hint="Use a new resources_session_id for another episode.",
+            )
+        if held.state != CLAIM_OPEN or held.session_id is None:
+            return None
+        record = await self._run(self.control.get, held.session_id)
+        if record is None or record.status == "closed":
+            raise SeedConflict(f"resources_session_id {rsid!r} was closed; it cannot be reseeded")
+        return Seeded(record.id, _issued(record.created_at), created=False)
+
+    def _create(
+        self, session_id: str, request: SeedRequest, created_at: datetime
+    ) -> ResourcesClaim | None:
+        """Make the session (control row, then database). With a resources_session_id, None
+        when this call claimed it, else the claim of whoever holds it (nothing is made)."""
+        task, rsid = request.task, request.resources_session_id
+        # Checks naming unknown tables or columns are refused now, not at verify.
+        compile_checks(self.env.metadata.tables, self.env.compare, task.expected_state)
+        try:
+            snapshot = self.backend.snapshot(task)
+        except SeedError as exc:
+            raise InvalidTask(
+                f"the task's seed does not fit environment {self.env.name}: {exc}"
+            ) from exc
+        # The control row comes first: a crash between the two leaves a row without a
+        # database (the reaper closes it) rather than a database nobody knows about.
+        held = self.control.add(
+            session_id=session_id,
+            env=self.env.name,
+            task_id=task.task_id,
+            snapshot_key=snapshot.key,
+            resources_session_id=rsid,
+            file=self.backend.location(session_id),
+            task=dict(task.data),
+            created_at=created_at,
+            episode=request.episode,
+        )
+        if held is not None:
+            return held
+        try:
+            self.backend.create(session_id, snapshot)
+        except BaseException:
+            self.control.delete([session_id])
+            if rsid is not None:
+                self.control.release_claim(self.env.name, rsid, session_id)
+            raise
+        if rsid is not None and not self.control.open_claim(self.env.name, rsid, session_id):
+            # A close of this id arrived while we were seeding: the session must not live.
+            record = self.control.get(session_id)
+            if record is not None:
+                self._close_record(None, record)
+            raise SeedConflict(f"resources_session_id {rsid!r} was closed while being seeded")
+        return None
+
+    async def close(self, session_id: str) -> bool:
+        """Close by cookie. Idempotent: False when it was closed already (or never existed)."""
+        record = await self._run(self.control.get, session_id)
+        if record is None:
+            return False
+        if record.env != self.env.name:
+            raise NotOwner(
+                f"session {session_id} belongs to environment {record.env!r}, not "
+                f"{self.env.name!r}; close it on its own server"
+            )
+        closed_now = await self._close_open(record)
+        if record.resources_session_id is not None:
+            await self._run(
+                self.control.close_claim, self.env.name, record.resources_session_id, None
+            )
+        return closed_now
+
+    async def close_by_resources_id(
+        self, rsid: str, episode: str | None, cookie_session_id: str | None
+    ) -> bool:
+        """Close what a typed seed made under `rsid` in this environment; an id never seeded
+        gets a tombstone so a late seed of it is refused. False when already closed.
+
+        Ownership: a request with our cookie may close only that cookie's session; a
+        cookieless one must name the episode that seeded it."""
+        held = await self._run(self.control.claim, self.env.name, rsid)
+        if held is None:
+            if await self._run(self.control.close_claim, self.env.name, rsid, episode):
+                return False  # a tombstone: nothing was open
+            held = await self._run(self.control.claim, self.env.name, rsid)  # a seed won
+            if held is None:
+                return False
+        if held.session_id is None:
+            return False  # a tombstone already
+        _check_owner(held, episode, cookie_session_id)
+        closed_now = False
+        if held.state != CLAIM_SEEDING:  # a seed in flight closes its own session (_create)
+            record = await self._run(self.control.get, held.session_id)
+            if record is not None:
+                closed_now = await self._close_open(record)
+        # Recorded only once the release worked: a failure above leaves the id open to retry.
+        await self._run(self.control.close_claim, self.env.name, rsid, episode)
+        return closed_now
+
+    async def _close_open(self, record: SessionRecord) -> bool:
+        handle = self._open.pop(record.id)
+        if handle is not None:
+            async with handle.lock:
+                return await self._run(self._close_record, handle, record)
+        return await self._run(self._close_record, None, record)
+
+    def _close_record(self, handle: SessionHandle | None, record: SessionRecord) -> bool:
+        """Release the session (closed in its own database, deleted per retention), then
+        record it closed. A release that fails is ReleaseFailed and leaves the record open."""
+        try:
+            delete = deletes_on_close(self.settings.retention, record.reward)
+            if handle is not None or record.status != "closed":
+                self.backend.release(handle, record.id, delete=delete)
+            elif delete:
+                self.backend.drop(record.id)
+        except Exception as exc:
+            log.exception("releasing session %s failed", record.id)
+            raise ReleaseFailed(
+                f"session {record.id} could not be released ({type(exc).__name__}: {exc}); "
+                "it is not recorded as closed",
+                hint="Retry /close_session.",
+            ) from exc
+        return self.control.mark_closed(record.id)
+
+    # --- open handles ------------------------------------------------------------------------
+    async def _handle(self, session_id: str) -> SessionHandle:
+        handle = self._open.get(session_id)
+        if handle is None:
+            handle = await self._run(self.backend.open, session_id)
+            existing = self._open.get(session_id)  # another request may have opened it meanwhile
+            if existing is not None:
+                await self._run(handle.close)
+                return existing
+            self._open.put(session_id, handle)
+        return handle
+
+    def _on_evict(self, _key: str, handle: SessionHandle) -> None:
+        async def close_when_idle() -> None:
+            async with handle.lock:
+                await self._run(handle.close)
+
+        asyncio.get_running_loop().create_task(close_when_idle())
+
+    # --- tools and verify --------------------------------------------------------------------
+    async def call_tool(self, session_id: str, tool: Tool, raw_args: Any) -> dict[str, Any]:
+        handle = await self._handle(session_id)
+        async with handle.lock:
+            if self.inline is not None and self.inline.allows(tool.name):
+                result, seconds = self._timed_call(handle, tool, raw_args, inline=True)
+                code = result.get("error", {}).get("code")
+                if code != "busy":
+                    self.inline.record(tool.name, seconds, inline=True)
+                if code not in ("busy", "time_limit"):
+                    return result
+                # Another process holds the session's write lock, or the call ran past the
+                # loop's short limit (and was rolled back): it runs again in a thread, never
+                # holding the loop longer than INLINE_TIME_LIMIT_MS.
+            result, seconds = await self._run_tool(self._timed_call, handle, tool, raw_args)
+            if self.inline is not None:
+                self.inline.record(tool.name, seconds, inline=False)
+            return result
+
+    def _timed_call(
+        self, handle: SessionHandle, tool: Tool, raw_args: Any, *, inline: bool = False
+    ) -> tuple[dict[str, Any], float]:
+        """The call's result and the CPU time it took: what it holds the event loop for when
+        inline (not the wait for a thread, nor for the GIL while other threads run). Inline, the
+        backend does not wait for another writer: it answers "busy" at once instead."""
+        started = time.thread_time()
+        limit = self.settings.tool_time_limit_ms
+        if inline:
+            limit = min(INLINE_TIME_LIMIT_MS, limit)
+
+        def unlogged(bind: Connection) -> dict[str, Any]:
+            return run_tool(bind, tool, raw_args, handle.ctx, limit)
+
+        if not self.backend.logs_steps(handle):
+            result = self.backend.call(handle, tool, unlogged, limit_ms=limit, inline=inline)
+            return result, time.thread_time() - started
+        # The step log (app/runtime/steps.py): a success's step in its own transaction.
+        step = StepRecorder(tool.name, raw_args)
+
+        def logged(bind: Connection) -> dict[str, Any]:
+            return run_tool(bind, tool, raw_args, handle.ctx, limit, step.on_success)
+
+        result = self.backend.call(handle, tool, logged, limit_ms=limit, inline=inline)
+        code = result.get("error", {}).get("code")
+        if code in ("storage_full", "size_limit"):
+            # No room for the step itself: the call runs unlogged (a lookup still answers).
+            result = self.backend.call(handle, tool, unlogged, limit_ms=limit, inline=inline)
+            return result, time.thread_time() - started
+        # An inline attempt that was busy or too slow runs again in a thread: not a step yet.
+        if code is not None and not (inline and code in ("busy", "time_limit")):
+            self.backend.write_failed_step(handle, step.failure_writer(result))
+        return result, time.thread_time() - started
+
+    async def verify(self, session_id: str, body: Mapping[str, Any]) -> dict[str, Any]:
+        record = await self._run(self.control.get, session_id)
+        if record is None or record.env != self.env.name:
+            return lost_session(SESSION_LOST, f"session {session_id} is unknown to this server")
+        # The task stored at seed is the only source of truth for scoring; the body gives the
+        # response, and scoring fields it contradicts are flagged (app/verify/request_task.py).
+        scored = scored_task(record.task, body)
+        task = scored.task
+        result: dict[str, Any] | None = None
+        if record.status != "closed":
+            try:
+                handle: SessionHandle | None = await self._handle(session_id)
+            except (SessionClosed, SessionNotFound):  # closed by another worker, or deleted
+                handle = None
+            if handle is not None:
+                async with handle.lock:
+                    result = await self._run(
+                        self._verify, handle, record, task, body.get("response")
+                    )
+        if result is None:
+            # Closed or gone: scored by replaying its calls on the snapshot (app/runtime/reverify).
+            result = await self._run(self._replay_verify, task, body.get("response"))
+        if self.judge is not None:
+            # Free-text answers graded against the task's rubric (no-op for tasks without one).
+            result = await apply_judge(
+                result, scored.judge_input, body.get("response"), self.judge, session_id
+            )
+        if scored.mismatch:
+            result["task_mismatch"] = list(scored.mismatch)
+        await self._run(self.control.mark_verified, record.id, result["reward"], result)
+        if self.settings.close_on_verify and record.status != "closed":
+            await self.close(session_id)
+        return result
+
+    async def reverify(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        """A verify without a session (NeMo Gym's stateless reverify): the task row in `body`
+        is scored by replaying `body.response`'s calls on the task's snapshot."""
+        task = task_from_data(body)
+        compile_checks(self.env.metadata.tables, self.env.compare, task.expected_state)
+        result = await self._run(self._replay_verify, task, body.get("response"))
+        if self.judge is not None:
+            result = await apply_judge(result, dict(body), body.get("response"), self.judge, "")
+        return result
+
+    def _replay_verify(self, task: TaskSpec, response: Any) -> dict[str, Any]:
+        try:
+            snapshot = self.backend.snapshot(task)
+        except SeedError as exc:
+            raise InvalidTask(
+                f"the task's seed does not fit environment {self.env.name}: {exc}"
+            ) from exc
+        return replay_verify(
+            env=self.env,
+            snapshot=snapshot,
+            gold=self.gold,
+            task=task,
+            response=response,
+            diff_limit=self.settings.verify_diff_limit,
+            time_limit_ms=self.settings.tool_time_limit_ms,
+        )
+
+    def _verify(
+        self, handle: SessionHandle, record: SessionRecord, task: TaskSpec, response: Any
+    ) -> dict[str, Any]:
+        # `task` is the one stored at seed (app/verify/request_task.py), parsed once: its seed is
+        # the snapshot this session was cloned from, where the gold replay starts.
+        def work(bind: Connection) -> dict[str, Any]:
+            return verify_state(
+                env=self.env,
+                gold=self.gold,
+                engine=bind,  # type: ignore[arg-type]  # a Session binds either
+                task=task,
+                response=response,
+                diff_limit=self.settings.verify_diff_limit,
+            )
+
+        return self.backend.read(handle, work)
+
+    async def aclose(self) -> None:
+        """Lifespan shutdown: close connections and threads. The manager stays usable (a test
+        client may run the lifespan several times), so fresh ones replace them."""
+        for handle in self._open.values():
+            handle.close()
+        self._open = LRU(self.settings.max_open_sessions, self._on_evict)
+        old, self.executor = (
+            self.executor,
+            ThreadPoolExecutor(self.settings.tool_threads, thread_name_prefix="stategym"),
+        )
+        old.shutdown(wait=True)
+        old_tools, self.tool_executor = self.tool_executor, _tool_executor(self.settings)
+        old_tools.shutdown(wait=True)
+        self.backend.dispose()
+        if self.judge is not None:
+            await self.judge.aclose()
+            self.judge = Judge(self.judge.settings)
+
+
+# NeMo Gym's failure vocabulary (nemo_gym.failure_kinds).
+SESSION_LOST = "session_lost"
+SESSION_EXPIRED = "session_expired"
+
+
+def lost_session(kind: str, reason: str) -> dict[str, Any]:
+    """Verify's answer for a session that is not there to score: a masked sample, so training
+    drops it instead of failing the batch (or learning from a reward nobody measured)."""
+    return {"reward": 0.0, "mask_sample": True, "failure_kind": kind, "failure_reason": reason}
+
+
+@dataclass(frozen=True)
+class Seeded:
+    session_id: str
+    # The cookie's issue time, from the session's creation: a repeated seed gets the same cookie.
+    issued: int
+    created: bool
+
+
+# A retried seed waits this long for the first one to finish; a claim older than the stale limit
+# belongs to a seeder that died (a cold snapshot takes well under a second, PERF_FACTS.md).
+SEED_WAIT_SECONDS = 30.0
+SEED_POLL_SECONDS = 0.01
+STALE_CLAIM_SECONDS = 120.0
+
+
+def _utcnow() -> datetime:
+    return datetime.utcnow().replace(microsecond=0)  # noqa: DTZ003 - naive UTC, as stored
+
+
+def _issued(created_at: datetime) -> int:
+    return int(created_at.replace(tzinfo=UTC).timestamp())
+
+
+def _age_seconds(stamp: datetime) -> float:
+    return time.time() - stamp.replace(tzinfo=UTC).timestamp()
+
+
+def _check_owner(held: ResourcesClaim, episode: str | None, cookie_session_id: str | None) -> None:
+    rsid = held.resources_session_id
+    if cookie_session_id is not None:
+        if cookie_session_id != held.session_id:
+            raise NotOwner(
+                f"resources_session_id {rsid!r} belongs to another session than this "
+                "request's session cookie",
+                hint="Close it with the cookie its seed set, or without a cookie and the "
+                "episode_id of its seed.",
+            )
+        return
+    if episode != held.episode:
+        raise NotOwner(
+            f"resources_session_id {rsid!r} was seeded by another episode; a close without "
+            "the session cookie must carry the episode_id of its seed",
+            hint="Send the episode_id the seed used, or the cookie the seed set.",
+        )
+
+
+def _tool_executor(settings: Settings) -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(settings.tool_threads, thread_name_prefix="stategym-tool")

@@ -1,0 +1,168 @@
+"""The parts of a task row that seed and verify need, read from either NeMo Gym seed shape."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    StrictInt,
+    StrictStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from app.errors import InvalidTask, validation_message
+from app.verify.answers import check_answer_kind
+from app.verify.checks import parse_checks
+
+# Keys NeMo Gym adds for its own bookkeeping; they are not part of the task.
+_NG_KEYS = ("agent_ref", "task_source", "responses_create_params", "response")
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    name: str
+    arguments: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    task_id: str | None
+    seed: Mapping[str, Any] | None
+    ground_truth: tuple[ToolCall, ...]
+    expected_outputs: tuple[str, ...]
+    reward_mode: str | None
+    data: Mapping[str, Any]
+    # Declarative checks on the final state (app/verify/checks.py); not part of the gold state.
+    expected_state: tuple[Mapping[str, Any], ...] = ()
+
+    @property
+    def checks_only(self) -> bool:
+        """No reference solution, only checks: the checks alone decide state_match."""
+        return bool(self.expected_state) and not self.ground_truth
+
+    # Cached: a large seed (10,000 rows) costs ~30 ms to serialise and hash.
+    @cached_property
+    def snapshot_key(self) -> str:
+        """Identifies the seeded state: rollouts of one task share it whatever their ids."""
+        return _digest({"seed": self.seed})
+
+    @cached_property
+    def gold_key(self) -> str:
+        calls = [{"name": c.name, "arguments": c.arguments} for c in self.ground_truth]
+        return _digest({"seed": self.seed, "ground_truth": calls})
+
+
+def _digest(value: Any) -> str:
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+class GoldCall(BaseModel):
+    """One call of a task's reference solution: `{name, arguments}` (arguments may be a JSON
+    string, as NeMo Gym rows carry them)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    name: StrictStr
+    arguments: dict[str, Any] | StrictStr = Field(default_factory=dict)
+
+    @field_validator("arguments")
+    @classmethod
+    def _decode(cls, args: dict[str, Any] | str) -> dict[str, Any]:
+        if isinstance(args, str):
+            try:
+                args = json.loads(args or "{}")
+            except json.JSONDecodeError:
+                raise ValueError("arguments is not valid JSON") from None
+            if not isinstance(args, dict):
+                raise ValueError("arguments must be an object")
+        return args
+
+
+class TaskRow(BaseModel):
+    """The fields of a task row that seed and verify read, validated here and nowhere else.
+
+    Used for task files, stored tasks and request bodies alike (app/server/models.py builds the
+    routes' bodies on it); other keys pass through untouched into `TaskSpec.data`.
+    """
+
+    model_config = ConfigDict(extra="allow")
+
+    task_id: StrictStr | StrictInt | None = None
+    seed: dict[str, Any] | None = Field(
+        default=None, description='{"now": ..., "rows": {table: [rows]}}: the task\'s own data'
+    )
+    ground_truth: list[GoldCall] | None = None
+    expected_outputs: list[StrictStr] | StrictStr | None = None
+    expected_state: Any = Field(default=None, description="checks on the final state")
+    reward_mode: Literal["strict", "partial"] | None = None
+    answer_kind: Any = None
+    _checks: tuple[Mapping[str, Any], ...] = PrivateAttr(default=())
+
+    @model_validator(mode="after")
+    def _domain_rules(self) -> TaskRow:
+        # Both raise InvalidTask with their own message (a 422 that says what to fix).
+        self._checks = parse_checks(self.expected_state)
+        if self.answer_kind is not None and self._answer_kind_countable():
+            # refused at seed, not first at verify
+            check_answer_kind(self.answer_kind, len(self.outputs()))
+        return self
+
+    def _answer_kind_countable(self) -> bool:
+        return True
+
+    def outputs(self) -> tuple[str, ...]:
+        outputs = self.expected_outputs or []
+        return (outputs,) if isinstance(outputs, str) else tuple(outputs)
+
+    def spec(self, data: Mapping[str, Any]) -> TaskSpec:
+        """The TaskSpec of this row; `data` is the row it was validated from."""
+        return TaskSpec(
+            task_id=None if self.task_id is None else str(self.task_id),
+            seed=self.seed,
+            ground_truth=tuple(_tool_call(c) for c in self.ground_truth or ()),
+            expected_outputs=self.outputs(),
+            reward_mode=self.reward_mode,
+            expected_state=self._checks,
+            data={k: v for k, v in data.items() if k not in _NG_KEYS and not k.startswith("_ng_")},
+        )
+
+
+def _tool_call(call: GoldCall) -> ToolCall:
+    assert isinstance(call.arguments, dict)  # decoded by GoldCall._decode
+    return ToolCall(call.name, call.arguments)
+
+
+def task_from_data(data: Mapping[str, Any]) -> TaskSpec:
+    """Read the task fields from a task row (or a typed seed's `task_data`)."""
+    if not isinstance(data, Mapping):
+        raise InvalidTask("a task row must be a JSON object")
+    try:
+        row = TaskRow.model_validate(data)
+    except ValidationError as exc:
+        raise InvalidTask(validation_message("task", exc)) from None
+    return row.spec(data)
+
+
+@dataclass(frozen=True)
+class SeedRequest:
+    task: TaskSpec
+    # Typed 0.7.0 shape only: the caller's id for this session, and the episode seeding it
+    # (`EpisodeId.key()`): the same pair again is a retry, answered with the same session.
+    resources_session_id: str | None = None
+    episode: str | None = None
+
+    @property
+    def typed(self) -> bool:
+        return self.resources_session_id is not None

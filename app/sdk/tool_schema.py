@@ -1,0 +1,41 @@
+"""OpenAI function-tool schemas generated from a tool's pydantic argument model and docstring.
+
+The schemas are `strict`-compatible: every property is listed in `required` (optional ones admit
+null), `additionalProperties` is false, and pydantic's titles and defaults are dropped.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+_DROP_KEYS = {"title", "default"}
+
+
+def _clean(node: Any) -> Any:
+    if isinstance(node, dict):
+        out = {k: _clean(v) for k, v in node.items() if k not in _DROP_KEYS}
+        if out.get("type") == "object" and "properties" in out:
+            out["required"] = list(out["properties"])
+            out["additionalProperties"] = False
+        return out
+    if isinstance(node, list):
+        return [_clean(v) for v in node]
+    return node
+
+
+def parameters_schema(args_model: type) -> dict[str, Any]:
+    schema = _clean(args_model.model_json_schema())  # type: ignore[attr-defined]
+    if "properties" not in schema:
+        schema.update(properties={}, required=[], additionalProperties=False)
+    schema["type"] = "object"
+    return schema
+
+
+def function_tool_schema(name: str, description: str, args_model: type) -> dict[str, Any]:
+    return {
+        "type": "function",
+        "name": name,
+        "description": description,
+        "parameters": parameters_schema(args_model),
+        "strict": True,
+    }

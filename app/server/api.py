@@ -1,0 +1,422 @@
+"""The protocol layer: NeMo Gym's Resources Server routes mapped onto sessions.
+
+Routers stay thin: parse the body, resolve the session from its signed cookie, call the
+SessionManager, render the answer. Protocol errors are 4xx JSON; tool failures are 200 results.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import APIRouter, FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict
+
+from app.errors import (
+    BadRequest,
+    MethodNotAllowed,
+    NoSession,
+    SessionExpired,
+    StateGymError,
+    StorageFull,
+    UnknownTool,
+)
+from app.registry import load_environment
+from app.runtime.branching import Branching
+from app.runtime.lifecycle import check_capacity, reaper_loop
+from app.runtime.sessions import SESSION_EXPIRED, SessionManager, lost_session
+from app.sdk.environment import Environment, Tool
+from app.server.admin import router as admin_router
+from app.server.branching import router as branching_router
+from app.server.cookies import CookieSigner, load_or_create_secret
+from app.server.mcp import mcp_seed_fields, mount_mcp
+from app.server.middleware import (
+    BodyLimitMiddleware,
+    HostCheckMiddleware,
+    RolloutPrefixMiddleware,
+    allowed_host_names,
+)
+from app.server.models import (
+    AggregateBody,
+    LegacyCloseRequest,
+    TypedCloseRequest,
+    TypedCloseResponse,
+    TypedSeedResponse,
+    VerifyBody,
+    close_body_schema,
+    inline_schema,
+    is_typed_close,
+    parse_seed_body,
+    seed_body_schema,
+    validated,
+)
+from app.settings import Settings
+from app.storage.sqlite.db import is_disk_full
+from app.verify.metrics import aggregate
+
+log = logging.getLogger("stategym.api")
+
+
+class ErrorBody(BaseModel):
+    type: str
+    message: str
+    hint: str | None = None
+    model_config = ConfigDict(extra="allow")
+
+
+class ErrorResponse(BaseModel):
+    """Every protocol error: `{"error": {"type", "message", "hint"?, ...}}`."""
+
+    error: ErrorBody
+
+
+def _errors(*codes: int) -> dict[int | str, dict[str, Any]]:
+    return {code: {"model": ErrorResponse} for code in codes}
+
+
+# Statuses any route can answer before reaching its handler (body limit, content type, bugs).
+_COMMON = (400, 413, 415, 500, 507)
+SESSION_ERRORS = _errors(*_COMMON, 401, 403, 404, 409, 422, 503)
+PLAIN_ERRORS = _errors(*_COMMON, 422)
+
+
+_GET_ONLY_PATHS = {
+    "health", "tools", "reverify_mode", "session_tree", "openapi.json", "docs", "redoc",
+}  # fmt: skip
+
+
+def _json_body(schema: dict[str, Any], *, required: bool = True) -> dict[str, Any]:
+    """OpenAPI request body for routes that parse JSON themselves (to answer in our words)."""
+    content = {"application/json": {"schema": schema}}
+    return {"requestBody": {"required": required, "content": content}}
+
+
+_NO_SESSION_HINT = "Call POST /seed_session first and forward the cookie it sets."
+
+
+def _header_safe(value: str) -> str:
+    """A task id as a header value: printable ASCII only, bounded."""
+    return "".join(c if " " <= c <= "~" else "?" for c in value)[:200]
+
+
+async def json_body(request: Request, *, default: Any = None) -> Any:
+    content_type = request.headers.get("content-type", "")
+    if content_type and "json" not in content_type:
+        raise StateGymErrorWithStatus(
+            415, f"Content-Type must be application/json, got {content_type!r}"
+        )
+    raw = await request.body()
+    if not raw.strip():
+        if default is not None:
+            return default
+        raise BadRequest("the request body is empty; send a JSON object")
+    try:
+        return json.loads(raw, parse_constant=_no_constant)
+    except (ValueError, RecursionError) as exc:  # bad JSON, bad UTF-8, >4300-digit ints
+        raise BadRequest(f"the request body is not valid JSON: {exc}") from None
+
+
+def _no_constant(name: str) -> Any:
+    # Python's json accepts NaN and Infinity, which JSON does not (and an echo could not send).
+    raise ValueError(f"{name} is not a JSON number")
+
+
+class StateGymErrorWithStatus(StateGymError):
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status_code = status
+        self.error_type = "unsupported_media_type" if status == 415 else "bad_request"
+
+
+def _object(body: Any, route: str) -> Mapping[str, Any]:
+    if not isinstance(body, Mapping):
+        raise BadRequest(f"{route} expects a JSON object, got {type(body).__name__}")
+    return body
+
+
+class Protocol:
+    """Holds the per-app state the routes need (no module globals: one app per test)."""
+
+    def __init__(self, settings: Settings, env: Environment):
+        self.settings = settings
+        self.env = env
+        secret = load_or_create_secret(settings.secret_key, settings.data_dir)
+        self.signer = CookieSigner(secret, settings.cookie_max_age_seconds)
+        self.sessions = SessionManager(settings, env)
+        # Fork, rewind, export, restore (app/server/branching.py); exports signed by the secret.
+        exports = CookieSigner(secret, settings.cookie_max_age_seconds, purpose="export")
+        self.branching = Branching(self.sessions, exports.mac)
+
+    def session_id(self, request: Request) -> str:
+        value = request.cookies.get(self.settings.cookie_name)
+        if not value:
+            raise NoSession("no session cookie on this request", hint=_NO_SESSION_HINT)
+        return self.signer.unsign(value)
+
+    def optional_session_id(self, request: Request, *, lenient: bool = False) -> str | None:
+        """The cookie's session, None without one; `lenient` also turns a forged or expired
+        cookie into None (a close by id then proves ownership by its episode instead)."""
+        if not request.cookies.get(self.settings.cookie_name):
+            return None
+        try:
+            return self.session_id(request)
+        except NoSession:
+            if lenient:
+                return None
+            raise
+
+    def set_cookie(
+        self, response: JSONResponse, session_id: str, issued: int | None = None
+    ) -> None:
+        response.set_cookie(
+            self.settings.cookie_name,
+            self.signer.sign(session_id, issued),
+            max_age=self.settings.cookie_max_age_seconds,
+            httponly=True,
+            samesite="lax",
+        )
+
+
+def _install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(StateGymError)
+    async def _protocol_error(_request: Request, exc: StateGymError) -> JSONResponse:
+        return JSONResponse(exc.as_payload(), status_code=exc.status_code, headers=exc.headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation_error(_request: Request, exc: RequestValidationError) -> JSONResponse:
+        problems = [f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()]
+        payload = {"error": {"type": "invalid_request", "message": "; ".join(problems)}}
+        return JSONResponse(payload, status_code=422)
+
+    @app.exception_handler(Exception)
+    async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+        if is_disk_full(exc) or is_disk_full(getattr(exc, "orig", None) or exc):
+            full = StorageFull(
+                "no space left on the data dir's disk; nothing was written",
+                hint="Free disk space (e.g. `stategym sessions gc`) and retry.",
+            )
+            return JSONResponse(full.as_payload(), status_code=full.status_code)
+        log.exception("unexpected error on %s %s", request.method, request.url.path)
+        payload = {"error": {"type": "internal_error", "message": type(exc).__name__}}
+        return JSONResponse(payload, status_code=500)
+
+
+def _add_tool_route(app: FastAPI, tool: Tool) -> None:
+    async def call_tool(request: Request) -> JSONResponse:
+        proto = _protocol(request)
+        body = await json_body(request, default={})
+        session_id = proto.session_id(request)
+        return JSONResponse(await proto.sessions.call_tool(session_id, tool, body))
+
+    schema = tool.openai_schema()["parameters"]
+    app.add_api_route(
+        f"/{tool.name}",
+        call_tool,
+        methods=["POST"],
+        name=tool.name,
+        summary=tool.description.splitlines()[0],
+        description=tool.description,
+        tags=["tools"],
+        responses=SESSION_ERRORS,
+        openapi_extra={
+            "requestBody": {"required": True, "content": {"application/json": {"schema": schema}}}
+        },
+    )
+
+
+def _protocol(request: Request) -> Protocol:
+    proto: Protocol = request.app.state.protocol
+    return proto
+
+
+router = APIRouter()
+
+
+@router.get("/", tags=["health"])
+@router.get("/health", tags=["health"])
+async def health() -> dict[str, str]:
+    return {"status": "ok"}
+
+
+@router.get("/tools", tags=["protocol"])
+async def tools(request: Request) -> dict[str, Any]:
+    """The environment's OpenAI function-tool schemas (what every task row must offer)."""
+    env = _protocol(request).env
+    return {"env": env.name, "tools": env.tool_schemas()}
+
+
+@router.post(
+    "/seed_session",
+    tags=["protocol"],
+    responses=SESSION_ERRORS,
+    openapi_extra=_json_body(seed_body_schema()),
+)
+async def seed_session(request: Request) -> JSONResponse:
+    """Legacy: the task row; answers {session_id, task_id}. Typed (NeMo Gym 0.7.0):
+    answers exactly {resources_session_id}, idempotent for the same id and episode.
+    Either way the session's cookie is set and X-StateGym-Session names the session."""
+    proto = _protocol(request)
+    seed_request = parse_seed_body(await json_body(request))
+    # A legacy seed is always a new rollout: any StateGym cookie it carries is ignored.
+    await check_capacity(proto.sessions, proto.settings.max_live_sessions)
+    seeded = await proto.sessions.seed(seed_request)
+    task_id = seed_request.task.task_id
+    if seed_request.typed:
+        payload = TypedSeedResponse(
+            resources_session_id=seed_request.resources_session_id or ""
+        ).payload()
+    else:
+        payload = {"session_id": seeded.session_id, "task_id": task_id}
+    payload.update(mcp_seed_fields(request, seeded.session_id, seeded.issued))
+    headers = {"X-StateGym-Session": seeded.session_id}
+    if task_id is not None:
+        headers["X-StateGym-Task"] = _header_safe(task_id)
+    response = JSONResponse(payload, headers=headers)
+    proto.set_cookie(response, seeded.session_id, issued=seeded.issued)
+    return response
+
+
+@router.post(
+    "/verify",
+    tags=["protocol"],
+    responses=SESSION_ERRORS,
+    openapi_extra=_json_body(inline_schema(VerifyBody)),
+)
+async def verify(request: Request) -> JSONResponse:
+    """Echoes the body plus reward and evidence. A closed or deleted session, and a request
+    without a session cookie, are scored by replaying the response's calls (docs/steps.md);
+    an unknown session or an expired cookie answers reward 0.0 and mask_sample: true."""
+    proto = _protocol(request)
+    body = await json_body(request)
+    validated(VerifyBody, body, "verify")  # the echo is the body as sent
+    try:
+        session_id = proto.optional_session_id(request)
+    except SessionExpired as exc:
+        return JSONResponse({**body, **lost_session(SESSION_EXPIRED, exc.message)})
+    if session_id is None:
+        # Stateless reverify: the task row in the body, its calls replayed on its snapshot.
+        return JSONResponse({**body, **await proto.sessions.reverify(body)})
+    result = await proto.sessions.verify(session_id, body)
+    return JSONResponse({**body, **result, "session_id": session_id})
+
+
+@router.post(
+    "/close_session",
+    tags=["protocol"],
+    responses=SESSION_ERRORS,
+    openapi_extra=_json_body(close_body_schema(), required=False),
+)
+async def close_session(request: Request) -> dict[str, Any]:
+    """Typed body {resources_session_id, episode_id}: answers exactly {resources_session_id}.
+    Legacy (cookie, optional resources_session_id): answers {status, closed}."""
+    proto = _protocol(request)
+    body = await json_body(request, default={})
+    cookie_session = proto.optional_session_id(request, lenient=True)
+    if isinstance(body, Mapping) and is_typed_close(dict(body)):
+        typed = validated(TypedCloseRequest, body, "close_session (typed body)")
+        await proto.sessions.close_by_resources_id(
+            typed.resources_session_id, typed.episode_id.key(), cookie_session
+        )
+        return TypedCloseResponse(resources_session_id=typed.resources_session_id).model_dump()
+    legacy = validated(LegacyCloseRequest, body, "close_session")
+    if legacy.resources_session_id is not None:
+        closed = await proto.sessions.close_by_resources_id(
+            legacy.resources_session_id, None, cookie_session
+        )
+    elif cookie_session is not None:
+        closed = await proto.sessions.close(cookie_session)
+    else:
+        closed = False
+    return {"status": "ok", "closed": closed}
+
+
+@router.get("/reverify_mode", tags=["protocol"])
+async def reverify_mode() -> str:
+    """NeMo Gym's `gym eval reverify` asks this; it re-scores only `stateless` servers. A
+    verify needs no session: without one, the rollout's calls are replayed on its task's
+    snapshot (docs/steps.md)."""
+    return "stateless"
+
+
+@router.post(
+    "/aggregate_metrics",
+    tags=["protocol"],
+    responses=PLAIN_ERRORS,
+    openapi_extra=_json_body(inline_schema(AggregateBody)),
+)
+async def aggregate_metrics(request: Request) -> dict[str, Any]:
+    body = validated(AggregateBody, await json_body(request), "aggregate_metrics", BadRequest)
+    return aggregate(body.verify_responses)
+
+
+def _add_tool_routes(app: FastAPI, env: Environment) -> None:
+    for tool in env.tools:
+        _add_tool_route(app, tool)
+    # Tool calls are most of the traffic and routes are matched in order: theirs go first.
+    # No two paths overlap, so the order changes nothing else (the catch-all stays last).
+    tool_paths = {f"/{t.name}" for t in env.tools}
+    app.router.routes.sort(key=lambda route: getattr(route, "path", None) not in tool_paths)
+
+    @app.post("/{name}", tags=["tools"], include_in_schema=False)
+    async def unknown_tool(name: str) -> None:
+        if name in _GET_ONLY_PATHS:
+            raise MethodNotAllowed(f"/{name} answers GET only", headers={"Allow": "GET"})
+        raise UnknownTool(
+            f"no tool named {name!r} in environment {env.name}",
+            known_tools=[t.name for t in env.tools],
+        )
+
+
+def _lifespan(proto: Protocol) -> Any:
+    settings = proto.settings
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        reaper = None
+        if settings.session_idle_ttl_seconds:
+            reaper = asyncio.create_task(
+                reaper_loop(
+                    proto.sessions,
+                    settings.session_idle_ttl_seconds,
+                    settings.reaper_interval_seconds,
+                )
+            )
+        yield
+        if reaper is not None:
+            reaper.cancel()
+        await proto.sessions.aclose()
+
+    return lifespan
+
+
+def create_app(settings: Settings, env: Environment | None = None) -> FastAPI:
+    env = env or load_environment(settings.env)
+    proto = Protocol(settings, env)
+    app = FastAPI(
+        title=f"StateGym · {env.name}",
+        description=env.description,
+        version="0.1.0",
+        lifespan=_lifespan(proto),
+    )
+    app.state.protocol = proto
+    _install_error_handlers(app)
+    app.include_router(admin_router)  # read-only /admin/..., off unless admin_token is set
+    app.include_router(router)
+    # Fork, rewind, export, restore: session errors, and 501 where the backend keeps no step log.
+    app.include_router(branching_router, responses={**SESSION_ERRORS, **_errors(501)})
+    _add_tool_routes(app, env)
+    mount_mcp(app, settings, env, proto.sessions)  # /mcp when expose_tools_over_mcp is on
+    app.add_middleware(
+        HostCheckMiddleware,
+        allowed=allowed_host_names(settings.allowed_hosts, settings.host),
+        prefixes=("/admin",),  # protocol routes are called by name from other machines
+    )
+    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
+    app.add_middleware(RolloutPrefixMiddleware)
+    return app

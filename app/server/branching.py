@@ -1,0 +1,156 @@
+"""Routes that copy or move a session's state: fork, rewind, export, restore (docs/steps.md).
+
+The session is the request's cookie, or the `resources_session_id` a typed seed named. Children
+of a fork and restored sessions are ordinary sessions: their cookie values are in the answer
+(fork) or set on it (restore).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, TypeVar
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from app.errors import BadRequest, InvalidTask, NoSession, SessionNotFound
+
+router = APIRouter(tags=["steps"])
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    resources_session_id: str | None = Field(
+        None, description="The session a typed seed made under this id (instead of the cookie)."
+    )
+
+
+class ForkRequest(_Body):
+    n: int = Field(1, ge=1, le=64, description="How many children.")
+    at_step: int | None = Field(
+        None, ge=0, description="The parent's step to start from (default: its current state)."
+    )
+    resources_session_ids: list[str] | None = Field(
+        None, description="One resources_session_id per child (typed sessions)."
+    )
+
+
+class RewindRequest(_Body):
+    to_step: int = Field(ge=0, description="The step to return to; 0 is the seeded state.")
+
+
+class ExportRequest(_Body):
+    pass
+
+
+class RestoreRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    export: dict[str, Any] = Field(description="A blob /export_session returned.")
+    resources_session_id: str | None = Field(None, description="Id for the new session.")
+
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+
+async def _body(request: Request, model: type[ModelT]) -> ModelT:
+    """The JSON body as `model`: 400 when it is not JSON, 422 (our error shape) when invalid."""
+    raw = await request.body()
+    try:
+        data = json.loads(raw or b"{}")
+    except ValueError:
+        raise BadRequest("the body is not valid JSON") from None
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        problems = [f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()]
+        raise InvalidTask("; ".join(problems) or "invalid body") from None
+
+
+def _json(model: type[BaseModel]) -> dict[str, Any]:
+    schema = model.model_json_schema()
+    return {"requestBody": {"required": False, "content": {"application/json": {"schema": schema}}}}
+
+
+async def _session_id(request: Request, body: _Body) -> str:
+    proto = request.app.state.protocol
+    if body.resources_session_id is not None:
+        claim = await proto.sessions._run(
+            proto.sessions.control.claim, proto.env.name, body.resources_session_id
+        )
+        if claim is None or claim.session_id is None:
+            raise SessionNotFound(
+                f"no session holds resources_session_id {body.resources_session_id!r}"
+            )
+        return str(claim.session_id)
+    session_id = proto.optional_session_id(request)
+    if session_id is None:
+        raise NoSession(
+            "no session cookie on this request",
+            hint="Send the session's cookie, or its resources_session_id.",
+        )
+    return str(session_id)
+
+
+@router.post("/fork_session", openapi_extra=_json(ForkRequest))
+async def fork_session(request: Request) -> dict[str, Any]:
+    """n new sessions with this session's state (as of `at_step`); the parent is untouched."""
+    proto = request.app.state.protocol
+    body = await _body(request, ForkRequest)
+    parent = await _session_id(request, body)
+    step, children = await proto.branching.fork(
+        parent, body.n, body.at_step, body.resources_session_ids
+    )
+    return {
+        "parent": parent,
+        "at_step": step,
+        "cookie_name": proto.settings.cookie_name,
+        "sessions": [
+            {
+                "session_id": c.session_id,
+                "resources_session_id": c.resources_session_id,
+                "cookie": proto.signer.sign(c.session_id, c.issued),
+            }
+            for c in children
+        ],
+    }
+
+
+@router.post("/rewind_session", openapi_extra=_json(RewindRequest))
+async def rewind_session(request: Request) -> dict[str, Any]:
+    """Back to the state after step `to_step` (0: as seeded); later steps leave the log."""
+    proto = request.app.state.protocol
+    body = await _body(request, RewindRequest)
+    session_id = await _session_id(request, body)
+    result: dict[str, Any] = await proto.branching.rewind(session_id, body.to_step)
+    return result
+
+
+@router.post("/export_session", openapi_extra=_json(ExportRequest))
+async def export_session(request: Request) -> dict[str, Any]:
+    """The session's state (its database image, step log included) and task, signed."""
+    proto = request.app.state.protocol
+    body = await _body(request, ExportRequest)
+    result: dict[str, Any] = await proto.branching.export(await _session_id(request, body))
+    return result
+
+
+@router.post("/restore_session", openapi_extra=_json(RestoreRequest))
+async def restore_session(request: Request) -> JSONResponse:
+    """A new session from an export of this server (or one sharing its secret key)."""
+    proto = request.app.state.protocol
+    body = await _body(request, RestoreRequest)
+    child = await proto.branching.restore(body.export, body.resources_session_id)
+    response = JSONResponse(
+        {"session_id": child.session_id, "resources_session_id": child.resources_session_id}
+    )
+    proto.set_cookie(response, child.session_id, issued=child.issued)
+    return response
+
+
+@router.get("/session_tree")
+async def session_tree(request: Request) -> dict[str, Any]:
+    """The fork lineage holding the cookie's session, from its root."""
+    proto = request.app.state.protocol
+    result: dict[str, Any] = await proto.branching.tree(proto.session_id(request))
+    return result

@@ -1,0 +1,482 @@
+"""The control database: one row per session (who, which task, when, status, reward, file).
+
+A small SQLite file in WAL mode shared by all workers of a server (or, on PostgreSQL, a schema
+shared by every replica: app/storage/postgres/control.py); both run these queries. Written on
+seed, verify and close only, never on a tool call, so it is not on the hot path.
+"""
+
+from __future__ import annotations
+
+import builtins  # `list` is a method name of the control store
+import json
+import sqlite3
+import threading
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+from sqlalchemy import (
+    Engine,
+    case,
+    create_engine,
+    delete,
+    event,
+    func,
+    insert,
+    select,
+    update,
+)
+from sqlalchemy.exc import IntegrityError
+
+from app.storage.control_schema import (  # re-exported: the control table's names
+    CLAIM_CLOSED,
+    CLAIM_OPEN,
+    CLAIM_SEEDING,
+    control_metadata,
+    resources_ids_table,
+    sessions_table,
+)
+from app.storage.migrations import prepare_control_database
+from app.verify.evidence import cap_evidence
+
+__all__ = [
+    "CLAIM_CLOSED",
+    "CLAIM_OPEN",
+    "CLAIM_SEEDING",
+    "ControlDB",
+    "ResourcesClaim",
+    "SessionQuery",
+    "SessionRecord",
+    "control_metadata",
+    "open_sqlite_control",
+    "resources_ids_table",
+    "sessions_table",
+]
+
+
+@dataclass(frozen=True)
+class ResourcesClaim:
+    env: str
+    resources_session_id: str
+    episode: str | None
+    session_id: str | None
+    state: str
+    updated_at: datetime
+
+
+@dataclass(frozen=True)
+class SessionRecord:
+    id: str
+    env: str
+    task_id: str | None
+    snapshot_key: str
+    resources_session_id: str | None
+    status: str
+    created_at: datetime
+    reward: float | None
+    file: str
+    task: dict[str, Any]
+    verified_at: datetime | None = None
+    closed_at: datetime | None = None
+    # The stored verify result (reward, components, evidence), None before any verify.
+    verify: dict[str, Any] | None = None
+
+
+def _record(row: Any) -> SessionRecord:
+    return SessionRecord(
+        id=row.id,
+        env=row.env,
+        task_id=row.task_id,
+        snapshot_key=row.snapshot_key,
+        resources_session_id=row.resources_session_id,
+        status=row.status,
+        created_at=row.created_at,
+        reward=row.reward,
+        file=row.file,
+        task=json.loads(row.task_json),
+        verified_at=row.verified_at,
+        closed_at=row.closed_at,
+        verify=json.loads(row.verify_json) if row.verify_json else None,
+    )
+
+
+@dataclass(frozen=True)
+class SessionQuery:
+    """Filters for listing sessions; every value is bound as a parameter."""
+
+    env: str | None = None
+    task_id: str | None = None
+    status: str | None = None  # open | verified | closed
+    reward_op: str | None = None  # one of REWARD_OPS
+    reward: float | None = None
+    since: datetime | None = None  # created at or after (naive UTC)
+    before: datetime | None = None  # created before (naive UTC)
+    limit: int = 100
+    offset: int = 0
+
+
+REWARD_OPS = ("==", "!=", "<", "<=", ">", ">=")
+
+
+def deletes_on_close(retention: str, reward: float | None) -> bool:
+    """Whether the retention policy removes a session's file as soon as it is closed."""
+    if retention == "delete_on_close":
+        return True
+    # keep_failed keeps only sessions worth a look: those verified with a perfect reward go.
+    return retention == "keep_failed" and reward is not None and reward >= 1.0
+
+
+def _utcnow() -> datetime:
+    return datetime.utcnow()  # noqa: DTZ003 - naive UTC, as stored
+
+
+class ControlDB:
+    """The control queries over an engine (SQLite file or PostgreSQL schema); no I/O here:
+    `open_sqlite_control` and app/storage/postgres/control.py's `open_pg_control` create or
+    upgrade the tables first."""
+
+    def __init__(self, engine: Engine):
+        self.engine = engine
+        self._lock = threading.Lock()
+        # On SQLite, the hot queries (add, get, mark_verified, mark_closed) run prebuilt SQL on
+        # a per-thread sqlite3 connection: SQLAlchemy built, cache-keyed and compiled each
+        # statement per call (~25 % of a seed, ~24 % of a close; bench/README.md).
+        self._raw_path = engine.url.database if engine.dialect.name == "sqlite" else None
+        self._raw_local = threading.local()
+        self._raw_conns: list[sqlite3.Connection] = []
+
+    def _raw(self) -> sqlite3.Connection | None:
+        if not self._raw_path:
+            return None
+        conn: sqlite3.Connection | None = getattr(self._raw_local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(self._raw_path, isolation_level=None, check_same_thread=False)
+            _pragmas(conn, None)
+            self._raw_local.conn = conn
+            with self._lock:
+                self._raw_conns.append(conn)
+        return conn
+
+    def add(
+        self,
+        *,
+        session_id: str,
+        env: str,
+        task_id: str | None,
+        snapshot_key: str,
+        resources_session_id: str | None,
+        file: str,
+        task: dict[str, Any],
+        created_at: datetime | None = None,
+        episode: str | None = None,
+    ) -> ResourcesClaim | None:
+        """Insert the session's row. With a `resources_session_id`, claim that id for it in
+        the same transaction (state `seeding`): when another session holds the id already,
+        nothing is written and that claim is returned."""
+        raw = self._raw() if resources_session_id is None else None
+        if raw is not None:
+            values = (
+                session_id, env, task_id, snapshot_key, None, "open",
+                _sqlite_datetime(created_at or _utcnow()), file, json.dumps(task, default=str),
+            )  # fmt: skip
+            raw.execute(_RAW_INSERT, values)
+            return None
+        row = sessions_table.insert().values(
+            id=session_id,
+            env=env,
+            task_id=task_id,
+            snapshot_key=snapshot_key,
+            resources_session_id=resources_session_id,
+            status="open",
+            created_at=created_at or _utcnow(),
+            file=file,
+            task_json=json.dumps(task, default=str),
+        )
+        if resources_session_id is None:
+            with self.engine.begin() as conn:
+                conn.execute(row)
+            return None
+        try:
+            with self.engine.begin() as conn:
+                conn.execute(
+                    insert(resources_ids_table).values(
+                        env=env,
+                        resources_session_id=resources_session_id,
+                        episode=episode,
+                        session_id=session_id,
+                        state=CLAIM_SEEDING,
+                        updated_at=_utcnow(),
+                    )
+                )
+                conn.execute(row)
+        except IntegrityError:
+            held = self.claim(env, resources_session_id)
+            if held is None:  # released between our insert and this read: try once more
+                return self.add(
+                    session_id=session_id, env=env, task_id=task_id, snapshot_key=snapshot_key,
+                    resources_session_id=resources_session_id, file=file, task=task,
+                    created_at=created_at, episode=episode,
+                )  # fmt: skip
+            return held
+        return None
+
+    def claim(self, env: str, resources_session_id: str) -> ResourcesClaim | None:
+        t = resources_ids_table
+        query = select(t).where(t.c.env == env, t.c.resources_session_id == resources_session_id)
+        with self.engine.connect() as conn:
+            row = conn.execute(query).first()
+        return ResourcesClaim(**row._mapping) if row else None
+
+    def take_over_claim(self, claim: ResourcesClaim, session_id: str) -> bool:
+        """Hand a stale `seeding` claim (its seeder died) to a new session; False if it moved."""
+        t = resources_ids_table
+        with self.engine.begin() as conn:
+            result = conn.execute(
+                update(t)
+                .where(t.c.env == claim.env)
+                .where(t.c.resources_session_id == claim.resources_session_id)
+                .where(t.c.state == CLAIM_SEEDING)
+                .where(t.c.session_id == claim.session_id)
+                .values(session_id=session_id, updated_at=_utcnow())
+            )
+        return result.rowcount > 0
+
+    def open_claim(self, env: str, resources_session_id: str, session_id: str) -> bool:
+        """The session is ready: `seeding` -> `open`. False when a close got there first."""
+        t = resources_ids_table
+        with self.engine.begin() as conn:
+            result = conn.execute(
+                update(t)
+                .where(t.c.env == env)
+                .where(t.c.resources_session_id == resources_session_id)
+                .where(t.c.session_id == session_id)
+                .where(t.c.state == CLAIM_SEEDING)
+                .values(state=CLAIM_OPEN, updated_at=_utcnow())
+            )
+        return result.rowcount > 0
+
+    def release_claim(self, env: str, resources_session_id: str, session_id: str) -> None:
+        """A seed that failed gives its id back (only its own, still-seeding claim)."""
+        t = resources_ids_table
+        with self.engine.begin() as conn:
+            conn.execute(
+                delete(t)
+                .where(t.c.env == env)
+                .where(t.c.resources_session_id == resources_session_id)
+                .where(t.c.session_id == session_id)
+                .where(t.c.state == CLAIM_SEEDING)
+            )
+
+    def close_claim(self, env: str, resources_session_id: str, episode: str | None) -> bool:
+        """Mark the id closed; an id nobody claimed gets a tombstone. False when it was
+        already closed."""
+        t = resources_ids_table
+        try:
+            with self.engine.begin() as conn:
+                conn.execute(
+                    insert(t).values(
+                        env=env,
+                        resources_session_id=resources_session_id,
+                        episode=episode,
+                        session_id=None,
+                        state=CLAIM_CLOSED,
+                        updated_at=_utcnow(),
+                    )
+                )
+            return True
+        except IntegrityError:
+            pass
+        with self.engine.begin() as conn:
+            result = conn.execute(
+                update(t)
+                .where(t.c.env == env)
+                .where(t.c.resources_session_id == resources_session_id)
+                .where(t.c.state != CLAIM_CLOSED)
+                .values(state=CLAIM_CLOSED, updated_at=_utcnow())
+            )
+        return result.rowcount > 0
+
+    def get(self, session_id: str) -> SessionRecord | None:
+        raw = self._raw()
+        if raw is not None:
+            found = raw.execute(_RAW_GET, (session_id,)).fetchone()
+            return _raw_record(found) if found else None
+        with self.engine.connect() as conn:
+            query = select(sessions_table).where(sessions_table.c.id == session_id)
+            row = conn.execute(query).first()
+        return _record(row) if row else None
+
+    def find_by_resources_id(self, env: str, resources_session_id: str) -> SessionRecord | None:
+        query = (
+            select(sessions_table)
+            .where(sessions_table.c.env == env)
+            .where(sessions_table.c.resources_session_id == resources_session_id)
+            .order_by(sessions_table.c.created_at.desc())
+        )
+        with self.engine.connect() as conn:
+            row = conn.execute(query).first()
+        return _record(row) if row else None
+
+    def mark_verified(self, session_id: str, reward: float, result: dict[str, Any]) -> None:
+        raw = self._raw()
+        if raw is not None:
+            verify_json = json.dumps(cap_evidence(result), default=str)
+            values = (_sqlite_datetime(_utcnow()), reward, verify_json, session_id)
+            raw.execute(_RAW_VERIFIED, values)
+            return
+        status = sessions_table.c.status
+        with self.engine.begin() as conn:
+            conn.execute(
+                update(sessions_table)
+                .where(sessions_table.c.id == session_id)
+                .values(
+                    # A verify after close keeps the session closed but records the reward.
+                    status=case((status == "closed", status), else_="verified"),
+                    verified_at=_utcnow(),
+                    reward=reward,
+                    verify_json=json.dumps(cap_evidence(result), default=str),
+                )
+            )
+
+    def mark_closed(self, session_id: str) -> bool:
+        """True when this call closed it, False when it was closed already."""
+        raw = self._raw()
+        if raw is not None:
+            return raw.execute(_RAW_CLOSED, (_sqlite_datetime(_utcnow()), session_id)).rowcount > 0
+        with self.engine.begin() as conn:
+            result = conn.execute(
+                update(sessions_table)
+                .where(sessions_table.c.id == session_id)
+                .where(sessions_table.c.status != "closed")
+                .values(status="closed", closed_at=_utcnow())
+            )
+        return result.rowcount > 0
+
+    def list(self, env: str | None = None, limit: int = 1000) -> list[SessionRecord]:
+        query = select(sessions_table).order_by(sessions_table.c.created_at.desc()).limit(limit)
+        if env:
+            query = query.where(sessions_table.c.env == env)
+        with self.engine.connect() as conn:
+            return [_record(r) for r in conn.execute(query)]
+
+    def query(self, q: SessionQuery) -> builtins.list[SessionRecord]:
+        """Newest first."""
+        t = sessions_table
+        stmt = select(t).order_by(t.c.created_at.desc(), t.c.id).limit(q.limit).offset(q.offset)
+        if q.env:
+            stmt = stmt.where(t.c.env == q.env)
+        if q.task_id:
+            stmt = stmt.where(t.c.task_id == q.task_id)
+        if q.status:
+            stmt = stmt.where(t.c.status == q.status)
+        if q.since is not None:
+            stmt = stmt.where(t.c.created_at >= q.since)
+        if q.before is not None:
+            stmt = stmt.where(t.c.created_at < q.before)
+        if q.reward_op is not None and q.reward is not None:
+            stmt = stmt.where(_compare(t.c.reward, q.reward_op, q.reward))
+        with self.engine.connect() as conn:
+            return [_record(r) for r in conn.execute(stmt)]
+
+    def delete(self, session_ids: builtins.list[str]) -> int:
+        """Remove control rows (the caller removes the files first)."""
+        if not session_ids:
+            return 0
+        with self.engine.begin() as conn:
+            t = sessions_table
+            result = conn.execute(delete(t).where(t.c.id.in_(session_ids)))
+        return result.rowcount
+
+    def count_live(self, env: str) -> int:
+        """Sessions of `env` not closed yet (open or verified)."""
+        t = sessions_table
+        query = select(func.count()).where(t.c.env == env).where(t.c.status != "closed")
+        with self.engine.connect() as conn:
+            return int(conn.execute(query).scalar_one())
+
+    def live_created_before(
+        self, env: str, cutoff: datetime
+    ) -> builtins.list[tuple[str, datetime]]:
+        """(id, created_at) of live sessions older than `cutoff`: the reaper's candidates."""
+        t = sessions_table
+        query = (
+            select(t.c.id, t.c.created_at)
+            .where(t.c.env == env)
+            .where(t.c.status != "closed")
+            .where(t.c.created_at < cutoff)
+        )
+        with self.engine.connect() as conn:
+            return [(row.id, row.created_at) for row in conn.execute(query)]
+
+    def dispose(self) -> None:
+        with self._lock:
+            conns, self._raw_conns = self._raw_conns, []
+        for conn in conns:
+            conn.close()
+        self._raw_local = threading.local()
+        self.engine.dispose()
+
+
+# The raw SQLite statements (ControlDB._raw); each is one autocommitted statement, as the
+# SQLAlchemy versions were one transaction. Values are stored as SQLAlchemy stores them.
+_COLUMNS = [c.name for c in sessions_table.columns]
+_RAW_INSERT = (
+    "INSERT INTO sessions (id, env, task_id, snapshot_key, resources_session_id, status, "
+    "created_at, file, task_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_RAW_GET = f"SELECT {', '.join(_COLUMNS)} FROM sessions WHERE id = ?"
+_RAW_VERIFIED = (
+    "UPDATE sessions SET status = CASE WHEN status = 'closed' THEN status ELSE 'verified' END, "
+    "verified_at = ?, reward = ?, verify_json = ? WHERE id = ?"
+)
+_RAW_CLOSED = (
+    "UPDATE sessions SET status = 'closed', closed_at = ? WHERE id = ? AND status != 'closed'"
+)
+
+
+def _sqlite_datetime(value: datetime) -> str:
+    """A datetime as SQLAlchemy's SQLite DateTime stores it (always with microseconds)."""
+    return value.strftime("%Y-%m-%d %H:%M:%S.%f")
+
+
+def _parse_sqlite_datetime(value: str | None) -> datetime | None:
+    return None if value is None else datetime.fromisoformat(value)
+
+
+def _raw_record(row: tuple[Any, ...]) -> SessionRecord:
+    r = dict(zip(_COLUMNS, row, strict=True))
+    for name in ("created_at", "verified_at", "closed_at"):
+        r[name] = _parse_sqlite_datetime(r[name])
+    return _record(SimpleNamespace(**r))
+
+
+def open_sqlite_control(path: Path) -> ControlDB:
+    """The SQLite control database at `path`, created at head or upgraded in place."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    engine = create_engine(f"sqlite:///{path}")
+    event.listen(engine, "connect", _pragmas)
+    prepare_control_database(engine, path)
+    return ControlDB(engine)
+
+
+def _compare(column: Any, op: str, value: float) -> Any:
+    if op not in REWARD_OPS:
+        raise ValueError(f"reward comparison must be one of {REWARD_OPS}, got {op!r}")
+    return {
+        "==": column == value,
+        "!=": column != value,
+        "<": column < value,
+        "<=": column <= value,
+        ">": column > value,
+        ">=": column >= value,
+    }[op]
+
+
+def _pragmas(dbapi_conn: Any, _record: Any) -> None:
+    cursor = dbapi_conn.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.execute("PRAGMA busy_timeout=10000")
+    cursor.close()

@@ -1,0 +1,64 @@
+"""The control database's tables: one row per session, and the typed-seed claims.
+
+Apart from app/storage/control.py (the queries) so that migrations (app/storage/migrations.py)
+can name the metadata without importing the queries that open a control database.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import Column, DateTime, Float, Index, Integer, MetaData, String, Table, Text
+
+from app.sdk.environment import NAMING_CONVENTION
+
+control_metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+sessions_table = Table(
+    "sessions",
+    control_metadata,
+    Column("id", String(32), primary_key=True),
+    Column("env", String(64), nullable=False),
+    Column("task_id", String(200)),
+    Column("snapshot_key", String(32), nullable=False),
+    Column("resources_session_id", String(200)),
+    Column("status", String(16), nullable=False),  # open | verified | closed
+    Column("created_at", DateTime, nullable=False),
+    Column("verified_at", DateTime),
+    Column("closed_at", DateTime),
+    Column("reward", Float),
+    Column("file", Text, nullable=False),
+    Column("task_json", Text, nullable=False),
+    Column("verify_json", Text),
+    Index("ix_sessions_resources_session_id", "resources_session_id"),
+    Index("ix_sessions_env_task", "env", "task_id"),
+    # Live-session counts (capacity limit) and the idle reaper filter on these.
+    Index("ix_sessions_env_status", "env", "status"),
+)
+
+# The ids typed (NeMo Gym 0.7.0) seeds and closes name, per environment. The primary key makes
+# a claim atomic across workers: two racing seeds of one id make one database. A close of an id
+# nobody seeded leaves a tombstone (state `closed`, no session) so a late seed is refused.
+resources_ids_table = Table(
+    "resources_ids",
+    control_metadata,
+    Column("env", String(64), primary_key=True),
+    Column("resources_session_id", String(200), primary_key=True),
+    Column("episode", Text),  # EpisodeId.key() of the seed (or close) that made the row
+    Column("session_id", String(32)),  # None for a tombstone
+    Column("state", String(16), nullable=False),  # seeding | open | closed
+    Column("updated_at", DateTime, nullable=False),
+)
+
+CLAIM_SEEDING, CLAIM_OPEN, CLAIM_CLOSED = "seeding", "open", "closed"
+
+# Where a session came from when it was not seeded: forked from a parent as of one of its steps,
+# or restored from an export (app/storage/lineage.py).
+lineage_table = Table(
+    "lineage",
+    control_metadata,
+    Column("session_id", String(32), primary_key=True),
+    Column("parent_id", String(32), nullable=False),
+    Column("parent_step", Integer, nullable=False),
+    Column("kind", String(16), nullable=False),  # fork | restore
+    Column("created_at", DateTime, nullable=False),
+    Index("ix_lineage_parent_id", "parent_id"),
+)

@@ -1,0 +1,194 @@
+"""A key/value table inside every template, snapshot and session database.
+
+It records what the database is (environment, template fingerprint, task snapshot key, the frozen
+clock) and, for sessions, whether it is closed, so every worker sees a close at once.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from collections import Counter
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+META_TABLE = "_stategym_meta"
+_CREATE = f"CREATE TABLE IF NOT EXISTS {META_TABLE} (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
+
+
+def write_meta(conn: sqlite3.Connection, values: dict[str, str]) -> None:
+    conn.execute(_CREATE)
+    conn.executemany(
+        f"INSERT OR REPLACE INTO {META_TABLE}(key, value) VALUES (?, ?)", list(values.items())
+    )
+
+
+def read_meta(conn: sqlite3.Connection) -> dict[str, str]:
+    try:
+        return dict(conn.execute(f"SELECT key, value FROM {META_TABLE}").fetchall())
+    except sqlite3.OperationalError:
+        return {}
+
+
+def reopened_image(image: bytes) -> tuple[bytes, dict[str, str]]:
+    """A database image (an export) with its status set back to open, and its meta; raises
+    sqlite3.DatabaseError when `image` is not a database."""
+    legacy = bytearray(image)
+    if len(legacy) > 19:
+        legacy[18] = legacy[19] = 1  # a WAL file's image: read it in rollback-journal mode
+    image = bytes(legacy)
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    try:
+        conn.deserialize(image)
+        meta = read_meta(conn)
+        if meta.get("status") == "closed":
+            write_meta(conn, {"status": "open"})
+            return conn.serialize(), {**meta, "status": "open"}
+        return image, meta
+    finally:
+        conn.close()
+
+
+def read_status(conn: sqlite3.Connection) -> str:
+    row = conn.execute(f"SELECT value FROM {META_TABLE} WHERE key = 'status'").fetchone()
+    return row[0] if row else "open"
+
+
+# --- change tracking --------------------------------------------------------------------------
+# Snapshots carry triggers that record, per table, that a row was inserted, updated or deleted
+# since the snapshot was taken ("orders"), which rows (their rowids, in `_stategym_rows`), and,
+# separately, that other tables' references to it may now resolve differently ("orders#key":
+# identifying columns changed, or rows appeared or disappeared in a table some reference to which
+# is not an enforced foreign key). Verify patches the snapshot's dump with the rows written,
+# re-reads whole only the tables referencing a "#key" table, and reuses the snapshot's dump for the
+# rest. The record is part of each tool call's transaction (a rolled-back call leaves no mark) and
+# lives in the file (it survives reopening and every worker sees it).
+CHANGES_TABLE = "_stategym_changes"
+ROWS_TABLE = "_stategym_rows"
+TRACK_PREFIX = "_stategym_track_"
+# "2": tables only (snapshots built before row tracking); "3": tables and rows; "4": trigger
+# bodies that cannot conflict (see install_change_tracking).
+TRACKING_VERSION = "4"
+_ROW_VERSIONS = ("3", TRACKING_VERSION)
+_TRIGGERS = ("insert", "update", "delete", "keys")
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def _checked(name: str) -> str:
+    if not _IDENTIFIER.fullmatch(name):  # names come from code, but never trust into SQL
+        raise ValueError(f"cannot track changes of {name!r}")
+    return name
+
+
+def _mark(name: str) -> str:
+    # Not INSERT OR IGNORE: a trigger body's conflict clause is overridden by the firing
+    # statement's (an UPSERT made it ABORT, failing every upsert on a tracked table), so the
+    # bodies insert only what is absent and never conflict, whatever the statement says.
+    return (
+        f"INSERT INTO {CHANGES_TABLE}(name) SELECT '{name}' WHERE NOT EXISTS "
+        f"(SELECT 1 FROM {CHANGES_TABLE} WHERE name = '{name}');"
+    )
+
+
+def install_change_tracking(
+    conn: sqlite3.Connection,
+    keys: Mapping[str, Iterable[str]],
+    *,
+    guarded: Collection[str] = (),
+    without_rowid: Collection[str] = (),
+) -> None:
+    """Track every table of `keys`: table -> the columns other tables' references resolve by.
+
+    `guarded`: tables every compared reference to which is an enforced foreign key; a row
+    inserted there cannot be referenced yet and one deleted cannot stay referenced, so only a
+    change of its identifying columns marks "#key". `without_rowid`: tables whose rows have no
+    rowid to record; a write there makes verify re-read the whole table.
+    """
+    conn.execute(f"CREATE TABLE IF NOT EXISTS {CHANGES_TABLE} (name TEXT PRIMARY KEY)")
+    conn.execute(
+        f"CREATE TABLE IF NOT EXISTS {ROWS_TABLE} (tbl TEXT NOT NULL, rid INTEGER NOT NULL, "
+        "PRIMARY KEY (tbl, rid))"
+    )
+    for name, columns in keys.items():
+        table, cols = _checked(name), [f'"{_checked(c)}"' for c in columns]
+        mark, mark_keys = _mark(table), _mark(f"{table}#key")
+        appear = "" if name in guarded else mark_keys
+        record = (
+            f"INSERT INTO {ROWS_TABLE}(tbl, rid) SELECT '{table}', {{0}}.rowid WHERE NOT EXISTS "
+            f"(SELECT 1 FROM {ROWS_TABLE} WHERE tbl = '{table}' AND rid = {{0}}.rowid);"
+        )
+        new_row = "" if name in without_rowid else record.format("NEW")
+        old_row = "" if name in without_rowid else record.format("OLD")
+        events = {
+            "insert": ("INSERT", f"{mark} {appear} {new_row}"),
+            "update": ("UPDATE", f"{mark} {old_row} {new_row}"),
+            "delete": ("DELETE", f"{mark} {appear} {old_row}"),
+            # No key columns: nothing resolves through this table; the trigger never fires.
+            "keys": (f"UPDATE OF {', '.join(cols) or 'rowid'}", mark_keys),
+        }
+        for suffix, (event, body) in events.items():
+            conn.execute(
+                f'CREATE TRIGGER IF NOT EXISTS "{TRACK_PREFIX}{table}_{suffix}" '
+                f'AFTER {event} ON "{table}" BEGIN {body} END'
+            )
+    write_meta(conn, {"change_tracking": TRACKING_VERSION})
+
+
+@dataclass(frozen=True)
+class Changes:
+    """What a session database wrote since the snapshot it was cloned from."""
+
+    snapshot: str  # "<template>:<snapshot key>"
+    tables: frozenset[str]  # tables written, and "<table>#key" markers
+    rows: Mapping[str, frozenset[int]] | None  # rowids written per table; None: not recorded
+
+
+def tracked_changes(conn: Any, tables: Iterable[str]) -> Changes | None:
+    """What the database wrote since its snapshot, or None when it does not track changes of
+    every one of `tables` (built before tracking existed, not from a snapshot, or a migration
+    recreated or renamed a table and so lost its triggers).
+
+    `conn` is a sqlite3 connection or a SQLAlchemy Connection (read in the caller's transaction).
+    """
+    if getattr(getattr(conn, "dialect", None), "name", "sqlite") != "sqlite":
+        return None  # triggers and sqlite_master are SQLite's; other backends dump in full
+    run = conn.exec_driver_sql if hasattr(conn, "exec_driver_sql") else conn.execute
+    present = {
+        row[0]
+        for row in run(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name IN (?, ?, ?)",
+            (META_TABLE, CHANGES_TABLE, ROWS_TABLE),
+        ).fetchall()
+    }
+    if not {META_TABLE, CHANGES_TABLE} <= present:
+        return None
+    meta = dict(
+        run(
+            f"SELECT key, value FROM {META_TABLE} "
+            "WHERE key IN ('template', 'snapshot', 'change_tracking')"
+        ).fetchall()
+    )
+    version = meta.get("change_tracking")
+    if version not in ("2", *_ROW_VERSIONS) or "snapshot" not in meta:
+        return None
+    # Only a trigger still named after the table it fires on records that table's name (its
+    # body holds the name as a literal, which a rename does not rewrite).
+    named = " OR ".join(f"name = '{TRACK_PREFIX}' || tbl_name || '_{s}'" for s in _TRIGGERS)
+    intact = Counter(
+        row[0]
+        for row in run(
+            f"SELECT tbl_name FROM sqlite_master WHERE type = 'trigger' AND ({named})"
+        ).fetchall()
+    )
+    if any(intact[table] != len(_TRIGGERS) for table in tables):
+        return None
+    changed = frozenset(row[0] for row in run(f"SELECT name FROM {CHANGES_TABLE}").fetchall())
+    rows: dict[str, set[int]] | None = None
+    if version in _ROW_VERSIONS and ROWS_TABLE in present:
+        rows = {}
+        if changed:
+            for table, rid in run(f"SELECT tbl, rid FROM {ROWS_TABLE}").fetchall():
+                rows.setdefault(table, set()).add(rid)
+    frozen = None if rows is None else {t: frozenset(r) for t, r in rows.items()}
+    return Changes(f"{meta.get('template')}:{meta['snapshot']}", changed, frozen)

@@ -1,0 +1,222 @@
+"""Alembic wiring: one version branch per environment plus one for the control database.
+
+Branch labels are the target names (`control`, `retail`, ...); each branch's scripts live in
+`migrations/versions/<target>/`. A new database is built with `create_all` and stamped at the
+branch head; migrations upgrade databases that already exist (templates, retained sessions).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from alembic.autogenerate import compare_metadata
+from alembic.config import Config
+from alembic.operations import Operations
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import Connection, MetaData, create_engine, event
+from sqlalchemy.pool import NullPool
+
+from app.registry import environment_names, load_environment
+from app.storage.control_schema import control_metadata
+
+CONTROL = "control"
+REPO_ROOT = Path(__file__).resolve().parents[2]
+MIGRATIONS_DIR = REPO_ROOT / "migrations"
+VERSION_TABLE = "alembic_version"
+# Tables the framework keeps inside environment databases; never part of a model.
+FRAMEWORK_TABLES = {"_stategym_meta", VERSION_TABLE}
+
+
+def targets() -> list[str]:
+    return [CONTROL, *environment_names()]
+
+
+def metadata_for(target: str) -> MetaData:
+    if target == CONTROL:
+        return control_metadata
+    return load_environment(target).metadata
+
+
+def alembic_config(target: str | None = None) -> Config:
+    cfg = Config(str(REPO_ROOT / "alembic.ini"))
+    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+    locations = " ".join(str(MIGRATIONS_DIR / "versions" / t) for t in targets())
+    cfg.set_main_option("version_locations", locations)
+    cfg.set_main_option("path_separator", "space")
+    if target:
+        cfg.attributes["target"] = target
+    return cfg
+
+
+@lru_cache
+def _script() -> ScriptDirectory:
+    return ScriptDirectory.from_config(alembic_config())
+
+
+@lru_cache
+def head_revision(target: str) -> str | None:
+    """The newest revision of the target's branch (None: the branch has no migration yet)."""
+    script = _script()
+    try:
+        return script.get_revision(f"{target}@head").revision  # type: ignore[union-attr,unused-ignore]
+    except Exception:  # noqa: BLE001 - alembic raises several types for an unknown branch
+        return None
+
+
+@lru_cache
+def branch_revisions(target: str) -> tuple[str, ...]:
+    """The target's revisions, newest first."""
+    head = head_revision(target)
+    if head is None:
+        return ()
+    return tuple(r.revision for r in _script().iterate_revisions(head, "base"))
+
+
+def stamp_new_database(conn: sqlite3.Connection, target: str) -> None:
+    """Record the head revision in a database just built with create_all."""
+    head = head_revision(target)
+    if head is None:
+        return
+    conn.execute(
+        f"CREATE TABLE IF NOT EXISTS {VERSION_TABLE} (version_num VARCHAR(32) NOT NULL, "
+        f"CONSTRAINT {VERSION_TABLE}_pkc PRIMARY KEY (version_num))"
+    )
+    conn.execute(f"DELETE FROM {VERSION_TABLE}")
+    conn.execute(f"INSERT INTO {VERSION_TABLE} (version_num) VALUES (?)", (head,))
+
+
+def revision_of(conn: sqlite3.Connection) -> str | None:
+    try:
+        row = conn.execute(f"SELECT version_num FROM {VERSION_TABLE}").fetchone()
+    except sqlite3.OperationalError:
+        return None
+    return row[0] if row else None
+
+
+def _sqlite_engine(path: Path):
+    engine = create_engine(f"sqlite:///{path}", poolclass=NullPool)
+
+    @event.listens_for(engine, "connect")
+    def _connect(dbapi_conn: Any, _record: Any) -> None:
+        # Let SQLAlchemy/Alembic own BEGIN, so DDL is transactional (the SQLite recipe).
+        dbapi_conn.isolation_level = None
+        dbapi_conn.execute("PRAGMA busy_timeout=10000")
+
+    @event.listens_for(engine, "begin")
+    def _begin(connection: Connection) -> None:
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+    return engine
+
+
+@contextmanager
+def connection_to(path: Path) -> Iterator[Connection]:
+    engine = _sqlite_engine(path)
+    try:
+        with engine.connect() as conn:
+            yield conn
+    finally:
+        engine.dispose()
+
+
+def _migrate(conn: Connection, target: str, destination: str, *, down: bool = False) -> None:
+    """Run migrations on an open connection in ONE transaction (SQLite has transactional DDL
+    once BEGIN is ours), without Alembic's command/env.py layer so it can nest anywhere."""
+    script = _script()
+
+    def steps(revision: Any, _context: Any) -> Any:
+        if down:
+            return script._downgrade_revs(destination, revision)
+        return script._upgrade_revs(destination, revision)
+
+    context = MigrationContext.configure(
+        connection=conn,
+        opts={
+            "fn": steps,
+            "script": script,
+            "render_as_batch": True,
+            "transactional_ddl": True,
+            "target_metadata": metadata_for(target),
+        },
+    )
+    with Operations.context(context), context.begin_transaction():
+        context.run_migrations()
+
+
+def upgrade_file(path: Path, target: str, revision: str = "head") -> None:
+    """Upgrade one database file in one transaction (a failure leaves the file as it was)."""
+    with connection_to(path) as conn:
+        _migrate(conn, target, revision if "@" in revision else f"{target}@{revision}")
+
+
+def downgrade_file(path: Path, target: str, revision: str) -> None:
+    with connection_to(path) as conn:
+        _migrate(conn, target, revision, down=True)
+
+
+def schema_differences(target: str) -> list[Any]:
+    """Autogenerate's comparison of the models with an empty database upgraded to head."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "check.sqlite"
+        sqlite3.connect(path).close()
+        upgrade_file(path, target)
+        with connection_to(path) as conn:
+            ctx = MigrationContext.configure(
+                conn, opts={"compare_type": True, "include_name": include_name}
+            )
+            return compare_metadata(ctx, metadata_for(target))
+
+
+def include_name(name: str | None, type_: str, _parent: Any) -> bool:
+    return not (type_ == "table" and name in FRAMEWORK_TABLES)
+
+
+def schema_state(conn: sqlite3.Connection, target: str) -> str:
+    """'current', 'older' (upgradable), or raises SessionUnavailable (unknown / newer revision)."""
+    from app.errors import SessionUnavailable
+
+    head = head_revision(target)
+    revision = revision_of(conn)
+    if revision == head:
+        return "current"
+    if revision is not None and revision in branch_revisions(target):
+        return "older"
+    raise SessionUnavailable(
+        f"database is at schema revision {revision!r}, which this StateGym does not know "
+        f"(its {target} head is {head!r}); it was built by a newer version or is not a "
+        f"{target} database",
+        hint="Open it with the StateGym version that made it, or inspect it read-only.",
+    )
+
+
+def upgrade_retained(path: Path, target: str) -> None:
+    from app.errors import SessionUnavailable
+
+    try:
+        upgrade_file(path, target)
+    except Exception as exc:  # noqa: BLE001 - any migration failure leaves the file as it was
+        raise SessionUnavailable(
+            f"database {path.name} could not be upgraded to {target}@head: {exc}",
+            hint="Run `stategym migrate sessions --env NAME --dry-run` to see what fails.",
+        ) from exc
+
+
+def prepare_control_database(engine: Any, path: Path) -> None:
+    """A new control database is created at head; an older one is upgraded in place."""
+    with engine.begin() as conn:
+        dbapi = conn.connection.driver_connection
+        if revision_of(dbapi) is None:
+            control_metadata.create_all(conn)
+            stamp_new_database(dbapi, CONTROL)
+            return
+        state = schema_state(dbapi, CONTROL)
+    if state == "older":
+        upgrade_file(path, CONTROL)

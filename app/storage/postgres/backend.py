@@ -1,0 +1,310 @@
+"""The PostgreSQL backend: each session is a schema, every replica sees every session.
+
+A tool call borrows a pooled connection, opens ONE transaction that takes the session's advisory
+lock (calls on one session are serialised across replicas, as BEGIN IMMEDIATE does on SQLite),
+pins `search_path` and the schema translate map to the session's schema (app/storage/postgres/
+db.py), checks the session is not closed, and runs the work (the tool runner), whose ORM Session
+joins that transaction (a tool error rolls it back, success commits it). Templates and session
+schemas: app/storage/postgres/store.py; the control table: app/storage/postgres/control.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+import psycopg
+from sqlalchemy import Connection, Engine, text
+from sqlalchemy.exc import DataError, IntegrityError
+
+from app.errors import InvalidTask, SessionClosed, SessionUnavailable
+from app.runtime.tasks import TaskSpec
+from app.sdk.environment import Environment, Tool, ToolContext
+from app.settings import Settings
+from app.storage.base import Capabilities, NotOnDisk, SessionHandle, Unsupported, Work
+from app.storage.control import SessionRecord
+from app.storage.postgres.control import PgControlDB, open_pg_control
+from app.storage.postgres.db import (
+    META_TABLE,
+    SchemaNames,
+    drop_schema_sql,
+    make_engine,
+    session_connection,
+)
+from app.storage.postgres.migrate import ensure_current
+from app.storage.postgres.store import PgStore
+from app.storage.sqlite.store import Snapshot, Store
+
+T = TypeVar("T")
+_LAST_WRITE = "last_write"
+# Every statement is a network round trip: calls never run on the event loop.
+CAPABILITIES = Capabilities(name="postgres", inline_calls=False, raw_sqlite=False, file_copy=False)
+
+
+@dataclass
+class PgOpenSession:
+    """What a worker keeps per open session: no connection (those are pooled), its clock."""
+
+    id: str
+    schema: str
+    ctx: ToolContext
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+    def close(self) -> None:
+        pass
+
+
+class PgBackend:
+    """Session schemas `<prefix>_s_<id>` cloned from template schemas, one control schema."""
+
+    capabilities = CAPABILITIES
+
+    def __init__(self, settings: Settings, env: Environment, control: PgControlDB | None = None):
+        self.env = env
+        self.names = SchemaNames(settings.pg_schema_prefix)
+        self.engine = make_engine(
+            settings.database_url or "",
+            pool_size=settings.pg_pool_size,
+            statement_timeout_ms=settings.tool_time_limit_ms,
+        )
+        # Snapshot images are built (deterministically) by each replica in its own data dir;
+        # templates are built from them, and gold states replay on SQLite clones of them.
+        self.snapshots = Store(
+            settings.data_dir, env, snapshot_cache_size=settings.snapshot_cache_size
+        )
+        self.store = PgStore(
+            self.snapshots, self.engine, self.names, schema_pool=settings.pg_schema_pool
+        )
+        self.control = control or open_pg_control(self.engine, self.names.control)
+
+    def snapshot(self, task: TaskSpec) -> Snapshot:
+        return self.snapshots.snapshot(task)
+
+    def location(self, session_id: str) -> str:
+        return f"postgresql:{self.names.session(session_id)}"
+
+    def create(self, session_id: str, snapshot: Snapshot) -> None:
+        try:
+            self.store.create_session(session_id, snapshot)
+        except (DataError, IntegrityError, psycopg.DataError, psycopg.IntegrityError) as exc:
+            # A seed value SQLite took but PostgreSQL's types refuse (1e308 in NUMERIC(12,2)):
+            # the task's fault, a 422 (the caller removes the control row and the claim).
+            reason = str(getattr(exc, "orig", None) or exc).splitlines()[0]
+            raise InvalidTask(
+                f"the task's seed does not fit environment {self.env.name} on PostgreSQL: {reason}"
+            ) from exc
+
+    def open(self, session_id: str) -> PgOpenSession:
+        meta = self.store.read_meta(session_id)  # SessionNotFound when the schema is gone
+        if meta.get("status") == "closed":
+            raise SessionClosed(
+                f"session {session_id} is closed", hint="Start a new rollout with /seed_session."
+            )
+        if meta.get("env") != self.env.name:
+            raise SessionUnavailable(
+                f"session {session_id} belongs to environment {meta.get('env')!r}, "
+                f"not {self.env.name!r}"
+            )
+        # A schema retained from an older release is upgraded before use (or refused).
+        ensure_current(self.engine, self.names.session(session_id), self.env.name)
+        now = datetime.fromisoformat(meta["now"]) if "now" in meta else self.env.default_now
+        ctx = ToolContext(now=now, session_id=session_id, task_id=None)
+        return PgOpenSession(session_id, self.names.session(session_id), ctx)
+
+    def call(
+        self, handle: SessionHandle, tool: Tool, work: Work, *, limit_ms: int, inline: bool
+    ) -> dict[str, Any]:
+        assert isinstance(handle, PgOpenSession)
+        with session_connection(self.engine, handle.schema) as conn:
+            transaction = conn.begin()
+            try:  # the transaction began with the session's lock (postgres/db.make_engine)
+                status = conn.exec_driver_sql(
+                    f"SELECT value FROM {META_TABLE} WHERE key = 'status'"
+                ).scalar()
+                if status == "closed":  # closed by any replica: seen at once
+                    raise SessionClosed(f"session {handle.id} is closed")
+                # The ORM Session joins this transaction: a tool error rolls it back.
+                try:
+                    result = work(conn)
+                except DataError as exc:  # e.g. a string longer than its VARCHAR(n)
+                    return _refused(tool, exc)
+                result = as_time_limit(result, tool, limit_ms)
+                # An error may come before the ORM Session began (bad arguments): roll back.
+                if transaction.is_active and "output" in result:
+                    if not tool.read_only:  # the idle reaper's activity clock
+                        _stamp_write(conn)
+                    transaction.commit()
+                return result
+            finally:
+                if transaction.is_active:
+                    transaction.rollback()
+
+    def read(self, handle: SessionHandle, work: Callable[[Connection], T]) -> T:
+        assert isinstance(handle, PgOpenSession)
+        with session_connection(self.engine, handle.schema) as conn:
+            return work(conn)
+
+    def release(self, handle: SessionHandle | None, session_id: str, *, delete: bool) -> None:
+        if self.store.session_exists(session_id):
+            with session_connection(self.engine, self.names.session(session_id)) as conn:
+                with conn.begin():  # waits for a call in flight on another replica (its lock)
+                    self.store.write_status(conn, session_id, "closed")
+        if delete:
+            self.drop(session_id)
+
+    def drop(self, session_id: str) -> None:
+        self.store.drop_session(session_id)
+
+    def last_activity(self, session_id: str, created_at: datetime) -> float:
+        """Unix time of the session's last write (its meta stamp), else its creation."""
+        stamps = [created_at.replace(tzinfo=UTC).timestamp()]
+        try:
+            meta = self.store.read_meta(session_id)
+        except Exception:  # noqa: BLE001 - a vanished schema is simply idle
+            return stamps[0]
+        if _LAST_WRITE in meta:
+            stamps.append(float(meta[_LAST_WRITE]))
+        return max(stamps)
+
+    def view(self) -> PgView:
+        return PgView(self.engine, self.names)
+
+    # --- steps, forks and copies: no step log on this backend yet (docs/steps.md) ----------------
+    def logs_steps(self, handle: SessionHandle) -> bool:
+        return False
+
+    def write_failed_step(self, handle: SessionHandle, write: Callable[[Any], None]) -> None:
+        pass
+
+    def fork(self, handle: SessionHandle, session_ids: list[str], at_step: int | None) -> int:
+        """Each child is a schema cloned from the parent's (one transaction per child, holding
+        the parent's lock so no call of it is half-copied)."""
+        assert isinstance(handle, PgOpenSession)
+        if at_step is not None:
+            raise _no_step_log("a fork as of an earlier step")
+        for session_id in session_ids:
+            self.store.clone_session(handle.schema, session_id)
+        return 0
+
+    def rewind(self, handle: SessionHandle, to_step: int) -> int:
+        raise _no_step_log("rewind")
+
+    def export_image(self, handle: SessionHandle) -> tuple[bytes, int]:
+        raise _no_step_log("export")
+
+    def restore_image(self, session_id: str, image: bytes) -> None:
+        raise _no_step_log("restore")
+
+    def dispose(self) -> None:
+        self.store.dispose()  # pooled schemas dropped
+        self.control.dispose()
+        self.engine.dispose()  # the pool refills on next use
+
+
+def _no_step_log(what: str) -> Unsupported:
+    return Unsupported(
+        f"{what} needs the step log, which PostgreSQL sessions do not keep yet; serve on SQLite "
+        "(unset STATEGYM_DATABASE_URL) for it (docs/steps.md)"
+    )
+
+
+class PgView:
+    """Session schemas read in READ ONLY transactions (inspection, /admin, `sessions`)."""
+
+    capabilities = CAPABILITIES
+
+    def __init__(self, engine: Engine, names: SchemaNames):
+        self.engine = engine
+        self.names = names
+
+    def present(self, record: SessionRecord) -> bool:
+        with self.engine.connect() as conn:
+            row = conn.execute(
+                text("SELECT 1 FROM pg_namespace WHERE nspname = :name"),
+                {"name": self.names.session(record.id)},
+            ).first()
+        return row is not None
+
+    @contextmanager
+    def connect(self, record: SessionRecord) -> Iterator[Connection]:
+        if not self.present(record):
+            raise NotOnDisk(f"session {record.id} has no schema (removed by retention or gc?)")
+        with session_connection(self.engine, self.names.session(record.id)) as conn:
+            with conn.begin() as transaction:
+                conn.exec_driver_sql("SET TRANSACTION READ ONLY")
+                meta: dict[str, Any] = dict(
+                    conn.exec_driver_sql(f"SELECT key, value FROM {META_TABLE}").all()
+                )
+                if meta.get("env") != record.env:
+                    raise SessionUnavailable(
+                        f"session {record.id}'s schema belongs to environment "
+                        f"{meta.get('env')!r}, not {record.env!r}"
+                    )
+                yield conn
+                transaction.rollback()
+
+    def meta(self, record: SessionRecord) -> dict[str, str]:
+        with self.connect(record) as conn:
+            return dict(conn.exec_driver_sql(f"SELECT key, value FROM {META_TABLE}").all())
+
+    def image(self, record: SessionRecord) -> bytes:
+        raise Unsupported(
+            "a session on PostgreSQL is a schema, not a SQLite file: copy it with "
+            f"`pg_dump --schema={self.names.session(record.id)}` (docs/postgres.md)"
+        )
+
+    def file(self, record: SessionRecord) -> Path:
+        raise Unsupported(
+            f"session {record.id} is a PostgreSQL schema ({self.names.session(record.id)}), "
+            "not a SQLite file"
+        )
+
+    def remove(self, record: SessionRecord, *, dry_run: bool = False) -> int:
+        if not dry_run and self.present(record):
+            with self.engine.begin() as conn:
+                conn.exec_driver_sql(drop_schema_sql(self.names.session(record.id)))
+        return 0
+
+
+def as_time_limit(result: dict[str, Any], tool: Tool, limit_ms: int) -> dict[str, Any]:
+    """statement_timeout cancels a long call as SQLite's progress handler does: same answer."""
+    error = result.get("error") or {}
+    if error.get("code") == "database_error" and "statement timeout" in error.get("message", ""):
+        return {
+            "error": {
+                "code": "time_limit",
+                "message": f"{tool.name} ran longer than {limit_ms} ms and was stopped; "
+                "nothing was changed.",
+                "hint": "Ask for less at once (narrower filters, fewer rows).",
+            }
+        }
+    return result
+
+
+def _refused(tool: Tool, exc: DataError) -> dict[str, Any]:
+    """PostgreSQL checks what SQLite lets through (VARCHAR lengths, value ranges): a tool
+    error the agent can correct, as run_tool answers a constraint violation."""
+    reason = str(exc.orig).splitlines()[0] if exc.orig is not None else str(exc)
+    return {
+        "error": {
+            "code": "constraint_violation",
+            "message": f"{tool.name} was refused by the database ({reason}); nothing was changed.",
+            "hint": "Check the lengths and formats of the values you passed.",
+        }
+    }
+
+
+def _stamp_write(conn: Connection) -> None:
+    conn.execute(
+        text(
+            f"INSERT INTO {META_TABLE} (key, value) VALUES (:k, :v) "
+            "ON CONFLICT (key) DO UPDATE SET value = excluded.value"
+        ),
+        {"k": _LAST_WRITE, "v": repr(time.time())},
+    )

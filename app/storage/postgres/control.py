@@ -1,0 +1,60 @@
+"""The control table on PostgreSQL: app/storage/control.py's Table in its own schema.
+
+The queries are ControlDB's own; only the engine differs, with
+`schema_translate_map={None: <prefix>_control}`, so replicas share one session registry.
+`open_pg_control` creates the schema (or brings an older one to head) before use; the
+constructor does no I/O.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import Engine, func, select, text
+
+from app.storage.control import ControlDB, control_metadata
+from app.storage.migrations import CONTROL, head_revision
+from app.storage.postgres.db import VERSION_TABLE, advisory_key, quoted
+
+
+class PgControlDB(ControlDB):
+    def __init__(self, engine: Engine, schema: str):
+        super().__init__(engine.execution_options(schema_translate_map={None: schema}))
+        self.schema = schema
+
+    def prepare(self) -> PgControlDB:
+        """Create the schema and table at head once; concurrent replicas wait on a lock."""
+        with self.engine.begin() as conn:
+            conn.execute(select(func.pg_advisory_xact_lock(advisory_key(self.schema))))
+            exists = conn.execute(
+                text("SELECT 1 FROM pg_namespace WHERE nspname = :name"), {"name": self.schema}
+            ).first()
+            head = head_revision(CONTROL)
+            if exists:
+                # Control revisions so far only add tables: create what an older schema
+                # lacks (create_all checks first) and record the head.
+                control_metadata.create_all(conn)
+                if head is not None:
+                    conn.execute(
+                        text(f"UPDATE {quoted(self.schema)}.{VERSION_TABLE} SET version_num = :v"),
+                        {"v": head},
+                    )
+                return self
+            conn.exec_driver_sql(f"CREATE SCHEMA {quoted(self.schema)}")
+            control_metadata.create_all(conn)
+            conn.exec_driver_sql(
+                f"CREATE TABLE {quoted(self.schema)}.{VERSION_TABLE} (version_num VARCHAR(32) "
+                f"NOT NULL, CONSTRAINT {VERSION_TABLE}_pkc PRIMARY KEY (version_num))"
+            )
+            if head is not None:
+                conn.execute(
+                    text(f"INSERT INTO {quoted(self.schema)}.{VERSION_TABLE} VALUES (:v)"),
+                    {"v": head},
+                )
+        return self
+
+    def dispose(self) -> None:
+        pass  # the engine belongs to the backend (or CLI) that made it, which disposes of it
+
+
+def open_pg_control(engine: Engine, schema: str) -> PgControlDB:
+    """The control schema on `engine`, created at head or brought to head."""
+    return PgControlDB(engine, schema).prepare()

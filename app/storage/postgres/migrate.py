@@ -1,0 +1,155 @@
+"""Alembic on PostgreSQL session schemas: each schema carries its own `alembic_version`.
+
+New schemas are stamped at the branch head (they copy their template's version row). A session
+schema at an older revision of its environment's branch is upgraded when a worker opens it, and
+`upgrade_sessions` upgrades every retained one in bulk; each schema in its own transaction
+(PostgreSQL DDL is transactional: a failing migration leaves the schema as it was).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from alembic.operations import Operations
+from alembic.runtime.migration import MigrationContext
+from sqlalchemy import Connection, Engine, func, select, text
+
+from app.errors import SessionUnavailable
+from app.storage.migrations import _script, branch_revisions, head_revision, metadata_for
+from app.storage.postgres.db import (
+    VERSION_TABLE,
+    SchemaNames,
+    advisory_key,
+    quoted,
+    session_connection,
+)
+
+
+def schema_revision(conn: Connection, schema: str) -> str | None:
+    row = conn.exec_driver_sql(f"SELECT version_num FROM {quoted(schema)}.{VERSION_TABLE}").first()
+    return row[0] if row else None
+
+
+def revision_state(revision: str | None, target: str) -> str:
+    """'current', 'older' (upgradable) or 'unknown' (newer, or another environment's)."""
+    if revision == head_revision(target):
+        return "current"
+    if revision is not None and revision in branch_revisions(target):
+        return "older"
+    return "unknown"
+
+
+def migrate_schema(
+    engine: Engine, schema: str, target: str, destination: str = "head", *, down: bool = False
+) -> None:
+    """Move one schema to `destination` in one transaction, its search path pinned; replicas
+    opening the same session wait on its advisory lock and then find it current."""
+    script = _script()
+    destination = destination if "@" in destination else f"{target}@{destination}"
+
+    def steps(revision: Any, _context: Any) -> Any:
+        if down:
+            return script._downgrade_revs(destination, revision)
+        return script._upgrade_revs(destination, revision)
+
+    with session_connection(engine, schema) as conn:
+        context = MigrationContext.configure(
+            connection=conn,
+            opts={
+                "fn": steps,
+                "script": script,
+                "render_as_batch": True,  # batch ops run as plain ALTERs on PostgreSQL
+                "transactional_ddl": True,
+                "target_metadata": metadata_for(target),
+                "version_table_schema": schema,
+            },
+        )
+        with Operations.context(context), context.begin_transaction():
+            conn.execute(select(func.pg_advisory_xact_lock(advisory_key(schema))))
+            context.run_migrations()
+
+
+def upgrade_schema(engine: Engine, schema: str, target: str) -> None:
+    migrate_schema(engine, schema, target)
+
+
+def ensure_current(engine: Engine, schema: str, target: str) -> None:
+    """Called when a worker opens a session: upgrade an older schema, refuse an unknown one."""
+    with engine.connect() as conn:
+        revision = schema_revision(conn, schema)
+    state = revision_state(revision, target)
+    if state == "current":
+        return
+    if state == "unknown":
+        raise SessionUnavailable(
+            f"session schema {schema} is at revision {revision!r}, which this StateGym does "
+            f"not know (its {target} head is {head_revision(target)!r})",
+            hint="Open it with the StateGym version that made it.",
+        )
+    try:
+        upgrade_schema(engine, schema, target)
+    except Exception as exc:  # noqa: BLE001 - a failed migration left the schema as it was
+        raise SessionUnavailable(
+            f"session schema {schema} could not be upgraded to {target}@head: {exc}"
+        ) from exc
+
+
+@dataclass
+class Outcome:
+    schema: str
+    status: str  # upgraded | current | would_upgrade | failed
+    detail: str = ""
+
+
+def upgrade_sessions(
+    engine: Engine, names: SchemaNames, target: str, *, dry_run: bool = False
+) -> list[Outcome]:
+    """Every retained session schema of `target`, each upgraded in its own transaction."""
+    with engine.connect() as conn:
+        schemas = [
+            row[0]
+            for row in conn.execute(
+                text("SELECT nspname FROM pg_namespace WHERE nspname LIKE :pattern ORDER BY 1"),
+                {"pattern": names.session_pattern()},
+            )
+        ]
+        envs = {}
+        for schema in schemas:
+            row = conn.exec_driver_sql(
+                f"SELECT value FROM {quoted(schema)}._stategym_meta WHERE key = 'env'"
+            ).first()
+            envs[schema] = row[0] if row else None
+    outcomes = []
+    for schema in (s for s in schemas if envs[s] == target):
+        with engine.connect() as conn:
+            revision = schema_revision(conn, schema)
+        state, step = revision_state(revision, target), f"{revision} -> {head_revision(target)}"
+        if state == "current":
+            outcomes.append(Outcome(schema, "current"))
+        elif state == "unknown":
+            outcomes.append(Outcome(schema, "failed", f"unknown revision {revision!r}"))
+        elif dry_run:
+            outcomes.append(Outcome(schema, "would_upgrade", step))
+        else:
+            try:
+                upgrade_schema(engine, schema, target)
+                outcomes.append(Outcome(schema, "upgraded", step))
+            except Exception as exc:  # noqa: BLE001 - reported per schema, the others go on
+                outcomes.append(Outcome(schema, "failed", str(exc).splitlines()[0]))
+    return outcomes
+
+
+def upgrade_retained_sessions(
+    settings: Any, target: str, *, dry_run: bool = False
+) -> list[Outcome]:
+    """`stategym migrate sessions` on PostgreSQL: every retained session schema of `target`."""
+    from app.storage.postgres.db import make_engine
+
+    engine = make_engine(settings.database_url, pool_size=1)
+    try:
+        return upgrade_sessions(
+            engine, SchemaNames(settings.pg_schema_prefix), target, dry_run=dry_run
+        )
+    finally:
+        engine.dispose()

@@ -1,0 +1,158 @@
+"""A bounded pool of pre-cloned session schemas per snapshot, refilled off the request path.
+
+Cloning a template into a session schema costs 20-500 ms (DDL + INSERT ... SELECT + indexes,
+docs/postgres.md); a seed that finds a ready clone instead renames it (`ALTER SCHEMA ... RENAME`,
+a catalog update of a few ms). Pooled schemas are named `<prefix>_p_<32 hex>`, never match the
+session pattern (`<prefix>_s_%`), and hold exactly what a fresh clone holds: the template's rows,
+meta and version rows, sequences aligned.
+
+- Bounded: at most `per_snapshot` ready schemas per snapshot, for snapshots seeded since start
+  (a snapshot's pool starts filling after its first seed, which clones as before).
+- Off the request path: one daemon thread clones; a seed only pops a name (under a lock).
+- Dispose stops the thread and drops every pooled schema this process made. A crash leaves them
+  behind: `sweep()` at start drops every `<prefix>_p_%` schema. Another replica sweeping at its
+  start may drop a schema this one still lists: the rename then fails and the seed clones.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import uuid
+from collections import deque
+from collections.abc import Callable
+
+from sqlalchemy import Engine, text
+from sqlalchemy.exc import DBAPIError
+
+from app.storage.postgres.db import checked_schema, drop_schema_sql, quoted
+
+log = logging.getLogger(__name__)
+
+# Clones the named template into a new schema of the given name (one transaction).
+CloneInto = Callable[[str, str], None]
+
+
+class SchemaPool:
+    def __init__(self, engine: Engine, prefix: str, per_snapshot: int, clone_into: CloneInto):
+        self.engine = engine
+        self.prefix = checked_schema(prefix)
+        self.per_snapshot = per_snapshot
+        self._clone_into = clone_into
+        self._ready: dict[str, deque[str]] = {}  # template schema -> ready pooled schemas
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._stopped = False
+        self._thread: threading.Thread | None = None
+
+    def pattern(self) -> str:
+        """LIKE pattern of pooled schemas (underscores escaped)."""
+        return f"{self.prefix}\\_p\\_%"
+
+    def new_name(self) -> str:
+        return checked_schema(f"{self.prefix}_p_{uuid.uuid4().hex}")
+
+    # --- the request path ----------------------------------------------------------------------
+    def take(self, template: str) -> str | None:
+        """A ready clone of `template` (now the caller's to rename), or None; asks for refills."""
+        with self._lock:
+            if self._stopped:
+                return None
+            ready = self._ready.setdefault(template, deque())
+            name = ready.popleft() if ready else None
+            self._start_locked()
+        self._wake.set()
+        return name
+
+    def rename(self, pooled: str, target: str) -> bool:
+        """Rename a taken pooled schema to `target`; False (the caller clones) if it is gone."""
+        try:
+            with self.engine.begin() as conn:
+                conn.exec_driver_sql(
+                    f"ALTER SCHEMA {quoted(checked_schema(pooled))} "
+                    f"RENAME TO {quoted(checked_schema(target))}"
+                )
+            return True
+        except DBAPIError as exc:  # dropped by a replica's start-up sweep, or target exists
+            log.warning("pooled schema %s not usable (%s); cloning", pooled, exc.orig)
+            self._drop_quietly(pooled)
+            return False
+
+    # --- refills -------------------------------------------------------------------------------
+    def _start_locked(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(
+                target=self._fill_loop, name="stategym-pg-schema-pool", daemon=True
+            )
+            self._thread.start()
+
+    def _next_refill(self) -> str | None:
+        with self._lock:
+            if self._stopped:
+                return None
+            for template, ready in self._ready.items():
+                if len(ready) < self.per_snapshot:
+                    return template
+        return None
+
+    def _fill_loop(self) -> None:
+        while True:
+            self._wake.wait()
+            self._wake.clear()
+            while (template := self._next_refill()) is not None:
+                name = self.new_name()
+                try:
+                    self._clone_into(template, name)
+                except Exception:  # noqa: BLE001 - a pool miss is a slower seed, not an error
+                    log.exception("pre-cloning %s failed; the pool stops refilling it", template)
+                    self._drop_quietly(name)
+                    with self._lock:
+                        self._ready.pop(template, None)
+                    continue
+                with self._lock:
+                    if not self._stopped:
+                        self._ready[template].append(name)
+                        continue
+                self._drop_quietly(name)  # disposed while cloning
+            with self._lock:
+                if self._stopped:
+                    return
+
+    # --- lifecycle -----------------------------------------------------------------------------
+    def ready_count(self) -> dict[str, int]:
+        with self._lock:
+            return {template: len(ready) for template, ready in self._ready.items()}
+
+    def sweep(self) -> int:
+        """Drop every pooled schema under the prefix (left by a crashed process); their count."""
+        with self.engine.connect() as conn:
+            names = [
+                row[0]
+                for row in conn.execute(
+                    text("SELECT nspname FROM pg_namespace WHERE nspname LIKE :p"),
+                    {"p": self.pattern()},
+                )
+            ]
+        for name in names:
+            self._drop_quietly(name)
+        return len(names)
+
+    def dispose(self) -> None:
+        """Stop refilling and drop every pooled schema this process made."""
+        with self._lock:
+            self._stopped = True
+            thread, self._thread = self._thread, None
+            names = [name for ready in self._ready.values() for name in ready]
+            self._ready.clear()
+        self._wake.set()
+        if thread is not None:
+            thread.join()
+        for name in names:
+            self._drop_quietly(name)
+
+    def _drop_quietly(self, name: str) -> None:
+        try:
+            with self.engine.begin() as conn:
+                conn.exec_driver_sql(drop_schema_sql(name))
+        except DBAPIError:
+            log.warning("could not drop pooled schema %s", name, exc_info=True)

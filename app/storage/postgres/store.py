@@ -1,0 +1,211 @@
+"""Task templates and session schemas on PostgreSQL.
+
+Each task's seeded state is built once per database, as a template schema `<prefix>_t_<digest>`
+(digest of the environment's schema fingerprint and the task's snapshot key), by copying the rows
+of the SQLite snapshot image the SQLite store already builds. Gold replays and seed dumps still run
+on those SQLite images, so both backends verify against the very same reference.
+
+A session is `CREATE SCHEMA <prefix>_s_<id>` + the models' DDL + `INSERT ... SELECT` from its
+template + `setval` of each sequence, sent as one script in one transaction (docs/postgres.md has
+the measured alternatives), or, with `pg_schema_pool` > 0, the rename of a schema cloned ahead of
+time (app/storage/postgres/pool.py). Template builds take an advisory lock, so replicas racing to
+seed the same task build it once.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from sqlalchemy import Engine, func, select, text
+
+from app.errors import SessionNotFound
+from app.runtime.tasks import TaskSpec
+from app.sdk.environment import Environment
+from app.storage.meta import read_meta
+from app.storage.migrations import head_revision
+from app.storage.postgres.db import (
+    META_TABLE,
+    VERSION_TABLE,
+    SchemaNames,
+    advisory_key,
+    clone_sql,
+    drop_schema_sql,
+    in_schema,
+    quoted,
+    retry_when_lock_table_full,
+    schema_ddl,
+    serial_columns,
+)
+from app.storage.postgres.pool import SchemaPool
+from app.storage.sqlite import db as sqlite_db
+from app.storage.sqlite.store import Snapshot, Store
+
+
+class PgStore:
+    """Template schemas per task (built once per database) and one schema per session."""
+
+    def __init__(
+        self, sqlite_store: Store, engine: Engine, names: SchemaNames, *, schema_pool: int = 0
+    ):
+        self.sqlite = sqlite_store  # snapshot images: the source of templates and gold replays
+        self.env: Environment = sqlite_store.env
+        self.engine = engine
+        self.names = names
+        self._maxima: dict[str, dict[str, int]] = {}  # template schema -> SERIAL maxima
+        self._lock = threading.Lock()
+        # Pre-cloned session schemas per snapshot (app/storage/postgres/pool.py); 0: off.
+        self.pool: SchemaPool | None = None
+        if schema_pool > 0:
+            self.pool = SchemaPool(engine, names.prefix, schema_pool, self._clone)
+            self.pool.sweep()  # pooled schemas a crashed process left behind
+
+    def dispose(self) -> None:
+        if self.pool is not None:
+            self.pool.dispose()
+
+    @property
+    def data_dir(self):  # noqa: ANN201 - GoldCache and inspection read it
+        return self.sqlite.data_dir
+
+    @property
+    def fingerprint(self) -> str:
+        return self.sqlite.fingerprint
+
+    def snapshot(self, task: TaskSpec) -> Snapshot:
+        return self.sqlite.snapshot(task)
+
+    def template_image(self) -> bytes:
+        return self.sqlite.template_image()
+
+    def template_schema(self, snapshot: Snapshot) -> str:
+        return self.names.snapshot(self.fingerprint, snapshot.key)
+
+    # --- templates -------------------------------------------------------------------------------
+    def ensure_template(self, snapshot: Snapshot) -> tuple[str, dict[str, int]]:
+        """The task's template schema (built on first use) and its SERIAL maxima."""
+        schema = self.template_schema(snapshot)
+        maxima = self._maxima.get(schema)
+        if maxima is None:
+            with self._lock:
+                maxima = self._maxima.get(schema)
+                if maxima is None:
+                    maxima = retry_when_lock_table_full(
+                        lambda: self._build_template(schema, snapshot)
+                    )
+                    self._maxima[schema] = maxima
+        return schema, maxima
+
+    def _build_template(self, schema: str, snapshot: Snapshot) -> dict[str, int]:
+        with self.engine.begin() as conn:
+            # One builder per template across every replica; the others wait, then reuse it.
+            conn.execute(select(func.pg_advisory_xact_lock(advisory_key(schema))))
+            exists = conn.execute(
+                text("SELECT 1 FROM pg_namespace WHERE nspname = :name"), {"name": schema}
+            ).first()
+            if not exists:
+                conn.exec_driver_sql(f"CREATE SCHEMA {quoted(schema)}")
+                conn.exec_driver_sql(in_schema(schema_ddl(self.env.metadata).full, schema))
+                self._copy_rows(conn, schema, snapshot)
+            return self._read_maxima(conn, schema)
+
+    def _copy_rows(self, conn: Any, schema: str, snapshot: Snapshot) -> None:
+        source = sqlite_db.memory_from_image(snapshot.image)
+        engine = sqlite_db.bind_engine(source, begin="BEGIN")
+        try:
+            # COPY through the transaction's own psycopg connection: ~10x an executemany INSERT.
+            raw = conn.connection.driver_connection
+            with engine.connect() as lite, raw.cursor() as cursor:
+                for table in self.env.metadata.sorted_tables:
+                    columns = ", ".join(quoted(c.name) for c in table.columns)
+                    sql = f"COPY {quoted(schema)}.{quoted(table.name)} ({columns}) FROM STDIN"
+                    with cursor.copy(sql) as copy:
+                        for row in lite.execute(select(table)):
+                            copy.write_row(tuple(row))
+            meta = read_meta(source)
+        finally:
+            engine.dispose()
+            source.close()
+        keep = {k: meta[k] for k in ("env", "template", "snapshot", "now") if k in meta}
+        keep.setdefault("env", self.env.name)
+        conn.execute(
+            text(f"INSERT INTO {quoted(schema)}.{META_TABLE} (key, value) VALUES (:k, :v)"),
+            [{"k": k, "v": v} for k, v in keep.items()],
+        )
+        head = head_revision(self.env.name)
+        if head is not None:  # new schemas are stamped at the branch head, like SQLite files
+            conn.execute(
+                text(f"INSERT INTO {quoted(schema)}.{VERSION_TABLE} (version_num) VALUES (:v)"),
+                {"v": head},
+            )
+
+    def _read_maxima(self, conn: Any, schema: str) -> dict[str, int]:
+        maxima = {}
+        for table, column in serial_columns(self.env.metadata):
+            top = conn.exec_driver_sql(
+                f"SELECT max({quoted(column)}) FROM {quoted(schema)}.{quoted(table.name)}"
+            ).scalar()
+            if top:
+                maxima[table.name] = int(top)
+        return maxima
+
+    # --- sessions --------------------------------------------------------------------------------
+    def create_session(self, session_id: str, snapshot: Snapshot) -> str:
+        """Clone the task's template into the session's own schema; returns the schema name."""
+        source, _ = self.ensure_template(snapshot)
+        target = self.names.session(session_id)
+        if self.pool is not None:
+            pooled = self.pool.take(source)
+            if pooled is not None and self.pool.rename(pooled, target):
+                return target  # a ready clone, renamed: ~ms instead of a clone
+        retry_when_lock_table_full(lambda: self._clone(source, target))
+        return target
+
+    def _clone(self, source: str, target: str) -> None:
+        with self.engine.begin() as conn:
+            conn.exec_driver_sql(clone_sql(self.env.metadata, source, target, self._maxima[source]))
+
+    def clone_session(self, source_schema: str, session_id: str) -> str:
+        """A new session schema holding a copy of another session's (a fork); the source's
+        advisory lock is held for the copy, so no call of it is half-seen."""
+        target = self.names.session(session_id)
+        with self.engine.begin() as conn:
+            conn.execute(select(func.pg_advisory_xact_lock(advisory_key(source_schema))))
+            maxima = self._read_maxima(conn, source_schema)
+            conn.exec_driver_sql(clone_sql(self.env.metadata, source_schema, target, maxima))
+        return target
+
+    def session_exists(self, session_id: str) -> bool:
+        schema = self.names.session(session_id)
+        with self.engine.connect() as conn:
+            row = conn.execute(
+                text("SELECT 1 FROM pg_namespace WHERE nspname = :name"), {"name": schema}
+            ).first()
+        return row is not None
+
+    def read_meta(self, session_id: str) -> dict[str, str]:
+        schema = self.names.session(session_id)
+        if not self.session_exists(session_id):
+            raise SessionNotFound(
+                f"session {session_id} has no schema (deleted by retention?)",
+                hint="Start a new rollout with POST /seed_session.",
+            )
+        with self.engine.connect() as conn:
+            rows = conn.exec_driver_sql(
+                f"SELECT key, value FROM {quoted(schema)}.{META_TABLE}"
+            ).fetchall()
+        return dict(rows)
+
+    def write_status(self, conn: Any, session_id: str, status: str) -> None:
+        schema = quoted(self.names.session(session_id))
+        conn.execute(
+            text(
+                f"INSERT INTO {schema}.{META_TABLE} (key, value) VALUES ('status', :v) "
+                "ON CONFLICT (key) DO UPDATE SET value = excluded.value"
+            ),
+            {"v": status},
+        )
+
+    def drop_session(self, session_id: str) -> None:
+        with self.engine.begin() as conn:
+            conn.exec_driver_sql(drop_schema_sql(self.names.session(session_id)))

@@ -1,0 +1,295 @@
+"""The Store owns database files: environment templates, per-task snapshots and session databases.
+
+Layout under the data dir:
+    templates/<env>/<fingerprint>.sqlite   schema + the environment's base dataset
+    snapshots/<env>/<snapshot_key>.sqlite  a template with one task's seed applied
+    sessions/<env>/<session_id>.sqlite     one rollout's database (a copy of a snapshot)
+
+A session is born by a kernel copy (copy_file_range) of its snapshot's seed file
+(snapshots/<env>/.seed/<key>-<digest>.wal: the snapshot image, WAL-marked, named by a digest of
+its content so a rebuilt or migrated snapshot never reuses a stale one): no row is re-inserted. Ids
+reach a path only after `check_session_id`; task keys are hex digests computed here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import re
+import sqlite3
+import threading
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from sqlalchemy.dialects import sqlite as sqlite_dialect
+from sqlalchemy.orm import Session
+from sqlalchemy.schema import CreateIndex, CreateTable
+
+from app.errors import SessionNotFound, SessionUnavailable, StorageFull
+from app.runtime.lru import LRU
+from app.runtime.tasks import TaskSpec
+from app.sdk.environment import Environment
+from app.storage.meta import TRACKING_VERSION, install_change_tracking, read_meta, write_meta
+from app.storage.migrations import schema_state, stamp_new_database, upgrade_retained
+from app.storage.seeding import apply_seed, parse_seed_now
+from app.storage.sqlite import db as sqlite_db
+from app.storage.steplog import STEP_LOG_VERSION, install_step_log
+
+SESSION_ID_RE = re.compile(r"^[0-9a-f]{32}$")
+
+
+def check_session_id(session_id: str) -> str:
+    """Session ids are 32 lowercase hex characters; anything else never becomes a path."""
+    if not SESSION_ID_RE.fullmatch(session_id):
+        raise SessionNotFound(f"{session_id!r} is not a session id (32 hex characters)")
+    return session_id
+
+
+# Template images built in this process, by (environment, fingerprint). A template is a pure
+# function of what the fingerprint covers, so a second Store on another data dir (a CLI check, the
+# task generator, every test's fresh data dir) writes a copy instead of building it again (~1 s).
+_built_templates: dict[tuple[str, str], bytes] = {}
+
+
+def schema_fingerprint(env: Environment) -> str:
+    """Changes when the schema, the base data generator version or its seed change."""
+    dialect = sqlite_dialect.dialect()
+    ddl = []
+    for table in env.metadata.sorted_tables:
+        ddl.append(str(CreateTable(table).compile(dialect=dialect)))
+        # table.indexes is a set: sort it, or the fingerprint changes from process to process.
+        indexes = sorted(table.indexes, key=lambda ix: ix.name or "")
+        ddl.extend(str(CreateIndex(ix).compile(dialect=dialect)) for ix in indexes)
+    text = "\n".join([env.name, env.data_version, str(env.base_seed), *ddl])
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _tracking_versions(image: bytes) -> tuple[str | None, str | None]:
+    """(change tracking, step log) versions of a snapshot image."""
+    conn = sqlite_db.memory_from_image(image)
+    try:
+        meta = read_meta(conn)
+        return meta.get("change_tracking"), meta.get("step_log")
+    finally:
+        conn.close()
+
+
+@dataclass
+class Snapshot:
+    key: str
+    image: bytes
+    now: datetime
+    # The image, WAL-marked, as a file sessions are copied from (Store.seed_file); set on the
+    # first seed of this snapshot in this process.
+    seed_file: Path | None = None
+
+
+class Store:
+    def __init__(
+        self,
+        data_dir: Path,
+        env: Environment,
+        *,
+        snapshot_cache_size: int = 256,
+        max_session_bytes: int | None = None,
+    ):
+        self.data_dir = data_dir
+        self.env = env
+        self.max_session_bytes = max_session_bytes  # None: sessions may grow without a cap
+        self.fingerprint = schema_fingerprint(env)
+        self._template: bytes | None = None
+        self._snapshots: LRU[str, Snapshot] = LRU(snapshot_cache_size)
+        self._lock = threading.RLock()
+
+    # --- paths -------------------------------------------------------------------------------
+    @property
+    def template_path(self) -> Path:
+        return self.data_dir / "templates" / self.env.name / f"{self.fingerprint}.sqlite"
+
+    def snapshot_path(self, key: str) -> Path:
+        return self.data_dir / "snapshots" / self.env.name / f"{key}.sqlite"
+
+    def session_path(self, session_id: str) -> Path:
+        return self.data_dir / "sessions" / self.env.name / f"{check_session_id(session_id)}.sqlite"
+
+    # --- templates ---------------------------------------------------------------------------
+    def template_image(self) -> bytes:
+        """The environment's template (schema + base data), built once and kept on disk."""
+        if self._template is None:
+            with self._lock:
+                if self._template is None:
+                    self._template = self._load_or_build_template()
+        return self._template
+
+    def _load_or_build_template(self) -> bytes:
+        path = self.template_path
+        if path.exists():
+            return sqlite_db.image_of_file(path)
+        built = _built_templates.get((self.env.name, self.fingerprint))
+        if built is None:
+            built = _built_templates[(self.env.name, self.fingerprint)] = self._build_template()
+        sqlite_db.write_image(path, built, wal=False)
+        return built
+
+    def _build_template(self) -> bytes:
+        conn = sqlite_db.open_memory()
+        engine = sqlite_db.bind_engine(conn)
+        self.env.metadata.create_all(engine)
+        with Session(bind=engine) as db, db.begin():
+            self.env.build_base(db, random.Random(self.env.base_seed))
+        write_meta(conn, {"env": self.env.name, "template": self.fingerprint})
+        stamp_new_database(conn, self.env.name)  # sessions record the revision they start at
+        image = sqlite_db.image_of(conn)
+        engine.dispose()
+        conn.close()
+        return image
+
+    # --- snapshots ---------------------------------------------------------------------------
+    def snapshot(self, task: TaskSpec) -> Snapshot:
+        """The task's seeded state: from memory, else from disk, else built from the template."""
+        key = task.snapshot_key
+        cached = self._snapshots.get(key)
+        if cached is not None:
+            return cached
+        with self._lock:
+            cached = self._snapshots.get(key)
+            if cached is None:
+                cached = self._load_or_build_snapshot(task, key)
+                self._snapshots.put(key, cached)
+        return cached
+
+    def _load_or_build_snapshot(self, task: TaskSpec, key: str) -> Snapshot:
+        path = self.snapshot_path(key)
+        now = parse_seed_now((task.seed or {}).get("now"), self.env.default_now)
+        if path.exists():
+            image = sqlite_db.image_of_file(path)
+            if _tracking_versions(image) == (TRACKING_VERSION, STEP_LOG_VERSION):
+                return Snapshot(key, image, now)
+            # Built by an older release: its tracking triggers are rebuilt with the snapshot.
+        conn = sqlite_db.memory_from_image(self.template_image())
+        engine = sqlite_db.bind_engine(conn)
+        try:
+            with Session(bind=engine) as db, db.begin():
+                apply_seed(db, self.env.metadata, task.seed)
+            write_meta(conn, {"snapshot": key, "now": now.isoformat()})
+            # After the seed: what sessions write from here on is recorded, for a faster verify.
+            install_change_tracking(
+                conn,
+                self._reference_keys(),
+                guarded=self._foreign_key_guarded(),
+                without_rowid=self._without_rowid(),
+            )
+            # Every tool call's row changes, before and after (app/storage/steplog.py).
+            install_step_log(conn, self._step_logged())
+            image = sqlite_db.image_of(conn)
+        finally:
+            engine.dispose()
+            conn.close()
+        sqlite_db.write_image(path, image, wal=False)
+        return Snapshot(key, image, now)
+
+    def _reference_keys(self) -> dict[str, list[str]]:
+        """Per table, the columns a reference to it resolves by (surrogate id, natural key)."""
+        keys = {}
+        for table in self.env.metadata.sorted_tables:
+            natural = self.env.compare.for_table(table.name).key
+            keys[table.name] = [c.name for c in table.primary_key.columns] + list(natural)
+        return keys
+
+    def _foreign_key_guarded(self) -> set[str]:
+        """Tables every compared reference to which is an enforced foreign key (SQLite runs with
+        foreign_keys=ON), so rows appearing or disappearing there change no reference's reading."""
+        tables, compare = self.env.metadata.tables, self.env.compare
+        guarded = set(tables)
+        for name, spec in compare.tables.items():
+            for column, target in spec.references.items():
+                pk = list(tables[target].primary_key.columns)
+                if len(pk) != 1 or not tables[name].c[column].references(pk[0]):
+                    guarded.discard(target)
+        return guarded
+
+    def _step_logged(self) -> dict[str, list[str]]:
+        """Every table with a rowid, and its columns in order (the step log's undo records)."""
+        skip = self._without_rowid()
+        return {
+            t.name: [c.name for c in t.columns]
+            for t in self.env.metadata.sorted_tables
+            if t.name not in skip
+        }
+
+    def _without_rowid(self) -> set[str]:
+        return {
+            t.name
+            for t in self.env.metadata.sorted_tables
+            if t.dialect_options["sqlite"].get("with_rowid", True) is False
+        }
+
+    # --- sessions ----------------------------------------------------------------------------
+    def create_session_file(self, session_id: str, snapshot: Snapshot) -> Path:
+        path = self.session_path(session_id)
+        size = len(snapshot.image)
+        try:
+            sqlite_db.copy_file(self.seed_file(snapshot), path, size)
+        except FileNotFoundError:  # the seed file was removed under us: write it again
+            snapshot.seed_file = None
+            sqlite_db.copy_file(self.seed_file(snapshot), path, size)
+        return path
+
+    def seed_file(self, snapshot: Snapshot) -> Path:
+        """The snapshot's image as a WAL-marked file, written once (atomically) per content."""
+        seed = snapshot.seed_file
+        if seed is not None:
+            return seed
+        with self._lock:
+            digest = hashlib.blake2b(snapshot.image, digest_size=12).hexdigest()
+            path = (
+                self.data_dir
+                / "snapshots"
+                / self.env.name
+                / ".seed"
+                / f"{snapshot.key}-{digest}.wal"
+            )
+            if not path.exists():
+                sqlite_db.write_image(path, snapshot.image, wal=True)
+            snapshot.seed_file = path
+            return path
+
+    def create_session_file_from_image(self, session_id: str, snapshot: Snapshot) -> Path:
+        """The previous way (the image written from memory): kept for the equality test."""
+        path = self.session_path(session_id)
+        sqlite_db.write_image(path, snapshot.image, wal=True)
+        return path
+
+    def open_session(self, session_id: str) -> sqlite3.Connection:
+        path = self.session_path(session_id)
+        if not path.exists():
+            raise SessionNotFound(
+                f"session {session_id} has no database (deleted by retention?)",
+                hint="Start a new rollout with POST /seed_session.",
+            )
+        try:
+            conn = sqlite_db.open_file(path)
+            meta = read_meta(conn)
+        except sqlite3.DatabaseError as exc:
+            if sqlite_db.is_disk_full(exc):
+                raise StorageFull(
+                    f"session {session_id}'s database cannot be opened: no space left on the disk",
+                    hint="Free disk space and retry.",
+                ) from exc
+            raise SessionUnavailable(
+                f"session {session_id}'s database cannot be opened: {exc}"
+            ) from exc
+        if meta.get("env") != self.env.name:
+            conn.close()
+            raise SessionUnavailable(
+                f"session {session_id}'s database belongs to environment {meta.get('env')!r}, "
+                f"not {self.env.name!r}"
+            )
+        if schema_state(conn, self.env.name) == "older":
+            conn.close()
+            upgrade_retained(path, self.env.name)  # one transaction; raises if it cannot
+            conn = sqlite_db.open_file(path)
+        if self.max_session_bytes:
+            sqlite_db.cap_size(conn, self.max_session_bytes)
+        return conn

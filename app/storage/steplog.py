@@ -1,0 +1,355 @@
+"""The step log inside a session database: one row per tool call, and the rows each call changed.
+
+Two tables, created in every snapshot (so every session cloned from it has them):
+
+- `_stategym_steps(idx, tool, args, outcome, output, output_digest, output_bytes, duration_ms)`:
+  one row per tool call, 1-based; `outcome` is "ok" or the error code; `output` is the exact JSON
+  body the agent was sent, or NULL with its sha256 digest when it is over the size cap.
+- `_stategym_step_rows(seq, step, tbl, op, old_rid, new_rid, old_vals, new_vals)`: one row per
+  row a call inserted ("i"), updated ("u") or deleted ("d"), written by triggers on every table of
+  the environment; `old_vals`/`new_vals` are the row's columns as SQL literals (SQLite's own
+  `quote()`, so every value, blobs and reals included, reads back exactly), comma-separated in
+  the column order recorded in `_stategym_step_cols`.
+
+A row change belongs to the step being run, i.e. `max(idx) + 1`: the step row itself is written
+last, in the same transaction as the tool's writes (app/runtime/steps.py), so a rolled-back call
+leaves no row change and the failed call's step is written on its own afterwards.
+
+Undo (rewind, and the intermediate states step rewards score) applies the before-images in
+reverse order in one transaction. An environment's own triggers (the `sql` environment's
+append-only rules) would refuse or repeat writes that only restore the past, so they are dropped
+for that transaction and re-created from their stored SQL before it ends (SQLite DDL is
+transactional: a failure restores them with everything else).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+import sqlite3
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from app.storage.meta import META_TABLE, write_meta
+
+log = logging.getLogger("stategym.steps")
+STEPS_TABLE = "_stategym_steps"
+STEP_ROWS_TABLE = "_stategym_step_rows"
+STEP_COLS_TABLE = "_stategym_step_cols"
+STEP_PREFIX = "_stategym_step_"
+STEP_LOG_VERSION = "2"  # 2: no index on step_rows.step (one B-tree less per write)
+_OURS = "_stategym_"
+
+_CREATE = (
+    f"CREATE TABLE IF NOT EXISTS {STEPS_TABLE} (idx INTEGER PRIMARY KEY, tool TEXT NOT NULL, "
+    "args TEXT NOT NULL, outcome TEXT NOT NULL, output TEXT, output_digest TEXT NOT NULL, "
+    "output_bytes INTEGER NOT NULL, duration_ms REAL NOT NULL)",
+    f"CREATE TABLE IF NOT EXISTS {STEP_ROWS_TABLE} (seq INTEGER PRIMARY KEY, "
+    "step INTEGER NOT NULL, tbl TEXT NOT NULL, op TEXT NOT NULL, old_rid INTEGER, "
+    "new_rid INTEGER, old_vals TEXT, new_vals TEXT)",
+    f"CREATE TABLE IF NOT EXISTS {STEP_COLS_TABLE} (tbl TEXT PRIMARY KEY, cols TEXT NOT NULL)",
+)
+_CURRENT_STEP = f"(SELECT coalesce(max(idx), 0) + 1 FROM {STEPS_TABLE})"
+
+
+def canonical(value: Any) -> str:
+    """A comparison form of a JSON value: keys sorted, no whitespace."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str, ensure_ascii=False)
+
+
+def digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _quoted_row(alias: str, columns: Sequence[str]) -> str:
+    return " || ',' || ".join(f'quote({alias}."{c}")' for c in columns) or "''"
+
+
+def install_step_log(conn: sqlite3.Connection, tables: Mapping[str, Sequence[str]]) -> None:
+    """Create the step log and its triggers on every table of `tables` (table -> columns).
+
+    Tables without a rowid are left untracked: undo is then refused and callers replay instead.
+    """
+    for statement in _CREATE:
+        conn.execute(statement)
+    for table, columns in tables.items():
+        cols = list(columns)
+        conn.execute(
+            f"INSERT OR REPLACE INTO {STEP_COLS_TABLE}(tbl, cols) VALUES (?, ?)",
+            (table, ",".join(cols)),
+        )
+        new, old = _quoted_row("NEW", cols), _quoted_row("OLD", cols)
+        insert = (
+            f"INSERT INTO {STEP_ROWS_TABLE}(step, tbl, op, old_rid, new_rid, old_vals, new_vals) "
+            f"VALUES ({_CURRENT_STEP}, '{table}', "
+        )
+        bodies = {
+            "insert": ("INSERT", f"{insert}'i', NULL, NEW._rowid_, NULL, {new});"),
+            "update": ("UPDATE", f"{insert}'u', OLD._rowid_, NEW._rowid_, {old}, {new});"),
+            "delete": ("DELETE", f"{insert}'d', OLD._rowid_, NULL, {old}, NULL);"),
+        }
+        for suffix, (event, body) in bodies.items():
+            conn.execute(
+                f'CREATE TRIGGER IF NOT EXISTS "{STEP_PREFIX}{table}_{suffix}" '
+                f'AFTER {event} ON "{table}" BEGIN {body} END'
+            )
+    write_meta(conn, {"step_log": STEP_LOG_VERSION})
+
+
+def has_step_log(conn: Any) -> bool:
+    """Whether the database keeps a step log (`conn`: sqlite3 or a SQLAlchemy Connection)."""
+    run = conn.exec_driver_sql if hasattr(conn, "exec_driver_sql") else conn.execute
+    try:
+        row = run(f"SELECT value FROM {META_TABLE} WHERE key = 'step_log'").fetchone()
+    except Exception:  # noqa: BLE001 - no meta table, or not SQLite
+        return False
+    return row is not None and row[0] == STEP_LOG_VERSION
+
+
+@dataclass(frozen=True)
+class StepRow:
+    idx: int
+    tool: str
+    args: str  # JSON text of the arguments (canonical: keys sorted, no whitespace)
+    outcome: str  # "ok" or an error code
+    output: str | None  # the JSON body the agent was sent; None when over the cap
+    output_digest: str
+    output_bytes: int
+    duration_ms: float
+
+
+@dataclass(frozen=True)
+class RowChange:
+    step: int
+    table: str
+    op: str  # "insert" | "update" | "delete"
+    before: dict[str, Any] | None
+    after: dict[str, Any] | None
+
+
+_OPS = {"i": "insert", "u": "update", "d": "delete"}
+
+
+def write_step(conn: Any, step: Mapping[str, Any]) -> None:
+    """Append one step (in the caller's transaction)."""
+    run = conn.exec_driver_sql if hasattr(conn, "exec_driver_sql") else conn.execute
+    run(
+        f"INSERT INTO {STEPS_TABLE}(idx, tool, args, outcome, output, output_digest, "
+        f"output_bytes, duration_ms) VALUES ({_CURRENT_STEP}, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            step["tool"],
+            step["args"],
+            step["outcome"],
+            step["output"],
+            step["output_digest"],
+            step["output_bytes"],
+            step["duration_ms"],
+        ),
+    )
+
+
+def write_alone(conn: sqlite3.Connection, write: Callable[[sqlite3.Connection], None]) -> None:
+    """`write(conn)` in a transaction of its own (a failed call's step); never raises."""
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            write(conn)
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+    except sqlite3.Error as exc:  # busy or full: the call's answer matters more
+        log.warning("could not record a failed step: %s", exc)
+
+
+def read_steps(conn: sqlite3.Connection, upto: int | None = None) -> list[StepRow]:
+    query = f"SELECT * FROM {STEPS_TABLE}"
+    rows = conn.execute(
+        query + (" WHERE idx <= ? ORDER BY idx" if upto is not None else " ORDER BY idx"),
+        (upto,) if upto is not None else (),
+    ).fetchall()
+    return [_step_row(*row) for row in rows]
+
+
+def _step_row(
+    idx: int, tool: str, args: str, outcome: str, output: str | None, output_digest: str,
+    output_bytes: int, duration_ms: float,
+) -> StepRow:  # fmt: skip
+    """Arguments in canonical form; the digest of a kept output computed now (the hot path
+    stores it only for outputs over the cap)."""
+    try:
+        args = canonical(json.loads(args))
+    except ValueError:
+        pass
+    if not output_digest and output is not None:
+        output_digest = digest(output)
+    return StepRow(idx, tool, args, outcome, output, output_digest, output_bytes, duration_ms)
+
+
+def step_count(conn: sqlite3.Connection) -> int:
+    return int(conn.execute(f"SELECT coalesce(max(idx), 0) FROM {STEPS_TABLE}").fetchone()[0])
+
+
+def _columns(conn: sqlite3.Connection) -> dict[str, list[str]]:
+    return {
+        t: cols.split(",") if cols else []
+        for t, cols in conn.execute(f"SELECT tbl, cols FROM {STEP_COLS_TABLE}")
+    }
+
+
+# quote() writes an infinite real as a bare `Inf` / `-Inf`, which SQL does not read back: outside
+# string and blob literals it becomes 9e999, which SQLite reads as infinity.
+_LITERAL_OR_INF = re.compile(r"X'[0-9A-Fa-f]*'|'(?:[^']|'')*'|\bInf\b")
+
+
+def sql_literals(literals: str) -> str:
+    """quote() output made readable as SQL again (infinite reals)."""
+    if "Inf" not in literals:
+        return literals
+    return _LITERAL_OR_INF.sub(lambda m: "9e999" if m.group() == "Inf" else m.group(), literals)
+
+
+def _values(conn: sqlite3.Connection, literals: str | None, columns: list[str]) -> Any:
+    if literals is None:
+        return None
+    # The literals are SQLite's own quote() output: reading them back is a SELECT of constants.
+    values = conn.execute(f"SELECT {sql_literals(literals)}").fetchone() if columns else ()
+    return dict(zip(columns, values, strict=True))
+
+
+def read_changes(
+    conn: sqlite3.Connection, steps: Iterable[int] | None = None
+) -> dict[int, list[RowChange]]:
+    """Row changes per step (all steps, or those of `steps`), in the order they were made."""
+    columns = _columns(conn)
+    query = f"SELECT step, tbl, op, old_vals, new_vals FROM {STEP_ROWS_TABLE}"
+    wanted = None if steps is None else set(steps)
+    out: dict[int, list[RowChange]] = {}
+    for step, table, op, old, new in conn.execute(query + " ORDER BY seq"):
+        if wanted is not None and step not in wanted:
+            continue
+        cols = columns.get(table, [])
+        out.setdefault(step, []).append(
+            RowChange(step, table, _OPS[op], _values(conn, old, cols), _values(conn, new, cols))
+        )
+    return out
+
+
+@dataclass(frozen=True)
+class RowImage:
+    """One logged row change with its rowids (undo-level detail, for step rewards)."""
+
+    step: int
+    table: str
+    op: str  # "i" | "u" | "d"
+    old_rid: int | None
+    new_rid: int | None
+    before: dict[str, Any] | None
+    after: dict[str, Any] | None
+
+
+def read_row_images(conn: sqlite3.Connection) -> list[RowImage]:
+    """Every logged row change, in the order made, values read back from their literals."""
+    columns = _columns(conn)
+    out = []
+    query = (
+        f"SELECT step, tbl, op, old_rid, new_rid, old_vals, new_vals FROM {STEP_ROWS_TABLE} "
+        "ORDER BY seq"
+    )
+    for step, table, op, old_rid, new_rid, old, new in conn.execute(query).fetchall():
+        cols = columns.get(table, [])
+        before, after = _values(conn, old, cols), _values(conn, new, cols)
+        out.append(RowImage(step, table, op, old_rid, new_rid, before, after))
+    return out
+
+
+def change_counts(conn: sqlite3.Connection) -> dict[int, dict[str, int]]:
+    """Per step, how many rows it changed per table."""
+    out: dict[int, dict[str, int]] = {}
+    for step, table, n in conn.execute(
+        f"SELECT step, tbl, count(*) FROM {STEP_ROWS_TABLE} GROUP BY step, tbl ORDER BY step, tbl"
+    ):
+        out.setdefault(step, {})[table] = n
+    return out
+
+
+class UndoUnavailable(Exception):
+    """The log cannot restore this database (a table changed shape or has no rowid)."""
+
+
+def undo_supported(conn: sqlite3.Connection, tables: Iterable[str]) -> bool:
+    """Whether every one of `tables` is logged with its current columns and intact triggers
+    (a migration that recreates a table drops its triggers; a table without rowid is not logged).
+    """
+    columns = _columns(conn)
+    triggers = {
+        row[0]
+        for row in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'trigger' AND name LIKE ?",
+            (STEP_PREFIX + "%",),
+        )
+    }
+    for table in tables:
+        current = [row[1] for row in conn.execute(f'PRAGMA table_info("{table}")')]
+        if columns.get(table) != current:
+            return False
+        if any(f"{STEP_PREFIX}{table}_{s}" not in triggers for s in ("insert", "update", "delete")):
+            return False
+    return True
+
+
+def _env_triggers(conn: sqlite3.Connection) -> list[tuple[str, str]]:
+    return conn.execute(
+        "SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND name NOT LIKE ? "
+        "ORDER BY name",
+        (_OURS + "%",),
+    ).fetchall()
+
+
+def undo_to(conn: sqlite3.Connection, to_step: int) -> int:
+    """Put the database back to its state after step `to_step` (0: as seeded), inside the
+    caller's transaction, and drop the later steps from the log. Returns the steps undone.
+
+    The caller holds a write transaction (BEGIN IMMEDIATE) or a savepoint, and commits or rolls
+    back: a failure halfway leaves nothing done once it rolls back.
+    """
+    columns = _columns(conn)
+    changes = conn.execute(
+        f"SELECT tbl, op, old_rid, new_rid, old_vals FROM {STEP_ROWS_TABLE} WHERE step > ? "
+        "ORDER BY seq DESC",
+        (to_step,),
+    ).fetchall()
+    undone = conn.execute(f"SELECT count(*) FROM {STEPS_TABLE} WHERE idx > ?", (to_step,))
+    count = int(undone.fetchone()[0])
+    if changes:
+        triggers = _env_triggers(conn)
+        conn.execute("PRAGMA defer_foreign_keys=ON")
+        for name, _sql in triggers:
+            conn.execute(f'DROP TRIGGER "{name}"')
+        for table, op, old_rid, new_rid, old_vals in changes:
+            cols = columns.get(table)
+            if cols is None or (op != "i" and old_vals is None):
+                raise UndoUnavailable(f"no record of {table}'s columns")
+            quoted = ", ".join(f'"{c}"' for c in cols)
+            before = sql_literals(old_vals) if old_vals is not None else "NULL"
+            if op == "i":
+                conn.execute(f'DELETE FROM "{table}" WHERE _rowid_ = ?', (new_rid,))
+            elif op == "d":
+                conn.execute(
+                    f'INSERT INTO "{table}"(_rowid_, {quoted}) VALUES (?, {before})',
+                    (old_rid,),
+                )
+            else:
+                conn.execute(
+                    f'UPDATE "{table}" SET ({quoted}) = ({before}), _rowid_ = ? WHERE _rowid_ = ?',
+                    (old_rid, new_rid),
+                )
+        for _name, sql in triggers:
+            conn.execute(sql)
+    # The undo's own writes were logged by the triggers as a further step: dropped with the rest.
+    conn.execute(f"DELETE FROM {STEP_ROWS_TABLE} WHERE step > ?", (to_step,))
+    conn.execute(f"DELETE FROM {STEPS_TABLE} WHERE idx > ?", (to_step,))
+    return count

@@ -1,0 +1,277 @@
+"""Step rewards and the trajectory check, from the session's step log (docs/steps.md).
+
+Potential-based: Φ(s) is the state part of the reward (`state_credit`, the `partial_credit`
+component) for state s; step k earns Φ(s_k) − Φ(s_{k−1}) with Φ(s_0) = 0, so the rewards of all
+steps add up to Φ(s_n), the state part of the final reward. The intermediate states are the
+session's own, rebuilt by undoing its logged row changes in a savepoint that is rolled back
+(nothing is written); a step that changed no row has the potential of the one before.
+
+Each function call in `response.output` is matched, in order, to the step that executed it (same
+tool, same arguments). A call no step matches was never executed by this server; a matched call
+whose `function_call_output` differs from the body the session returned was altered; a step no
+call matches ran but is missing from the trajectory. All three are flagged; unmatched steps still
+count, their reward going to the next matched call (or the last one).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sqlite3
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from app.storage.steplog import (
+    StepRow,
+    canonical,
+    digest,
+    has_step_log,
+    read_steps,
+    undo_supported,
+    undo_to,
+)
+
+log = logging.getLogger("stategym.verify")
+
+
+@dataclass(frozen=True)
+class Call:
+    """One function call of `response.output`."""
+
+    position: int  # index in response.output
+    call_id: str | None
+    name: str
+    args: str | None  # canonical JSON of the arguments; None when they are not JSON
+    output: str | None  # the matching function_call_output's text, when present
+    turn: int  # the assistant turn it belongs to
+
+
+def function_calls(response: Any) -> list[Call]:
+    """The function calls of a Responses object, with their outputs and assistant turns.
+
+    A turn is what one model response produced: it ends where a tool's output is handed back,
+    so the next model item (call, message or reasoning) after a `function_call_output` opens the
+    next turn.
+    """
+    items = response.get("output") if isinstance(response, Mapping) else None
+    if not isinstance(items, list):
+        return []
+    outputs: dict[str, str] = {}
+    for item in items:
+        if isinstance(item, Mapping) and item.get("type") == "function_call_output":
+            out = item.get("output")
+            if isinstance(item.get("call_id"), str):
+                outputs[item["call_id"]] = out if isinstance(out, str) else json.dumps(out)
+    calls: list[Call] = []
+    turn, after_output = 0, False
+    for position, item in enumerate(items):
+        if not isinstance(item, Mapping):
+            continue
+        kind = item.get("type")
+        if kind == "function_call_output":
+            after_output = True
+            continue
+        if after_output:
+            turn, after_output = turn + 1, False
+        if kind != "function_call" or not isinstance(item.get("name"), str):
+            continue
+        call_id = item.get("call_id") if isinstance(item.get("call_id"), str) else None
+        calls.append(
+            Call(
+                position,
+                call_id,
+                item["name"],
+                _canonical_args(item.get("arguments")),
+                outputs.get(call_id) if call_id is not None else None,
+                turn,
+            )
+        )
+    return calls
+
+
+def turn_count(response: Any) -> int:
+    """How many assistant turns `response.output` holds."""
+    items = response.get("output") if isinstance(response, Mapping) else None
+    if not isinstance(items, list):
+        return 0
+    turns, after_output, seen = 0, False, False
+    for item in items:
+        if not isinstance(item, Mapping):
+            continue
+        if item.get("type") == "function_call_output":
+            after_output = True
+            continue
+        if after_output or not seen:
+            turns, after_output, seen = turns + 1, False, True
+    return turns
+
+
+def _canonical_args(raw: Any) -> str | None:
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except ValueError:
+            return None
+    return canonical(raw)
+
+
+@dataclass(frozen=True)
+class Alignment:
+    step_of: dict[int, int]  # call number (in `calls`) -> step index
+    not_executed: list[int]  # call numbers no step matches
+    altered: list[int]  # call numbers whose output differs from the step's
+    unlisted: list[int]  # step indexes no call matches
+
+
+def align(calls: Sequence[Call], steps: Sequence[StepRow]) -> Alignment:
+    step_of: dict[int, int] = {}
+    not_executed, altered = [], []
+    used: set[int] = set()
+    cursor = 0
+    for n, call in enumerate(calls):
+        match = None
+        for j in range(cursor, len(steps)):
+            if steps[j].tool == call.name and steps[j].args == call.args:
+                match = j
+                break
+        if match is None:
+            not_executed.append(n)
+            continue
+        step = steps[match]
+        step_of[n], cursor = step.idx, match + 1
+        used.add(step.idx)
+        if call.output is not None and not _same_output(call.output, step):
+            altered.append(n)
+    unlisted = [s.idx for s in steps if s.idx not in used]
+    return Alignment(step_of, not_executed, altered, unlisted)
+
+
+def _same_output(text: str, step: StepRow) -> bool:
+    """The body the session sent, verbatim, or (below the size cap) the same JSON re-serialised."""
+    if text == step.output or digest(text) == step.output_digest:
+        return True
+    if step.output is None:
+        return False
+    try:
+        return canonical(json.loads(text)) == canonical(json.loads(step.output))
+    except ValueError:
+        return False
+
+
+def trajectory_report(calls: Sequence[Call], steps: Sequence[StepRow], a: Alignment) -> dict:
+    def described(n: int) -> dict[str, Any]:
+        call = calls[n]
+        return {"position": call.position, "call_id": call.call_id, "name": call.name}
+
+    return {
+        "calls": len(calls),
+        "steps": len(steps),
+        "ok": not (a.not_executed or a.altered or a.unlisted),
+        "not_executed": [described(n) for n in a.not_executed],
+        "output_differs": [{**described(n), "step": a.step_of[n]} for n in a.altered],
+        "unlisted_steps": [
+            {"step": s.idx, "tool": s.tool} for s in steps if s.idx in set(a.unlisted)
+        ],
+    }
+
+
+def potentials(
+    raw: sqlite3.Connection,
+    steps: Sequence[StepRow],
+    tables: Sequence[str],
+    changed_steps: set[int],
+    final: float,
+    potential_now: Callable[[], float],
+) -> list[float] | None:
+    """Φ after each step: [Φ(s_1), ..., Φ(s_n)], by undoing the log backwards in a savepoint
+    that is rolled back. None when the log cannot undo (a table changed shape since)."""
+    if not steps:
+        return []
+    if not undo_supported(raw, tables):
+        return None
+    values: dict[int, float] = {}
+    last = steps[-1].idx
+    current = final
+    raw.execute("SAVEPOINT stategym_step_rewards")
+    try:
+        for step in reversed(steps):
+            values[step.idx] = current
+            if step.idx in changed_steps and step.idx > 1:
+                undo_to(raw, step.idx - 1)
+                current = potential_now()
+    except sqlite3.OperationalError as exc:  # a read-only copy (offline inspection)
+        log.info("no step rewards: the log cannot be undone here (%s)", exc)
+        return None
+    finally:
+        raw.execute("ROLLBACK TO stategym_step_rewards")
+        raw.execute("RELEASE stategym_step_rewards")
+    assert last in values
+    return [values[s.idx] for s in steps]
+
+
+def distribute(
+    calls: Sequence[Call],
+    steps: Sequence[StepRow],
+    a: Alignment,
+    phi: Sequence[float],
+    turns: int,
+) -> tuple[list[float], list[float]]:
+    """(step_rewards per call, turn_rewards per assistant turn); they sum to Φ(s_n)."""
+    rewards = [0.0] * len(calls)
+    turn_rewards = [0.0] * max(turns, 1 + max((c.turn for c in calls), default=-1))
+    if not steps:
+        return rewards, turn_rewards
+    phi_of = {s.idx: p for s, p in zip(steps, phi, strict=True)}
+    previous = 0.0
+    matched = sorted(a.step_of.items(), key=lambda kv: kv[1])
+    for n, step in matched:
+        rewards[n] = phi_of[step] - previous
+        previous = phi_of[step]
+    tail = phi_of[steps[-1].idx] - previous
+    if tail:
+        # Steps after the last matched call (or no call matched at all).
+        target = matched[-1][0] if matched else (len(calls) - 1 if calls else None)
+        if target is not None:
+            rewards[target] += tail
+    for n, call in enumerate(calls):
+        turn_rewards[call.turn] += rewards[n]
+    if not calls and tail:
+        # Steps but no call in the response: the state's credit goes to its last turn.
+        turn_rewards = turn_rewards or [0.0]
+        turn_rewards[-1] += tail
+    return rewards, turn_rewards
+
+
+def step_fields(
+    conn: Any,
+    response: Any,
+    tables: Sequence[str],
+    final: float,
+    potential_now: Callable[[], float],
+    from_log: Callable[[list[StepRow]], list[float] | None] | None = None,
+) -> dict[str, Any] | None:
+    """`step_rewards`, `turn_rewards` and the trajectory check for a session that keeps a step
+    log, read in the caller's transaction on `conn` (a SQLAlchemy Connection); None without."""
+    if getattr(getattr(conn, "dialect", None), "name", "sqlite") != "sqlite":
+        return None
+    if not has_step_log(conn):
+        return None
+    raw = conn.connection.driver_connection
+    steps = read_steps(raw)
+    changed = {
+        row[0] for row in raw.execute("SELECT DISTINCT step FROM _stategym_step_rows").fetchall()
+    }
+    calls = function_calls(response)
+    a = align(calls, steps)
+    # The row images in the log first (app/verify/step_states.py); undo + dump where they
+    # cannot tell (a referenced row's key changed, or the task has expected-state checks).
+    phi = from_log(steps) if from_log is not None and steps else None
+    if phi is None:
+        phi = potentials(raw, steps, tables, changed, final, potential_now)
+    out: dict[str, Any] = {"trajectory": trajectory_report(calls, steps, a)}
+    if phi is not None:
+        rewards, turns = distribute(calls, steps, a, phi, turn_count(response))
+        out["step_rewards"] = [round(r, 6) for r in rewards]
+        out["turn_rewards"] = [round(r, 6) for r in turns]
+    return out

@@ -1,0 +1,144 @@
+"""The lean baseline: what a NeMo Gym user writes first, for retail or airline.
+
+Per session, a dict of the task's own seed rows over the environment's base rows, which are read
+once per process (from the StateGym template file) and shared read-only (bench/lean_db.py); tools
+are plain Python over the dicts (bench/lean_retail.py, bench/lean_airline.py); verify replays the
+task's gold calls on a fresh session (cached per task), compares the two states and looks for
+the task's expected outputs in the final answer. Same stack as
+StateGym (FastAPI + uvicorn, one worker: its state is in process memory), same signed cookie
+(`app.cookies.CookieSigner`), same `X-Process-Time` middleware. No persistence, no isolation
+beyond Python objects, no crash safety, no concurrency control: the floor StateGym is held to.
+
+Run: python -m bench.lean_server --env retail --template T.sqlite --port 8101
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import secrets
+from types import ModuleType
+from typing import Any
+
+import uvicorn
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+
+from app.server.cookies import CookieSigner
+from app.server.timing import ProcessTimeMiddleware
+from bench import lean_airline, lean_retail
+from bench.lean_db import Base, Db, ToolFailed, same_state
+
+COOKIE = "stategym_session"
+ENVS: dict[str, ModuleType] = {"retail": lean_retail, "airline": lean_airline}
+
+
+def run_call(env: ModuleType, db: Db, name: str, args: dict[str, Any], now: str) -> dict[str, Any]:
+    try:
+        return {"output": env.TOOLS[name](db, args, now)}
+    except (ToolFailed, KeyError, ValueError, TypeError, AttributeError) as exc:
+        return {"error": {"code": "tool_error", "message": str(exc)}}
+
+
+class Sessions:
+    def __init__(self, env: ModuleType, base: Base):
+        self.env, self.base = env, base
+        self.live: dict[str, tuple[Db, dict[str, Any], str]] = {}
+        self.gold: dict[str, Db] = {}
+
+    def seed(self, task: dict[str, Any]) -> str:
+        seed = task.get("seed") or {}
+        session_id = secrets.token_hex(16)
+        self.live[session_id] = (Db(self.base, seed.get("rows")), task, seed.get("now", ""))
+        return session_id
+
+    def reward(self, session_id: str, body: dict[str, Any]) -> float:
+        db, task, now = self.live[session_id]
+        key = task.get("task_id") or json.dumps([task.get("seed"), task.get("ground_truth")])
+        gold = self.gold.get(key)
+        if gold is None:
+            gold = Db(self.base, (task.get("seed") or {}).get("rows"))
+            for call in task.get("ground_truth") or []:
+                run_call(self.env, gold, call["name"], call.get("arguments") or {}, now)
+            self.gold[key] = gold
+        text = json.dumps((body.get("response") or {}).get("output") or [])
+        outputs = all(str(x) in text for x in task.get("expected_outputs") or [])
+        return float(outputs and same_state(db, gold, self.env.COMPARED))
+
+
+def create_app(env_name: str, template_path: str, secret: str) -> FastAPI:
+    env = ENVS[env_name]
+    sessions = Sessions(env, Base(template_path, env.TABLES))
+    signer = CookieSigner(secret, 7 * 24 * 3600)
+    app = FastAPI(title=f"lean {env_name} baseline")
+
+    def session_id_of(request: Request) -> str | None:
+        value = request.cookies.get(COOKIE)
+        if not value:
+            return None
+        try:
+            session_id = signer.unsign(value)
+        except Exception:
+            return None
+        return session_id if session_id in sessions.live else None
+
+    def no_session() -> JSONResponse:
+        return JSONResponse({"error": {"type": "no_session"}}, status_code=401)
+
+    @app.get("/health")
+    async def health() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @app.post("/seed_session")
+    async def seed_session(request: Request) -> JSONResponse:
+        task = json.loads(await request.body())
+        session_id = sessions.seed(task)
+        response = JSONResponse({"session_id": session_id, "task_id": task.get("task_id")})
+        response.set_cookie(COOKIE, signer.sign(session_id), httponly=True, samesite="lax")
+        return response
+
+    @app.post("/verify")
+    async def verify(request: Request) -> JSONResponse:
+        body = json.loads(await request.body())
+        session_id = session_id_of(request)
+        if session_id is None:
+            return no_session()
+        return JSONResponse({**body, "reward": sessions.reward(session_id, body)})
+
+    @app.post("/close_session")
+    async def close_session(request: Request) -> dict[str, Any]:
+        session_id = session_id_of(request)
+        closed = session_id is not None and sessions.live.pop(session_id, None) is not None
+        return {"status": "ok", "closed": closed}
+
+    def add_tool(name: str) -> None:
+        async def call(request: Request) -> JSONResponse:
+            session_id = session_id_of(request)
+            if session_id is None:
+                return no_session()
+            db, _task, now = sessions.live[session_id]
+            args = json.loads(await request.body() or b"{}")
+            return JSONResponse(run_call(env, db, name, args, now))
+
+        app.add_api_route(f"/{name}", call, methods=["POST"], name=name)
+
+    for name in env.TOOLS:
+        add_tool(name)
+    app.add_middleware(ProcessTimeMiddleware)
+    return app
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--env", choices=sorted(ENVS), default="retail")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--template", required=True, help="the environment's template database")
+    parser.add_argument("--secret", default=secrets.token_urlsafe(48))
+    args = parser.parse_args()
+    app = create_app(args.env, args.template, args.secret)
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,107 @@
+"""Issue 20's seed changes, before and after in the same run, in process (no HTTP, no control DB).
+
+    PYTHONPATH=. python -m bench.seed_ab [n]          # PostgreSQL part needs $STATEGYM_BENCH_PG_URL
+
+- SQLite: a session file written from the in-memory image (before) vs a kernel copy of the
+  snapshot's seed file (after), interleaved, all retail tasks round-robin.
+- PostgreSQL: a clone of the template (before, pool off) vs a rename of a pre-cloned schema (after,
+  `pg_schema_pool` 4), one task, each seed after the pool has refilled (a rollout is longer than a
+  clone), interleaved.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+from app.registry import load_environment
+from app.server.models import parse_seed_body
+from bench.rollout import env_tasks
+
+
+def _p50(samples: list[float]) -> float:
+    return round(statistics.median(samples), 3)
+
+
+def sqlite_ab(n: int) -> dict[str, float]:
+    from app.storage.sqlite.store import Store
+
+    env = load_environment("retail")
+    store = Store(Path(tempfile.mkdtemp(prefix="stategym-ab-")), env)
+    snapshots = [store.snapshot(parse_seed_body(t).task) for t in env_tasks("retail")]
+    for s in snapshots:
+        store.seed_file(s)
+    before, after = [], []
+    for i in range(n):
+        snap = snapshots[i % len(snapshots)]
+        for fn, out in (
+            (store.create_session_file_from_image, before),
+            (store.create_session_file, after),
+        ):
+            sid = uuid.uuid4().hex
+            t = time.perf_counter()
+            path = fn(sid, snap)
+            out.append((time.perf_counter() - t) * 1e3)
+            path.unlink()
+    return {"sqlite_before_image_write_ms": _p50(before), "sqlite_after_copy_ms": _p50(after)}
+
+
+def pg_ab(n: int, url: str) -> dict[str, float]:
+    from app.storage.postgres.db import SchemaNames, drop_schema_sql, make_engine
+    from app.storage.postgres.store import PgStore
+    from app.storage.sqlite.store import Store
+
+    env = load_environment("retail")
+    prefix = f"sgab{uuid.uuid4().hex[:8]}"
+    engine = make_engine(url, pool_size=4)
+    data = Path(tempfile.mkdtemp(prefix="stategym-ab-"))
+    task = parse_seed_body(env_tasks("retail")[0]).task
+    plain = PgStore(Store(data, env), engine, SchemaNames(prefix), schema_pool=0)
+    pooled = PgStore(Store(data, env), engine, SchemaNames(prefix), schema_pool=4)
+    snap = plain.snapshot(task)
+    made = [plain.create_session(uuid.uuid4().hex, snap), pooled.create_session("0" * 32, snap)]
+    template = pooled.template_schema(snap)
+    assert pooled.pool is not None
+    before, after, hits = [], [], 0
+    try:
+        for _ in range(n):
+            deadline = time.monotonic() + 30
+            while pooled.pool.ready_count().get(template, 0) < 4 and time.monotonic() < deadline:
+                time.sleep(0.01)
+            hits += pooled.pool.ready_count().get(template, 0) > 0
+            for store, out in ((plain, before), (pooled, after)):
+                sid = uuid.uuid4().hex
+                t = time.perf_counter()
+                made.append(store.create_session(sid, snap))
+                out.append((time.perf_counter() - t) * 1e3)
+    finally:
+        pooled.dispose()
+        for schema in [*made, template]:  # one transaction each: locks per schema add up
+            with engine.begin() as conn:
+                conn.exec_driver_sql(drop_schema_sql(schema))
+        engine.dispose()
+    return {
+        "pg_before_clone_ms": _p50(before),
+        "pg_after_pool_ms": _p50(after),
+        "pg_pool_hits": hits,
+        "n": n,
+    }
+
+
+def main() -> None:
+    n = int(sys.argv[1]) if len(sys.argv) > 1 else 100
+    figures: dict[str, float] = sqlite_ab(n)
+    url = os.environ.get("STATEGYM_BENCH_PG_URL")
+    if url:
+        figures.update(pg_ab(max(10, n // 5), url))
+    for key, value in figures.items():
+        print(f"{key:32} {value}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,305 @@
+"""Fork, rewind, export and restore over HTTP (docs/steps.md), and kill -9 in the middle of
+forks and rewinds: every session stays whole (all-or-nothing)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from typer.testing import CliRunner
+
+from app.cli.main import cli
+from app.registry import load_environment
+from app.server.api import create_app
+from tests.conftest import REPO
+from tests.support.rollouts import gold_answer, load_tasks
+
+TASKS = {t["task_id"]: t for t in load_tasks(REPO / "fixtures" / "retail" / "tasks.jsonl")}
+MULTI = TASKS["retail-044"]  # three writing steps among eight
+
+
+def _calls(task: dict[str, Any]) -> list[tuple[str, Any]]:
+    return [
+        (c["name"], json.loads(c["arguments"]) if isinstance(c["arguments"], str)
+         else c["arguments"])
+        for c in task["ground_truth"]
+    ]  # fmt: skip
+
+
+def _response(calls: list[tuple[str, Any]], bodies: list[str], answer: str) -> dict[str, Any]:
+    items: list[dict[str, Any]] = []
+    for i, ((name, args), body) in enumerate(zip(calls, bodies, strict=True)):
+        items.append({"type": "function_call", "call_id": f"c{i}", "name": name,
+                      "arguments": json.dumps(args)})  # fmt: skip
+        items.append({"type": "function_call_output", "call_id": f"c{i}", "output": body})
+    items.append({"type": "message", "role": "assistant",
+                  "content": [{"type": "output_text", "text": answer}]})  # fmt: skip
+    return {"output": items}
+
+
+@pytest.fixture
+async def app(settings):
+    application = create_app(settings, load_environment("retail"))
+    async with application.router.lifespan_context(application):
+        yield application
+
+
+def _client(app: Any, cookie: str | None = None) -> httpx.AsyncClient:
+    cookies = {"stategym_session": cookie} if cookie else None
+    transport = httpx.ASGITransport(app=app)
+    return httpx.AsyncClient(transport=transport, base_url="http://sg", cookies=cookies)
+
+
+async def _play(client: httpx.AsyncClient, calls: list[tuple[str, Any]]) -> list[str]:
+    bodies = []
+    for name, args in calls:
+        r = await client.post(f"/{name}", json=args)
+        assert r.status_code == 200
+        bodies.append(r.text)
+    return bodies
+
+
+async def test_forks_at_every_step_verify_like_a_fresh_rollout(app):
+    calls = _calls(MULTI)
+    async with _client(app) as fresh:
+        await fresh.post("/seed_session", json=MULTI)
+        bodies = await _play(fresh, calls)
+        expected = (
+            await fresh.post("/verify", json={**MULTI, "response": _response(calls, bodies, "")})
+        ).json()
+    async with _client(app) as parent:
+        await parent.post("/seed_session", json=MULTI)
+        await _play(parent, calls)
+        for k in range(len(calls) + 1):
+            forked = await parent.post("/fork_session", json={"n": 2, "at_step": k})
+            assert forked.status_code == 200, forked.text
+            answer = forked.json()
+            assert answer["at_step"] == k and len(answer["sessions"]) == 2
+            for child in answer["sessions"]:
+                async with _client(app, child["cookie"]) as c:
+                    rest = await _play(c, calls[k:])
+                    assert rest == bodies[k:]  # the same outputs as the first time
+                    body = {**MULTI, "response": _response(calls, bodies, "")}
+                    verified = (await c.post("/verify", json=body)).json()
+                assert verified["reward"] == expected["reward"]
+                assert verified["reward_components"] == expected["reward_components"]
+                assert verified["step_rewards"] == expected["step_rewards"]
+                assert verified["verification"]["trajectory"]["ok"]
+        # The parent is untouched by all of it.
+        mine = (
+            await parent.post("/verify", json={**MULTI, "response": _response(calls, bodies, "")})
+        ).json()
+        assert mine["step_rewards"] == expected["step_rewards"]
+
+
+async def test_rewind_then_replay_and_export_restore(app, settings):
+    calls = _calls(MULTI)
+    async with _client(app) as c:
+        await c.post("/seed_session", json=MULTI)
+        bodies = await _play(c, calls)
+        body = {**MULTI, "response": _response(calls, bodies, gold_answer(MULTI))}
+        full = (await c.post("/verify", json={**body})).json()
+        assert full["reward"] == 1.0
+        for k in (len(calls), 5, 2, 0):
+            r = await c.post("/rewind_session", json={"to_step": k})
+            assert r.status_code == 200 and r.json()["step"] == k
+            assert await _play(c, calls[k:]) == bodies[k:]
+            again = (await c.post("/verify", json=body)).json()
+            assert again["reward"] == 1.0 and again["step_rewards"] == full["step_rewards"]
+        too_far = await c.post("/rewind_session", json={"to_step": len(calls) + 1})
+        assert too_far.status_code == 409 and too_far.json()["error"]["type"] == "cannot_rewind"
+        exported = (await c.post("/export_session", json={})).json()
+        assert exported["steps"] == len(calls) and exported["signature"]
+        tampered = {**exported, "snapshot_key": "0" * 32}
+        refused = await c.post("/restore_session", json={"export": tampered})
+        assert refused.status_code == 422 and refused.json()["error"]["type"] == "invalid_export"
+    async with _client(app) as other:
+        restored = await other.post("/restore_session", json={"export": exported})
+        assert restored.status_code == 200
+        child = restored.json()["session_id"]
+        verified = (await other.post("/verify", json=body)).json()
+        assert verified["session_id"] == child and verified["reward"] == 1.0
+        assert verified["step_rewards"] == full["step_rewards"]
+        tree = (await other.get("/session_tree")).json()
+    assert tree["children"][0]["session_id"] == child
+    assert tree["children"][0]["kind"] == "restore"
+    shown = CliRunner().invoke(
+        cli, ["sessions", "tree", child, "--data-dir", str(settings.data_dir)]
+    )
+    assert shown.exit_code == 0 and "restore at step 8" in shown.output
+
+
+async def test_fork_of_a_typed_session_by_resources_id(app):
+    seed = {
+        "resources_session_id": "rs-parent",
+        "episode_id": {"rollout_id": "r-1", "attempt": 0},
+        "task_id": {"taskset": "retail", "task_id": MULTI["task_id"]},
+        "task_data": {k: v for k, v in MULTI.items() if k != "responses_create_params"},
+    }
+    async with _client(app) as c:
+        assert (await c.post("/seed_session", json=seed)).status_code == 200
+    async with _client(app) as bare:
+        forked = await bare.post(
+            "/fork_session",
+            json={"resources_session_id": "rs-parent", "n": 2,
+                  "resources_session_ids": ["rs-a", "rs-b"]},
+        )  # fmt: skip
+        assert forked.status_code == 200, forked.text
+        assert [s["resources_session_id"] for s in forked.json()["sessions"]] == ["rs-a", "rs-b"]
+        clash = await bare.post(
+            "/fork_session",
+            json={"resources_session_id": "rs-parent", "resources_session_ids": ["rs-a"]},
+        )
+        assert clash.status_code == 409
+        closed = await bare.post(
+            "/close_session",
+            json={
+                "resources_session_id": "rs-a",
+                "episode_id": {"rollout_id": "r-1", "attempt": 0},
+            },
+        )
+        assert closed.status_code == 200
+
+
+# --- kill -9 in the middle of forks and rewinds ---------------------------------------------
+_WORKER = r"""
+import json, sys
+from pathlib import Path
+from app.registry import load_environment
+from app.runtime.runner import run_tool
+from app.runtime.steps import StepRecorder
+from app.sdk.environment import ToolContext
+from app.storage.sqlite import branch, db as sqlite_db
+env = load_environment("retail")
+session, forks, calls = Path(sys.argv[1]), Path(sys.argv[2]), json.loads(sys.argv[3])
+tables = list(env.metadata.tables)
+conn = sqlite_db.open_file(session)
+bind = sqlite_db.bind_connection(conn)
+now = __import__("datetime").datetime.fromisoformat(sys.argv[4])
+ctx = ToolContext(now=now, session_id="k", task_id=None)
+n = 0
+while True:
+    k = n % (len(calls) + 1)
+    image = branch.state_image(conn, k, tables)
+    sqlite_db.write_image(forks / f"{n}-at-{k}.sqlite", image, wal=True)
+    branch.rewind(conn, k, tables)
+    for name, args in calls[k:]:
+        step = StepRecorder(name, args)
+        result = run_tool(bind, env.tool_named(name), args, ctx, None, step.on_success)
+        if "error" in result:
+            step.record_failure(conn, result)
+    n += 1
+    print(n, flush=True)
+"""
+
+
+def _state_of(path: Path, env: Any) -> tuple[int, Any]:
+    from app.storage.sqlite import db as sqlite_db
+    from app.storage.steplog import step_count
+    from app.verify.state import dump_state
+
+    conn = sqlite_db.open_file(path)
+    try:
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        bind = sqlite_db.bind_connection(conn, begin="BEGIN")
+        try:
+            with bind.begin():
+                state = dump_state(bind, env.metadata.tables, env.compare, reuse=False)
+        finally:
+            bind.close()
+        return step_count(conn), state
+    finally:
+        conn.close()
+
+
+def test_kill_9_during_forks_and_rewinds_leaves_every_session_whole(tmp_path):
+    from app.runtime.tasks import task_from_data
+    from app.storage.sqlite.store import Store
+
+    env = load_environment("retail")
+    store = Store(tmp_path / "data", env)
+    snapshot = store.snapshot(task_from_data(MULTI))
+    calls = _calls(MULTI)
+    # The state after every step, from a clean forward run.
+    from app.runtime.runner import run_tool
+    from app.runtime.steps import StepRecorder
+    from app.sdk.environment import ToolContext
+    from app.storage.sqlite import db as sqlite_db
+
+    reference = tmp_path / "reference.sqlite"
+    sqlite_db.write_image(reference, snapshot.image, wal=True)
+    states = [_state_of(reference, env)[1]]
+    ctx = ToolContext(now=snapshot.now, session_id="k", task_id=None)
+    for name, args in calls:
+        conn = sqlite_db.open_file(reference)
+        bind = sqlite_db.bind_connection(conn)
+        step = StepRecorder(name, args)
+        run_tool(bind, env.tool_named(name), args, ctx, None, step.on_success)
+        bind.close()
+        conn.close()
+        states.append(_state_of(reference, env)[1])
+    session = tmp_path / "session.sqlite"
+    sqlite_db.write_image(session, sqlite_db.image_of_file(reference), wal=True)
+    forks = tmp_path / "forks"
+    forks.mkdir()
+    env_vars = {**os.environ, "PYTHONPATH": str(REPO)}
+    for round_ in range(4):
+        proc = subprocess.Popen(
+            [sys.executable, "-c", _WORKER, str(session), str(forks), json.dumps(calls),
+             snapshot.now.isoformat()],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env_vars,
+        )  # fmt: skip
+        assert proc.stdout is not None
+        proc.stdout.readline()  # at least one loop done: imports are behind us
+        time.sleep(0.05 + 0.07 * round_)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        steps, state = _state_of(session, env)
+        assert state == states[steps], (round_, steps)
+    for path in sorted(forks.iterdir()):
+        if path.name.startswith("."):
+            continue  # a temp file the kill interrupted: never a session
+        k = int(path.stem.split("-at-")[1])
+        steps, state = _state_of(path, env)
+        assert steps == k and state == states[k], path.name
+
+
+async def test_fork_on_both_backends_rewind_where_the_log_is(tmp_path, backend, request):
+    """PostgreSQL forks by cloning the parent's schema; what needs the step log is refused."""
+    from tests.conftest import backend_settings, drop_pg_schemas, new_pg_prefix
+
+    prefix = None
+    if backend == "postgres":
+        prefix = new_pg_prefix()
+        request.addfinalizer(lambda: drop_pg_schemas(prefix))
+    settings = backend_settings(backend, tmp_path / "data", prefix)
+    application = create_app(settings, load_environment("retail"))
+    calls = _calls(MULTI)
+    async with application.router.lifespan_context(application):
+        async with _client(application) as parent:
+            await parent.post("/seed_session", json=MULTI)
+            bodies = await _play(parent, calls[:3])
+            forked = await parent.post("/fork_session", json={"n": 1})
+            assert forked.status_code == 200, forked.text
+            assert forked.json()["at_step"] == (3 if backend == "sqlite" else 0)
+            rewind = await parent.post("/rewind_session", json={"to_step": 1})
+            assert rewind.status_code == (200 if backend == "sqlite" else 501), rewind.text
+            if backend == "sqlite":
+                await _play(parent, calls[1:3])
+            await _play(parent, calls[3:])
+            body = {**MULTI, "response": _response(calls, [*bodies, *[""] * 5], "")}
+            mine = (await parent.post("/verify", json=body)).json()
+        child = forked.json()["sessions"][0]["cookie"]
+        async with _client(application, child) as c:
+            assert await _play(c, calls[3:])
+            theirs = (await c.post("/verify", json=body)).json()
+        assert theirs["reward_components"] == mine["reward_components"]
+        assert theirs["reward_components"]["partial_credit"] == 1.0
