@@ -10,6 +10,7 @@ TestClient without lifespan, exactly as `check_resources_session_contract` drive
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import uuid
@@ -77,9 +78,16 @@ def served(request, tmp_path) -> tuple[Any, dict[str, Any]]:
             pytest.skip(reason)
         prefix = "g" + uuid.uuid4().hex[:10]
         extra = {"database_url": PG_URL, "pg_schema_prefix": prefix}
-        request.addfinalizer(lambda: _drop_schemas(prefix))
     settings = Settings(data_dir=tmp_path / "data", secret_key=SECRET, **extra)
     app = create_app(settings, load_environment(env_name))
+    if backend == "postgres":
+        # Gym's check runs without the lifespan, so nothing stops the schema pool's refill thread:
+        # shut the manager down first, or dropping a template it is cloning from deadlocks.
+        def teardown() -> None:
+            asyncio.run(app.state.protocol.sessions.aclose())
+            _drop_schemas(prefix)
+
+        request.addfinalizer(teardown)
     rows = (REPO / "fixtures" / env_name / "tasks.jsonl").read_text().splitlines()
     return app, json.loads(rows[0])
 
