@@ -23,9 +23,9 @@ import secrets
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from app.clock import naive_utcnow
 from app.errors import (
     BadRequest,
     InvalidExport,
@@ -234,7 +234,7 @@ class Branching:
             snapshot_key=str(blob["snapshot_key"]),
             resources_session_id=None,
             status="open",
-            created_at=datetime.utcnow(),  # noqa: DTZ003 - naive UTC, as stored
+            created_at=naive_utcnow(),
             reward=None,
             file="",
             task=dict(blob["task"]),

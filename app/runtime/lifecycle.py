@@ -10,8 +10,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from datetime import datetime, timedelta
+from datetime import timedelta
 
+from app.clock import naive_utcnow
 from app.errors import CapacityReached
 from app.runtime.sessions import SessionManager
 
@@ -20,7 +21,7 @@ log = logging.getLogger("stategym.lifecycle")
 
 async def reap_idle(sessions: SessionManager, ttl_seconds: int) -> int:
     """Close every live session idle for longer than the TTL; returns how many it closed."""
-    cutoff = datetime.utcnow() - timedelta(seconds=ttl_seconds)  # noqa: DTZ003 - naive UTC
+    cutoff = naive_utcnow() - timedelta(seconds=ttl_seconds)
     candidates = await sessions._run(
         sessions.control.live_created_before, sessions.env.name, cutoff
     )

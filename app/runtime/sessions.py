@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 
 from sqlalchemy import Connection
 
+from app.clock import naive_utcnow
 from app.errors import (
     InvalidTask,
     NotOwner,
@@ -458,7 +459,7 @@ STALE_CLAIM_SECONDS = 120.0
 
 
 def _utcnow() -> datetime:
-    return datetime.utcnow().replace(microsecond=0)  # noqa: DTZ003 - naive UTC, as stored
+    return naive_utcnow().replace(microsecond=0)
 
 
 def _issued(created_at: datetime) -> int:

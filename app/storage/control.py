@@ -30,6 +30,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.exc import IntegrityError
 
+from app.clock import naive_utcnow
 from app.storage.control_schema import (  # re-exported: the control table's names
     CLAIM_CLOSED,
     CLAIM_OPEN,
@@ -129,7 +130,7 @@ def deletes_on_close(retention: str, reward: float | None) -> bool:
 
 
 def _utcnow() -> datetime:
-    return datetime.utcnow()  # noqa: DTZ003 - naive UTC, as stored
+    return naive_utcnow()
 
 
 class ControlDB:

@@ -24,6 +24,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Table, func, select
 
+from app.clock import naive_utcnow
 from app.errors import BadRequest, SessionNotFound, SessionUnavailable
 from app.registry import load_environment
 from app.runtime.tasks import task_from_data
@@ -134,7 +135,7 @@ def coerce(table: Table, column: str, raw: str) -> Any:
 
 
 def utcnow() -> datetime:
-    return datetime.utcnow()  # noqa: DTZ003 - naive UTC, as the control DB stores it
+    return naive_utcnow()
 
 
 def jsonable(value: Any) -> Any:

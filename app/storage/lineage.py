@@ -8,11 +8,11 @@ walking up to the root, then down through the children.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Engine, insert, select
 
+from app.clock import naive_utcnow
 from app.storage.control_schema import lineage_table, sessions_table
 
 FORK, RESTORE = "fork", "restore"
@@ -30,7 +30,7 @@ class Origin:
 def record(engine: Engine, origins: list[Origin]) -> None:
     if not origins:
         return
-    now = datetime.utcnow()  # noqa: DTZ003 - naive UTC, as stored
+    now = naive_utcnow()
     with engine.begin() as conn:
         conn.execute(
             insert(lineage_table),
