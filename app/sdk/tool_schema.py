@@ -6,6 +6,8 @@ null), `additionalProperties` is false, and pydantic's titles and defaults are d
 
 from __future__ import annotations
 
+import copy
+import functools
 from typing import Any
 
 _DROP_KEYS = {"title", "default"}
@@ -24,6 +26,12 @@ def _clean(node: Any) -> Any:
 
 
 def parameters_schema(args_model: type) -> dict[str, Any]:
+    # A copy: callers own what they get; the schema itself is computed once per model.
+    return copy.deepcopy(_parameters_schema(args_model))
+
+
+@functools.cache
+def _parameters_schema(args_model: type) -> dict[str, Any]:
     schema = _clean(args_model.model_json_schema())  # type: ignore[attr-defined]
     if "properties" not in schema:
         schema.update(properties={}, required=[], additionalProperties=False)

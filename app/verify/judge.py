@@ -201,16 +201,28 @@ class Judge:
 
     def __init__(self, settings: JudgeSettings, client: httpx.AsyncClient | None = None):
         self.settings = settings
-        # As many pooled connections as calls allowed in flight: no hidden queue in the pool.
-        limits = httpx.Limits(max_connections=settings.max_concurrency)
-        self._client = client or httpx.AsyncClient(timeout=settings.timeout_seconds, limits=limits)
-        self._owns_client = client is None
+        # Made on first use: most tasks need no judge, and a client costs ~40 ms (TLS context).
+        self._given_client = client
+        self._own_client: httpx.AsyncClient | None = None
         self._slots = asyncio.Semaphore(settings.max_concurrency)
         self._cache: LRU[str, Grade] = LRU(max(settings.cache_size, 1))
 
+    @property
+    def _client(self) -> httpx.AsyncClient:
+        if self._given_client is not None:
+            return self._given_client
+        if self._own_client is None:
+            # As many pooled connections as calls allowed in flight: no hidden queue in the pool.
+            limits = httpx.Limits(max_connections=self.settings.max_concurrency)
+            self._own_client = httpx.AsyncClient(
+                timeout=self.settings.timeout_seconds, limits=limits
+            )
+        return self._own_client
+
     async def aclose(self) -> None:
-        if self._owns_client:
-            await self._client.aclose()
+        if self._own_client is not None:
+            await self._own_client.aclose()
+            self._own_client = None
 
     def _request(self, rubric: str, answer: str, context: str) -> tuple[str, dict[str, Any]]:
         user = (
