@@ -53,9 +53,25 @@ def _dump(session_id: str) -> list[str]:
 BYSTANDER_BEFORE = _dump(BYSTANDER)
 
 
+# Fuzzing: a few examples per operation in `make test`, many more in the slow twin below
+# (`make test-slow`, which CI runs too).
+_FUZZ = dict(deadline=None, suppress_health_check=list(HealthCheck))
+
+
 @schema.parametrize()
-@hypothesis_settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+@hypothesis_settings(max_examples=8, **_FUZZ)
 def test_schemathesis_finds_no_5xx_and_responses_match_the_schema(case):
+    _check_case(case)
+
+
+@pytest.mark.slow
+@schema.parametrize()
+@hypothesis_settings(max_examples=100, **_FUZZ)
+def test_schemathesis_longer_run_finds_no_5xx(case):
+    _check_case(case)
+
+
+def _check_case(case) -> None:
     # With a valid session cookie, so tool routes are exercised past the session check.
     excluded = []
     if case.operation.path.lstrip("/") in TOOL_NAMES:

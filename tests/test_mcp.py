@@ -166,6 +166,7 @@ async def test_other_envs_list_http_tools_and_score_over_mcp(env_name, tmp_path)
         stop_server(proc)
 
 
+@pytest.mark.slow  # two server processes cloning PostgreSQL schemas: make test-slow
 async def test_postgres_backend_scores_over_mcp(tmp_path, pg_prefix):
     pg = {"STATEGYM_DATABASE_URL": PG_URL, "STATEGYM_PG_SCHEMA_PREFIX": pg_prefix, **MCP_ON}
     proc, url = start_server("retail", tmp_path / "data", workers=2, extra_env=pg)
