@@ -23,7 +23,7 @@ from app.storage.meta import tracked_changes
 from app.storage.sqlite import db as sqlite_db
 from app.storage.sqlite.store import Store
 from app.verify.state import dump_state
-from tests.conftest import PORTABLE_ENVS
+from tests.conftest import ENV_NAMES, PORTABLE_ENVS
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
@@ -103,3 +103,33 @@ def test_patched_dumps_equal_full_dumps(env_name: str, tmp_path: Path) -> None:
         }
         patched = _dump(session, env, reuse=True)
         assert all(patched[name] is seed_state[name] for name in untouched)
+
+
+@pytest.mark.parametrize("env_name", ENV_NAMES)
+def test_seed_states_patched_from_the_template_equal_full_dumps(env_name, tmp_path, monkeypatch):
+    """A snapshot's seed state is its template's dump patched with the rows its seed wrote
+    (app.storage.meta.seed_changes); it must equal reading the snapshot whole, and a session
+    cloned from the snapshot must then patch that dump (not read every table again)."""
+    from app.verify import state as state_module
+    from app.verify.gold import GoldCache
+
+    env = load_environment(env_name)
+    store = Store(tmp_path / "data", env)
+    gold = GoldCache(store, 64)
+    whole_reads = []
+    real_dump_all = state_module._dump_all
+    monkeypatch.setattr(
+        state_module, "_dump_all", lambda *a, **k: whole_reads.append(1) or real_dump_all(*a, **k)
+    )
+    gold.seed_state(task_from_data({"seed": None, "ground_truth": []}))  # the template, read once
+    assert len(whole_reads) == 1
+    for row in load_fixture_tasks(env_name)[::3]:
+        task = task_from_data(row)
+        seeded = gold.seed_state(task)
+        snapshot = sqlite_db.memory_from_image(store.snapshot(task).image)
+        # A session clone of the snapshot patches the kept dump: equal, and no whole read.
+        assert _dump(snapshot, env, reuse=True) == seeded, task.task_id
+        assert len(whole_reads) == 1, f"{task.task_id}: a seed state read every table"
+        assert seeded == _dump(snapshot, env, reuse=False), task.task_id
+        whole_reads.pop()
+        snapshot.close()

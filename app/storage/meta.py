@@ -6,6 +6,7 @@ clock) and, for sessions, whether it is closed, so every worker sees a close at 
 
 from __future__ import annotations
 
+import json
 import re
 import sqlite3
 from collections import Counter
@@ -192,3 +193,37 @@ def tracked_changes(conn: Any, tables: Iterable[str]) -> Changes | None:
                 rows.setdefault(table, set()).add(rid)
     frozen = None if rows is None else {t: frozenset(r) for t, r in rows.items()}
     return Changes(f"{meta.get('template')}:{meta['snapshot']}", changed, frozen)
+
+
+# --- what a snapshot's seed wrote over its template -------------------------------------------
+# A snapshot is built with the tracking triggers installed *before* its seed, so the triggers
+# record which rows the seed wrote; those are kept in the meta (`seed_changes`) and the records
+# cleared for sessions. Verify then dumps a snapshot by patching its template's dump with those
+# rows (app/verify/state.py) instead of reading every base row once per task.
+SEED_CHANGES = "seed_changes"
+
+
+def take_changes(conn: sqlite3.Connection) -> tuple[list[str], dict[str, list[int]]]:
+    """The tables (and "#key" markers) and rowids written since tracking began; then cleared."""
+    tables = sorted(row[0] for row in conn.execute(f"SELECT name FROM {CHANGES_TABLE}"))
+    rows: dict[str, list[int]] = {}
+    for table, rid in conn.execute(f"SELECT tbl, rid FROM {ROWS_TABLE} ORDER BY tbl, rid"):
+        rows.setdefault(table, []).append(rid)
+    conn.execute(f"DELETE FROM {CHANGES_TABLE}")
+    conn.execute(f"DELETE FROM {ROWS_TABLE}")
+    return tables, rows
+
+
+def seed_changes(meta: Mapping[str, str]) -> Changes | None:
+    """What the seed of the snapshot described by `meta` wrote over its template, or None (a
+    snapshot built before this was recorded). `Changes.snapshot` names the template."""
+    raw = meta.get(SEED_CHANGES)
+    if raw is None or "template" not in meta:
+        return None
+    recorded = json.loads(raw)
+    rows = {table: frozenset(rids) for table, rids in recorded["rows"].items()}
+    return Changes(f"{meta['template']}:", frozenset(recorded["tables"]), rows)
+
+
+def seed_changes_value(tables: list[str], rows: dict[str, list[int]]) -> str:
+    return json.dumps({"tables": tables, "rows": rows}, separators=(",", ":"))

@@ -21,7 +21,7 @@ from app.sdk.environment import Environment, ToolContext
 from app.storage.sqlite import db as sqlite_db
 from app.storage.sqlite.store import Snapshot, Store
 from app.verify.diff import StateDiff, diff_states
-from app.verify.state import DbState, dump_state
+from app.verify.state import DbState, dump_state, remember_template_dump
 
 log = logging.getLogger("stategym.gold")
 
@@ -70,6 +70,7 @@ class GoldCache:
         self._gold: LRU[str, GoldState] = LRU(capacity)
         self._seed_states: LRU[str, DbState] = LRU(capacity)
         self._lock = threading.Lock()
+        self._template_dumped = False
 
     def gold_path(self, task: TaskSpec) -> Path:
         return self.store.data_dir / "gold" / self.env.name / f"{task.gold_key}.sqlite"
@@ -78,10 +79,27 @@ class GoldCache:
         key = task.snapshot_key
         state = self._seed_states.get(key)
         if state is None:
+            self._remember_template()
             state = state_of_image(self.env, self.store.snapshot(task).image)
             with self._lock:
                 self._seed_states.put(key, state)
         return state
+
+    def _remember_template(self) -> None:
+        """Dump the template once: each snapshot's seed state is then that dump patched with
+        the rows its seed wrote (a few rows), not a read of every base row per task."""
+        if self._template_dumped:
+            return
+        conn = sqlite_db.memory_from_image(self.store.template_image())
+        engine = sqlite_db.bind_engine(conn, begin="BEGIN")
+        try:
+            with engine.connect() as c:
+                tables = self.env.metadata.tables
+                remember_template_dump(c, tables, self.env.compare, self.store.fingerprint)
+        finally:
+            engine.dispose()
+            conn.close()
+        self._template_dumped = True
 
     def get(self, task: TaskSpec) -> GoldState:
         cached = self._gold.get(task.gold_key)

@@ -16,7 +16,7 @@ from sqlalchemy import ColumnElement, Connection, Table, func, literal_column, s
 
 from app.runtime.lru import LRU
 from app.sdk.compare_spec import CompareSpec, TableSpec
-from app.storage.meta import Changes, tracked_changes
+from app.storage.meta import META_TABLE, Changes, seed_changes, tracked_changes
 from app.verify.raw_values import UnreadableValue, plain_scalar, raw_column, reader
 
 log = logging.getLogger("stategym.verify")
@@ -235,9 +235,12 @@ def _patched_table(
     base: TableState,
     by_rowid: RowIndex,
     rowids: frozenset[int],
-) -> TableState:
+    *,
+    index: bool = False,
+) -> tuple[TableState, RowIndex | None]:
     """`base` (the snapshot's dump) with the rows at `rowids` taken out and their current
-    contents read back in: a few indexed reads instead of the whole table."""
+    contents read back in: a few indexed reads instead of the whole table. With `index`, also
+    which row each rowid now holds (`by_rowid` updated, for a dump kept to patch later)."""
     table, spec = tables[name], compare.for_table(name)
     rows = list(base.rows)
     for rowid in rowids:
@@ -247,19 +250,24 @@ def _patched_table(
     raw_rows: list[Any] = []
     raw, reads = _read_raw(conn, [table.c[c] for c in base.columns])
     for chunk in _chunks(rowids):
-        query = select(*raw).where(_ROWID.in_(chunk or ()))
+        query = select(_ROWID, *raw).where(_ROWID.in_(chunk or ()))
         raw_rows.extend(conn.execute(query).all())
     ids: dict[str, set[Any]] = {}
-    for position, column in enumerate(base.columns):
+    for position, column in enumerate(base.columns, start=1):
         target = spec.references.get(column)
         if target is not None:
             ids.setdefault(target, set()).update(r[position] for r in raw_rows)
     refs = _reference_maps(conn, tables, compare, set(ids), ids)
     converters = _converters(base.columns, spec, refs, reads)
+    new_index = None
+    if index:
+        new_index = {k: v for k, v in by_rowid.items() if k not in rowids}
     for raw in raw_rows:
-        row = tuple(f(v) for f, v in zip(converters, raw, strict=True))
+        row = tuple(f(v) for f, v in zip(converters, raw[1:], strict=True))
         insort_right(rows, row, key=repr)
-    return TableState(base.name, base.columns, base.key, tuple(rows))
+        if new_index is not None:
+            new_index[raw[0]] = row
+    return TableState(base.name, base.columns, base.key, tuple(rows)), new_index
 
 
 @dataclass(frozen=True)
@@ -295,40 +303,108 @@ def dump_state(
     """Every compared table's rows, normalised and sorted (order-insensitive comparison).
 
     With `reuse` (the default) a database that tracks its changes is dumped by patching its
-    snapshot's dump; `reuse=False` reads every table whole (what tests compare it against).
+    snapshot's dump, and a pristine snapshot clone by patching its template's dump with the rows
+    its seed wrote (app.storage.meta.seed_changes); `reuse=False` reads every table whole (what
+    tests compare it against).
     """
     names = [n for n in sorted(tables) if compare.for_table(n).compared]
     tracked = tracked_changes(conn, tables) if reuse else None
-    pristine: _Pristine | None = None
-    if tracked is not None:
-        with _pristine_lock:
-            entry = _pristine.get((tracked.snapshot, id(compare)))
-        if entry is not None and entry.compare is compare:
-            pristine = entry
-    if pristine is None:
-        return _dump_all(conn, tables, compare, names, tracked)
-    assert tracked is not None  # a pristine entry is only found for a tracked database
-    changed, rows = tracked.tables, tracked.rows or {}
+    if tracked is None:
+        return _dump_all(conn, tables, compare, names, None)
+    pristine = _pristine_of(tracked.snapshot, compare)
+    if pristine is not None:
+        patched = _patch(conn, tables, compare, names, pristine, tracked, index=False)
+        if patched is not None:
+            return patched.state
+    elif not tracked.tables:
+        seeded = _seeded_from_template(conn, tables, compare, names, tracked.snapshot)
+        if seeded is not None:
+            return seeded
+    return _dump_all(conn, tables, compare, names, tracked if pristine is None else None)
+
+
+def remember_template_dump(
+    conn: Connection, tables: Mapping[str, Table], compare: CompareSpec, template: str
+) -> None:
+    """Dump a template database (`conn`, fingerprint `template`) whole, with rowid indexes, and
+    keep it: the snapshots built from it are then dumped by patching it with their seed's rows."""
+    if _pristine_of(f"{template}:", compare) is not None:
+        return
+    names = [n for n in sorted(tables) if compare.for_table(n).compared]
+    _dump_all(conn, tables, compare, names, Changes(f"{template}:", frozenset(), {}))
+
+
+def _pristine_of(snapshot: str, compare: CompareSpec) -> _Pristine | None:
+    with _pristine_lock:
+        entry = _pristine.get((snapshot, id(compare)))
+    return entry if entry is not None and entry.compare is compare else None
+
+
+def _seeded_from_template(
+    conn: Connection,
+    tables: Mapping[str, Table],
+    compare: CompareSpec,
+    names: list[str],
+    snapshot: str,
+) -> DbState | None:
+    """A pristine snapshot clone's dump from its template's (kept by remember_template_dump),
+    patched with the rows its seed wrote; kept as the snapshot's own. None when either is
+    unknown (the caller reads every table)."""
+    meta = dict(conn.exec_driver_sql(f"SELECT key, value FROM {META_TABLE}").fetchall())
+    seed = seed_changes(meta)
+    base = _pristine_of(seed.snapshot, compare) if seed is not None else None
+    if seed is None or base is None:
+        return None
+    patched = _patch(conn, tables, compare, names, base, seed, index=True)
+    if patched is None:
+        return None
+    with _pristine_lock:
+        _pristine.put((snapshot, id(compare)), patched)
+    return patched.state
+
+
+def _patch(
+    conn: Connection,
+    tables: Mapping[str, Table],
+    compare: CompareSpec,
+    names: list[str],
+    pristine: _Pristine,
+    changes: Changes,
+    *,
+    index: bool,
+) -> _Pristine | None:
+    """`pristine` patched with the rows `changes` says were written (with rowid indexes when
+    `index`), or None when the row counts disagree (a write the tracking missed)."""
+    changed, rows = changes.tables, changes.rows or {}
     rekeyed = _rekeyed(compare, names, changed)
     patch: dict[str, frozenset[int]] = {}
     whole: set[str] = set(rekeyed)
     for name in names:
         if name not in changed or name in rekeyed:
             continue
-        index, written = pristine.indexes.get(name), rows.get(name)
+        base_index, written = pristine.indexes.get(name), rows.get(name)
         base_rows = len(pristine.state[name].rows)
-        if index is None or written is None or len(written) > max(64, base_rows * _PATCH_SHARE):
+        if (
+            base_index is None
+            or written is None
+            or len(written) > max(64, base_rows * _PATCH_SHARE)
+        ):
             whole.add(name)
         else:
             patch[name] = written
     wanted = {ref for n in whole for ref in compare.for_table(n).references.values()}
     refs = _reference_maps(conn, tables, compare, wanted)
     state: dict[str, TableState] = {}
+    indexes: dict[str, RowIndex] = {}
     for name in names:
+        table_index: RowIndex | None
         if name in whole:
-            state[name] = _dump_table(conn, tables[name], compare.for_table(name), compare, refs)[0]
+            spec = compare.for_table(name)
+            state[name], table_index = _dump_table(
+                conn, tables[name], spec, compare, refs, index=index
+            )
         elif name in patch:
-            state[name] = _patched_table(
+            state[name], table_index = _patched_table(
                 conn,
                 tables,
                 name,
@@ -336,16 +412,19 @@ def dump_state(
                 pristine.state[name],
                 pristine.indexes[name],
                 patch[name],
+                index=index,
             )
         else:
-            state[name] = pristine.state[name]
+            state[name], table_index = pristine.state[name], pristine.indexes.get(name)
+        if table_index is not None:
+            indexes[name] = table_index
     disagree = _miscounted(conn, tables, [n for n in names if n not in whole], state)
     if disagree:
         # A write the tracking missed (it records every path we know of; this is the backstop):
         # the reused dumps cannot be trusted, so every table is read whole.
         log.warning("change tracking missed writes to %s; reading every table", disagree)
-        return _dump_all(conn, tables, compare, names, None)
-    return state
+        return None
+    return _Pristine(compare, state, indexes)
 
 
 def _miscounted(

@@ -30,7 +30,15 @@ from app.errors import SessionNotFound, SessionUnavailable, StorageFull
 from app.runtime.lru import LRU
 from app.runtime.tasks import TaskSpec
 from app.sdk.environment import Environment
-from app.storage.meta import TRACKING_VERSION, install_change_tracking, read_meta, write_meta
+from app.storage.meta import (
+    SEED_CHANGES,
+    TRACKING_VERSION,
+    install_change_tracking,
+    read_meta,
+    seed_changes_value,
+    take_changes,
+    write_meta,
+)
 from app.storage.migrations import schema_state, stamp_new_database, upgrade_retained
 from app.storage.seeding import apply_seed, parse_seed_now
 from app.storage.sqlite import db as sqlite_db
@@ -170,16 +178,19 @@ class Store:
         conn = sqlite_db.memory_from_image(self.template_image())
         engine = sqlite_db.bind_engine(conn)
         try:
-            with Session(bind=engine) as db, db.begin():
-                apply_seed(db, self.env.metadata, task.seed)
-            write_meta(conn, {"snapshot": key, "now": now.isoformat()})
-            # After the seed: what sessions write from here on is recorded, for a faster verify.
+            # Tracking starts before the seed, so the rows the seed writes are known (verify dumps
+            # the snapshot by patching the template's dump with them); the record is then cleared
+            # and sessions record what they write from the snapshot on.
             install_change_tracking(
                 conn,
                 self._reference_keys(),
                 guarded=self._foreign_key_guarded(),
                 without_rowid=self._without_rowid(),
             )
+            with Session(bind=engine) as db, db.begin():
+                apply_seed(db, self.env.metadata, task.seed)
+            seeded = seed_changes_value(*take_changes(conn))
+            write_meta(conn, {"snapshot": key, "now": now.isoformat(), SEED_CHANGES: seeded})
             # Every tool call's row changes, before and after (app/storage/steplog.py).
             install_step_log(conn, self._step_logged())
             image = sqlite_db.image_of(conn)
