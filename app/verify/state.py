@@ -350,7 +350,9 @@ def _seeded_from_template(
     """A pristine snapshot clone's dump from its template's (kept by remember_template_dump),
     patched with the rows its seed wrote; kept as the snapshot's own. None when either is
     unknown (the caller reads every table)."""
-    meta = dict(conn.exec_driver_sql(f"SELECT key, value FROM {META_TABLE}").fetchall())
+    meta: dict[str, str] = dict(
+        conn.exec_driver_sql(f"SELECT key, value FROM {META_TABLE}").fetchall()
+    )
     seed = seed_changes(meta)
     base = _pristine_of(seed.snapshot, compare) if seed is not None else None
     if seed is None or base is None:
