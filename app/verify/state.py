@@ -102,7 +102,7 @@ def _reference_maps(
             if chunk is None:
                 rows = _execute(conn, ("refs", table, tuple(key)), query)
             else:
-                rows = conn.execute(query().where(pk[0].in_(chunk)))
+                rows = _execute_in(conn, ("refs", table, tuple(key)), query, pk[0], chunk)
             maps[ref].update(
                 (row[0], tuple(_plain(f(v)) for f, v in zip(reads, row[1:], strict=True)))
                 for row in rows
@@ -185,6 +185,33 @@ def _execute(
     return rows
 
 
+def _execute_in(
+    conn: Connection,
+    key: tuple[Any, ...],
+    build: Callable[[], Any],
+    column: ColumnElement[Any],
+    values: list[Any] | None,
+) -> Iterable[tuple[Any, ...]]:
+    """The rows of `build()` whose `column` is one of `values`; on SQLite the cached SQL text
+    of `build()` with a `WHERE column IN (?, ...)` of the values' count (no statement built)."""
+    values = values or []
+    if conn.dialect.name != "sqlite":
+        return conn.execute(build().where(column.in_(values)))
+    sql = _sql_text.get(("in", *key))
+    if sql is None:
+        stmt = build()
+        compiled = stmt.compile(dialect=conn.dialect)
+        if compiled.params:  # never expected: fall back rather than run it without them
+            return conn.execute(stmt.where(column.in_(values)))
+        match = column.compile(dialect=conn.dialect)
+        sql = _sql_text[("in", *key)] = f"{compiled} WHERE {match} IN "
+    driver = conn.connection.driver_connection
+    assert driver is not None
+    marks = ", ".join("?" * len(values))
+    rows: list[Any] = driver.execute(f"{sql}({marks})", values).fetchall()
+    return rows
+
+
 def _has_rowid(table: Table) -> bool:
     return table.dialect_options["sqlite"].get("with_rowid", True) is not False
 
@@ -249,9 +276,12 @@ def _patched_table(
             del rows[bisect_left(rows, repr(old), key=repr)]
     raw_rows: list[Any] = []
     raw, reads = _read_raw(conn, [table.c[c] for c in base.columns])
+
+    def query() -> Any:
+        return select(_ROWID, *raw)
+
     for chunk in _chunks(rowids):
-        query = select(_ROWID, *raw).where(_ROWID.in_(chunk or ()))
-        raw_rows.extend(conn.execute(query).all())
+        raw_rows.extend(_execute_in(conn, ("rows", table, base.columns), query, _ROWID, chunk))
     ids: dict[str, set[Any]] = {}
     for position, column in enumerate(base.columns, start=1):
         target = spec.references.get(column)
