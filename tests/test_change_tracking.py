@@ -22,6 +22,7 @@ from app.sdk.environment import ToolContext
 from app.storage.meta import tracked_changes
 from app.storage.sqlite import db as sqlite_db
 from app.storage.sqlite.store import Store
+from app.verify.diff import diff_states
 from app.verify.state import dump_state
 from tests.conftest import ENV_NAMES, PORTABLE_ENVS
 
@@ -85,12 +86,26 @@ def test_patched_dumps_equal_full_dumps(env_name: str, tmp_path: Path) -> None:
         for call in task.ground_truth:
             run_tool(bind, env.tool_named(call.name), call.arguments, ctx)
         bind.close()
-        assert _dump(session, env, reuse=True) == _dump(session, env, reuse=False)
+        gold, gold_whole = _dump(session, env, reuse=True), _dump(session, env, reuse=False)
+        assert gold == gold_whole
+        seed_whole = _dump(sqlite_db.memory_from_image(snapshot.image), env, reuse=False)
         for step in range(120):
             _random_write(session, env, rng, step)
             if step % 10 == 9:
                 patched = _dump(session, env, reuse=True)
-                assert patched == _dump(session, env, reuse=False), (task.task_id, step)
+                whole = _dump(session, env, reuse=False)
+                assert patched == whole, (task.task_id, step)
+                # Diffs of patched states look at the patched rows only; they must find what
+                # the whole tables' diff finds (seed -> final, and gold vs final: two patches
+                # of one base), in the same order.
+                compare = env.compare
+                assert any(t.delta is not None for t in patched.values()), "patches were made"
+                assert diff_states(seed_state, patched, compare) == diff_states(
+                    seed_whole, whole, compare
+                ), (task.task_id, step)
+                assert diff_states(gold, patched, compare) == diff_states(
+                    gold_whole, whole, compare
+                ), (task.task_id, step)
         changes = tracked_changes(session, env.metadata.tables)
         assert changes is not None and changes.rows, "the writes were recorded row by row"
         untouched = {

@@ -48,21 +48,62 @@ def _as_dict(table: TableState, row: tuple[Any, ...]) -> dict[str, Any]:
     return dict(zip(table.columns, row, strict=True))
 
 
+def _changed_rows(
+    before: TableState, after: TableState
+) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]] | None:
+    """(rows only in `before`, rows only in `after`), as multisets in table order, from the
+    patches alone when `after` was patched from `before` or both from one base; else None.
+
+    With R and A a patch's removed and added rows: before = base - Rb + Ab and after =
+    base - Ra + Aa, so before - after = (Ra + Ab) - (Rb + Aa) and after - before the reverse
+    (Counter subtraction truncates at zero, as the whole tables' would)."""
+    mine, theirs = after.delta, before.delta
+    if mine is not None and mine.base is before:
+        gone, came = Counter(mine.removed), Counter(mine.added)
+    elif mine is not None and theirs is not None and mine.base is theirs.base:
+        gone = Counter(mine.removed) + Counter(theirs.added)
+        came = Counter(theirs.removed) + Counter(mine.added)
+    else:
+        return None
+    return (
+        sorted((gone - came).elements(), key=repr),
+        sorted((came - gone).elements(), key=repr),
+    )
+
+
 def _unique_keys(table: TableState) -> bool:
-    width = len(table.key)
-    return len({row[:width] for row in table.rows}) == len(table.rows)
+    """Whether every row has its own key; for a patched table from its base's cached key set
+    and the few rows patched, not a set of every row."""
+    delta = table.delta
+    if delta is None or delta.base.keys is None or delta.base.key != table.key:
+        return table.keys is not None
+    removed = {table.key_of(r) for r in delta.removed}
+    added = [table.key_of(r) for r in delta.added]
+    fresh = set(added)
+    return len(fresh) == len(added) and not (fresh & (delta.base.keys - removed))
 
 
 def diff_table(before: TableState, after: TableState, money: set[str], tol: float) -> TableDiff:
     result = TableDiff()
-    old_set, new_set = set(before.rows), set(after.rows)
-    # Rows present on both sides are unchanged; only the rest is matched (set algebra in C, so a
-    # one-row change in a 5,000-row table costs two set builds, not 5,000 comparisons).
-    gone, came = old_set - new_set, new_set - old_set
-    old_only = [r for r in before.rows if r in gone] if gone else []
-    new_only = [r for r in after.rows if r in came] if came else []
     keyed = bool(before.key) and before.key == after.key
-    if keyed and _unique_keys(before) and _unique_keys(after):
+    unique = keyed and _unique_keys(before) and _unique_keys(after)
+    changed = _changed_rows(before, after)
+    if changed is not None:
+        # Only patched rows can differ. With unique keys no row outside the patches equals a
+        # patched one, so these are also what the whole tables' set algebra below finds.
+        old_only, new_only = changed
+        if not unique:  # content matching, duplicates allowed: the multiset difference
+            result.added = [_as_dict(after, r) for r in new_only]
+            result.removed = [_as_dict(before, r) for r in old_only]
+            return result
+    else:
+        old_set, new_set = set(before.rows), set(after.rows)
+        # Rows present on both sides are unchanged; only the rest is matched (set algebra in C,
+        # so a one-row change in a 5,000-row table costs two set builds, not 5,000 comparisons).
+        gone, came = old_set - new_set, new_set - old_set
+        old_only = [r for r in before.rows if r in gone] if gone else []
+        new_only = [r for r in after.rows if r in came] if came else []
+    if unique:
         old_index = {before.key_of(r): r for r in old_only}
         new_keys = set()
         for row in new_only:
@@ -97,7 +138,10 @@ def diff_states(before: DbState, after: DbState, compare: CompareSpec) -> StateD
     out: StateDiff = {}
     for name in sorted(set(before) | set(after)):
         old, new = before.get(name), after.get(name)
-        if old is None or new is None or old.rows == new.rows:
+        if old is None or new is None:
+            continue
+        changed = _changed_rows(old, new)
+        if (changed == ([], [])) if changed is not None else old.rows == new.rows:
             continue
         money = set(compare.for_table(name).money)
         table_diff = diff_table(old, new, money, compare.money_tolerance)

@@ -6,10 +6,10 @@ import logging
 import threading
 from bisect import bisect_left, insort_right
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, datetime
 from decimal import Decimal
-from functools import partial
+from functools import cached_property, partial
 from typing import Any
 
 from sqlalchemy import ColumnElement, Connection, Table, func, literal_column, select
@@ -23,14 +23,33 @@ log = logging.getLogger("stategym.verify")
 
 
 @dataclass(frozen=True)
+class RowDelta:
+    """How a patched table was made: `base` with the rows `removed` taken out and `added` put
+    in (each sorted as `rows` is). Lets a diff against `base` look at those rows only."""
+
+    base: TableState
+    removed: tuple[tuple[Any, ...], ...]
+    added: tuple[tuple[Any, ...], ...]
+
+
+@dataclass(frozen=True)
 class TableState:
     name: str
     columns: tuple[str, ...]
     key: tuple[str, ...]  # natural-key columns (a prefix of `columns`), () = match by content
     rows: tuple[tuple[Any, ...], ...]  # normalised, sorted
+    # Provenance, not content: two states with equal rows are equal however they were made.
+    delta: RowDelta | None = field(default=None, compare=False, repr=False)
 
     def key_of(self, row: tuple[Any, ...]) -> tuple[Any, ...]:
         return row[: len(self.key)]
+
+    @cached_property
+    def keys(self) -> frozenset[tuple[Any, ...]] | None:
+        """The set of natural keys when every row has its own (None: some key is shared)."""
+        width = len(self.key)
+        keys = frozenset(row[:width] for row in self.rows)
+        return keys if len(keys) == len(self.rows) else None
 
 
 DbState = Mapping[str, TableState]
@@ -270,10 +289,12 @@ def _patched_table(
     which row each rowid now holds (`by_rowid` updated, for a dump kept to patch later)."""
     table, spec = tables[name], compare.for_table(name)
     rows = list(base.rows)
+    removed = []
     for rowid in rowids:
         old = by_rowid.get(rowid)
         if old is not None:  # rows are sorted by repr, and equal reprs are equal rows
             del rows[bisect_left(rows, repr(old), key=repr)]
+            removed.append(old)
     raw_rows: list[Any] = []
     raw, reads = _read_raw(conn, [table.c[c] for c in base.columns])
 
@@ -292,12 +313,15 @@ def _patched_table(
     new_index = None
     if index:
         new_index = {k: v for k, v in by_rowid.items() if k not in rowids}
+    added = []
     for raw in raw_rows:
         row = tuple(f(v) for f, v in zip(converters, raw[1:], strict=True))
         insort_right(rows, row, key=repr)
+        added.append(row)
         if new_index is not None:
             new_index[raw[0]] = row
-    return TableState(base.name, base.columns, base.key, tuple(rows)), new_index
+    delta = RowDelta(base, tuple(sorted(removed, key=repr)), tuple(sorted(added, key=repr)))
+    return TableState(base.name, base.columns, base.key, tuple(rows), delta), new_index
 
 
 @dataclass(frozen=True)
