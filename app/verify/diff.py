@@ -77,10 +77,11 @@ def _unique_keys(table: TableState) -> bool:
     delta = table.delta
     if delta is None or delta.base.keys is None or delta.base.key != table.key:
         return table.keys is not None
+    base_keys = delta.base.keys
     removed = {table.key_of(r) for r in delta.removed}
     added = [table.key_of(r) for r in delta.added]
     fresh = set(added)
-    return len(fresh) == len(added) and not (fresh & (delta.base.keys - removed))
+    return len(fresh) == len(added) and all(k in removed or k not in base_keys for k in fresh)
 
 
 def diff_table(before: TableState, after: TableState, money: set[str], tol: float) -> TableDiff:
