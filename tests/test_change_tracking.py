@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from app.registry import load_environment
+from app.runtime.lru import LRU
 from app.runtime.runner import run_tool
 from app.runtime.tasks import task_from_data
 from app.sdk.environment import ToolContext
@@ -132,6 +133,7 @@ def test_seed_states_patched_from_the_template_equal_full_dumps(env_name, tmp_pa
     store = Store(tmp_path / "data", env)
     gold = GoldCache(store, 64)
     whole_reads = []
+    monkeypatch.setattr(state_module, "_pristine", LRU(256))  # as in a fresh process
     real_dump_all = state_module._dump_all
     monkeypatch.setattr(
         state_module, "_dump_all", lambda *a, **k: whole_reads.append(1) or real_dump_all(*a, **k)
