@@ -37,7 +37,6 @@ from app.errors import (
 from app.storage import lineage
 from app.storage.base import Unsupported
 from app.storage.control import SessionRecord
-from app.storage.meta import reopened_image
 
 if TYPE_CHECKING:  # the manager imports this module; the type is only for annotations
     from app.runtime.sessions import SessionManager
@@ -222,7 +221,8 @@ class Branching:
                 f"the export is of environment {blob.get('env')!r}, not {self.sessions.env.name!r}"
             )
         try:
-            image, meta = reopened_image(zlib.decompress(base64.b64decode(blob["image"])))
+            raw = zlib.decompress(base64.b64decode(blob["image"]))
+            image, meta = self.sessions.backend.open_image(raw)
         except Exception as exc:  # noqa: BLE001 - a signed blob that does not decode
             raise InvalidExport(f"the export's image cannot be read: {exc}") from None
         if meta.get("env") != self.sessions.env.name:
