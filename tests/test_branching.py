@@ -1,5 +1,5 @@
-"""Fork, rewind, export and restore over HTTP (docs/steps.md), and kill -9 in the middle of
-forks and rewinds: every session stays whole (all-or-nothing)."""
+"""Fork, rewind, export and restore over HTTP (docs/steps.md), on both backends, and kill -9 in
+the middle of forks and rewinds of a SQLite session: every session stays whole (all-or-nothing)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 from app.cli.main import cli
 from app.registry import load_environment
 from app.server.api import create_app
-from tests.conftest import REPO
+from tests.conftest import REPO, backend_settings, drop_pg_schemas, new_pg_prefix
 from tests.support.rollouts import gold_answer, load_tasks
 
 TASKS = {t["task_id"]: t for t in load_tasks(REPO / "fixtures" / "retail" / "tasks.jsonl")}
@@ -46,8 +46,15 @@ def _response(calls: list[tuple[str, Any]], bodies: list[str], answer: str) -> d
 
 
 @pytest.fixture
-async def app(settings):
+async def app(tmp_path, backend, request):
+    """A retail server on each backend (`app.state.test_settings`: its settings)."""
+    prefix = None
+    if backend == "postgres":
+        prefix = new_pg_prefix()
+        request.addfinalizer(lambda: drop_pg_schemas(prefix))
+    settings = backend_settings(backend, tmp_path / "data", prefix)
     application = create_app(settings, load_environment("retail"))
+    application.state.test_settings = settings
     async with application.router.lifespan_context(application):
         yield application
 
@@ -69,6 +76,8 @@ async def _play(client: httpx.AsyncClient, calls: list[tuple[str, Any]]) -> list
 
 async def test_forks_at_every_step_verify_like_a_fresh_rollout(app):
     calls = _calls(MULTI)
+    sqlite = app.state.test_settings.database_url is None
+    n, steps = (2, range(len(calls) + 1)) if sqlite else (1, (0, 2, 5, len(calls)))  # PG: clones
     async with _client(app) as fresh:
         await fresh.post("/seed_session", json=MULTI)
         bodies = await _play(fresh, calls)
@@ -78,11 +87,11 @@ async def test_forks_at_every_step_verify_like_a_fresh_rollout(app):
     async with _client(app) as parent:
         await parent.post("/seed_session", json=MULTI)
         await _play(parent, calls)
-        for k in range(len(calls) + 1):
-            forked = await parent.post("/fork_session", json={"n": 2, "at_step": k})
+        for k in steps:
+            forked = await parent.post("/fork_session", json={"n": n, "at_step": k})
             assert forked.status_code == 200, forked.text
             answer = forked.json()
-            assert answer["at_step"] == k and len(answer["sessions"]) == 2
+            assert answer["at_step"] == k and len(answer["sessions"]) == n
             for child in answer["sessions"]:
                 async with _client(app, child["cookie"]) as c:
                     rest = await _play(c, calls[k:])
@@ -100,7 +109,8 @@ async def test_forks_at_every_step_verify_like_a_fresh_rollout(app):
         assert mine["step_rewards"] == expected["step_rewards"]
 
 
-async def test_rewind_then_replay_and_export_restore(app, settings):
+async def test_rewind_then_replay_and_export_restore(app):
+    settings = app.state.test_settings
     calls = _calls(MULTI)
     async with _client(app) as c:
         await c.post("/seed_session", json=MULTI)
@@ -131,8 +141,12 @@ async def test_rewind_then_replay_and_export_restore(app, settings):
         tree = (await other.get("/session_tree")).json()
     assert tree["children"][0]["session_id"] == child
     assert tree["children"][0]["kind"] == "restore"
+    pg = {}
+    if settings.database_url:
+        pg = {"STATEGYM_DATABASE_URL": settings.database_url,
+              "STATEGYM_PG_SCHEMA_PREFIX": settings.pg_schema_prefix}  # fmt: skip
     shown = CliRunner().invoke(
-        cli, ["sessions", "tree", child, "--data-dir", str(settings.data_dir)]
+        cli, ["sessions", "tree", child, "--data-dir", str(settings.data_dir)], env=pg
     )
     assert shown.exit_code == 0 and "restore at step 8" in shown.output
 
@@ -270,36 +284,3 @@ def test_kill_9_during_forks_and_rewinds_leaves_every_session_whole(tmp_path):
         k = int(path.stem.split("-at-")[1])
         steps, state = _state_of(path, env)
         assert steps == k and state == states[k], path.name
-
-
-async def test_fork_on_both_backends_rewind_where_the_log_is(tmp_path, backend, request):
-    """PostgreSQL forks by cloning the parent's schema; what needs the step log is refused."""
-    from tests.conftest import backend_settings, drop_pg_schemas, new_pg_prefix
-
-    prefix = None
-    if backend == "postgres":
-        prefix = new_pg_prefix()
-        request.addfinalizer(lambda: drop_pg_schemas(prefix))
-    settings = backend_settings(backend, tmp_path / "data", prefix)
-    application = create_app(settings, load_environment("retail"))
-    calls = _calls(MULTI)
-    async with application.router.lifespan_context(application):
-        async with _client(application) as parent:
-            await parent.post("/seed_session", json=MULTI)
-            bodies = await _play(parent, calls[:3])
-            forked = await parent.post("/fork_session", json={"n": 1})
-            assert forked.status_code == 200, forked.text
-            assert forked.json()["at_step"] == (3 if backend == "sqlite" else 0)
-            rewind = await parent.post("/rewind_session", json={"to_step": 1})
-            assert rewind.status_code == (200 if backend == "sqlite" else 501), rewind.text
-            if backend == "sqlite":
-                await _play(parent, calls[1:3])
-            await _play(parent, calls[3:])
-            body = {**MULTI, "response": _response(calls, [*bodies, *[""] * 5], "")}
-            mine = (await parent.post("/verify", json=body)).json()
-        child = forked.json()["sessions"][0]["cookie"]
-        async with _client(application, child) as c:
-            assert await _play(c, calls[3:])
-            theirs = (await c.post("/verify", json=body)).json()
-        assert theirs["reward_components"] == mine["reward_components"]
-        assert theirs["reward_components"]["partial_credit"] == 1.0
