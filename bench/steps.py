@@ -6,8 +6,8 @@
   transaction, commit) on a session with the step log vs the same task's session with its step
   triggers dropped (what a call cost before the log), calls interleaved;
 - fork: `backend.fork` of a retail session into one child (SQLite: serialise + write the file;
-  `--pg`: clone the schema), and the whole `POST /fork_session` through ASGI;
-- rewind of 10 steps: `backend.rewind` of a session 10 writing steps back;
+  `--pg`: clone the schema, step log included), and the whole `POST /fork_session` through ASGI;
+- rewind of 10 steps: `backend.rewind` of a session 10 writing steps back (`--pg` too);
 - step rewards: verify with and without them (gold cached), on a 9-step rollout with 3 writes;
 - reverify by replay: `replay_verify` of a gold rollout (gold cached), per rollout.
 Medians of wall time (and of the thread's CPU time, robust to other load on the machine).
@@ -34,7 +34,6 @@ from app.runtime.tasks import task_from_data
 from app.server.api import create_app
 from app.server.models import parse_seed_body
 from app.settings import Settings
-from app.storage.steplog import step_count
 from app.verify.session_verify import verify_state
 
 REPO = Path(__file__).resolve().parent.parent
@@ -78,6 +77,15 @@ def _drop_step_log(conn: Any) -> None:
     conn.execute("DELETE FROM _stategym_meta WHERE key = 'step_log'")
 
 
+def _drop_pg_step_log(manager: SessionManager, handle: Any) -> None:
+    """The same on a PostgreSQL session schema (the function and, with it, every trigger)."""
+    with manager.backend.engine.begin() as conn:  # type: ignore[attr-defined]
+        conn.exec_driver_sql(f'DROP FUNCTION "{handle.schema}"._stategym_step_log() CASCADE')
+        conn.exec_driver_sql(
+            f"DELETE FROM \"{handle.schema}\"._stategym_meta WHERE key = 'step_log'"
+        )
+
+
 async def _manager_figures(data_dir: Path, runs: int, pg: bool) -> dict[str, Any]:
     settings = Settings(data_dir=data_dir, secret_key=SECRET)
     if pg:
@@ -96,44 +104,46 @@ async def _manager_figures(data_dir: Path, runs: int, pg: bool) -> dict[str, Any
     assert tool is not None
     figures: dict[str, Any] = {}
     try:
-        if not pg:
-            logged = await manager.seed(parse_seed_body(row))
-            plain = await manager.seed(parse_seed_body(row))
-            handles = {
-                "logged": await manager._handle(logged.session_id),
-                "plain": await manager._handle(plain.session_id),
-            }
+        logged = await manager.seed(parse_seed_body(row))
+        plain = await manager.seed(parse_seed_body(row))
+        handles = {
+            "logged": await manager._handle(logged.session_id),
+            "plain": await manager._handle(plain.session_id),
+        }
+        if pg:
+            _drop_pg_step_log(manager, handles["plain"])
+        else:
             _drop_step_log(handles["plain"].conn)  # type: ignore[attr-defined]
-            handles["plain"].logs_steps = False  # type: ignore[attr-defined]
-            samples: dict[str, tuple[list[float], list[float]]] = {k: ([], []) for k in handles}
-            for i in range(runs + 20):
-                for name, handle in handles.items():
-                    wall, cpu, (result, _) = _timed(
-                        lambda h=handle, i=i: manager._timed_call(h, tool, _address(customer, i))
-                    )
-                    assert "output" in result, result
-                    if i >= 20:  # warm-up
-                        samples[name][0].append(wall)
-                        samples[name][1].append(cpu)
-            on, off = _stats(*samples["logged"]), _stats(*samples["plain"])
-            figures["write_call"] = {
-                "step_log": on,
-                "no_step_log": off,
-                "overhead_p50": round(on["p50_ms"] / off["p50_ms"] - 1, 3),
-                "overhead_cpu_p50": round(on["cpu_p50_ms"] / off["cpu_p50_ms"] - 1, 3),
-            }
-            # Rewind of 10 steps: 10 writes, then back; repeated.
-            handle = handles["logged"]
-            wall_s, cpu_s = [], []
-            for r in range(max(10, runs // 10)):
-                base = step_count(handle.conn)  # type: ignore[attr-defined]
-                for i in range(10):
-                    manager._timed_call(handle, tool, _address(customer, 1000 * r + i))
-                wall, cpu, undone = _timed(lambda b=base: manager.backend.rewind(handle, b))
-                assert undone == 10
-                wall_s.append(wall)
-                cpu_s.append(cpu)
-            figures["rewind_10_steps"] = _stats(wall_s, cpu_s)
+        handles["plain"].logs_steps = False  # type: ignore[attr-defined]
+        samples: dict[str, tuple[list[float], list[float]]] = {k: ([], []) for k in handles}
+        for i in range(runs + 20):
+            for name, handle in handles.items():
+                wall, cpu, (result, _) = _timed(
+                    lambda h=handle, i=i: manager._timed_call(h, tool, _address(customer, i))
+                )
+                assert "output" in result, result
+                if i >= 20:  # warm-up
+                    samples[name][0].append(wall)
+                    samples[name][1].append(cpu)
+        on, off = _stats(*samples["logged"]), _stats(*samples["plain"])
+        figures["write_call"] = {
+            "step_log": on,
+            "no_step_log": off,
+            "overhead_p50": round(on["p50_ms"] / off["p50_ms"] - 1, 3),
+            "overhead_cpu_p50": round(on["cpu_p50_ms"] / off["cpu_p50_ms"] - 1, 3),
+        }
+        # Rewind of 10 steps: 10 writes, then back; repeated.
+        handle = handles["logged"]
+        base = runs + 20  # the calls above
+        wall_s, cpu_s = [], []
+        for r in range(max(10, runs // 10)):
+            for i in range(10):
+                manager._timed_call(handle, tool, _address(customer, 1000 * r + i))
+            wall, cpu, undone = _timed(lambda: manager.backend.rewind(handle, base))
+            assert undone == 10
+            wall_s.append(wall)
+            cpu_s.append(cpu)
+        figures["rewind_10_steps"] = _stats(wall_s, cpu_s)
         # Fork into one child, storage only.
         parent = await manager.seed(parse_seed_body(row))
         handle = await manager._handle(parent.session_id)
@@ -311,11 +321,11 @@ async def _http_fork(data_dir: Path, runs: int) -> dict[str, float]:
 def run(runs: int = 200, pg: bool = False, report: Callable[[str], Any] | None = print) -> dict:
     with tempfile.TemporaryDirectory(prefix="steps-bench-") as tmp:
         figures = asyncio.run(_manager_figures(Path(tmp) / "m", runs, pg=False))
+        if pg:
+            figures["postgres"] = asyncio.run(_manager_figures(Path(tmp) / "pg", runs, pg=True))
         figures["fork_http"] = asyncio.run(_http_fork(Path(tmp) / "h", runs))
         figures["write_request"] = asyncio.run(_http_write(Path(tmp) / "w", runs))
         figures.update(_verify_figures(Path(tmp) / "v", runs))
-        if pg:
-            figures["postgres"] = asyncio.run(_manager_figures(Path(tmp) / "pg", runs, pg=True))
     if report is not None:
         report(json.dumps(figures, indent=2))
     return figures
@@ -324,7 +334,9 @@ def run(runs: int = 200, pg: bool = False, report: Callable[[str], Any] | None =
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=200)
-    parser.add_argument("--pg", action="store_true", help="also fork on PostgreSQL")
+    parser.add_argument(
+        "--pg", action="store_true", help="also on PostgreSQL (STATEGYM_TEST_PG_URL)"
+    )
     args = parser.parse_args()
     run(args.runs, args.pg)
 

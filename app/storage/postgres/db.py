@@ -217,12 +217,12 @@ def _step_logged(metadata: MetaData) -> dict[str, str | None]:
 
 
 # One function per schema (its statements name that schema, so their plans are cached per
-# connection): a row change is logged as the step being run, max(idx) + 1, as on SQLite; the
-# row images are row_to_json(OLD/NEW), PostgreSQL's own text of every value (read back exactly
-# by json_populate_record). `stategym.quiet` (a transaction-local setting) silences it while an
-# undo writes the past back.
-_STEP_FUNCTION = f"""CREATE FUNCTION {_PLACEHOLDER}.{STEP_TRIGGER_FUNCTION}() RETURNS trigger
-LANGUAGE plpgsql AS $fn$
+# connection; a renamed schema has it re-created, `step_function_sql`): a row change is logged
+# as the step being run, max(idx) + 1, as on SQLite; the row images are row_to_json(OLD/NEW),
+# PostgreSQL's own text of every value (read back exactly by json_populate_record).
+# `stategym.quiet` (a transaction-local setting) silences it while an undo writes the past back.
+_STEP_FUNCTION = f"""CREATE OR REPLACE FUNCTION {_PLACEHOLDER}.{STEP_TRIGGER_FUNCTION}()
+RETURNS trigger LANGUAGE plpgsql AS $fn$
 DECLARE o json; n json;
 BEGIN
   IF current_setting('stategym.quiet', true) = 'on' THEN RETURN NULL; END IF;
@@ -235,6 +235,12 @@ BEGIN
   RETURN NULL;
 END
 $fn$"""
+
+
+def step_function_sql(schema: str) -> str:
+    """The step log's trigger function of `schema`, (re-)created naming it (after a rename: the
+    triggers keep calling it, now writing where they should)."""
+    return in_schema(_STEP_FUNCTION, schema)
 
 
 def step_trigger_name(table: str) -> str:

@@ -32,7 +32,6 @@ from sqlalchemy.exc import DBAPIError
 from app.storage.postgres.db import (
     META_TABLE,
     STEP_LOG_TABLES,
-    STEP_TRIGGER_FUNCTION,
     VERSION_TABLE,
     checked_schema,
     quoted,
@@ -42,6 +41,7 @@ from app.storage.postgres.db import (
 from app.storage.steplog import (
     _OPS,
     STEP_COLS_TABLE,
+    STEP_PREFIX,
     STEP_ROWS_TABLE,
     STEPS_TABLE,
     RowChange,
@@ -170,32 +170,26 @@ class PgStepLog:
         return {t: cols.split(",") if cols else [] for t, cols in rows}
 
     def undo_supported(self, tables: Iterable[str]) -> bool:
-        """Whether every one of `tables` is logged with its current columns and its trigger."""
+        """Whether every one of `tables` is logged with its current columns and its trigger
+        (one catalog query, by the tables' oids)."""
+        names = list(tables)
         recorded = self._columns()
-        current = dict(
-            self._run(
-                "SELECT c.relname, string_agg(a.attname, ',' ORDER BY a.attnum) "
-                "FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid "
-                "JOIN pg_namespace n ON n.oid = c.relnamespace "
-                "WHERE n.nspname = %(s)s AND c.relkind = 'r' AND a.attnum > 0 "
-                "AND NOT a.attisdropped GROUP BY c.relname",
-                {"s": self.schema},
-            ).all()
-        )
-        triggered = {
-            row[0]
-            for row in self._run(
-                "SELECT c.relname FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid "
-                "JOIN pg_namespace n ON n.oid = c.relnamespace JOIN pg_proc p ON p.oid = t.tgfoid "
-                "WHERE n.nspname = %(s)s AND p.proname = %(f)s AND t.tgenabled <> 'D'",
-                {"s": self.schema, "f": STEP_TRIGGER_FUNCTION},
-            ).all()
-        }
-        for table in tables:
-            cols = recorded.get(table)
-            if cols is None or ",".join(cols) != current.get(table) or table not in triggered:
+        current = self._run(
+            "WITH t AS (SELECT n, to_regclass(%(s)s || '.' || quote_ident(n)) AS oid "
+            "FROM unnest(%(names)s::text[]) n) "
+            "SELECT t.n, (SELECT string_agg(a.attname, ',' ORDER BY a.attnum) FROM pg_attribute a "
+            "WHERE a.attrelid = t.oid AND a.attnum > 0 AND NOT a.attisdropped), "
+            # By (tgrelid, tgname): an index scan, where a join on the function scanned every
+            # trigger of the database (~10 ms with many schemas).
+            "(SELECT count(*) FROM pg_trigger g WHERE g.tgrelid = t.oid "
+            "AND g.tgname = %(prefix)s || t.n AND g.tgenabled <> 'D') = 1 FROM t",
+            {"s": self.s, "names": names, "prefix": STEP_PREFIX},
+        ).all()
+        for table, cols, triggered in current:
+            logged = recorded.get(table)
+            if logged is None or ",".join(logged) != cols or not triggered:
                 return False
-        return True
+        return len(current) == len(names)
 
     def undo_to(self, to_step: int, *, sequences: bool = False) -> int:
         """The state after step `to_step` (0: as seeded), later steps dropped, in the caller's

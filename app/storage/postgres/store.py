@@ -39,6 +39,7 @@ from app.storage.postgres.db import (
     retry_when_lock_table_full,
     schema_ddl,
     serial_columns,
+    step_function_sql,
     step_rows_sequence_sql,
 )
 from app.storage.postgres.pool import SchemaPool
@@ -68,7 +69,9 @@ class PgStore:
         # Pre-cloned session schemas per snapshot (app/storage/postgres/pool.py); 0: off.
         self.pool: SchemaPool | None = None
         if schema_pool > 0:
-            self.pool = SchemaPool(engine, names.prefix, schema_pool, self._clone)
+            self.pool = SchemaPool(
+                engine, names.prefix, schema_pool, self._clone, renamed=step_function_sql
+            )
             self.pool.sweep()  # pooled schemas a crashed process left behind
 
     def dispose(self) -> None:
