@@ -67,6 +67,18 @@ def _address(customer: int, i: int) -> dict[str, Any]:
             "state": "NV", "zip": f"{89500 + i % 90}", "country": "USA"}  # fmt: skip
 
 
+def gold_response(row: dict[str, Any], outputs: list[str]) -> dict[str, Any]:
+    items: list[dict[str, Any]] = []
+    for i, (call, out) in enumerate(zip(row["ground_truth"], outputs, strict=True)):
+        items.append({"type": "function_call", "call_id": f"c{i}", "name": call["name"],
+                      "arguments": json.dumps(call["arguments"])})  # fmt: skip
+        items.append({"type": "function_call_output", "call_id": f"c{i}", "output": out})
+    text = "Done. " + " ".join(row.get("expected_outputs") or [])
+    items.append({"type": "message", "role": "assistant",
+                  "content": [{"type": "output_text", "text": text}]})  # fmt: skip
+    return {"output": items}
+
+
 def _drop_step_log(conn: Any) -> None:
     """The session as it was before the step log: no step triggers, no `step_log` meta."""
     names = conn.execute(
@@ -159,6 +171,8 @@ async def _manager_figures(data_dir: Path, runs: int, pg: bool) -> dict[str, Any
         for child in children:
             manager.backend.drop(child)
         figures["fork_storage"] = _stats(wall_s, cpu_s)
+        if pg:  # step rewards' added verify time (SQLite's: _verify_figures, in memory)
+            figures["verify"] = await _session_verify_figures(manager, row, runs)
     finally:
         await manager.aclose()
         if pg:
@@ -166,6 +180,42 @@ async def _manager_figures(data_dir: Path, runs: int, pg: bool) -> dict[str, Any
 
             drop_pg_schemas(settings.pg_schema_prefix or "")
     return figures
+
+
+async def _session_verify_figures(
+    manager: SessionManager, row: dict[str, Any], runs: int
+) -> dict[str, Any]:
+    """Verify of a live session that played the gold, with and without step rewards (the
+    backend's read transaction, gold cached)."""
+    env, task = manager.env, task_from_data(row)
+    seeded = await manager.seed(parse_seed_body(row))
+    handle = await manager._handle(seeded.session_id)
+    outputs = []
+    for call in row["ground_truth"]:
+        result, _ = manager._timed_call(handle, env.tool_named(call["name"]), call["arguments"])
+        outputs.append(json.dumps(result, ensure_ascii=False, separators=(",", ":")))
+    response = gold_response(row, outputs)
+    samples: dict[bool, tuple[list[float], list[float]]] = {True: ([], []), False: ([], [])}
+    for i in range(runs // 4 + 3):
+        for with_steps in (True, False):
+
+            def work(bind: Any, w: bool = with_steps) -> dict[str, Any]:
+                return verify_state(
+                    env=env, gold=manager.gold, engine=bind, task=task, response=response,
+                    diff_limit=20, with_steps=w,
+                )  # fmt: skip
+
+            wall, cpu, result = _timed(lambda: manager.backend.read(handle, work))
+            assert result["reward"] == 1.0 and ("step_rewards" in result) == with_steps
+            if i >= 3:
+                samples[with_steps][0].append(wall)
+                samples[with_steps][1].append(cpu)
+    on, off = _stats(*samples[True]), _stats(*samples[False])
+    return {
+        "with_step_rewards": on,
+        "without": off,
+        "added_p50_ms": round(on["p50_ms"] - off["p50_ms"], 3),
+    }
 
 
 def _verify_figures(data_dir: Path, runs: int) -> dict[str, Any]:
@@ -181,17 +231,6 @@ def _verify_figures(data_dir: Path, runs: int) -> dict[str, Any]:
     store = Store(data_dir, env)
     gold = GoldCache(store, 64)
     rows = _rows()
-
-    def gold_response(row: dict[str, Any], outputs: list[str]) -> dict[str, Any]:
-        items: list[dict[str, Any]] = []
-        for i, (call, out) in enumerate(zip(row["ground_truth"], outputs, strict=True)):
-            items.append({"type": "function_call", "call_id": f"c{i}", "name": call["name"],
-                          "arguments": json.dumps(call["arguments"])})  # fmt: skip
-            items.append({"type": "function_call_output", "call_id": f"c{i}", "output": out})
-        text = "Done. " + " ".join(row.get("expected_outputs") or [])
-        items.append({"type": "message", "role": "assistant",
-                      "content": [{"type": "output_text", "text": text}]})  # fmt: skip
-        return {"output": items}
 
     def played(row: dict[str, Any]) -> tuple[Any, Any, dict[str, Any]]:
         task = task_from_data(row)

@@ -128,6 +128,7 @@ async def test_rewind_then_replay_and_export_restore(app):
         assert too_far.status_code == 409 and too_far.json()["error"]["type"] == "cannot_rewind"
         exported = (await c.post("/export_session", json={})).json()
         assert exported["steps"] == len(calls) and exported["signature"]
+        original = c.cookies.get("stategym_session")
         tampered = {**exported, "snapshot_key": "0" * 32}
         refused = await c.post("/restore_session", json={"export": tampered})
         assert refused.status_code == 422 and refused.json()["error"]["type"] == "invalid_export"
@@ -139,6 +140,12 @@ async def test_rewind_then_replay_and_export_restore(app):
         assert verified["session_id"] == child and verified["reward"] == 1.0
         assert verified["step_rewards"] == full["step_rewards"]
         tree = (await other.get("/session_tree")).json()
+        # The copy goes on as the original would: a write adds rows with the same new ids.
+        name, args = calls[2]
+        moved = {**args, "line1": "1 Elsewhere St"}
+        async with _client(app, original) as again:
+            assert await _play(again, [(name, moved)]) == await _play(other, [(name, moved)])
+        assert await _last_ids(app, exported["session_id"]) == await _last_ids(app, child)
     assert tree["children"][0]["session_id"] == child
     assert tree["children"][0]["kind"] == "restore"
     pg = {}
@@ -149,6 +156,21 @@ async def test_rewind_then_replay_and_export_restore(app):
         cli, ["sessions", "tree", child, "--data-dir", str(settings.data_dir)], env=pg
     )
     assert shown.exit_code == 0 and "restore at step 8" in shown.output
+
+
+async def _last_ids(app: Any, session_id: str) -> list[Any]:
+    """The largest id of every table of a live session (where its sequences are)."""
+    from sqlalchemy import func, select
+
+    sessions = app.state.protocol.sessions
+    handle = await sessions._handle(session_id)
+    tables = [t for t in sessions.env.metadata.sorted_tables if "id" in t.c]
+
+    def read(conn: Any) -> list[Any]:
+        with conn.begin():
+            return [conn.execute(select(func.max(t.c.id))).scalar() for t in tables]
+
+    return sessions.backend.read(handle, read)
 
 
 async def test_fork_of_a_typed_session_by_resources_id(app):

@@ -294,7 +294,7 @@ def step_log_reader(metadata: MetaData) -> Any:
 def export_schema(conn: Connection, schema: str, metadata: MetaData) -> bytes:
     """The session schema as portable JSON (format `stategym-pg-schema/1`):
 
-        {"format", "meta": {key: value}, "sequences": {table: last value or null},
+        {"format", "meta": {key: value}, "sequences": {table: [last_value, is_called]},
          "tables": {name: "<JSON array of row objects>"}}
 
     one entry per table of the environment, `_stategym_meta`, `alembic_version` and the step
@@ -313,12 +313,15 @@ def export_schema(conn: Connection, schema: str, metadata: MetaData) -> bytes:
     meta: dict[str, str] = dict(
         conn.exec_driver_sql(f"SELECT key, value FROM {s}.{META_TABLE}").all()
     )
-    sequences: dict[str, int | None] = {}
+    sequences: dict[str, list[Any]] = {}  # table -> [last_value, is_called]
     for table, col in serial_columns(metadata):
-        sequences[table.name] = conn.exec_driver_sql(
-            "SELECT pg_sequence_last_value(pg_get_serial_sequence(%(t)s, %(c)s)::regclass)",
+        sequence = conn.exec_driver_sql(
+            "SELECT pg_get_serial_sequence(%(t)s, %(c)s)",
             {"t": f"{s}.{quoted(table.name)}", "c": col},
         ).scalar()
+        if sequence is not None:  # PostgreSQL's own quoting of the name
+            row = conn.exec_driver_sql(f"SELECT last_value, is_called FROM {sequence}").one()
+            sequences[table.name] = [int(row[0]), bool(row[1])]
     doc = {"format": EXPORT_FORMAT, "meta": meta, "sequences": sequences, "tables": tables}
     return json.dumps(doc, separators=(",", ":")).encode()
 
@@ -356,13 +359,13 @@ def restore_statements(image: bytes, target: str, metadata: MetaData) -> list[tu
             )
         )
     for table, col in serial_columns(metadata):
-        last = (doc.get("sequences") or {}).get(table.name)
-        if last is not None:
+        state = (doc.get("sequences") or {}).get(table.name)
+        if state is not None:  # where the exported session's sequence was, exactly
             out.append(
                 (
                     f"SELECT setval(pg_get_serial_sequence('{t}.{quoted(table.name)}', '{col}'), "
-                    "%(v)s)",
-                    {"v": int(last)},
+                    "%(v)s, %(called)s)",
+                    {"v": int(state[0]), "called": bool(state[1])},
                 )
             )
     return out
