@@ -382,11 +382,20 @@ def test_postgres_row_images_and_undo_round_trip_every_value(pg_prefix):
     from decimal import Decimal
 
     from sqlalchemy import (
-        Boolean, Column, Date, DateTime, Float, Integer, LargeBinary, MetaData, Numeric, Table,
-        Text, select,
+        Boolean,
+        Column,
+        Date,
+        DateTime,
+        Float,
+        Integer,
+        LargeBinary,
+        MetaData,
+        Numeric,
+        Table,
+        Text,
     )  # fmt: skip
 
-    from app.storage.postgres.db import make_engine, schema_ddl, session_connection
+    from app.storage.postgres.db import in_schema, make_engine, schema_ddl, session_connection
     from app.storage.postgres.steplog import PG_STEP_LOG_VERSION, PgStepLog
     from app.storage.steplog import write_step
     from tests.conftest import PG_URL
@@ -405,23 +414,29 @@ def test_postgres_row_images_and_undo_round_trip_every_value(pg_prefix):
     try:
         with engine.begin() as conn:
             conn.exec_driver_sql(f'CREATE SCHEMA "{schema}"')
-            conn.exec_driver_sql(ddl.full.replace("sgschemaplaceholderzz.", f'"{schema}".'))
+            conn.exec_driver_sql(in_schema(ddl.full, schema))
         with session_connection(engine, schema) as conn, conn.begin():
             conn.execute(t.insert(), [first, {**first, "id": 2, "a": "y", "c": b"\x00"}])
             conn.exec_driver_sql(
                 "INSERT INTO _stategym_step_cols VALUES ('t', 'id,a,b,c,d,e,f,g'); "
                 f"INSERT INTO _stategym_meta VALUES ('step_log', '{PG_STEP_LOG_VERSION}')"
             )
-            conn.exec_driver_sql(ddl.triggers.replace("sgschemaplaceholderzz.", f'"{schema}".'))
+            conn.exec_driver_sql(in_schema(ddl.triggers, schema))
         before = _pg_rows(engine, schema, t)
-        tricky = {"a": "it's \\ 100% \"q\"", "b": float("inf"), "c": b"\xff\x00",
-                  "d": Decimal("12.50"), "e": datetime(1999, 12, 31, 23, 59, 59, 123456)}  # fmt: skip
+        tricky = {
+            "a": 'it\'s \\ 100% "q"',
+            "b": float("inf"),
+            "c": b"\xff\x00",
+            "d": Decimal("12.50"),
+            "e": datetime(1999, 12, 31, 23, 59, 59, 123456),
+        }
         with session_connection(engine, schema) as conn, conn.begin():
             conn.execute(t.update().where(t.c.id == 1).values(**tricky))
             conn.execute(t.update().where(t.c.id == 2).values(id=7, b=float("-inf"), g=None))
             conn.execute(t.insert().values(id=3, a=None, b=0.1 + 0.2, c=b""))
-            write_step(conn, {"tool": "t", "args": "{}", "outcome": "ok", "output": "{}",
-                              "output_digest": "", "output_bytes": 2, "duration_ms": 0.0})  # fmt: skip
+            step = {"tool": "t", "args": "{}", "outcome": "ok", "output": "{}",
+                    "output_digest": "", "output_bytes": 2, "duration_ms": 0.0}  # fmt: skip
+            write_step(conn, step)
         after = _pg_rows(engine, schema, t)
         with session_connection(engine, schema) as conn, conn.begin():
             log = PgStepLog.of(conn, metadata)
