@@ -48,21 +48,16 @@ def _as_dict(table: TableState, row: tuple[Any, ...]) -> dict[str, Any]:
     return dict(zip(table.columns, row, strict=True))
 
 
-def _unique_keys(table: TableState) -> bool:
-    width = len(table.key)
-    return len({row[:width] for row in table.rows}) == len(table.rows)
-
-
 def diff_table(before: TableState, after: TableState, money: set[str], tol: float) -> TableDiff:
     result = TableDiff()
-    old_set, new_set = set(before.rows), set(after.rows)
+    old_set, new_set = before.row_set, after.row_set
     # Rows present on both sides are unchanged; only the rest is matched (set algebra in C, so a
     # one-row change in a 5,000-row table costs two set builds, not 5,000 comparisons).
     gone, came = old_set - new_set, new_set - old_set
     old_only = [r for r in before.rows if r in gone] if gone else []
     new_only = [r for r in after.rows if r in came] if came else []
     keyed = bool(before.key) and before.key == after.key
-    if keyed and _unique_keys(before) and _unique_keys(after):
+    if keyed and before.unique_keys and after.unique_keys:
         old_index = {before.key_of(r): r for r in old_only}
         new_keys = set()
         for row in new_only:

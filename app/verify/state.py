@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import date, datetime
 from decimal import Decimal
-from functools import partial
+from functools import cached_property, partial
 from typing import Any
 
 from sqlalchemy import ColumnElement, Connection, Table, func, literal_column, select
@@ -31,6 +31,18 @@ class TableState:
 
     def key_of(self, row: tuple[Any, ...]) -> tuple[Any, ...]:
         return row[: len(self.key)]
+
+    # Built once per state, not per diff: a snapshot's and a gold's tables are diffed against
+    # every verify's final state (cached_property writes the instance dict: fine when frozen).
+    @cached_property
+    def row_set(self) -> frozenset[tuple[Any, ...]]:
+        return frozenset(self.rows)
+
+    @cached_property
+    def unique_keys(self) -> bool:
+        """Whether no two rows share a key."""
+        width = len(self.key)
+        return len({row[:width] for row in self.rows}) == len(self.rows)
 
 
 DbState = Mapping[str, TableState]
