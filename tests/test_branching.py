@@ -306,3 +306,22 @@ def test_kill_9_during_forks_and_rewinds_leaves_every_session_whole(tmp_path):
         k = int(path.stem.split("-at-")[1])
         steps, state = _state_of(path, env)
         assert steps == k and state == states[k], path.name
+
+
+def test_an_image_restores_only_on_its_own_backend(tmp_path):
+    """A SQLite image given to PostgreSQL's restore, or the converse, is refused with the reason
+    (422 invalid_export through /restore_session)."""
+    from app.settings import Settings
+    from app.storage.factory import make_backend
+    from app.storage.postgres.steplog import reopened_export
+    from tests.conftest import TEST_SECRET
+
+    env = load_environment("retail")
+    with pytest.raises(ValueError, match="SQLite session image"):
+        reopened_export(b"SQLite format 3\x00" + bytes(100), env.metadata)
+    sqlite = make_backend(Settings(data_dir=tmp_path, secret_key=TEST_SECRET), env)
+    try:
+        with pytest.raises(ValueError, match="PostgreSQL session export"):
+            sqlite.open_image(b'{"format": "stategym-pg-schema/1"}')
+    finally:
+        sqlite.dispose()

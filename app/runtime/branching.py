@@ -12,7 +12,8 @@ Each child or restored session gets its control row first, then its file (writte
 rename; a schema cloned in one transaction on PostgreSQL): a crash in between leaves a row
 without a database, which verify scores by replay and the reaper closes, never a half-copied one.
 The storage work is the backend's (`fork`, `rewind`, `export_image`, `restore_image` in
-app/storage/base.py); rewind, export and forks as of an earlier step need its step log (SQLite).
+app/storage/base.py); rewind, export and forks as of an earlier step need its step log (both
+backends keep one: docs/steps.md); an export restores on a server of the same backend.
 """
 
 from __future__ import annotations
