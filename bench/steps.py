@@ -6,8 +6,8 @@
   transaction, commit) on a session with the step log vs the same task's session with its step
   triggers dropped (what a call cost before the log), calls interleaved;
 - fork: `backend.fork` of a retail session into one child (SQLite: serialise + write the file;
-  `--pg`: clone the schema), and the whole `POST /fork_session` through ASGI;
-- rewind of 10 steps: `backend.rewind` of a session 10 writing steps back;
+  `--pg`: clone the schema, step log included), and the whole `POST /fork_session` through ASGI;
+- rewind of 10 steps: `backend.rewind` of a session 10 writing steps back (`--pg` too);
 - step rewards: verify with and without them (gold cached), on a 9-step rollout with 3 writes;
 - reverify by replay: `replay_verify` of a gold rollout (gold cached), per rollout.
 Medians of wall time (and of the thread's CPU time, robust to other load on the machine).
@@ -34,7 +34,6 @@ from app.runtime.tasks import task_from_data
 from app.server.api import create_app
 from app.server.models import parse_seed_body
 from app.settings import Settings
-from app.storage.steplog import step_count
 from app.verify.session_verify import verify_state
 
 REPO = Path(__file__).resolve().parent.parent
@@ -68,6 +67,18 @@ def _address(customer: int, i: int) -> dict[str, Any]:
             "state": "NV", "zip": f"{89500 + i % 90}", "country": "USA"}  # fmt: skip
 
 
+def gold_response(row: dict[str, Any], outputs: list[str]) -> dict[str, Any]:
+    items: list[dict[str, Any]] = []
+    for i, (call, out) in enumerate(zip(row["ground_truth"], outputs, strict=True)):
+        items.append({"type": "function_call", "call_id": f"c{i}", "name": call["name"],
+                      "arguments": json.dumps(call["arguments"])})  # fmt: skip
+        items.append({"type": "function_call_output", "call_id": f"c{i}", "output": out})
+    text = "Done. " + " ".join(row.get("expected_outputs") or [])
+    items.append({"type": "message", "role": "assistant",
+                  "content": [{"type": "output_text", "text": text}]})  # fmt: skip
+    return {"output": items}
+
+
 def _drop_step_log(conn: Any) -> None:
     """The session as it was before the step log: no step triggers, no `step_log` meta."""
     names = conn.execute(
@@ -76,6 +87,15 @@ def _drop_step_log(conn: Any) -> None:
     for (name,) in names:
         conn.execute(f'DROP TRIGGER "{name}"')
     conn.execute("DELETE FROM _stategym_meta WHERE key = 'step_log'")
+
+
+def _drop_pg_step_log(manager: SessionManager, handle: Any) -> None:
+    """The same on a PostgreSQL session schema (the function and, with it, every trigger)."""
+    with manager.backend.engine.begin() as conn:  # type: ignore[attr-defined]
+        conn.exec_driver_sql(f'DROP FUNCTION "{handle.schema}"._stategym_step_log() CASCADE')
+        conn.exec_driver_sql(
+            f"DELETE FROM \"{handle.schema}\"._stategym_meta WHERE key = 'step_log'"
+        )
 
 
 async def _manager_figures(data_dir: Path, runs: int, pg: bool) -> dict[str, Any]:
@@ -96,44 +116,46 @@ async def _manager_figures(data_dir: Path, runs: int, pg: bool) -> dict[str, Any
     assert tool is not None
     figures: dict[str, Any] = {}
     try:
-        if not pg:
-            logged = await manager.seed(parse_seed_body(row))
-            plain = await manager.seed(parse_seed_body(row))
-            handles = {
-                "logged": await manager._handle(logged.session_id),
-                "plain": await manager._handle(plain.session_id),
-            }
+        logged = await manager.seed(parse_seed_body(row))
+        plain = await manager.seed(parse_seed_body(row))
+        handles = {
+            "logged": await manager._handle(logged.session_id),
+            "plain": await manager._handle(plain.session_id),
+        }
+        if pg:
+            _drop_pg_step_log(manager, handles["plain"])
+        else:
             _drop_step_log(handles["plain"].conn)  # type: ignore[attr-defined]
-            handles["plain"].logs_steps = False  # type: ignore[attr-defined]
-            samples: dict[str, tuple[list[float], list[float]]] = {k: ([], []) for k in handles}
-            for i in range(runs + 20):
-                for name, handle in handles.items():
-                    wall, cpu, (result, _) = _timed(
-                        lambda h=handle, i=i: manager._timed_call(h, tool, _address(customer, i))
-                    )
-                    assert "output" in result, result
-                    if i >= 20:  # warm-up
-                        samples[name][0].append(wall)
-                        samples[name][1].append(cpu)
-            on, off = _stats(*samples["logged"]), _stats(*samples["plain"])
-            figures["write_call"] = {
-                "step_log": on,
-                "no_step_log": off,
-                "overhead_p50": round(on["p50_ms"] / off["p50_ms"] - 1, 3),
-                "overhead_cpu_p50": round(on["cpu_p50_ms"] / off["cpu_p50_ms"] - 1, 3),
-            }
-            # Rewind of 10 steps: 10 writes, then back; repeated.
-            handle = handles["logged"]
-            wall_s, cpu_s = [], []
-            for r in range(max(10, runs // 10)):
-                base = step_count(handle.conn)  # type: ignore[attr-defined]
-                for i in range(10):
-                    manager._timed_call(handle, tool, _address(customer, 1000 * r + i))
-                wall, cpu, undone = _timed(lambda b=base: manager.backend.rewind(handle, b))
-                assert undone == 10
-                wall_s.append(wall)
-                cpu_s.append(cpu)
-            figures["rewind_10_steps"] = _stats(wall_s, cpu_s)
+        handles["plain"].logs_steps = False  # type: ignore[attr-defined]
+        samples: dict[str, tuple[list[float], list[float]]] = {k: ([], []) for k in handles}
+        for i in range(runs + 20):
+            for name, handle in handles.items():
+                wall, cpu, (result, _) = _timed(
+                    lambda h=handle, i=i: manager._timed_call(h, tool, _address(customer, i))
+                )
+                assert "output" in result, result
+                if i >= 20:  # warm-up
+                    samples[name][0].append(wall)
+                    samples[name][1].append(cpu)
+        on, off = _stats(*samples["logged"]), _stats(*samples["plain"])
+        figures["write_call"] = {
+            "step_log": on,
+            "no_step_log": off,
+            "overhead_p50": round(on["p50_ms"] / off["p50_ms"] - 1, 3),
+            "overhead_cpu_p50": round(on["cpu_p50_ms"] / off["cpu_p50_ms"] - 1, 3),
+        }
+        # Rewind of 10 steps: 10 writes, then back; repeated.
+        handle = handles["logged"]
+        base = runs + 20  # the calls above
+        wall_s, cpu_s = [], []
+        for r in range(max(10, runs // 10)):
+            for i in range(10):
+                manager._timed_call(handle, tool, _address(customer, 1000 * r + i))
+            wall, cpu, undone = _timed(lambda: manager.backend.rewind(handle, base))
+            assert undone == 10
+            wall_s.append(wall)
+            cpu_s.append(cpu)
+        figures["rewind_10_steps"] = _stats(wall_s, cpu_s)
         # Fork into one child, storage only.
         parent = await manager.seed(parse_seed_body(row))
         handle = await manager._handle(parent.session_id)
@@ -149,6 +171,8 @@ async def _manager_figures(data_dir: Path, runs: int, pg: bool) -> dict[str, Any
         for child in children:
             manager.backend.drop(child)
         figures["fork_storage"] = _stats(wall_s, cpu_s)
+        if pg:  # step rewards' added verify time (SQLite's: _verify_figures, in memory)
+            figures["verify"] = await _session_verify_figures(manager, row, runs)
     finally:
         await manager.aclose()
         if pg:
@@ -156,6 +180,42 @@ async def _manager_figures(data_dir: Path, runs: int, pg: bool) -> dict[str, Any
 
             drop_pg_schemas(settings.pg_schema_prefix or "")
     return figures
+
+
+async def _session_verify_figures(
+    manager: SessionManager, row: dict[str, Any], runs: int
+) -> dict[str, Any]:
+    """Verify of a live session that played the gold, with and without step rewards (the
+    backend's read transaction, gold cached)."""
+    env, task = manager.env, task_from_data(row)
+    seeded = await manager.seed(parse_seed_body(row))
+    handle = await manager._handle(seeded.session_id)
+    outputs = []
+    for call in row["ground_truth"]:
+        result, _ = manager._timed_call(handle, env.tool_named(call["name"]), call["arguments"])
+        outputs.append(json.dumps(result, ensure_ascii=False, separators=(",", ":")))
+    response = gold_response(row, outputs)
+    samples: dict[bool, tuple[list[float], list[float]]] = {True: ([], []), False: ([], [])}
+    for i in range(runs // 4 + 3):
+        for with_steps in (True, False):
+
+            def work(bind: Any, w: bool = with_steps) -> dict[str, Any]:
+                return verify_state(
+                    env=env, gold=manager.gold, engine=bind, task=task, response=response,
+                    diff_limit=20, with_steps=w,
+                )  # fmt: skip
+
+            wall, cpu, result = _timed(lambda: manager.backend.read(handle, work))
+            assert result["reward"] == 1.0 and ("step_rewards" in result) == with_steps
+            if i >= 3:
+                samples[with_steps][0].append(wall)
+                samples[with_steps][1].append(cpu)
+    on, off = _stats(*samples[True]), _stats(*samples[False])
+    return {
+        "with_step_rewards": on,
+        "without": off,
+        "added_p50_ms": round(on["p50_ms"] - off["p50_ms"], 3),
+    }
 
 
 def _verify_figures(data_dir: Path, runs: int) -> dict[str, Any]:
@@ -171,17 +231,6 @@ def _verify_figures(data_dir: Path, runs: int) -> dict[str, Any]:
     store = Store(data_dir, env)
     gold = GoldCache(store, 64)
     rows = _rows()
-
-    def gold_response(row: dict[str, Any], outputs: list[str]) -> dict[str, Any]:
-        items: list[dict[str, Any]] = []
-        for i, (call, out) in enumerate(zip(row["ground_truth"], outputs, strict=True)):
-            items.append({"type": "function_call", "call_id": f"c{i}", "name": call["name"],
-                          "arguments": json.dumps(call["arguments"])})  # fmt: skip
-            items.append({"type": "function_call_output", "call_id": f"c{i}", "output": out})
-        text = "Done. " + " ".join(row.get("expected_outputs") or [])
-        items.append({"type": "message", "role": "assistant",
-                      "content": [{"type": "output_text", "text": text}]})  # fmt: skip
-        return {"output": items}
 
     def played(row: dict[str, Any]) -> tuple[Any, Any, dict[str, Any]]:
         task = task_from_data(row)
@@ -311,11 +360,11 @@ async def _http_fork(data_dir: Path, runs: int) -> dict[str, float]:
 def run(runs: int = 200, pg: bool = False, report: Callable[[str], Any] | None = print) -> dict:
     with tempfile.TemporaryDirectory(prefix="steps-bench-") as tmp:
         figures = asyncio.run(_manager_figures(Path(tmp) / "m", runs, pg=False))
+        if pg:
+            figures["postgres"] = asyncio.run(_manager_figures(Path(tmp) / "pg", runs, pg=True))
         figures["fork_http"] = asyncio.run(_http_fork(Path(tmp) / "h", runs))
         figures["write_request"] = asyncio.run(_http_write(Path(tmp) / "w", runs))
         figures.update(_verify_figures(Path(tmp) / "v", runs))
-        if pg:
-            figures["postgres"] = asyncio.run(_manager_figures(Path(tmp) / "pg", runs, pg=True))
     if report is not None:
         report(json.dumps(figures, indent=2))
     return figures
@@ -324,7 +373,9 @@ def run(runs: int = 200, pg: bool = False, report: Callable[[str], Any] | None =
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=200)
-    parser.add_argument("--pg", action="store_true", help="also fork on PostgreSQL")
+    parser.add_argument(
+        "--pg", action="store_true", help="also on PostgreSQL (STATEGYM_TEST_PG_URL)"
+    )
     args = parser.parse_args()
     run(args.runs, args.pg)
 

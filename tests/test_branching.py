@@ -1,5 +1,5 @@
-"""Fork, rewind, export and restore over HTTP (docs/steps.md), and kill -9 in the middle of
-forks and rewinds: every session stays whole (all-or-nothing)."""
+"""Fork, rewind, export and restore over HTTP (docs/steps.md), on both backends, and kill -9 in
+the middle of forks and rewinds of a SQLite session: every session stays whole (all-or-nothing)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 from app.cli.main import cli
 from app.registry import load_environment
 from app.server.api import create_app
-from tests.conftest import REPO
+from tests.conftest import REPO, backend_settings, drop_pg_schemas, new_pg_prefix
 from tests.support.rollouts import gold_answer, load_tasks
 
 TASKS = {t["task_id"]: t for t in load_tasks(REPO / "fixtures" / "retail" / "tasks.jsonl")}
@@ -46,8 +46,15 @@ def _response(calls: list[tuple[str, Any]], bodies: list[str], answer: str) -> d
 
 
 @pytest.fixture
-async def app(settings):
+async def app(tmp_path, backend, request):
+    """A retail server on each backend (`app.state.test_settings`: its settings)."""
+    prefix = None
+    if backend == "postgres":
+        prefix = new_pg_prefix()
+        request.addfinalizer(lambda: drop_pg_schemas(prefix))
+    settings = backend_settings(backend, tmp_path / "data", prefix)
     application = create_app(settings, load_environment("retail"))
+    application.state.test_settings = settings
     async with application.router.lifespan_context(application):
         yield application
 
@@ -69,6 +76,8 @@ async def _play(client: httpx.AsyncClient, calls: list[tuple[str, Any]]) -> list
 
 async def test_forks_at_every_step_verify_like_a_fresh_rollout(app):
     calls = _calls(MULTI)
+    sqlite = app.state.test_settings.database_url is None
+    n, steps = (2, range(len(calls) + 1)) if sqlite else (1, (0, 2, 5, len(calls)))  # PG: clones
     async with _client(app) as fresh:
         await fresh.post("/seed_session", json=MULTI)
         bodies = await _play(fresh, calls)
@@ -78,11 +87,11 @@ async def test_forks_at_every_step_verify_like_a_fresh_rollout(app):
     async with _client(app) as parent:
         await parent.post("/seed_session", json=MULTI)
         await _play(parent, calls)
-        for k in range(len(calls) + 1):
-            forked = await parent.post("/fork_session", json={"n": 2, "at_step": k})
+        for k in steps:
+            forked = await parent.post("/fork_session", json={"n": n, "at_step": k})
             assert forked.status_code == 200, forked.text
             answer = forked.json()
-            assert answer["at_step"] == k and len(answer["sessions"]) == 2
+            assert answer["at_step"] == k and len(answer["sessions"]) == n
             for child in answer["sessions"]:
                 async with _client(app, child["cookie"]) as c:
                     rest = await _play(c, calls[k:])
@@ -100,7 +109,8 @@ async def test_forks_at_every_step_verify_like_a_fresh_rollout(app):
         assert mine["step_rewards"] == expected["step_rewards"]
 
 
-async def test_rewind_then_replay_and_export_restore(app, settings):
+async def test_rewind_then_replay_and_export_restore(app):
+    settings = app.state.test_settings
     calls = _calls(MULTI)
     async with _client(app) as c:
         await c.post("/seed_session", json=MULTI)
@@ -118,6 +128,7 @@ async def test_rewind_then_replay_and_export_restore(app, settings):
         assert too_far.status_code == 409 and too_far.json()["error"]["type"] == "cannot_rewind"
         exported = (await c.post("/export_session", json={})).json()
         assert exported["steps"] == len(calls) and exported["signature"]
+        original = c.cookies.get("stategym_session")
         tampered = {**exported, "snapshot_key": "0" * 32}
         refused = await c.post("/restore_session", json={"export": tampered})
         assert refused.status_code == 422 and refused.json()["error"]["type"] == "invalid_export"
@@ -129,12 +140,37 @@ async def test_rewind_then_replay_and_export_restore(app, settings):
         assert verified["session_id"] == child and verified["reward"] == 1.0
         assert verified["step_rewards"] == full["step_rewards"]
         tree = (await other.get("/session_tree")).json()
+        # The copy goes on as the original would: a write adds rows with the same new ids.
+        name, args = calls[2]
+        moved = {**args, "line1": "1 Elsewhere St"}
+        async with _client(app, original) as again:
+            assert await _play(again, [(name, moved)]) == await _play(other, [(name, moved)])
+        assert await _last_ids(app, exported["session_id"]) == await _last_ids(app, child)
     assert tree["children"][0]["session_id"] == child
     assert tree["children"][0]["kind"] == "restore"
+    pg = {}
+    if settings.database_url:
+        pg = {"STATEGYM_DATABASE_URL": settings.database_url,
+              "STATEGYM_PG_SCHEMA_PREFIX": settings.pg_schema_prefix}  # fmt: skip
     shown = CliRunner().invoke(
-        cli, ["sessions", "tree", child, "--data-dir", str(settings.data_dir)]
+        cli, ["sessions", "tree", child, "--data-dir", str(settings.data_dir)], env=pg
     )
     assert shown.exit_code == 0 and "restore at step 8" in shown.output
+
+
+async def _last_ids(app: Any, session_id: str) -> list[Any]:
+    """The largest id of every table of a live session (where its sequences are)."""
+    from sqlalchemy import func, select
+
+    sessions = app.state.protocol.sessions
+    handle = await sessions._handle(session_id)
+    tables = [t for t in sessions.env.metadata.sorted_tables if "id" in t.c]
+
+    def read(conn: Any) -> list[Any]:
+        with conn.begin():
+            return [conn.execute(select(func.max(t.c.id))).scalar() for t in tables]
+
+    return sessions.backend.read(handle, read)
 
 
 async def test_fork_of_a_typed_session_by_resources_id(app):
@@ -272,34 +308,20 @@ def test_kill_9_during_forks_and_rewinds_leaves_every_session_whole(tmp_path):
         assert steps == k and state == states[k], path.name
 
 
-async def test_fork_on_both_backends_rewind_where_the_log_is(tmp_path, backend, request):
-    """PostgreSQL forks by cloning the parent's schema; what needs the step log is refused."""
-    from tests.conftest import backend_settings, drop_pg_schemas, new_pg_prefix
+def test_an_image_restores_only_on_its_own_backend(tmp_path):
+    """A SQLite image given to PostgreSQL's restore, or the converse, is refused with the reason
+    (422 invalid_export through /restore_session)."""
+    from app.settings import Settings
+    from app.storage.factory import make_backend
+    from app.storage.postgres.steplog import reopened_export
+    from tests.conftest import TEST_SECRET
 
-    prefix = None
-    if backend == "postgres":
-        prefix = new_pg_prefix()
-        request.addfinalizer(lambda: drop_pg_schemas(prefix))
-    settings = backend_settings(backend, tmp_path / "data", prefix)
-    application = create_app(settings, load_environment("retail"))
-    calls = _calls(MULTI)
-    async with application.router.lifespan_context(application):
-        async with _client(application) as parent:
-            await parent.post("/seed_session", json=MULTI)
-            bodies = await _play(parent, calls[:3])
-            forked = await parent.post("/fork_session", json={"n": 1})
-            assert forked.status_code == 200, forked.text
-            assert forked.json()["at_step"] == (3 if backend == "sqlite" else 0)
-            rewind = await parent.post("/rewind_session", json={"to_step": 1})
-            assert rewind.status_code == (200 if backend == "sqlite" else 501), rewind.text
-            if backend == "sqlite":
-                await _play(parent, calls[1:3])
-            await _play(parent, calls[3:])
-            body = {**MULTI, "response": _response(calls, [*bodies, *[""] * 5], "")}
-            mine = (await parent.post("/verify", json=body)).json()
-        child = forked.json()["sessions"][0]["cookie"]
-        async with _client(application, child) as c:
-            assert await _play(c, calls[3:])
-            theirs = (await c.post("/verify", json=body)).json()
-        assert theirs["reward_components"] == mine["reward_components"]
-        assert theirs["reward_components"]["partial_credit"] == 1.0
+    env = load_environment("retail")
+    with pytest.raises(ValueError, match="SQLite session image"):
+        reopened_export(b"SQLite format 3\x00" + bytes(100), env.metadata)
+    sqlite = make_backend(Settings(data_dir=tmp_path, secret_key=TEST_SECRET), env)
+    try:
+        with pytest.raises(ValueError, match="PostgreSQL session export"):
+            sqlite.open_image(b'{"format": "stategym-pg-schema/1"}')
+    finally:
+        sqlite.dispose()

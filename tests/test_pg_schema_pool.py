@@ -34,11 +34,13 @@ def _wait_full(store: PgStore, template: str, size: int) -> None:
 
 
 def _schema_view(engine, env, schema: str):  # type: ignore[no-untyped-def]
-    """Rows, meta, versions, sequences, indexes and constraints of a schema, name-free."""
+    """Rows, meta, versions, step log, sequences, indexes, constraints, the step log's function
+    and triggers of a schema, name-free."""
     view = {}
     with engine.connect() as conn:
         names = [quoted(t.name) for t in env.metadata.sorted_tables]
-        for name in [*names, "_stategym_meta", "alembic_version"]:
+        log = ["_stategym_steps", "_stategym_step_rows", "_stategym_step_cols"]
+        for name in [*names, "_stategym_meta", "alembic_version", *log]:
             exists = conn.execute(
                 text("SELECT 1 FROM pg_tables WHERE schemaname = :s AND tablename = :t"),
                 {"s": schema, "t": name.strip('"')},
@@ -73,6 +75,23 @@ def _schema_view(engine, env, schema: str):  # type: ignore[no-untyped-def]
             ),
             {"s": schema},
         ).fetchall()
+        # A renamed pooled schema's function must name the new schema (it writes the log there).
+        view["functions"] = conn.execute(
+            text(
+                "SELECT proname, replace(pg_get_functiondef(oid), :s, 'X') FROM pg_proc "
+                "WHERE pronamespace = CAST(:s AS regnamespace) ORDER BY 1"
+            ),
+            {"s": schema},
+        ).fetchall()
+        view["triggers"] = conn.execute(
+            text(
+                "SELECT c.relname, t.tgname FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid "
+                "WHERE c.relnamespace = CAST(:s AS regnamespace) AND NOT t.tgisinternal "
+                "ORDER BY 1, 2"
+            ),
+            {"s": schema},
+        ).fetchall()
+    assert view["functions"] and view["triggers"]
     return view
 
 

@@ -182,12 +182,14 @@ def _check_gold_tasks(env_name: str, tmp_path: Any, *, every_step: bool, sample:
         plain.close()
 
 
-def _random_calls(row: dict[str, Any], rows: list[dict[str, Any]], rng: random.Random) -> list:
+def _random_calls(
+    row: dict[str, Any], rows: list[dict[str, Any]], rng: random.Random, extra: int = 8
+) -> list:
     """The task's gold calls, with calls drawn from every task's gold inserted at random (many
     refer to other customers, orders, ...) and some arguments broken: many fail, some write."""
     pool = [(c["name"], _args(c)) for other in rows for c in other["ground_truth"]]
     calls = [(c["name"], _args(c)) for c in row["ground_truth"]]
-    for _ in range(8):
+    for _ in range(extra):
         name, args = rng.choice(pool)
         roll = rng.random()
         if roll < 0.15:
@@ -310,3 +312,158 @@ def test_undo_and_images_round_trip_every_sqlite_value():
     assert undo_to(conn, 0) == 1
     conn.execute("COMMIT")
     assert conn.execute("SELECT * FROM t ORDER BY id").fetchall() == before != after
+
+
+# --- both backends: the live session's log, through the backend ------------------------------
+async def test_rewind_to_every_step_is_the_replay_of_the_first_k_calls(backend, tmp_path, request):
+    """A live session (failing calls among the writes), through `SessionManager` and the
+    backend: each failed call leaves the state as it was and a step with no row change;
+    rewinding one step at a time from n to 0 gives, at each k, the state the first k calls
+    left; replaying every call from there gives the same outputs (the same new ids) again."""
+    from sqlalchemy import select
+    from sqlalchemy.orm import Session
+
+    from app.runtime.sessions import SessionManager
+    from app.server.models import parse_seed_body
+    from app.storage.steplog import step_log
+    from tests.conftest import backend_settings, drop_pg_schemas, new_pg_prefix
+
+    prefix = None
+    if backend == "postgres":
+        prefix = new_pg_prefix()
+        request.addfinalizer(lambda: drop_pg_schemas(prefix))
+    env = load_environment("retail")
+    manager = SessionManager(backend_settings(backend, tmp_path / "data", prefix), env)
+    rows = load_tasks(REPO / "fixtures" / "retail" / "tasks.jsonl")
+    row = next(r for r in rows if r["task_id"] == "retail-044")  # three writing steps
+    calls = _random_calls(row, rows, random.Random("rewind-every-step"), extra=3)
+
+    def dump(conn: Any) -> Any:  # every row of every table, exactly (quicker than dump_state)
+        with Session(bind=conn) as db, db.begin():
+            return [
+                db.execute(select(t).order_by(*t.primary_key.columns)).all()
+                for t in env.metadata.sorted_tables
+            ]
+
+    def log_of(conn: Any) -> Any:
+        with conn.begin():
+            log = step_log(conn)
+            assert log is not None
+            return log.steps(), log.change_counts()
+
+    try:
+        handle = await manager._handle((await manager.seed(parse_seed_body(row))).session_id)
+        states, outputs = [manager.backend.read(handle, dump)], []
+        for name, args in calls:
+            result, _ = manager._timed_call(handle, env.tool_named(name), args)
+            outputs.append(result)
+            states.append(manager.backend.read(handle, dump))
+            if "error" in result:
+                assert states[-1] == states[-2], (name, result)
+        steps, counts = manager.backend.read(handle, log_of)
+        assert [s.tool for s in steps] == [name for name, _ in calls]
+        failed = [s.idx for s in steps if s.outcome != "ok"]
+        assert failed and not set(failed) & set(counts), "a failed call recorded row changes"
+        assert counts, "no call wrote"
+        for k in reversed(range(len(calls))):
+            assert manager.backend.rewind(handle, k) == 1
+            assert manager.backend.read(handle, dump) == states[k], k
+        again = [manager._timed_call(handle, env.tool_named(n), a)[0] for n, a in calls]
+        assert again == outputs
+        assert manager.backend.read(handle, dump) == states[-1]
+    finally:
+        await manager.aclose()
+
+
+def test_postgres_row_images_and_undo_round_trip_every_value(pg_prefix):
+    """row_to_json images read back exactly through the columns' types (doubles, infinities,
+    bytea, numerics, quotes, backslashes, percent signs, NULL), and undo restores them, a
+    primary key changed by an update included."""
+    from datetime import date, datetime
+    from decimal import Decimal
+
+    from sqlalchemy import (
+        Boolean,
+        Column,
+        Date,
+        DateTime,
+        Float,
+        Integer,
+        LargeBinary,
+        MetaData,
+        Numeric,
+        Table,
+        Text,
+    )  # fmt: skip
+
+    from app.storage.postgres.db import in_schema, make_engine, schema_ddl, session_connection
+    from app.storage.postgres.steplog import PG_STEP_LOG_VERSION, PgStepLog
+    from app.storage.steplog import write_step
+    from tests.conftest import PG_URL
+
+    metadata = MetaData()
+    t = Table(
+        "t", metadata, Column("id", Integer, primary_key=True), Column("a", Text),
+        Column("b", Float), Column("c", LargeBinary), Column("d", Numeric(12, 2)),
+        Column("e", DateTime), Column("f", Date), Column("g", Boolean),
+    )  # fmt: skip
+    schema = f"{pg_prefix}_s_{'0' * 32}"
+    ddl = schema_ddl(metadata)
+    engine = make_engine(PG_URL, pool_size=1)
+    first = {"id": 1, "a": "x", "b": 0.5, "c": None, "d": Decimal("1.00"),
+             "e": datetime(2026, 3, 14, 10, 0), "f": date(2026, 3, 14), "g": True}  # fmt: skip
+    try:
+        with engine.begin() as conn:
+            conn.exec_driver_sql(f'CREATE SCHEMA "{schema}"')
+            conn.exec_driver_sql(in_schema(ddl.full, schema))
+        with session_connection(engine, schema) as conn, conn.begin():
+            conn.execute(t.insert(), [first, {**first, "id": 2, "a": "y", "c": b"\x00"}])
+            conn.exec_driver_sql(
+                "INSERT INTO _stategym_step_cols VALUES ('t', 'id,a,b,c,d,e,f,g'); "
+                f"INSERT INTO _stategym_meta VALUES ('step_log', '{PG_STEP_LOG_VERSION}')"
+            )
+            conn.exec_driver_sql(in_schema(ddl.triggers, schema))
+        before = _pg_rows(engine, schema, t)
+        tricky = {
+            "a": 'it\'s \\ 100% "q"',
+            "b": float("inf"),
+            "c": b"\xff\x00",
+            "d": Decimal("12.50"),
+            "e": datetime(1999, 12, 31, 23, 59, 59, 123456),
+        }
+        with session_connection(engine, schema) as conn, conn.begin():
+            conn.execute(t.update().where(t.c.id == 1).values(**tricky))
+            conn.execute(t.update().where(t.c.id == 2).values(id=7, b=float("-inf"), g=None))
+            conn.execute(t.insert().values(id=3, a=None, b=0.1 + 0.2, c=b""))
+            step = {"tool": "t", "args": "{}", "outcome": "ok", "output": "{}",
+                    "output_digest": "", "output_bytes": 2, "duration_ms": 0.0}  # fmt: skip
+            write_step(conn, step)
+        after = _pg_rows(engine, schema, t)
+        with session_connection(engine, schema) as conn, conn.begin():
+            log = PgStepLog.of(conn, metadata)
+            assert log is not None and log.undo_supported(["t"])
+            images = log.row_images()
+            assert [(i.step, i.op, i.old_rid, i.new_rid) for i in images] == [
+                (1, "u", 1, 1), (1, "u", 2, 7), (1, "i", None, 3)
+            ]  # fmt: skip
+            assert images[0].before == before[1] and images[0].after == after[1]
+            assert images[0].after["a"] == tricky["a"] and images[0].after["b"] == float("inf")
+            assert images[1].before == before[2] and images[1].after == after[7]
+            assert images[2].after == after[3] and images[2].after["b"] == 0.1 + 0.2
+            assert log.undo_to(0, sequences=True) == 1
+        assert _pg_rows(engine, schema, t) == before != after
+        with session_connection(engine, schema) as conn, conn.begin():
+            assert conn.exec_driver_sql("SELECT count(*) FROM _stategym_step_rows").scalar() == 0
+            next_id = conn.execute(t.insert().values(a="z").returning(t.c.id)).scalar()
+            assert next_id == 3  # the sequence continues after the rows kept, as on SQLite
+    finally:
+        engine.dispose()
+
+
+def _pg_rows(engine: Any, schema: str, table: Any) -> dict[int, dict[str, Any]]:
+    from sqlalchemy import select
+
+    from app.storage.postgres.db import session_connection
+
+    with session_connection(engine, schema) as conn, conn.begin():
+        return {r["id"]: dict(r) for r in conn.execute(select(table)).mappings()}

@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from typing import Any
 
 import httpx
@@ -15,7 +14,7 @@ from typer.testing import CliRunner
 from app.cli.main import cli
 from app.registry import load_environment
 from app.server.api import create_app
-from app.storage.steplog import change_counts, read_changes, read_steps
+from app.storage.steplog import step_log
 from tests.conftest import REPO, backend_settings, drop_pg_schemas, new_pg_prefix
 from tests.support.rollouts import final_message, gold_answer, load_tasks
 
@@ -62,14 +61,21 @@ async def retail(tmp_path, backend, request):
             yield client
 
 
-def _session_file(client: Any, session_id: str) -> sqlite3.Connection:
-    path = client.app.state.protocol.sessions.backend.store.session_path(session_id)
-    return sqlite3.connect(path)
+async def _read_log(client: Any, session_id: str) -> tuple[Any, Any, Any]:
+    """(steps, change counts, changes) of a live session, read through its backend."""
+    sessions = client.app.state.protocol.sessions
+    handle = await sessions._handle(session_id)
+
+    def read(conn: Any) -> tuple[Any, Any, Any]:
+        with conn.begin():
+            log = step_log(conn)
+            assert log is not None
+            return log.steps(), log.change_counts(), log.changes()
+
+    return sessions.backend.read(handle, read)
 
 
 async def test_live_session_logs_every_call_with_its_row_changes(retail):
-    if retail.backend != "sqlite":
-        pytest.skip("PostgreSQL sessions keep no step log (docs/steps.md)")
     calls = [(c["name"], _args(c)) for c in MULTI["ground_truth"]]
     # A failing call in the middle: wrong arguments, then a refused one.
     calls.insert(2, ("get_order_details", {"order": "nope"}))
@@ -78,21 +84,16 @@ async def test_live_session_logs_every_call_with_its_row_changes(retail):
     items, bodies = await _rollout(retail, MULTI, calls, gold_answer(MULTI))
     body = {**MULTI, "response": {"output": items}}
     verified = (await retail.post("/verify", json=body)).json()
-    session_id = verified["session_id"]
-    conn = _session_file(retail, session_id)
-    steps = read_steps(conn)
+    steps, counts, changes = await _read_log(retail, verified["session_id"])
     assert [s.tool for s in steps] == [name for name, _ in calls]
     assert [s.output for s in steps] == bodies  # exactly what the agent was sent
     assert steps[2].outcome == "invalid_arguments" and steps[3].outcome != "ok"
-    counts = change_counts(conn)
     assert 3 not in counts and 4 not in counts  # failed calls change no row
     writes = [s.idx for s in steps if s.idx in counts]
     assert len(writes) == 3
-    changes = read_changes(conn)
     address = next(c for c in changes[writes[0]] if c.table == "addresses" or c.op == "update")
     assert address.before is not None and address.after is not None
     assert address.before != address.after
-    conn.close()
     assert verified["reward"] == 1.0
     assert verified["verification"]["trajectory"]["ok"] and "trajectory_mismatch" not in verified
     assert len(verified["step_rewards"]) == len(calls)
@@ -105,8 +106,6 @@ async def test_live_session_logs_every_call_with_its_row_changes(retail):
 
 
 async def test_trajectory_check_flags_invented_calls_altered_outputs_and_missing_steps(retail):
-    if retail.backend != "sqlite":
-        pytest.skip("PostgreSQL sessions keep no step log (docs/steps.md)")
     calls = [(c["name"], _args(c)) for c in CANCEL["ground_truth"]]
     items, _ = await _rollout(retail, CANCEL, calls, gold_answer(CANCEL))
     honest = (await retail.post("/verify", json={**CANCEL, "response": {"output": items}})).json()

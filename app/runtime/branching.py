@@ -12,7 +12,8 @@ Each child or restored session gets its control row first, then its file (writte
 rename; a schema cloned in one transaction on PostgreSQL): a crash in between leaves a row
 without a database, which verify scores by replay and the reaper closes, never a half-copied one.
 The storage work is the backend's (`fork`, `rewind`, `export_image`, `restore_image` in
-app/storage/base.py); rewind, export and forks as of an earlier step need its step log (SQLite).
+app/storage/base.py); rewind, export and forks as of an earlier step need its step log (both
+backends keep one: docs/steps.md); an export restores on a server of the same backend.
 """
 
 from __future__ import annotations
@@ -37,7 +38,6 @@ from app.errors import (
 from app.storage import lineage
 from app.storage.base import Unsupported
 from app.storage.control import SessionRecord
-from app.storage.meta import reopened_image
 
 if TYPE_CHECKING:  # the manager imports this module; the type is only for annotations
     from app.runtime.sessions import SessionManager
@@ -222,7 +222,8 @@ class Branching:
                 f"the export is of environment {blob.get('env')!r}, not {self.sessions.env.name!r}"
             )
         try:
-            image, meta = reopened_image(zlib.decompress(base64.b64decode(blob["image"])))
+            raw = zlib.decompress(base64.b64decode(blob["image"]))
+            image, meta = self.sessions.backend.open_image(raw)
         except Exception as exc:  # noqa: BLE001 - a signed blob that does not decode
             raise InvalidExport(f"the export's image cannot be read: {exc}") from None
         if meta.get("env") != self.sessions.env.name:

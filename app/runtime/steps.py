@@ -74,8 +74,7 @@ class StepRecorder:
         if db.new or db.dirty or db.deleted:
             db.flush()
         values = step_values(self.tool, self.raw_args, payload, time.perf_counter() - self.started)
-        # On the sqlite3 connection itself: a tenth of a SQLAlchemy round trip.
-        write_step(db.connection().connection.driver_connection, values)
+        write_step(db.connection(), values)  # on SQLite, on the sqlite3 connection itself
 
     def failure_writer(self, payload: dict[str, Any]) -> Callable[[Any], None]:
         """What writes a failed call's step, in a transaction of its own (the backend's)."""

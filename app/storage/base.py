@@ -266,11 +266,17 @@ class SessionBackend(Protocol):
         ...
 
     def export_image(self, handle: SessionHandle) -> tuple[bytes, int]:
-        """The session as one SQLite image (step log included) and its step count."""
+        """The session as one image (step log included) and its step count: a SQLite database
+        image, or a PostgreSQL schema's portable JSON (app/storage/postgres/steplog.py)."""
+        ...
+
+    def open_image(self, image: bytes) -> tuple[bytes, dict[str, str]]:
+        """An exported image made restorable (status open) and its meta; ValueError when it is
+        not an image this backend makes."""
         ...
 
     def restore_image(self, session_id: str, image: bytes) -> None:
-        """A new session `session_id` holding `image` (from `export_image`)."""
+        """A new session `session_id` holding `image` (from `open_image`)."""
         ...
 
     def dispose(self) -> None:

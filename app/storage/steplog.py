@@ -15,6 +15,11 @@ A row change belongs to the step being run, i.e. `max(idx) + 1`: the step row it
 last, in the same transaction as the tool's writes (app/runtime/steps.py), so a rolled-back call
 leaves no row change and the failed call's step is written on its own afterwards.
 
+PostgreSQL sessions keep the same tables, filled by PL/pgSQL triggers, with row images as JSON
+(app/storage/postgres/steplog.py). Readers above app/storage/ use `step_log(conn)`, the `StepLog`
+of the connection's backend, and never the encoding: SQLite's is below (`SqliteStepLog`), a
+PostgreSQL connection carries its own in `conn.info[LOG_READER]` (set by that backend).
+
 Undo (rewind, and the intermediate states step rewards score) applies the before-images in
 reverse order in one transaction. An environment's own triggers (the `sql` environment's
 append-only rules) would refuse or repeat writes that only restore the past, so they are dropped
@@ -29,10 +34,12 @@ import json
 import logging
 import re
 import sqlite3
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
+from app.errors import CannotRewind
 from app.storage.meta import META_TABLE, write_meta
 
 log = logging.getLogger("stategym.steps")
@@ -133,21 +140,25 @@ class RowChange:
 _OPS = {"i": "insert", "u": "update", "d": "delete"}
 
 
+_STEP_COLUMNS = ("tool", "args", "outcome", "output", "output_digest", "output_bytes",
+                 "duration_ms")  # fmt: skip
+_INSERT_STEP = (
+    f"INSERT INTO {STEPS_TABLE}(idx, {', '.join(_STEP_COLUMNS)}) VALUES ({_CURRENT_STEP}, "
+)
+
+
 def write_step(conn: Any, step: Mapping[str, Any]) -> None:
-    """Append one step (in the caller's transaction)."""
-    run = conn.exec_driver_sql if hasattr(conn, "exec_driver_sql") else conn.execute
-    run(
-        f"INSERT INTO {STEPS_TABLE}(idx, tool, args, outcome, output, output_digest, "
-        f"output_bytes, duration_ms) VALUES ({_CURRENT_STEP}, ?, ?, ?, ?, ?, ?, ?)",
-        (
-            step["tool"],
-            step["args"],
-            step["outcome"],
-            step["output"],
-            step["output_digest"],
-            step["output_bytes"],
-            step["duration_ms"],
-        ),
+    """Append one step (in the caller's transaction). `conn`: a sqlite3 connection, or a
+    SQLAlchemy Connection of either backend (its namespace pinned to the session's)."""
+    if not isinstance(conn, sqlite3.Connection):
+        if conn.dialect.name != "sqlite":
+            values = ", ".join(f"%({c})s" for c in _STEP_COLUMNS)
+            conn.exec_driver_sql(_INSERT_STEP + values + ")", {c: step[c] for c in _STEP_COLUMNS})
+            return
+        conn = conn.connection.driver_connection  # a tenth of a SQLAlchemy round trip
+    conn.execute(
+        _INSERT_STEP + ", ".join("?" * len(_STEP_COLUMNS)) + ")",
+        tuple(step[c] for c in _STEP_COLUMNS),
     )
 
 
@@ -171,10 +182,10 @@ def read_steps(conn: sqlite3.Connection, upto: int | None = None) -> list[StepRo
         query + (" WHERE idx <= ? ORDER BY idx" if upto is not None else " ORDER BY idx"),
         (upto,) if upto is not None else (),
     ).fetchall()
-    return [_step_row(*row) for row in rows]
+    return [step_row_of(*row) for row in rows]
 
 
-def _step_row(
+def step_row_of(
     idx: int, tool: str, args: str, outcome: str, output: str | None, output_digest: str,
     output_bytes: int, duration_ms: float,
 ) -> StepRow:  # fmt: skip
@@ -245,7 +256,7 @@ class RowImage:
     step: int
     table: str
     op: str  # "i" | "u" | "d"
-    old_rid: int | None
+    old_rid: int | None  # SQLite: the rowid; PostgreSQL: the integer primary key
     new_rid: int | None
     before: dict[str, Any] | None
     after: dict[str, Any] | None
@@ -278,6 +289,23 @@ def change_counts(conn: sqlite3.Connection) -> dict[int, dict[str, int]]:
 
 class UndoUnavailable(Exception):
     """The log cannot restore this database (a table changed shape or has no rowid)."""
+
+
+def check_step(log: StepLog, to_step: int, tables: Iterable[str]) -> int:
+    """The session's step count, after checking `to_step` is one of its steps (0: as seeded)
+    that its log can take it back to."""
+    count = log.count()
+    if not 0 <= to_step <= count:
+        raise CannotRewind(
+            f"step {to_step} is not in this session's log (it has steps 0..{count})",
+            hint="0 is the seeded state; `stategym sessions steps ID` lists the steps.",
+        )
+    if to_step < count and not log.undo_supported(tables):
+        raise CannotRewind(
+            "this session's step log cannot undo its changes (a table changed shape since the "
+            "snapshot, or it was seeded before step logging)"
+        )
+    return count
 
 
 def undo_supported(conn: sqlite3.Connection, tables: Iterable[str]) -> bool:
@@ -353,3 +381,86 @@ def undo_to(conn: sqlite3.Connection, to_step: int) -> int:
     conn.execute(f"DELETE FROM {STEP_ROWS_TABLE} WHERE step > ?", (to_step,))
     conn.execute(f"DELETE FROM {STEPS_TABLE} WHERE idx > ?", (to_step,))
     return count
+
+
+# --- the log as readers above app/storage/ see it -------------------------------------------
+LOG_READER = "stategym.step_log"  # Connection.info key: (Connection) -> StepLog | None
+
+
+class StepLog(Protocol):
+    """A session's step log, read (and undone) in the caller's transaction."""
+
+    def steps(self, upto: int | None = None) -> list[StepRow]: ...
+    def count(self) -> int: ...
+    def changed_steps(self) -> set[int]:
+        """The steps that changed at least one row."""
+        ...
+
+    def row_images(self) -> list[RowImage]: ...
+    def changes(self, steps: Iterable[int] | None = None) -> dict[int, list[RowChange]]: ...
+    def change_counts(self) -> dict[int, dict[str, int]]: ...
+    def undo_supported(self, tables: Iterable[str]) -> bool: ...
+    def undo_to(self, to_step: int) -> int:
+        """As `undo_to` below: the state after `to_step`, later steps dropped (in the caller's
+        transaction or savepoint); raises UndoUnavailable."""
+        ...
+
+    def scratch(self) -> AbstractContextManager[None]:
+        """A savepoint rolled back on exit (what is undone inside is never kept); a database
+        error inside (a read-only transaction) is raised as UndoUnavailable."""
+        ...
+
+
+def step_log(conn: Any) -> StepLog | None:
+    """The step log of the session `conn` (a SQLAlchemy Connection) is on, or None when the
+    session keeps none."""
+    reader = conn.info.get(LOG_READER)
+    if reader is not None:
+        found: StepLog | None = reader(conn)
+        return found
+    if conn.dialect.name != "sqlite" or not has_step_log(conn):
+        return None
+    return SqliteStepLog(conn.connection.driver_connection)
+
+
+class SqliteStepLog:
+    """The step log of a SQLite database (the functions above, on its sqlite3 connection)."""
+
+    def __init__(self, conn: sqlite3.Connection):
+        self.conn = conn
+
+    def steps(self, upto: int | None = None) -> list[StepRow]:
+        return read_steps(self.conn, upto)
+
+    def count(self) -> int:
+        return step_count(self.conn)
+
+    def changed_steps(self) -> set[int]:
+        query = f"SELECT DISTINCT step FROM {STEP_ROWS_TABLE}"
+        return {row[0] for row in self.conn.execute(query).fetchall()}
+
+    def row_images(self) -> list[RowImage]:
+        return read_row_images(self.conn)
+
+    def changes(self, steps: Iterable[int] | None = None) -> dict[int, list[RowChange]]:
+        return read_changes(self.conn, steps)
+
+    def change_counts(self) -> dict[int, dict[str, int]]:
+        return change_counts(self.conn)
+
+    def undo_supported(self, tables: Iterable[str]) -> bool:
+        return undo_supported(self.conn, tables)
+
+    def undo_to(self, to_step: int) -> int:
+        return undo_to(self.conn, to_step)
+
+    @contextmanager
+    def scratch(self) -> Iterator[None]:
+        self.conn.execute("SAVEPOINT stategym_scratch")
+        try:
+            yield
+        except sqlite3.OperationalError as exc:  # a read-only copy (offline inspection)
+            raise UndoUnavailable(str(exc)) from exc
+        finally:
+            self.conn.execute("ROLLBACK TO stategym_scratch")
+            self.conn.execute("RELEASE stategym_scratch")

@@ -98,7 +98,7 @@ def diff_table(before: TableState, after: TableState, money: set[str], tol: floa
             result.removed = [_as_dict(before, r) for r in old_only]
             return result
     else:
-        old_set, new_set = set(before.rows), set(after.rows)
+        old_set, new_set = before.row_set, after.row_set
         # Rows present on both sides are unchanged; only the rest is matched (set algebra in C,
         # so a one-row change in a 5,000-row table costs two set builds, not 5,000 comparisons).
         gone, came = old_set - new_set, new_set - old_set

@@ -9,7 +9,7 @@ from sqlalchemy.orm import Session
 
 from app.runtime.tasks import TaskSpec
 from app.sdk.environment import Environment
-from app.storage.steplog import read_row_images
+from app.storage.steplog import StepLog
 from app.verify.answers import hedged_outputs
 from app.verify.checks import checked_tables, compile_checks, run_checks
 from app.verify.diff import diff_states
@@ -79,7 +79,7 @@ def verify_state(
                 state = dump_state(conn, tables, compare)
                 return potential(state, run_checks(conn, compiled, compare, seed_state, state))
 
-            def from_log(logged: list[Any]) -> list[float] | None:
+            def from_log(log: StepLog, logged: list[Any]) -> list[float] | None:
                 if compiled:  # checks run SQL on each state: undo and dump instead
                     return None
                 return potentials_from_log(
@@ -87,7 +87,7 @@ def verify_state(
                     tables,
                     compare,
                     logged,
-                    read_row_images(conn.connection.driver_connection),  # type: ignore[arg-type]  # SQLite here
+                    log.row_images(),
                     final_phi,
                     lambda diff: state_credit(
                         seed_to_gold=seed_to_gold,

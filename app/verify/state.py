@@ -51,6 +51,12 @@ class TableState:
         keys = frozenset(row[:width] for row in self.rows)
         return keys if len(keys) == len(self.rows) else None
 
+    # Built once per state, not per diff: a snapshot's and a gold's tables are diffed against
+    # every verify's final state (cached_property writes the instance dict: fine when frozen).
+    @cached_property
+    def row_set(self) -> frozenset[tuple[Any, ...]]:
+        return frozenset(self.rows)
+
 
 DbState = Mapping[str, TableState]
 

@@ -17,20 +17,11 @@ from __future__ import annotations
 
 import json
 import logging
-import sqlite3
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from app.storage.steplog import (
-    StepRow,
-    canonical,
-    digest,
-    has_step_log,
-    read_steps,
-    undo_supported,
-    undo_to,
-)
+from app.storage.steplog import StepLog, StepRow, UndoUnavailable, canonical, digest, step_log
 
 log = logging.getLogger("stategym.verify")
 
@@ -177,7 +168,7 @@ def trajectory_report(calls: Sequence[Call], steps: Sequence[StepRow], a: Alignm
 
 
 def potentials(
-    raw: sqlite3.Connection,
+    log_: StepLog,
     steps: Sequence[StepRow],
     tables: Sequence[str],
     changed_steps: set[int],
@@ -188,24 +179,21 @@ def potentials(
     that is rolled back. None when the log cannot undo (a table changed shape since)."""
     if not steps:
         return []
-    if not undo_supported(raw, tables):
+    if not log_.undo_supported(tables):
         return None
     values: dict[int, float] = {}
     last = steps[-1].idx
     current = final
-    raw.execute("SAVEPOINT stategym_step_rewards")
     try:
-        for step in reversed(steps):
-            values[step.idx] = current
-            if step.idx in changed_steps and step.idx > 1:
-                undo_to(raw, step.idx - 1)
-                current = potential_now()
-    except sqlite3.OperationalError as exc:  # a read-only copy (offline inspection)
+        with log_.scratch():
+            for step in reversed(steps):
+                values[step.idx] = current
+                if step.idx in changed_steps and step.idx > 1:
+                    log_.undo_to(step.idx - 1)
+                    current = potential_now()
+    except UndoUnavailable as exc:  # a read-only copy (offline inspection)
         log.info("no step rewards: the log cannot be undone here (%s)", exc)
         return None
-    finally:
-        raw.execute("ROLLBACK TO stategym_step_rewards")
-        raw.execute("RELEASE stategym_step_rewards")
     assert last in values
     return [values[s.idx] for s in steps]
 
@@ -249,26 +237,22 @@ def step_fields(
     tables: Sequence[str],
     final: float,
     potential_now: Callable[[], float],
-    from_log: Callable[[list[StepRow]], list[float] | None] | None = None,
+    from_log: Callable[[StepLog, list[StepRow]], list[float] | None] | None = None,
 ) -> dict[str, Any] | None:
     """`step_rewards`, `turn_rewards` and the trajectory check for a session that keeps a step
     log, read in the caller's transaction on `conn` (a SQLAlchemy Connection); None without."""
-    if getattr(getattr(conn, "dialect", None), "name", "sqlite") != "sqlite":
+    log_ = step_log(conn)
+    if log_ is None:
         return None
-    if not has_step_log(conn):
-        return None
-    raw = conn.connection.driver_connection
-    steps = read_steps(raw)
-    changed = {
-        row[0] for row in raw.execute("SELECT DISTINCT step FROM _stategym_step_rows").fetchall()
-    }
+    steps = log_.steps()
+    changed = log_.changed_steps()
     calls = function_calls(response)
     a = align(calls, steps)
     # The row images in the log first (app/verify/step_states.py); undo + dump where they
     # cannot tell (a referenced row's key changed, or the task has expected-state checks).
-    phi = from_log(steps) if from_log is not None and steps else None
+    phi = from_log(log_, steps) if from_log is not None and steps else None
     if phi is None:
-        phi = potentials(raw, steps, tables, changed, final, potential_now)
+        phi = potentials(log_, steps, tables, changed, final, potential_now)
     out: dict[str, Any] = {"trajectory": trajectory_report(calls, steps, a)}
     if phi is not None:
         rewards, turns = distribute(calls, steps, a, phi, turn_count(response))

@@ -6,11 +6,16 @@ pins `search_path` and the schema translate map to the session's schema (app/sto
 db.py), checks the session is not closed, and runs the work (the tool runner), whose ORM Session
 joins that transaction (a tool error rolls it back, success commits it). Templates and session
 schemas: app/storage/postgres/store.py; the control table: app/storage/postgres/control.py.
+
+Every session schema keeps the step log (app/storage/postgres/steplog.py): the runner writes a
+call's step in the call's transaction, triggers write its row changes; rewind, forks as of a
+step and export/restore are built on it, as on SQLite.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -20,10 +25,10 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import psycopg
-from sqlalchemy import Connection, Engine, text
-from sqlalchemy.exc import DataError, IntegrityError
+from sqlalchemy import Connection, Engine, event, text
+from sqlalchemy.exc import DataError, IntegrityError, SQLAlchemyError
 
-from app.errors import InvalidTask, SessionClosed, SessionUnavailable
+from app.errors import CannotRewind, InvalidTask, SessionClosed, SessionUnavailable
 from app.runtime.tasks import TaskSpec
 from app.sdk.environment import Environment, Tool, ToolContext
 from app.settings import Settings
@@ -38,13 +43,24 @@ from app.storage.postgres.db import (
     session_connection,
 )
 from app.storage.postgres.migrate import ensure_current
+from app.storage.postgres.steplog import (
+    PG_STEP_LOG_VERSION,
+    PgStepLog,
+    export_schema,
+    reopened_export,
+    step_log_reader,
+)
 from app.storage.postgres.store import PgStore
 from app.storage.sqlite.store import Snapshot, Store
+from app.storage.steplog import LOG_READER, UndoUnavailable, check_step
 
 T = TypeVar("T")
+log = logging.getLogger("stategym.postgres")
 _LAST_WRITE = "last_write"
 # Every statement is a network round trip: calls never run on the event loop.
-CAPABILITIES = Capabilities(name="postgres", inline_calls=False, raw_sqlite=False, file_copy=False)
+CAPABILITIES = Capabilities(
+    name="postgres", inline_calls=False, raw_sqlite=False, file_copy=False, step_log=True
+)
 
 
 @dataclass
@@ -55,6 +71,7 @@ class PgOpenSession:
     schema: str
     ctx: ToolContext
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    logs_steps: bool = False  # the schema keeps a step log (app/storage/postgres/steplog.py)
 
     def close(self) -> None:
         pass
@@ -73,6 +90,13 @@ class PgBackend:
             pool_size=settings.pg_pool_size,
             statement_timeout_ms=settings.tool_time_limit_ms,
         )
+        # Readers of a session's step log (verify's step rewards) find it on the connection.
+        reader = step_log_reader(env.metadata)
+
+        @event.listens_for(self.engine, "engine_connect")
+        def _step_log_reader(conn: Connection) -> None:
+            conn.info[LOG_READER] = reader
+
         # Snapshot images are built (deterministically) by each replica in its own data dir;
         # templates are built from them, and gold states replay on SQLite clones of them.
         self.snapshots = Store(
@@ -115,7 +139,9 @@ class PgBackend:
         ensure_current(self.engine, self.names.session(session_id), self.env.name)
         now = datetime.fromisoformat(meta["now"]) if "now" in meta else self.env.default_now
         ctx = ToolContext(now=now, session_id=session_id, task_id=None)
-        return PgOpenSession(session_id, self.names.session(session_id), ctx)
+        handle = PgOpenSession(session_id, self.names.session(session_id), ctx)
+        handle.logs_steps = meta.get("step_log") == PG_STEP_LOG_VERSION
+        return handle
 
     def call(
         self, handle: SessionHandle, tool: Tool, work: Work, *, limit_ms: int, inline: bool
@@ -175,43 +201,65 @@ class PgBackend:
     def view(self) -> PgView:
         return PgView(self.engine, self.names)
 
-    # --- steps, forks and copies: no step log on this backend yet (docs/steps.md) ----------------
+    # --- steps, forks and copies (app/storage/postgres/steplog.py) -----------------------------
     def logs_steps(self, handle: SessionHandle) -> bool:
-        return False
+        return isinstance(handle, PgOpenSession) and handle.logs_steps
 
     def write_failed_step(self, handle: SessionHandle, write: Callable[[Any], None]) -> None:
-        pass
+        assert isinstance(handle, PgOpenSession)
+        try:
+            with session_connection(self.engine, handle.schema) as conn, conn.begin():
+                write(conn)  # under the session's lock, as every transaction on it
+        except SQLAlchemyError as exc:  # the call's answer matters more than its record
+            log.warning("could not record a failed step: %s", exc)
 
     def fork(self, handle: SessionHandle, session_ids: list[str], at_step: int | None) -> int:
-        """Each child is a schema cloned from the parent's (one transaction per child, holding
-        the parent's lock so no call of it is half-copied)."""
+        """Each child is a schema cloned from the parent's, step log included, and rewound to
+        `at_step` in the same transaction (which holds the parent's lock, so no call of it is
+        half-copied)."""
         assert isinstance(handle, PgOpenSession)
-        if at_step is not None:
-            raise _no_step_log("a fork as of an earlier step")
+        step = 0
         for session_id in session_ids:
-            self.store.clone_session(handle.schema, session_id)
-        return 0
+            _, step = self.store.clone_session(handle.schema, session_id, at_step)
+        return step
+
+    def _log(self, conn: Connection, handle: SessionHandle) -> PgStepLog:
+        assert isinstance(handle, PgOpenSession)
+        if not handle.logs_steps:
+            raise CannotRewind(f"session {handle.id} keeps no step log (seeded before it)")
+        return PgStepLog(conn, handle.schema, self.env.metadata)
 
     def rewind(self, handle: SessionHandle, to_step: int) -> int:
-        raise _no_step_log("rewind")
+        """The undo log applied backwards in one transaction on the session (its lock held)."""
+        assert isinstance(handle, PgOpenSession)
+        with session_connection(self.engine, handle.schema) as conn, conn.begin():
+            steps = self._log(conn, handle)
+            check_step(steps, to_step, list(self.env.metadata.tables))
+            try:
+                return steps.undo_to(to_step, sequences=True)
+            except UndoUnavailable as exc:
+                raise CannotRewind(
+                    f"rewind to step {to_step} failed and was rolled back: {exc}"
+                ) from exc
 
     def export_image(self, handle: SessionHandle) -> tuple[bytes, int]:
-        raise _no_step_log("export")
+        """The schema as portable JSON (`export_schema`), read in one transaction under the
+        session's lock."""
+        assert isinstance(handle, PgOpenSession)
+        with session_connection(self.engine, handle.schema) as conn, conn.begin():
+            count = self._log(conn, handle).count()
+            return export_schema(conn, handle.schema, self.env.metadata), count
+
+    def open_image(self, image: bytes) -> tuple[bytes, dict[str, str]]:
+        return reopened_export(image, self.env.metadata)
 
     def restore_image(self, session_id: str, image: bytes) -> None:
-        raise _no_step_log("restore")
+        self.store.restore_session(session_id, image)
 
     def dispose(self) -> None:
         self.store.dispose()  # pooled schemas dropped
         self.control.dispose()
         self.engine.dispose()  # the pool refills on next use
-
-
-def _no_step_log(what: str) -> Unsupported:
-    return Unsupported(
-        f"{what} needs the step log, which PostgreSQL sessions do not keep yet; serve on SQLite "
-        "(unset STATEGYM_DATABASE_URL) for it (docs/steps.md)"
-    )
 
 
 class PgView:

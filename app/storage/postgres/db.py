@@ -24,6 +24,7 @@ from sqlalchemy.schema import AddConstraint, CreateIndex, CreateTable
 
 from app.storage.backend import sync_pg_url
 from app.storage.sqlite.store import check_session_id
+from app.storage.steplog import STEP_COLS_TABLE, STEP_PREFIX, STEP_ROWS_TABLE, STEPS_TABLE
 
 _SCHEMA_RE = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
 _IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
@@ -31,6 +32,9 @@ META_TABLE = "_stategym_meta"
 VERSION_TABLE = "alembic_version"
 # Stands in for the schema name in DDL compiled once per environment.
 _PLACEHOLDER = "sgschemaplaceholderzz"
+# The step log (app/storage/postgres/steplog.py): its tables, in every template and session.
+STEP_LOG_TABLES = (STEPS_TABLE, STEP_ROWS_TABLE, STEP_COLS_TABLE)
+STEP_TRIGGER_FUNCTION = "_stategym_step_log"
 
 
 def checked_schema(name: str) -> str:
@@ -119,14 +123,19 @@ def session_connection(engine: Engine, schema: str) -> Iterator[Connection]:
 # --- DDL ----------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Ddl:
-    """The models' DDL in three steps (schema left as a placeholder), compiled once per env."""
+    """The models' DDL in steps (schema left as a placeholder), compiled once per env."""
 
-    tables: str  # CREATE TABLE without foreign keys, plus the framework's two tables
+    tables: str  # CREATE TABLE without foreign keys, plus the framework's tables
     indexes: str
     foreign_keys: list[str]  # ALTER TABLE ... ADD CONSTRAINT ... FOREIGN KEY
+    # The step log's trigger function and one row trigger per table: created after the rows
+    # are in (a template's copy and a clone's INSERT ... SELECT are no tool call).
+    triggers: str
+    step_cols: dict[str, list[str]]  # table -> its columns, as `_stategym_step_cols` records
 
     @property
     def full(self) -> str:
+        """Tables, indexes and foreign keys (no triggers)."""
         return ";\n".join([self.tables, self.indexes, *self.foreign_keys])
 
 
@@ -149,8 +158,12 @@ def schema_ddl(metadata: MetaData) -> Ddl:
         tables.append(str(create.compile(dialect=dialect)).strip())
         for index in sorted(copy.indexes, key=lambda ix: ix.name or ""):
             indexes.append(str(CreateIndex(index).compile(dialect=dialect)).strip())
+        # DEFERRABLE (INITIALLY IMMEDIATE: checked at each statement's end, as before): an undo
+        # of the step log defers them (SET CONSTRAINTS ALL DEFERRED), as SQLite's
+        # defer_foreign_keys does, so rows may come back in the log's reverse order.
         fks += [
             str(AddConstraint(fk).compile(dialect=dialect)).strip()
+            + " DEFERRABLE INITIALLY IMMEDIATE"
             for fk in sorted(copy.foreign_key_constraints, key=lambda fk: str(fk.name or ""))
         ]
     tables.append(
@@ -160,9 +173,87 @@ def schema_ddl(metadata: MetaData) -> Ddl:
         f"CREATE TABLE {_PLACEHOLDER}.{VERSION_TABLE} (version_num VARCHAR(32) NOT NULL, "
         f"CONSTRAINT {VERSION_TABLE}_pkc PRIMARY KEY (version_num))"
     )
-    ddl = Ddl(";\n".join(tables), ";\n".join(indexes), fks)
+    tables += _step_log_tables()
+    logged = _step_logged(metadata)
+    ddl = Ddl(
+        ";\n".join(tables),
+        ";\n".join(indexes),
+        fks,
+        ";\n".join([_STEP_FUNCTION, *(_step_trigger(t, key) for t, key in logged.items())]),
+        {t: [c.name for c in metadata.tables[t].columns] for t in logged},
+    )
     _ddl_cache[id(metadata)] = (metadata, ddl)
     return ddl
+
+
+def _step_log_tables() -> list[str]:
+    """The step log's tables, as SQLite's (app/storage/steplog.py); values as JSON."""
+    p = _PLACEHOLDER
+    return [
+        f"CREATE TABLE {p}.{STEPS_TABLE} (idx INTEGER PRIMARY KEY, tool TEXT NOT NULL, "
+        "args TEXT NOT NULL, outcome TEXT NOT NULL, output TEXT, output_digest TEXT NOT NULL, "
+        "output_bytes INTEGER NOT NULL, duration_ms DOUBLE PRECISION NOT NULL)",
+        f"CREATE TABLE {p}.{STEP_ROWS_TABLE} (seq BIGSERIAL PRIMARY KEY, step INTEGER NOT NULL, "
+        "tbl TEXT NOT NULL, op TEXT NOT NULL, old_rid BIGINT, new_rid BIGINT, old_vals JSON, "
+        "new_vals JSON)",
+        f"CREATE TABLE {p}.{STEP_COLS_TABLE} (tbl TEXT PRIMARY KEY, cols TEXT NOT NULL)",
+    ]
+
+
+def _step_logged(metadata: MetaData) -> dict[str, str | None]:
+    """Every table with a primary key -> its integer key column (the row identity the log
+    records as old_rid/new_rid, SQLite's rowid), or None when the key is not one integer."""
+    logged: dict[str, str | None] = {}
+    for table in metadata.sorted_tables:
+        pk = list(table.primary_key.columns)
+        if not pk:
+            continue  # no identity to undo by: left untracked (undo refused, as on SQLite)
+        try:
+            integer = len(pk) == 1 and pk[0].type.python_type is int
+        except NotImplementedError:  # a custom type that does not say
+            integer = False
+        logged[table.name] = pk[0].name if integer else None
+    return logged
+
+
+# One function per schema (its statements name that schema, so their plans are cached per
+# connection; a renamed schema has it re-created, `step_function_sql`): a row change is logged
+# as the step being run, max(idx) + 1, as on SQLite; the row images are row_to_json(OLD/NEW),
+# PostgreSQL's own text of every value (read back exactly by json_populate_record).
+# `stategym.quiet` (a transaction-local setting) silences it while an undo writes the past back.
+_STEP_FUNCTION = f"""CREATE OR REPLACE FUNCTION {_PLACEHOLDER}.{STEP_TRIGGER_FUNCTION}()
+RETURNS trigger LANGUAGE plpgsql AS $fn$
+DECLARE o json; n json;
+BEGIN
+  IF current_setting('stategym.quiet', true) = 'on' THEN RETURN NULL; END IF;
+  IF TG_OP <> 'INSERT' THEN o := row_to_json(OLD); END IF;
+  IF TG_OP <> 'DELETE' THEN n := row_to_json(NEW); END IF;
+  INSERT INTO {_PLACEHOLDER}.{STEP_ROWS_TABLE}(step, tbl, op, old_rid, new_rid, old_vals, new_vals)
+  SELECT coalesce(max(idx), 0) + 1, TG_TABLE_NAME, lower(left(TG_OP, 1)),
+         (o ->> TG_ARGV[0])::bigint, (n ->> TG_ARGV[0])::bigint, o, n
+  FROM {_PLACEHOLDER}.{STEPS_TABLE};
+  RETURN NULL;
+END
+$fn$"""
+
+
+def step_function_sql(schema: str) -> str:
+    """The step log's trigger function of `schema`, (re-)created naming it (after a rename: the
+    triggers keep calling it, now writing where they should)."""
+    return in_schema(_STEP_FUNCTION, schema)
+
+
+def step_trigger_name(table: str) -> str:
+    return f"{STEP_PREFIX}{table}"
+
+
+def _step_trigger(table: str, key: str | None) -> str:
+    argument = f"'{quoted(key)[1:-1]}'" if key else ""
+    return (
+        f"CREATE TRIGGER {quoted(step_trigger_name(table))} AFTER INSERT OR UPDATE OR DELETE "
+        f"ON {_PLACEHOLDER}.{quoted(table)} FOR EACH ROW "
+        f"EXECUTE FUNCTION {_PLACEHOLDER}.{STEP_TRIGGER_FUNCTION}({argument})"
+    )
 
 
 def in_schema(sql: str, schema: str) -> str:
@@ -179,19 +270,30 @@ def serial_columns(metadata: MetaData) -> list[tuple[Table, str]]:
     return found
 
 
-def clone_sql(metadata: MetaData, source: str, target: str, maxima: dict[str, int]) -> str:
-    """One script: create `target` like the models, copy every row of `source`, align sequences.
+def clone_sql(
+    metadata: MetaData,
+    source: str,
+    target: str,
+    maxima: dict[str, int],
+    *,
+    step_log: bool = True,
+) -> str:
+    """One script: create `target` like the models, copy every row of `source` (its step log
+    too: empty in a template, a session's own in a fork), align sequences, add the step triggers.
 
     Rows go in before the indexes are built and the foreign keys are added `NOT VALID` (they
     are enforced on every later write; the copied rows are a valid template's): measured ~2x
     faster than checking 6,500 retail rows one by one (docs/postgres.md). `maxima` is the
     largest id per SERIAL table in the source: sequences continue after it, as SQLite's rowid
-    does, so a row a tool inserts gets the same id on both backends.
+    does, so a row a tool inserts gets the same id on both backends. `step_log=False`: a
+    source schema built before the step log (retained from an older release) has none to copy.
     """
     src, dst = quoted(checked_schema(source)), quoted(checked_schema(target))
     ddl = schema_ddl(metadata)
     parts = [f"CREATE SCHEMA {dst}", in_schema(ddl.tables, target)]
     names = [quoted(t.name) for t in metadata.sorted_tables] + [META_TABLE, VERSION_TABLE]
+    if step_log:
+        names += STEP_LOG_TABLES
     parts += [f"INSERT INTO {dst}.{name} SELECT * FROM {src}.{name}" for name in names]
     parts.append(in_schema(ddl.indexes, target))
     parts += [in_schema(fk, target) + " NOT VALID" for fk in ddl.foreign_keys]
@@ -202,7 +304,19 @@ def clone_sql(metadata: MetaData, source: str, target: str, maxima: dict[str, in
                 f"SELECT setval(pg_get_serial_sequence('{dst}.{quoted(table.name)}', "
                 f"'{column}'), {int(top)})"
             )
+    parts.append(step_rows_sequence_sql(target))
+    if step_log:
+        parts.append(in_schema(ddl.triggers, target))
     return ";\n".join(parts)
+
+
+def step_rows_sequence_sql(schema: str) -> str:
+    """The step log's row sequence continued after the rows copied in."""
+    s = quoted(checked_schema(schema))
+    return (
+        f"SELECT setval(pg_get_serial_sequence('{s}.{STEP_ROWS_TABLE}', 'seq'), "
+        f"coalesce((SELECT max(seq) FROM {s}.{STEP_ROWS_TABLE}), 0) + 1, false)"
+    )
 
 
 def drop_schema_sql(schema: str) -> str:

@@ -31,11 +31,22 @@ log = logging.getLogger(__name__)
 
 # Clones the named template into a new schema of the given name (one transaction).
 CloneInto = Callable[[str, str], None]
+# SQL that makes a renamed schema's objects name it (its step-log function), run in the rename's
+# transaction.
+Renamed = Callable[[str], str]
 
 
 class SchemaPool:
-    def __init__(self, engine: Engine, prefix: str, per_snapshot: int, clone_into: CloneInto):
+    def __init__(
+        self,
+        engine: Engine,
+        prefix: str,
+        per_snapshot: int,
+        clone_into: CloneInto,
+        renamed: Renamed | None = None,
+    ):
         self.engine = engine
+        self._renamed = renamed
         self.prefix = checked_schema(prefix)
         self.per_snapshot = per_snapshot
         self._clone_into = clone_into
@@ -72,6 +83,8 @@ class SchemaPool:
                     f"ALTER SCHEMA {quoted(checked_schema(pooled))} "
                     f"RENAME TO {quoted(checked_schema(target))}"
                 )
+                if self._renamed is not None:
+                    conn.exec_driver_sql(self._renamed(target))
             return True
         except DBAPIError as exc:  # dropped by a replica's start-up sweep, or target exists
             log.warning("pooled schema %s not usable (%s); cloning", pooled, exc.orig)

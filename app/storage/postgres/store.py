@@ -6,10 +6,13 @@ of the SQLite snapshot image the SQLite store already builds. Gold replays and s
 on those SQLite images, so both backends verify against the very same reference.
 
 A session is `CREATE SCHEMA <prefix>_s_<id>` + the models' DDL + `INSERT ... SELECT` from its
-template + `setval` of each sequence, sent as one script in one transaction (docs/postgres.md has
-the measured alternatives), or, with `pg_schema_pool` > 0, the rename of a schema cloned ahead of
-time (app/storage/postgres/pool.py). Template builds take an advisory lock, so replicas racing to
-seed the same task build it once.
+template + `setval` of each sequence + the step log's triggers, sent as one script in one
+transaction (docs/postgres.md has the measured alternatives), or, with `pg_schema_pool` > 0, the
+rename of a schema cloned ahead of time (app/storage/postgres/pool.py). Template builds take an
+advisory lock, so replicas racing to seed the same task build it once. A fork is the same clone
+from the parent's schema (its step log included), rewound in the same transaction when it is
+as of an earlier step; a restore fills a new schema from an export (app/storage/postgres/
+steplog.py).
 """
 
 from __future__ import annotations
@@ -17,9 +20,9 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from sqlalchemy import Engine, func, select, text
+from sqlalchemy import Connection, Engine, func, select, text
 
-from app.errors import SessionNotFound
+from app.errors import CannotRewind, SessionNotFound
 from app.runtime.tasks import TaskSpec
 from app.sdk.environment import Environment
 from app.storage.meta import read_meta
@@ -36,10 +39,19 @@ from app.storage.postgres.db import (
     retry_when_lock_table_full,
     schema_ddl,
     serial_columns,
+    step_function_sql,
+    step_rows_sequence_sql,
 )
 from app.storage.postgres.pool import SchemaPool
+from app.storage.postgres.steplog import PG_STEP_LOG_VERSION, PgStepLog, restore_statements
 from app.storage.sqlite import db as sqlite_db
 from app.storage.sqlite.store import Snapshot, Store
+from app.storage.steplog import STEP_COLS_TABLE, check_step
+
+# What a template schema holds beyond the models: part of its name, so a release that changes it
+# builds new templates instead of cloning old ones ("steplog-pg1": the step log's tables,
+# triggers and deferrable foreign keys).
+TEMPLATE_LAYOUT = f"steplog-{PG_STEP_LOG_VERSION}"
 
 
 class PgStore:
@@ -57,7 +69,9 @@ class PgStore:
         # Pre-cloned session schemas per snapshot (app/storage/postgres/pool.py); 0: off.
         self.pool: SchemaPool | None = None
         if schema_pool > 0:
-            self.pool = SchemaPool(engine, names.prefix, schema_pool, self._clone)
+            self.pool = SchemaPool(
+                engine, names.prefix, schema_pool, self._clone, renamed=step_function_sql
+            )
             self.pool.sweep()  # pooled schemas a crashed process left behind
 
     def dispose(self) -> None:
@@ -79,7 +93,7 @@ class PgStore:
         return self.sqlite.template_image()
 
     def template_schema(self, snapshot: Snapshot) -> str:
-        return self.names.snapshot(self.fingerprint, snapshot.key)
+        return self.names.snapshot(f"{self.fingerprint}:{TEMPLATE_LAYOUT}", snapshot.key)
 
     # --- templates -------------------------------------------------------------------------------
     def ensure_template(self, snapshot: Snapshot) -> tuple[str, dict[str, int]]:
@@ -104,9 +118,17 @@ class PgStore:
                 text("SELECT 1 FROM pg_namespace WHERE nspname = :name"), {"name": schema}
             ).first()
             if not exists:
+                ddl = schema_ddl(self.env.metadata)
                 conn.exec_driver_sql(f"CREATE SCHEMA {quoted(schema)}")
-                conn.exec_driver_sql(in_schema(schema_ddl(self.env.metadata).full, schema))
+                conn.exec_driver_sql(in_schema(ddl.full, schema))
                 self._copy_rows(conn, schema, snapshot)
+                cols_table = f"{quoted(schema)}.{STEP_COLS_TABLE}"
+                conn.execute(
+                    text(f"INSERT INTO {cols_table} (tbl, cols) VALUES (:t, :c)"),
+                    [{"t": t, "c": ",".join(cols)} for t, cols in ddl.step_cols.items()],
+                )
+                # After the rows: copying the seed is no step.
+                conn.exec_driver_sql(in_schema(ddl.triggers, schema))
             return self._read_maxima(conn, schema)
 
     def _copy_rows(self, conn: Any, schema: str, snapshot: Snapshot) -> None:
@@ -126,8 +148,11 @@ class PgStore:
         finally:
             engine.dispose()
             source.close()
-        keep = {k: meta[k] for k in ("env", "template", "snapshot", "now") if k in meta}
+        keep: dict[str, str] = {
+            k: meta[k] for k in ("env", "template", "snapshot", "now") if k in meta
+        }
         keep.setdefault("env", self.env.name)
+        keep["step_log"] = PG_STEP_LOG_VERSION
         conn.execute(
             text(f"INSERT INTO {quoted(schema)}.{META_TABLE} (key, value) VALUES (:k, :v)"),
             [{"k": k, "v": v} for k, v in keep.items()],
@@ -139,7 +164,7 @@ class PgStore:
                 {"v": head},
             )
 
-    def _read_maxima(self, conn: Any, schema: str) -> dict[str, int]:
+    def _read_maxima(self, conn: Connection, schema: str) -> dict[str, int]:
         maxima = {}
         for table, column in serial_columns(self.env.metadata):
             top = conn.exec_driver_sql(
@@ -165,14 +190,48 @@ class PgStore:
         with self.engine.begin() as conn:
             conn.exec_driver_sql(clone_sql(self.env.metadata, source, target, self._maxima[source]))
 
-    def clone_session(self, source_schema: str, session_id: str) -> str:
-        """A new session schema holding a copy of another session's (a fork); the source's
-        advisory lock is held for the copy, so no call of it is half-seen."""
+    def clone_session(
+        self, source_schema: str, session_id: str, at_step: int | None = None
+    ) -> tuple[str, int]:
+        """A new session schema holding a copy of another session's (a fork), as of step
+        `at_step` (None: its current state); returns (the schema, the step copied). One
+        transaction holding the source's advisory lock, so no call of it is half-seen."""
         target = self.names.session(session_id)
+        tables = list(self.env.metadata.tables)
         with self.engine.begin() as conn:
             conn.execute(select(func.pg_advisory_xact_lock(advisory_key(source_schema))))
+            source = PgStepLog(conn, source_schema, self.env.metadata)
+            logged = source.version() == PG_STEP_LOG_VERSION
+            step = 0
+            if at_step is not None and not logged:
+                raise CannotRewind("this session keeps no step log: it forks as it is only")
+            if logged:
+                step = (
+                    check_step(source, at_step, tables) if at_step is not None else source.count()
+                )
             maxima = self._read_maxima(conn, source_schema)
-            conn.exec_driver_sql(clone_sql(self.env.metadata, source_schema, target, maxima))
+            conn.exec_driver_sql(
+                clone_sql(self.env.metadata, source_schema, target, maxima, step_log=logged)
+            )
+            if logged and at_step is not None and at_step < step:
+                PgStepLog(conn, target, self.env.metadata).undo_to(at_step, sequences=True)
+                step = at_step
+        return target, step
+
+    def restore_session(self, session_id: str, image: bytes) -> str:
+        """A new session schema filled from an export (`export_schema`), in one transaction."""
+        target = self.names.session(session_id)
+        ddl = schema_ddl(self.env.metadata)
+        with self.engine.begin() as conn:
+            conn.exec_driver_sql(
+                f"CREATE SCHEMA {quoted(target)};\n" + in_schema(ddl.tables, target)
+            )
+            for statement, params in restore_statements(image, target, self.env.metadata):
+                conn.exec_driver_sql(statement, params)
+            script = [in_schema(ddl.indexes, target)]
+            script += [in_schema(fk, target) + " NOT VALID" for fk in ddl.foreign_keys]
+            script += [step_rows_sequence_sql(target), in_schema(ddl.triggers, target)]
+            conn.exec_driver_sql(";\n".join(script))
         return target
 
     def session_exists(self, session_id: str) -> bool:

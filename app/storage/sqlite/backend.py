@@ -32,7 +32,7 @@ from app.runtime.tasks import TaskSpec
 from app.sdk.environment import Environment, Tool, ToolContext
 from app.storage.base import Capabilities, NotOnDisk, SessionHandle, Work
 from app.storage.control import ControlDB, SessionRecord
-from app.storage.meta import read_meta, read_status, write_meta
+from app.storage.meta import read_meta, read_status, reopened_image, write_meta
 from app.storage.sqlite import branch
 from app.storage.sqlite import db as sqlite_db
 from app.storage.sqlite.store import Snapshot, Store, check_session_id
@@ -193,6 +193,11 @@ class SqliteBackend:
     def export_image(self, handle: SessionHandle) -> tuple[bytes, int]:
         assert isinstance(handle, OpenSession)
         return branch.state_image(handle.conn, None, self._tables)
+
+    def open_image(self, image: bytes) -> tuple[bytes, dict[str, str]]:
+        if image[:1] == b"{":
+            raise ValueError("it is a PostgreSQL session export: restore it on a PostgreSQL server")
+        return reopened_image(image)
 
     def restore_image(self, session_id: str, image: bytes) -> None:
         sqlite_db.write_image(self.store.session_path(session_id), image, wal=True)

@@ -17,23 +17,13 @@ import sqlite3
 
 from app.errors import CannotRewind
 from app.storage.sqlite import db as sqlite_db
-from app.storage.steplog import UndoUnavailable, step_count, undo_supported, undo_to
+from app.storage.steplog import SqliteStepLog, UndoUnavailable, step_count, undo_to
+from app.storage.steplog import check_step as check_log_step
 
 
 def check_step(conn: sqlite3.Connection, to_step: int, tables: list[str]) -> int:
     """The session's step count, after checking `to_step` is one of its steps (0: as seeded)."""
-    count = step_count(conn)
-    if not 0 <= to_step <= count:
-        raise CannotRewind(
-            f"step {to_step} is not in this session's log (it has steps 0..{count})",
-            hint="0 is the seeded state; `stategym sessions steps ID` lists the steps.",
-        )
-    if to_step < count and not undo_supported(conn, tables):
-        raise CannotRewind(
-            "this session's step log cannot undo its changes (a table changed shape since the "
-            "snapshot, or it was seeded before step logging)"
-        )
-    return count
+    return check_log_step(SqliteStepLog(conn), to_step, tables)
 
 
 def rewind(conn: sqlite3.Connection, to_step: int, tables: list[str]) -> int:

@@ -1,0 +1,371 @@
+"""The step log in a PostgreSQL session schema: reading it, undoing it, exporting the schema.
+
+The tables are SQLite's (app/storage/steplog.py), created in every template and session schema
+(app/storage/postgres/db.py: `schema_ddl`, `clone_sql`), and filled the same way: the runner
+writes each call's `_stategym_steps` row in the call's transaction, and an AFTER ROW trigger on
+every table (one PL/pgSQL function per schema) writes `_stategym_step_rows` as step
+`max(idx) + 1`. Encoding: `old_vals`/`new_vals` are `row_to_json(OLD/NEW)` (JSON), the text
+PostgreSQL's own output functions give each value (numerics exact, doubles in shortest exact
+form, "Infinity", bytea as hex, timestamps in ISO 8601); `json_populate_record(NULL::<table>,
+vals)` reads them back as the column's very values. `old_rid`/`new_rid` are the table's integer
+primary key (SQLite's rowid for such a table), NULL for other keys.
+
+Readers get `PgStepLog` through `step_log(conn)` (the backend puts its factory in
+`conn.info[LOG_READER]`); values come back through the table's SQLAlchemy column types, as the
+verify dump reads them. Undo applies the before-images in reverse order as one script, with the
+step triggers silenced (`stategym.quiet`, transaction-local) and the foreign keys (DEFERRABLE)
+deferred, then drops the later steps; a rewind also moves each SERIAL sequence back to where a
+run of the kept steps leaves it, so the next insert gets the id a replay would give it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from psycopg import sql as pgsql
+from sqlalchemy import BigInteger, Boolean, Connection, MetaData, column, text
+from sqlalchemy.exc import DBAPIError
+
+from app.storage.postgres.db import (
+    META_TABLE,
+    STEP_LOG_TABLES,
+    VERSION_TABLE,
+    checked_schema,
+    quoted,
+    schema_of,
+    serial_columns,
+)
+from app.storage.steplog import (
+    _OPS,
+    STEP_COLS_TABLE,
+    STEP_PREFIX,
+    STEP_ROWS_TABLE,
+    STEPS_TABLE,
+    RowChange,
+    RowImage,
+    StepRow,
+    UndoUnavailable,
+    step_row_of,
+)
+
+PG_STEP_LOG_VERSION = "pg1"  # `step_log` in the schema's `_stategym_meta`
+EXPORT_FORMAT = "stategym-pg-schema/1"
+_QUIET = "SELECT set_config('stategym.quiet', '{}', true)"  # the step triggers, transaction-local
+
+
+class PgStepLog:
+    """The step log of one session schema, read in the caller's transaction on `conn`."""
+
+    def __init__(self, conn: Connection, schema: str, metadata: MetaData):
+        self.conn = conn
+        self.schema = checked_schema(schema)
+        self.s = quoted(self.schema)
+        self.metadata = metadata
+
+    @classmethod
+    def of(cls, conn: Connection, metadata: MetaData) -> PgStepLog | None:
+        """The log of the schema `conn` is pinned to, or None when that schema keeps none."""
+        schema = schema_of(conn)
+        if schema is None:
+            return None
+        found = cls(conn, schema, metadata)
+        return found if found.version() == PG_STEP_LOG_VERSION else None
+
+    def _run(self, statement: str, params: dict[str, Any] | None = None) -> Any:
+        if params:
+            return self.conn.exec_driver_sql(statement, params)
+        return self.conn.exec_driver_sql(statement)
+
+    def version(self) -> str | None:
+        row = self._run(f"SELECT value FROM {self.s}.{META_TABLE} WHERE key = 'step_log'").first()
+        return row[0] if row else None
+
+    # --- reading -------------------------------------------------------------------------------
+    def steps(self, upto: int | None = None) -> list[StepRow]:
+        where = "" if upto is None else f" WHERE idx <= {int(upto)}"
+        rows = self._run(
+            "SELECT idx, tool, args, outcome, output, output_digest, output_bytes, duration_ms "
+            f"FROM {self.s}.{STEPS_TABLE}{where} ORDER BY idx"
+        ).all()
+        return [step_row_of(*row) for row in rows]
+
+    def count(self) -> int:
+        return int(self._run(f"SELECT coalesce(max(idx), 0) FROM {self.s}.{STEPS_TABLE}").scalar())
+
+    def changed_steps(self) -> set[int]:
+        rows = self._run(f"SELECT DISTINCT step FROM {self.s}.{STEP_ROWS_TABLE}").all()
+        return {row[0] for row in rows}
+
+    def change_counts(self) -> dict[int, dict[str, int]]:
+        out: dict[int, dict[str, int]] = {}
+        for step, table, n in self._run(
+            f"SELECT step, tbl, count(*) FROM {self.s}.{STEP_ROWS_TABLE} GROUP BY step, tbl "
+            "ORDER BY step, tbl"
+        ):
+            out.setdefault(step, {})[table] = n
+        return out
+
+    def row_images(self) -> list[RowImage]:
+        """Every logged row change in the order made, values read back through the columns'
+        types (one query per table changed)."""
+        changes = self._run(
+            f"SELECT seq, step, tbl, op, old_rid, new_rid FROM {self.s}.{STEP_ROWS_TABLE} "
+            "ORDER BY seq"
+        ).all()
+        values: dict[int, tuple[dict[str, Any] | None, dict[str, Any] | None]] = {}
+        for name in sorted({row[2] for row in changes}):
+            values.update(self._values_of(name))
+        out = []
+        for seq, step, table, op, old_rid, new_rid in changes:
+            before, after = values.get(seq, (None, None))
+            out.append(RowImage(step, table, op, old_rid, new_rid, before, after))
+        return out
+
+    def _values_of(
+        self, name: str
+    ) -> dict[int, tuple[dict[str, Any] | None, dict[str, Any] | None]]:
+        table = self.metadata.tables.get(name)
+        if table is None:
+            return {}
+        names = [c.name for c in table.columns]
+        cols = ", ".join(f"{side}.{quoted(c)}" for side in ("o", "n") for c in names)
+        rtype = f"NULL::{self.s}.{quoted(name)}"
+        query = text(
+            f"SELECT r.seq, r.old_vals IS NOT NULL, r.new_vals IS NOT NULL, {cols} "
+            f"FROM {self.s}.{STEP_ROWS_TABLE} r "
+            f"CROSS JOIN LATERAL json_populate_record({rtype}, r.old_vals) o "
+            f"CROSS JOIN LATERAL json_populate_record({rtype}, r.new_vals) n "
+            "WHERE r.tbl = :tbl"
+        ).columns(
+            column("seq", BigInteger),
+            column("has_old", Boolean),
+            column("has_new", Boolean),
+            *[column(f"{side}_{i}", c.type) for side in "on" for i, c in enumerate(table.columns)],
+        )
+        out = {}
+        width = len(names)
+        for row in self.conn.execute(query, {"tbl": name}):
+            seq, has_old, has_new, *vals = row
+            before = dict(zip(names, vals[:width], strict=True)) if has_old else None
+            after = dict(zip(names, vals[width:], strict=True)) if has_new else None
+            out[seq] = (before, after)
+        return out
+
+    def changes(self, steps: Iterable[int] | None = None) -> dict[int, list[RowChange]]:
+        wanted = None if steps is None else set(steps)
+        out: dict[int, list[RowChange]] = {}
+        for image in self.row_images():
+            if wanted is None or image.step in wanted:
+                out.setdefault(image.step, []).append(
+                    RowChange(image.step, image.table, _OPS[image.op], image.before, image.after)
+                )
+        return out
+
+    # --- undo ----------------------------------------------------------------------------------
+    def _columns(self) -> dict[str, list[str]]:
+        rows = self._run(f"SELECT tbl, cols FROM {self.s}.{STEP_COLS_TABLE}").all()
+        return {t: cols.split(",") if cols else [] for t, cols in rows}
+
+    def undo_supported(self, tables: Iterable[str]) -> bool:
+        """Whether every one of `tables` is logged with its current columns and its trigger
+        (one catalog query, by the tables' oids)."""
+        names = list(tables)
+        recorded = self._columns()
+        current = self._run(
+            "WITH t AS (SELECT n, to_regclass(%(s)s || '.' || quote_ident(n)) AS oid "
+            "FROM unnest(%(names)s::text[]) n) "
+            "SELECT t.n, (SELECT string_agg(a.attname, ',' ORDER BY a.attnum) FROM pg_attribute a "
+            "WHERE a.attrelid = t.oid AND a.attnum > 0 AND NOT a.attisdropped), "
+            # By (tgrelid, tgname): an index scan, where a join on the function scanned every
+            # trigger of the database (~10 ms with many schemas).
+            "(SELECT count(*) FROM pg_trigger g WHERE g.tgrelid = t.oid "
+            "AND g.tgname = %(prefix)s || t.n AND g.tgenabled <> 'D') = 1 FROM t",
+            {"s": self.s, "names": names, "prefix": STEP_PREFIX},
+        ).all()
+        for table, cols, triggered in current:
+            logged = recorded.get(table)
+            if logged is None or ",".join(logged) != cols or not triggered:
+                return False
+        return len(current) == len(names)
+
+    def undo_to(self, to_step: int, *, sequences: bool = False) -> int:
+        """The state after step `to_step` (0: as seeded), later steps dropped, in the caller's
+        transaction (or savepoint); returns the steps undone. `sequences`: move each SERIAL
+        sequence back too (sequences are not transactional: never inside a savepoint that is
+        rolled back, or the live session would reuse ids)."""
+        k = int(to_step)
+        count = int(
+            self._run(f"SELECT count(*) FROM {self.s}.{STEPS_TABLE} WHERE idx > {k}").scalar()
+        )
+        changes = self._run(
+            f"SELECT tbl, op, old_vals::text, new_vals::text FROM {self.s}.{STEP_ROWS_TABLE} "
+            f"WHERE step > {k} ORDER BY seq DESC"
+        ).all()
+        script = []
+        if changes:
+            columns = self._columns()
+            raw = self.conn.connection.driver_connection
+            script += [_QUIET.format("on"), "SET CONSTRAINTS ALL DEFERRED"]
+            for name, op, old, new in changes:
+                script.append(self._undo_one(name, op, old, new, columns, raw))
+            # Checked now (not at commit): a failure raises before any sequence moves.
+            script += ["SET CONSTRAINTS ALL IMMEDIATE", _QUIET.format("off")]
+        script += [
+            f"DELETE FROM {self.s}.{STEP_ROWS_TABLE} WHERE step > {k}",
+            f"DELETE FROM {self.s}.{STEPS_TABLE} WHERE idx > {k}",
+        ]
+        if sequences and count:
+            script += self._sequences_sql(k)
+        try:
+            self._script(";\n".join(script))
+        except DBAPIError as exc:
+            raise UndoUnavailable(str(exc.orig or exc).splitlines()[0]) from exc
+        return count
+
+    def _undo_one(
+        self, name: str, op: str, old: str | None, new: str | None,
+        columns: dict[str, list[str]], raw: Any,
+    ) -> str:  # fmt: skip
+        table = self.metadata.tables.get(name)
+        cols = columns.get(name)
+        missing = (op != "i" and old is None) or (op != "d" and new is None)
+        if table is None or cols is None or missing:
+            raise UndoUnavailable(f"no record of {name}'s columns")
+        target = f"{self.s}.{quoted(name)}"
+        quoted_cols = ", ".join(quoted(c) for c in cols)
+        key = ", ".join(quoted(c.name) for c in table.primary_key.columns)
+
+        def record(values: str | None) -> str:
+            literal = pgsql.Literal(values).as_string(raw)
+            return f"json_populate_record(NULL::{target}, {literal}::json)"
+
+        where = f"({key}) = (SELECT {key} FROM {record(new)})" if op != "d" else ""
+        if op == "i":
+            return f"DELETE FROM {target} WHERE {where}"
+        if op == "d":
+            return f"INSERT INTO {target} ({quoted_cols}) SELECT {quoted_cols} FROM {record(old)}"
+        return (
+            f"UPDATE {target} SET ({quoted_cols}) = (SELECT {quoted_cols} FROM {record(old)}) "
+            f"WHERE {where}"
+        )
+
+    def _sequences_sql(self, k: int) -> list[str]:
+        """Each SERIAL sequence where a run of steps 1..k leaves it: after the largest id present
+        now or logged up to step k (inserted, or seen before a change)."""
+        out = []
+        for table, col in serial_columns(self.metadata):
+            target = f"{self.s}.{quoted(table.name)}"
+            name = table.name.replace("'", "''")
+            out.append(
+                f"SELECT setval(pg_get_serial_sequence('{target}', '{col}'), coalesce(greatest("
+                f"(SELECT max({quoted(col)}) FROM {target}), "
+                f"(SELECT max(greatest(old_rid, new_rid)) FROM {self.s}.{STEP_ROWS_TABLE} "
+                f"WHERE tbl = '{name}' AND step <= {k})), 0) + 1, false)"
+            )
+        return out
+
+    def _script(self, script: str) -> None:
+        # Several statements, no parameters: psycopg sends them as one simple query.
+        raw = self.conn.connection.driver_connection
+        assert raw is not None
+        raw.execute(script.encode())
+
+    @contextmanager
+    def scratch(self) -> Iterator[None]:
+        self._run("SAVEPOINT stategym_scratch")
+        try:
+            yield
+        except DBAPIError as exc:  # a READ ONLY transaction (inspection) cannot undo
+            raise UndoUnavailable(str(exc.orig or exc).splitlines()[0]) from exc
+        finally:
+            self._run("ROLLBACK TO SAVEPOINT stategym_scratch")
+            self._run("RELEASE SAVEPOINT stategym_scratch")
+
+
+def step_log_reader(metadata: MetaData) -> Any:
+    """What the backend puts in `conn.info[LOG_READER]` (app/storage/steplog.step_log)."""
+    return lambda conn: PgStepLog.of(conn, metadata)
+
+
+# --- export / restore --------------------------------------------------------------------------
+def export_schema(conn: Connection, schema: str, metadata: MetaData) -> bytes:
+    """The session schema as portable JSON (format `stategym-pg-schema/1`):
+
+        {"format", "meta": {key: value}, "sequences": {table: [last_value, is_called]},
+         "tables": {name: "<JSON array of row objects>"}}
+
+    one entry per table of the environment, `_stategym_meta`, `alembic_version` and the step
+    log's three; each table's rows are kept as the text `json_agg` wrote (PostgreSQL's own text
+    of every value), restored by `json_populate_recordset`, so every value comes back exactly.
+    """
+    s = quoted(checked_schema(schema))
+    names = [t.name for t in metadata.sorted_tables] + [META_TABLE, VERSION_TABLE, *STEP_LOG_TABLES]
+    tables: dict[str, str] = {}
+    for name in names:
+        tables[name] = str(
+            conn.exec_driver_sql(
+                f"SELECT coalesce(json_agg(t), '[]')::text FROM {s}.{quoted(name)} t"
+            ).scalar()
+        )
+    meta: dict[str, str] = dict(
+        conn.exec_driver_sql(f"SELECT key, value FROM {s}.{META_TABLE}").all()
+    )
+    sequences: dict[str, list[Any]] = {}  # table -> [last_value, is_called]
+    for table, col in serial_columns(metadata):
+        sequence = conn.exec_driver_sql(
+            "SELECT pg_get_serial_sequence(%(t)s, %(c)s)",
+            {"t": f"{s}.{quoted(table.name)}", "c": col},
+        ).scalar()
+        if sequence is not None:  # PostgreSQL's own quoting of the name
+            row = conn.exec_driver_sql(f"SELECT last_value, is_called FROM {sequence}").one()
+            sequences[table.name] = [int(row[0]), bool(row[1])]
+    doc = {"format": EXPORT_FORMAT, "meta": meta, "sequences": sequences, "tables": tables}
+    return json.dumps(doc, separators=(",", ":")).encode()
+
+
+def reopened_export(image: bytes, metadata: MetaData) -> tuple[bytes, dict[str, str]]:
+    """An export made restorable (status open, no activity stamp) and its meta; ValueError
+    when `image` is not a PostgreSQL session export of these tables."""
+    if image[:16].startswith(b"SQLite format 3"):
+        raise ValueError("it is a SQLite session image: restore it on a SQLite server")
+    doc = json.loads(image)
+    if not isinstance(doc, dict) or doc.get("format") != EXPORT_FORMAT:
+        raise ValueError(f"not a PostgreSQL session export ({EXPORT_FORMAT})")
+    tables = doc.get("tables")
+    known = set(metadata.tables) | {META_TABLE, VERSION_TABLE, *STEP_LOG_TABLES}
+    if not isinstance(tables, dict) or not set(tables) <= known:
+        raise ValueError("the export's tables are not this environment's")
+    meta = {str(k): str(v) for k, v in dict(doc.get("meta") or {}).items() if k != "last_write"}
+    meta["status"] = "open"
+    tables[META_TABLE] = json.dumps([{"key": k, "value": v} for k, v in meta.items()])
+    return json.dumps(doc, separators=(",", ":")).encode(), meta
+
+
+def restore_statements(image: bytes, target: str, metadata: MetaData) -> list[tuple[str, Any]]:
+    """(statement, parameters) filling the freshly created schema `target` (its tables
+    created, no index, foreign key or trigger yet) from an export."""
+    doc = json.loads(image)
+    t = quoted(checked_schema(target))
+    out: list[tuple[str, Any]] = []
+    for name, rows in doc["tables"].items():
+        out.append(
+            (
+                f"INSERT INTO {t}.{quoted(name)} SELECT * FROM "
+                f"json_populate_recordset(NULL::{t}.{quoted(name)}, %(rows)s::json)",
+                {"rows": rows},
+            )
+        )
+    for table, col in serial_columns(metadata):
+        state = (doc.get("sequences") or {}).get(table.name)
+        if state is not None:  # where the exported session's sequence was, exactly
+            out.append(
+                (
+                    f"SELECT setval(pg_get_serial_sequence('{t}.{quoted(table.name)}', '{col}'), "
+                    "%(v)s, %(called)s)",
+                    {"v": int(state[0]), "called": bool(state[1])},
+                )
+            )
+    return out
