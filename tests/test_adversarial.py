@@ -127,9 +127,9 @@ def _same_name_kind(other: str, its_task: dict, expected: str, task: dict) -> bo
 
 
 @pytest.mark.parametrize("env", ENVS)
-async def test_adversarial_policy_cannot_raise_its_reward(client_factory, env):
+async def test_rewriting_the_task_in_the_verify_body_earns_nothing(client_factory, env):
     async with client_factory(load_environment(env)) as c:
-        # 1. Rewrite the task in the verify body after doing nothing.
+        # Do nothing, then rewrite the task in the verify body.
         task = _action_task(env)
         rewrites = [
             {"ground_truth": [], "expected_outputs": []},
@@ -142,11 +142,27 @@ async def test_adversarial_policy_cannot_raise_its_reward(client_factory, env):
             assert result["reward"] == 0.0, (env, rewrite, result.get("failure_reason"))
             assert set(result["task_mismatch"]) >= {"ground_truth"}
 
-        # 2. Hedge the answer (with the right state), on every answer task of the environment.
-        answers = _answer_tasks(env)
+
+# `make test` hedges on at most 20 answer tasks per environment (spread over the file); the
+# slow twin hedges on every one (airline has 46).
+HEDGE_CASES = [pytest.param(env, 20, id=env) for env in ENVS] + [
+    pytest.param(env, None, id=f"{env}-every-task", marks=pytest.mark.slow)
+    for env in ENVS
+    if len(_answer_tasks(env)) > 20
+]
+
+
+@pytest.mark.parametrize("env, at_most", HEDGE_CASES)
+async def test_hedged_answers_earn_nothing_and_the_plain_answer_earns_one(
+    client_factory, env, at_most
+):
+    async with client_factory(load_environment(env)) as c:
+        # Hedge the answer (with the right state), on the answer tasks of the environment.
+        every = _answer_tasks(env)
+        answers = every[:: -(-len(every) // at_most)] if at_most else every
         # The listing: every answer of the environment and the numbers 0-999.
         listing = " ".join(
-            sorted({o for t in answers for o in t["expected_outputs"]})
+            sorted({o for t in every for o in t["expected_outputs"]})
             + [str(i) for i in range(2000)]
         )
         hedged = 0
@@ -170,7 +186,11 @@ async def test_adversarial_policy_cannot_raise_its_reward(client_factory, env):
             assert (await _verify(c, task, gold_answer(task)))["reward"] == 1.0, task["task_id"]
         assert hedged >= len(answers)
 
-        # 3. Poison the data with values no column should hold.
+
+@pytest.mark.parametrize("env", ENVS)
+async def test_poisoned_values_in_every_tool_earn_nothing(client_factory, env):
+    async with client_factory(load_environment(env)) as c:
+        # Poison the data with values no column should hold.
         task = _action_task(env)
         await _seed(c, task)
         for tool in (await c.get("/tools")).json()["tools"]:

@@ -96,6 +96,8 @@ def test_patched_dumps_equal_full_dumps(env_name: str, tmp_path: Path) -> None:
                 patched = _dump(session, env, reuse=True)
                 whole = _dump(session, env, reuse=False)
                 assert patched == whole, (task.task_id, step)
+                if step % 40 != 39:
+                    continue
                 # Diffs of patched states look at the patched rows only; they must find what
                 # the whole tables' diff finds (seed -> final, and gold vs final: two patches
                 # of one base), in the same order.
