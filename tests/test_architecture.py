@@ -29,9 +29,8 @@ LEGACY_SQLITE_IMPORTERS = {
     "app.cli.tasks",
     "app.cli.export",
     "app.cli.reverify",  # offline reverify builds snapshots like `tasks check`
-    # Replays (reverify by replay, a session's timeline) run on in-memory SQLite images.
+    # Reverify by replay runs on in-memory SQLite images.
     "app.runtime.reverify",
-    "app.runtime.timeline",
     "app.taskgen.validate",
     "app.taskgen.kit",  # stories are drafted on in-memory SQLite clones of the base image
     # The runner's SQLite time limit and size cap (progress handler, max_page_count).

@@ -15,6 +15,7 @@ from app.cli.main import cli
 from app.registry import load_environment
 from app.server.api import create_app
 from app.storage.steplog import step_log
+from app.verify import session_verify
 from tests.conftest import REPO, backend_settings, drop_pg_schemas, new_pg_prefix
 from tests.support.rollouts import final_message, gold_answer, load_tasks
 
@@ -178,20 +179,32 @@ async def test_replay_verifies_like_the_live_session(retail, kind, tmp_path):
 
 
 async def test_sessions_steps_prints_the_log_with_step_rewards(retail):
-    if retail.backend != "sqlite":
-        pytest.skip("stategym sessions reads SQLite session files")
     calls = [(c["name"], _args(c)) for c in MULTI["ground_truth"]]
     items, _ = await _rollout(retail, MULTI, calls, gold_answer(MULTI))
     verified = (await retail.post("/verify", json={**MULTI, "response": {"output": items}})).json()
     settings = retail.app.state.protocol.sessions.settings
     args = ["sessions", "steps", verified["session_id"], "--data-dir", str(settings.data_dir)]
-    shown = CliRunner().invoke(cli, [*args, "--rows", "--json"])
+    pg = {}
+    if settings.database_url:  # the CLI finds the server's sessions where the server keeps them
+        pg = {"STATEGYM_DATABASE_URL": settings.database_url,
+              "STATEGYM_PG_SCHEMA_PREFIX": settings.pg_schema_prefix}  # fmt: skip
+    shown = CliRunner().invoke(cli, [*args, "--rows", "--json"], env=pg)
     assert shown.exit_code == 0, shown.output
     result = json.loads(shown.stdout)
     assert [s["tool"] for s in result["steps"]] == [name for name, _ in calls]
     assert [s["step_reward"] for s in result["steps"]] == verified["step_rewards"]
     assert sum(s["step_reward"] for s in result["steps"]) == pytest.approx(1.0, abs=1e-5)
     assert any(c["before"] != c["after"] for s in result["steps"] for c in s["changes"])
-    human = CliRunner().invoke(cli, [*args, "--rows"])
+    human = CliRunner().invoke(cli, [*args, "--rows"], env=pg)
     assert human.exit_code == 0 and "update_customer_default_address" in human.output
     assert "->" in human.output
+    # Where the row images cannot tell, verify undoes the log: the view's scratch allows it, and
+    # keeps nothing of it (the live session verifies as before).
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(session_verify, "potentials_from_log", lambda *a, **k: None)
+        undone = CliRunner().invoke(cli, [*args, "--json"], env=pg)
+    assert undone.exit_code == 0, undone.output
+    rewards = [s["step_reward"] for s in json.loads(undone.stdout)["steps"]]
+    assert rewards == pytest.approx(verified["step_rewards"], abs=1e-6)
+    again = (await retail.post("/verify", json={**MULTI, "response": {"output": items}})).json()
+    assert again["step_rewards"] == verified["step_rewards"]

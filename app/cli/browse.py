@@ -138,8 +138,8 @@ def timeline_page(data_dir: Path, session_id: str) -> str:
     with inspector(data_dir) as insp:
         record = insp.record(session_id)
         env = insp.env_of(record)
-        result = timeline(env, insp.gold_cache(env), task_from_data(record.task),
-                          insp.image(record))  # fmt: skip
+        with insp.scratch(record) as conn:
+            result = timeline(env, insp.gold_cache(env), task_from_data(record.task), conn)
     esc = html.escape
     parts = [
         "<!doctype html><html><head><meta charset='utf-8'>",

@@ -368,8 +368,9 @@ def steps(
     with cli_errors(), inspector(data_dir) as insp:
         record = insp.record(session)
         env = insp.env_of(record)
-        gold = insp.gold_cache(env)
-        result = timeline(env, gold, task_from_data(record.task), insp.image(record), rows=rows)
+        with insp.scratch(record) as conn:
+            task = task_from_data(record.task)
+            result = timeline(env, insp.gold_cache(env), task, conn, rows=rows)
     if as_json:
         emit_json({"session_id": record.id, **result})
         return

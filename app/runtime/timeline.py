@@ -1,8 +1,9 @@
 """A session's timeline: each step's call, outcome, output, row changes and step reward.
 
-Read from a copy of the session database (never the live file): the step rewards undo the log
-in a savepoint, which needs a writable database. Shared by `stategym sessions steps` and the
-browser view's timeline page.
+Read on the read-only view's `scratch` connection (never the live state): the step rewards may
+undo the log in a savepoint, which needs a writable database (SQLite: an in-memory copy of the
+file; PostgreSQL: a transaction on the session's schema that is rolled back). Shared by
+`stategym sessions steps` (both backends) and the browser view's timeline page (SQLite).
 """
 
 from __future__ import annotations
@@ -10,10 +11,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from sqlalchemy import Connection
+
 from app.runtime.tasks import TaskSpec
 from app.sdk.environment import Environment
-from app.storage.sqlite import db as sqlite_db
-from app.storage.steplog import StepRow, change_counts, has_step_log, read_changes, read_steps
+from app.storage.inspection import jsonable
+from app.storage.steplog import StepRow, step_log
 from app.verify.gold import GoldCache
 from app.verify.session_verify import verify_state
 
@@ -33,30 +36,31 @@ def response_of_steps(steps: list[StepRow]) -> dict[str, Any]:
     return {"output": output}
 
 
+def _plain(row: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A logged row as JSON values (PostgreSQL's log reads datetimes and decimals back typed;
+    SQLite's gives the stored values as they are)."""
+    return None if row is None else {k: jsonable(v) for k, v in row.items()}
+
+
 def timeline(
-    env: Environment, gold: GoldCache, task: TaskSpec, image: bytes, *, rows: bool = True
+    env: Environment, gold: GoldCache, task: TaskSpec, conn: Connection, *, rows: bool = True
 ) -> dict[str, Any]:
-    """The steps of a session image, its reward and its state credit Φ(s_n)."""
-    conn = sqlite_db.memory_from_image(image)
-    bind = sqlite_db.bind_connection(conn)
-    try:
-        if not has_step_log(conn):
-            return {"steps": [], "step_log": False}
-        steps = read_steps(conn)
-        counts = change_counts(conn)
-        changes = read_changes(conn) if rows else {}
-        response = response_of_steps(steps)
-        verified = verify_state(
-            env=env,
-            gold=gold,
-            engine=bind,  # type: ignore[arg-type]  # a Session binds either
-            task=task,
-            response=response,
-            diff_limit=0,
-        )
-    finally:
-        bind.close()
-        conn.close()
+    """The steps of the session `conn` is on (a view's `scratch`), its reward and its state
+    credit Φ(s_n)."""
+    log = step_log(conn)
+    if log is None:
+        return {"steps": [], "step_log": False}
+    steps = log.steps()
+    counts = log.change_counts()
+    changes = log.changes() if rows else {}
+    verified = verify_state(
+        env=env,
+        gold=gold,
+        engine=conn,  # type: ignore[arg-type]  # a Session binds either
+        task=task,
+        response=response_of_steps(steps),
+        diff_limit=0,
+    )
     rewards = verified.get("step_rewards") or [None] * len(steps)
     out = []
     for step, reward in zip(steps, rewards, strict=True):
@@ -74,7 +78,7 @@ def timeline(
         }
         if rows:
             entry["changes"] = [
-                {"table": c.table, "op": c.op, "before": c.before, "after": c.after}
+                {"table": c.table, "op": c.op, "before": _plain(c.before), "after": _plain(c.after)}
                 for c in changes.get(step.idx, [])
             ]
         out.append(entry)

@@ -211,6 +211,13 @@ class Inspector:
         with self.view.connect(record) as conn:
             yield conn
 
+    @contextmanager
+    def scratch(self, record: SessionRecord) -> Iterator[Connection]:
+        """A connection on the session's state where its step log can be read and undone,
+        nothing kept (`ReadOnlyView.scratch`): what a timeline's step rewards need."""
+        with self.view.scratch(record, self.env_of(record)) as conn:
+            yield conn
+
     # --- views -------------------------------------------------------------------------------
     def tables(self, record: SessionRecord) -> dict[str, Any]:
         env = self.env_of(record)

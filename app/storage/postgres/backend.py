@@ -18,7 +18,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -279,13 +279,29 @@ class PgView:
             ).first()
         return row is not None
 
+    def connect(self, record: SessionRecord) -> AbstractContextManager[Connection]:
+        return self._transaction(record, read_only=True)
+
     @contextmanager
-    def connect(self, record: SessionRecord) -> Iterator[Connection]:
+    def scratch(self, record: SessionRecord, env: Environment) -> Iterator[Connection]:
+        # Not READ ONLY: step rewards may undo the log (in a savepoint); all is rolled back.
+        with self._transaction(record, read_only=False) as conn:
+            conn.info[LOG_READER] = step_log_reader(env.metadata)
+            try:
+                yield conn
+            finally:
+                conn.info.pop(LOG_READER, None)
+
+    @contextmanager
+    def _transaction(self, record: SessionRecord, *, read_only: bool) -> Iterator[Connection]:
+        """A transaction on the session's schema (it takes the session's lock: db.make_engine),
+        checked to be the record's environment, rolled back at the end."""
         if not self.present(record):
             raise NotOnDisk(f"session {record.id} has no schema (removed by retention or gc?)")
         with session_connection(self.engine, self.names.session(record.id)) as conn:
             with conn.begin() as transaction:
-                conn.exec_driver_sql("SET TRANSACTION READ ONLY")
+                if read_only:
+                    conn.exec_driver_sql("SET TRANSACTION READ ONLY")
                 meta: dict[str, Any] = dict(
                     conn.exec_driver_sql(f"SELECT key, value FROM {META_TABLE}").all()
                 )

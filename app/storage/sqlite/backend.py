@@ -299,6 +299,18 @@ class SqliteView:
         with self.raw(record) as conn:
             return read_meta(conn)
 
+    @contextmanager
+    def scratch(self, record: SessionRecord, env: Environment) -> Iterator[Connection]:
+        conn = sqlite_db.memory_from_image(self.image(record))
+        bind = sqlite_db.bind_connection(conn, begin="BEGIN")
+        try:
+            with bind.begin() as transaction:
+                yield bind
+                transaction.rollback()
+        finally:
+            bind.close()
+            conn.close()
+
     def image(self, record: SessionRecord) -> bytes:
         """A consistent copy of the session database (rollback-journal mode, one file)."""
         with self.raw(record) as conn:
