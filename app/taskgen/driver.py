@@ -8,7 +8,6 @@ N that pass, so the output does not depend on `jobs`. A failing task is dropped 
 from __future__ import annotations
 
 import json
-import tempfile
 from collections import Counter
 from collections.abc import Callable, Generator, Iterator
 from concurrent.futures import ProcessPoolExecutor
@@ -63,12 +62,12 @@ class Request:
 _worker: dict[str, Any] = {}
 
 
-def _init(request: Request, data_dir: str) -> None:
+def _init(request: Request) -> None:
     gen = load_generator(request.env)
     pool = choices(gen, request.split, list(request.families) or None)
     if request.difficulties:
         pool = _probe(gen, request, pool)
-    _worker.update(gen=gen, pool=pool, validator=Validator(gen.env, Path(data_dir)))
+    _worker.update(gen=gen, pool=pool, validator=Validator(gen.env))
 
 
 def _probe(gen: Any, request: Request, pool: list[Choice]) -> list[Choice]:
@@ -111,41 +110,36 @@ def generate(
     summary = Summary()
     seen: set[str] = set()
     limit = MAX_ATTEMPTS_PER_TASK * request.count + 100
-    with tempfile.TemporaryDirectory(prefix="stategym-gen-") as tmp:
-        rounds = _rounds(request, jobs, tmp, limit)
-        for cand in rounds:
-            if summary.written >= request.count:
-                break
-            summary.attempts += 1
-            if cand.reason == "filtered":
-                summary.filtered += 1
-                continue
-            if cand.task is None:
-                summary.dropped[cand.reason] += 1
-                continue
-            if cand.key in seen:
-                summary.dropped["duplicate"] += 1
-                continue
-            seen.add(cand.key)
-            task = cand.task
-            task["task_id"] = (
-                f"{request.env}-{request.split}-{request.seed}-{summary.written + 1:05d}"
-            )
-            summary.add(task)
-            advance(1)
-            yield task
-        rounds.close()
+    rounds = _rounds(request, jobs, limit)
+    for cand in rounds:
+        if summary.written >= request.count:
+            break
+        summary.attempts += 1
+        if cand.reason == "filtered":
+            summary.filtered += 1
+            continue
+        if cand.task is None:
+            summary.dropped[cand.reason] += 1
+            continue
+        if cand.key in seen:
+            summary.dropped["duplicate"] += 1
+            continue
+        seen.add(cand.key)
+        task = cand.task
+        task["task_id"] = f"{request.env}-{request.split}-{request.seed}-{summary.written + 1:05d}"
+        summary.add(task)
+        advance(1)
+        yield task
+    rounds.close()
     yield summary
 
 
-def _rounds(request: Request, jobs: int, tmp: str, limit: int) -> Generator[Candidate, None, None]:
+def _rounds(request: Request, jobs: int, limit: int) -> Generator[Candidate, None, None]:
     """Candidates in attempt order; each round asks for what is still missing plus a margin."""
     start, wanted, drawn, kept = 0, request.count, 0, 0
     if jobs <= 1:
-        _init(request, tmp)
-    pool = (
-        None if jobs <= 1 else ProcessPoolExecutor(jobs, initializer=_init, initargs=(request, tmp))
-    )
+        _init(request)
+    pool = None if jobs <= 1 else ProcessPoolExecutor(jobs, initializer=_init, initargs=(request,))
     try:
         while start < limit:
             # What is missing at the share of attempts kept so far (19 in 20 before any), plus a

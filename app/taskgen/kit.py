@@ -10,18 +10,14 @@ from __future__ import annotations
 import json
 import random
 import re
-import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy.orm import Session
 
-from app.runtime.replay import base_image
-from app.runtime.runner import run_tool
-from app.sdk.environment import Environment, ToolContext
-from app.storage.seeding import apply_seed, parse_now
-from app.storage.sqlite import db as sqlite_db
+from app.sdk.environment import Environment
+from app.taskgen.gold_run import bound, gold_run, run_calls
 
 # build(index, family, variant k, rng, names) -> one self-checked task row.
 BuildTask = Callable[[int, Any, int, random.Random, list[tuple[str, str]]], dict[str, Any]]
@@ -54,17 +50,6 @@ def call(env: Environment, name: str, **arguments: Any) -> dict[str, Any]:
     return {"name": name, "arguments": full}
 
 
-def clone(image: bytes) -> sqlite3.Connection:
-    """A private in-memory database holding `image`, configured like every session connection.
-
-    `image` must come from serializing an in-memory database (as every image here does), so it
-    is already in rollback-journal mode: `sqlite_db.memory_from_image` would copy it twice more
-    to make sure (≈ 1 ms per clone for retail, three clones per generated task)."""
-    conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
-    conn.deserialize(image)
-    return sqlite_db.configure(conn, wal=False)
-
-
 class GoldFailed(AssertionError):
     """A gold call of a story returned an error: the story is dropped."""
 
@@ -73,51 +58,33 @@ def check_task(
     env: Environment, task: dict[str, Any], draft: Draft, *, invariants: bool = False
 ) -> list[Any]:
     """Replay the gold calls on base + seed through the framework's runner (what a session's
-    calls go through); returns each call's output.
+    calls go through; the run is kept for the validator, app/taskgen/gold_run.py); returns each
+    call's output.
 
     Every call must succeed; the state must change iff `draft.writes` (SQLite's count of rows
     written: the validator then checks the same in the verifier's terms, app/taskgen/validate);
     a `draft.forbidden` call must be refused with its code and change nothing; with
     `invariants`, the seeded and final states satisfy every invariant of the environment.
     """
-    seed = task["seed"]
-    conn = clone(base_image(env))
-    c = sqlite_db.bind_connection(conn, begin="BEGIN")
     label = f"{task['task_id']} ({task['family']})"
-    try:
-        with Session(bind=c) as db, db.begin():
-            apply_seed(db, env.metadata, seed)
-        if invariants:
+    run = gold_run(env, task["seed"], task["ground_truth"])
+    for i, (gold_call, outcome) in enumerate(zip(task["ground_truth"], run.outcomes, strict=True)):
+        if "error" in outcome:
+            raise GoldFailed(f"{label}: gold call {i} ({gold_call['name']}): {outcome}")
+    if invariants:
+        with bound(run.seeded) as c:
             _check_invariants(env, c, label, "seeded")
-        ctx = ToolContext(now=parse_now(seed.get("now"), env.default_now), session_id="replay")
-        written = conn.total_changes
-        outputs = []
-        for i, gold_call in enumerate(task["ground_truth"]):
-            outcome = _run(env, c, gold_call, ctx)
-            if "error" in outcome:
-                raise GoldFailed(f"{label}: gold call {i} ({gold_call['name']}): {outcome}")
-            outputs.append(outcome["output"])
-        changed = conn.total_changes != written
-        if invariants:
-            _check_invariants(env, c, label, "final")
-        if draft.forbidden is not None:
-            forbidden, code = draft.forbidden
-            outcome = _run(env, c, forbidden, ctx)
-            error = outcome.get("error") or {}
-            assert error.get("code") == code, f"{label}: {forbidden['name']} gave {outcome}"
-    finally:
-        c.close()
-        conn.close()
-    if changed != draft.writes:
+        _check_invariants(env, run.final, label, "final")  # reads only
+    if draft.forbidden is not None:
+        forbidden, code = draft.forbidden
+        with bound(run.final_image()) as c:  # the kept run's database is only ever read
+            outcome = run_calls(env, c, [forbidden], run.now)[0]
+        error = outcome.get("error") or {}
+        assert error.get("code") == code, f"{label}: {forbidden['name']} gave {outcome}"
+    if run.changed != draft.writes:
         what = "changed nothing" if draft.writes else "changed the state"
         raise AssertionError(f"{label}: gold {what}")
-    return outputs
-
-
-def _run(env: Environment, c: Any, gold_call: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
-    tool = env.tool_named(gold_call["name"])
-    assert tool is not None, gold_call["name"]
-    return run_tool(c, tool, gold_call["arguments"], ctx)
+    return [outcome["output"] for outcome in run.outcomes]
 
 
 def _check_invariants(env: Environment, c: Any, label: str, when: str) -> None:

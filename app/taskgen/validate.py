@@ -25,23 +25,13 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
-from collections.abc import Iterator
-from contextlib import contextmanager
-from datetime import datetime
-from pathlib import Path
 from typing import Any, cast
 
-from sqlalchemy import Connection
-from sqlalchemy.orm import Session
-
 from app.errors import StateGymError
-from app.runtime.runner import run_tool
 from app.runtime.tasks import TaskSpec, task_from_data
-from app.sdk.environment import Environment, ToolContext
-from app.storage.seeding import SeedError, apply_seed, parse_seed_now
-from app.storage.sqlite import db as sqlite_db
-from app.storage.sqlite.store import Store
-from app.taskgen.kit import clone
+from app.sdk.environment import Environment
+from app.storage.seeding import SeedError
+from app.taskgen.gold_run import bound, gold_run, run_calls, tracked_base
 from app.verify.diff import diff_states
 from app.verify.gold import GoldCache, GoldState
 from app.verify.session_verify import verify_state
@@ -78,15 +68,12 @@ def _gold_answer(task: TaskSpec) -> dict[str, Any]:
 
 
 class Validator:
-    """One per generation run (per worker process); holds the tracked base image and its keys."""
+    """One per generation run (per worker process); holds the tracked base's keys."""
 
-    def __init__(self, env: Environment, data_dir: Path) -> None:
+    def __init__(self, env: Environment) -> None:
         self.env = env
-        store = Store(data_dir, env, snapshot_cache_size=1)
         # The empty seed's snapshot: the template with change tracking installed, nothing written.
-        base = store.snapshot(task_from_data({"seed": None, "ground_truth": []}))
-        self.base_image = sqlite_db.as_legacy_image(base.image)  # what `clone` takes
-        with self._open(self.base_image) as (_conn, c), c.begin():
+        with bound(tracked_base(env)) as c, c.begin():
             # Read whole once (a pristine clone): kept by dump_state for every patch after it.
             dump_state(c, env.metadata.tables, env.compare)
             self.base_keys = {
@@ -97,16 +84,6 @@ class Validator:
             high = [k for k in keys if isinstance(k[0], int) and k[0] >= STORY_ID_FLOOR]
             if high:  # the base grew into the stories' ids: every generated task would be wrong
                 raise ValueError(f"{env.name} base table {name} has ids >= {STORY_ID_FLOOR}")
-
-    @contextmanager
-    def _open(self, image: bytes) -> Iterator[tuple[sqlite3.Connection, Connection]]:
-        conn = clone(image)
-        c = sqlite_db.bind_connection(conn, begin="BEGIN")
-        try:
-            yield conn, c
-        finally:
-            c.close()
-            conn.close()
 
     def problem(self, task: dict[str, Any]) -> str | None:
         """Why the task must be dropped (a short reason, counted in the summary), or None.
@@ -123,14 +100,15 @@ class Validator:
     def _check(self, spec: TaskSpec, kind: str | None) -> str | None:
         env = self.env
         tables, compare = env.metadata.tables, env.compare
-        now = parse_seed_now((spec.seed or {}).get("now"), env.default_now)
-        with self._open(self.base_image) as (seeded, sc):
-            with Session(bind=sc) as db, db.begin():
-                apply_seed(db, env.metadata, spec.seed)
-            image = sqlite_db.image_of(seeded)
-            with sc.begin():
-                seed_state = dump_state(sc, tables, compare)
-            state, failures = self._replay(image, spec, now)
+        gold_calls = [{"name": c.name, "arguments": c.arguments} for c in spec.ground_truth]
+        # The first run: the story's self-check's when it ran in this process (gold_run.py).
+        first = gold_run(env, spec.seed, gold_calls)
+        with first.final.begin():
+            state = dump_state(first.final, tables, compare)
+        with bound(first.seeded) as again:
+            with again.begin():
+                seed_state = dump_state(again, tables, compare)
+            failures = first.failures
             gold = GoldState(seed_state, state, diff_states(seed_state, state, compare), failures)
             cache = cast(GoldCache, _OneTaskGold(gold))  # the two methods verify_state calls
             if failures:
@@ -140,23 +118,27 @@ class Validator:
                 return "gold changed nothing"
             if kind in ("read", "refusal") and gold.seed_to_gold:
                 return "gold changed the state"
-            with self._open(image) as (_, again):
-                self._run(again, spec, now)
-                result = verify_state(
-                    env=env,
-                    gold=cache,
-                    engine=again,  # type: ignore[arg-type]  # a Connection binds a Session too
-                    task=spec,
-                    response=_gold_answer(spec),
-                    diff_limit=3,
-                )
+            raw = again.connection.driver_connection
+            assert isinstance(raw, sqlite3.Connection)
+            written = raw.total_changes
             noop = verify_state(
                 env=env,
                 gold=cache,
-                engine=sc,  # type: ignore[arg-type]  # the seeded state, nothing written since
+                engine=again,  # type: ignore[arg-type]  # a Connection binds a Session too
                 task=spec,
                 response={"output": []},
                 diff_limit=0,
+            )
+            # Verify only reads: the database is still the seeded one for the second run.
+            assert raw.total_changes == written, "verify wrote to the database"
+            run_calls(env, again, gold_calls, first.now)  # the second run: always run here
+            result = verify_state(
+                env=env,
+                gold=cache,
+                engine=again,  # type: ignore[arg-type]
+                task=spec,
+                response=_gold_answer(spec),
+                diff_limit=3,
             )
         if result["verification"]["state_diff"]:
             return "not deterministic"
@@ -165,29 +147,6 @@ class Validator:
         if noop["reward"] != 0.0:
             return "no-op above 0"
         return None
-
-    def _run(self, c: Connection, spec: TaskSpec, now: datetime) -> list[dict[str, Any]]:
-        """The gold calls through the runner, as verify's gold replay runs them."""
-        ctx = ToolContext(now=now, session_id="gold", task_id=spec.task_id)
-        failures = []
-        for i, call in enumerate(spec.ground_truth):
-            tool = self.env.tool_named(call.name)
-            if tool is None:
-                failures.append({"index": i, "name": call.name, "error": "unknown tool"})
-                continue
-            outcome = run_tool(c, tool, call.arguments, ctx)
-            if "error" in outcome:
-                failures.append({"index": i, "name": call.name, "error": outcome["error"]})
-        return failures
-
-    def _replay(
-        self, image: bytes, spec: TaskSpec, now: datetime
-    ) -> tuple[DbState, tuple[dict[str, Any], ...]]:
-        with self._open(image) as (_, c):
-            failures = self._run(c, spec, now)
-            with c.begin():
-                state = dump_state(c, self.env.metadata.tables, self.env.compare)
-        return state, tuple(failures)
 
     def _collision(self, task: dict[str, Any]) -> str | None:
         tables = self.env.metadata.tables
