@@ -138,7 +138,7 @@ def _json_array(values: Iterable[Any]) -> str | None:
     """`values` as a JSON array that json_each reads back as the same values (SQLite only), or
     None when some value would not survive the trip (a float, bytes, a huge int: what an agent
     may have written into a reference column): the caller then binds them as they are."""
-    out = []
+    out: list[int | str] = []
     for value in values:
         if type(value) is int and _INT64[0] <= value < _INT64[1]:
             out.append(value)
