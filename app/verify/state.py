@@ -6,11 +6,12 @@ import json
 import logging
 import threading
 from bisect import bisect_left, insort_right
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, datetime
 from decimal import Decimal
-from functools import partial
+from functools import cached_property, partial
 from typing import Any
 
 from sqlalchemy import ColumnElement, Connection, Table, bindparam, func, literal_column, select
@@ -23,15 +24,48 @@ from app.verify.raw_values import UnreadableValue, plain_scalar, raw_column, rea
 log = logging.getLogger("stategym.verify")
 
 
+Row = tuple[Any, ...]
+
+
+@dataclass(frozen=True)
+class Patch:
+    """How a patched dump was made: `base` (a table read whole) less `removed`, plus `added`.
+    Two dumps patched from one base differ only among those rows (app/verify/diff.py)."""
+
+    base: TableState
+    removed: tuple[Row, ...]
+    added: tuple[Row, ...]
+
+
 @dataclass(frozen=True)
 class TableState:
     name: str
     columns: tuple[str, ...]
     key: tuple[str, ...]  # natural-key columns (a prefix of `columns`), () = match by content
-    rows: tuple[tuple[Any, ...], ...]  # normalised, sorted
+    rows: tuple[Row, ...]  # normalised, sorted (by repr)
+    origin: Patch | None = field(default=None, compare=False, repr=False)
 
-    def key_of(self, row: tuple[Any, ...]) -> tuple[Any, ...]:
+    def key_of(self, row: Row) -> tuple[Any, ...]:
         return row[: len(self.key)]
+
+    # Per table read whole, once (cached): what a diff of two dumps patched from it needs.
+    @cached_property
+    def row_counts(self) -> Counter[Row]:
+        return Counter(self.rows)
+
+    @cached_property
+    def key_counts(self) -> Counter[tuple[Any, ...]]:
+        width = len(self.key)
+        return Counter(row[:width] for row in self.rows)
+
+    @cached_property
+    def repeated_rows(self) -> int:
+        """How many distinct rows appear more than once."""
+        return sum(1 for n in self.row_counts.values() if n > 1)
+
+    @cached_property
+    def repeated_keys(self) -> int:
+        return sum(1 for n in self.key_counts.values() if n > 1)
 
 
 DbState = Mapping[str, TableState]
@@ -284,10 +318,12 @@ def _patched_table(
     contents read back in: a few indexed reads instead of the whole table."""
     table, spec = tables[name], compare.for_table(name)
     rows = list(base.rows)
+    removed = []
     for rowid in rowids:
         old = by_rowid.get(rowid)
         if old is not None:  # rows are sorted by repr, and equal reprs are equal rows
             del rows[bisect_left(rows, repr(old), key=repr)]
+            removed.append(old)
     columns = [table.c[c] for c in base.columns]
     reads = [reader(c, conn.dialect) for c in columns]
 
@@ -303,10 +339,11 @@ def _patched_table(
             ids.setdefault(target, set()).update(r[position] for r in raw_rows)
     refs = _reference_maps(conn, tables, compare, set(ids), ids)
     converters = _converters(base.columns, spec, refs, reads)
-    for raw in raw_rows:
-        row = tuple(f(v) for f, v in zip(converters, raw, strict=True))
+    added = [tuple(f(v) for f, v in zip(converters, raw, strict=True)) for raw in raw_rows]
+    for row in added:
         insort_right(rows, row, key=repr)
-    return TableState(base.name, base.columns, base.key, tuple(rows))
+    origin = Patch(base, tuple(removed), tuple(added))
+    return TableState(base.name, base.columns, base.key, tuple(rows), origin)
 
 
 @dataclass(frozen=True)
