@@ -153,7 +153,9 @@ def tracked_changes(conn: Any, tables: Iterable[str]) -> Changes | None:
     """
     if getattr(getattr(conn, "dialect", None), "name", "sqlite") != "sqlite":
         return None  # triggers and sqlite_master are SQLite's; other backends dump in full
-    run = conn.exec_driver_sql if hasattr(conn, "exec_driver_sql") else conn.execute
+    if hasattr(conn, "exec_driver_sql"):  # read on its sqlite3 connection: 5x cheaper a query
+        conn = conn.connection.driver_connection
+    run = conn.execute
     present = {
         row[0]
         for row in run(

@@ -101,6 +101,20 @@ def _read_raw(conn: Connection, columns: list[Any]) -> tuple[list[Any], list[Cal
     return [raw_column(c, dialect) for c in columns], [reader(c, dialect) for c in columns]
 
 
+# How to read each column, per (table, column names), on SQLite (whose dialect is one per
+# process): building a reader asks the type for its result processor (~5 us a column).
+_sqlite_readers: dict[tuple[Table, tuple[str, ...]], list[Callable[[Any], Any]]] = {}
+
+
+def _readers(conn: Connection, table: Table, names: tuple[str, ...]) -> list[Callable[[Any], Any]]:
+    if conn.dialect.name != "sqlite":
+        return [reader(table.c[c], conn.dialect) for c in names]
+    reads = _sqlite_readers.get((table, names))
+    if reads is None:
+        reads = _sqlite_readers[(table, names)] = [reader(table.c[c], conn.dialect) for c in names]
+    return reads
+
+
 def compared_columns(table: Table, spec: TableSpec, compare: CompareSpec) -> tuple[str, ...]:
     ignored = set(spec.ignore) | (set(compare.ignore_everywhere) - set(spec.key))
     names = [c.name for c in table.columns if c.name not in ignored]
@@ -127,7 +141,7 @@ def _reference_maps(
         if not key or len(pk) != 1:
             continue
         key_columns = [table.c[k] for k in key]
-        reads = [reader(c, conn.dialect) for c in key_columns]
+        reads = _readers(conn, table, tuple(key))
 
         def query(pk: Any = pk[0], key_columns: list[Any] = key_columns) -> Any:
             return select(pk, *_read_raw(conn, key_columns)[0])
@@ -283,7 +297,7 @@ def _dump_table(
 ) -> tuple[TableState, RowIndex | None]:
     """The whole table; with `index`, also which row each rowid holds (to patch it later)."""
     columns = compared_columns(table, spec, compare)
-    reads = [reader(table.c[c], conn.dialect) for c in columns]
+    reads = _readers(conn, table, columns)
     converters = _converters(columns, spec, refs, reads)
     index = index and _has_rowid(table)
 
@@ -325,7 +339,7 @@ def _patched_table(
             del rows[bisect_left(rows, repr(old), key=repr)]
             removed.append(old)
     columns = [table.c[c] for c in base.columns]
-    reads = [reader(c, conn.dialect) for c in columns]
+    reads = _readers(conn, table, base.columns)
 
     def query() -> Any:
         return select(*_read_raw(conn, columns)[0]).where(_ROWID.in_(_JSON_VALUES))
