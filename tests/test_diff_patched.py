@@ -66,3 +66,50 @@ def test_patched_diff_equals_whole_table_diff(key: tuple[str, ...]) -> None:
                 slow.removed,
                 slow.changed,
             ), (base.rows, before.rows, after.rows)
+
+
+def test_vocabulary_of_patched_states_equals_a_whole_read() -> None:
+    """The names vocabulary (answer hedging) of seeded states patched from the snapshot's dump,
+    computed from the base's cached counts and the patch, equals one computed from every row."""
+    from app.taskgen.draw import choices, draw
+    from app.taskgen.gold_run import bound, gold_run
+    from app.taskgen.registry import load_generator
+    from app.taskgen.validate import Validator
+    from app.verify.answers import _MAX_VALUE_CHARS, _WORD, _norm, _vocabulary
+    from app.verify.state import dump_state
+
+    def whole(state: dict[str, TableState]) -> dict[tuple[str, str], frozenset[tuple[str, ...]]]:
+        vocab = {}
+        for table in state.values():
+            for i, column in enumerate(table.columns):
+                values = {
+                    tuple(_WORD.findall(_norm(row[i])))
+                    for row in table.rows
+                    if isinstance(row[i], str)
+                    and len(row[i]) <= _MAX_VALUE_CHARS
+                    and "@" not in row[i]
+                }
+                values.discard(())
+                if len(values) > 1:
+                    vocab[(table.name, column)] = frozenset(values)
+        return vocab
+
+    gen = load_generator("retail")
+    env = gen.env
+    Validator(env)  # dumps the tracked base once: the states below are patched from it
+    pool = choices(gen, "train", None)
+    patched = 0
+    for i in range(12):
+        task = draw(gen, "train", 7, i, pool).task
+        if task is None:
+            continue
+        run = gold_run(env, task["seed"], task["ground_truth"])
+        with bound(run.seeded) as c, c.begin():
+            seeded = dump_state(c, env.metadata.tables, env.compare)
+        with run.final.begin():
+            final = dump_state(run.final, env.metadata.tables, env.compare)
+        for state in (seeded, final):
+            patched += sum(t.origin is not None for t in state.values())
+            assert _vocabulary(state) == whole(dict(state))
+            assert list(_vocabulary(state)) == list(whole(dict(state)))
+    assert patched

@@ -67,7 +67,7 @@ def _init(request: Request) -> None:
     pool = choices(gen, request.split, list(request.families) or None)
     if request.difficulties:
         pool = _probe(gen, request, pool)
-    _worker.update(gen=gen, pool=pool, validator=Validator(gen.env))
+    _worker.update(gen=gen, pool=pool, validator=Validator(gen.env), verdicts={})
 
 
 def _probe(gen: Any, request: Request, pool: list[Choice]) -> list[Choice]:
@@ -87,6 +87,7 @@ def _probe(gen: Any, request: Request, pool: list[Choice]) -> list[Choice]:
 
 def _run(request: Request, attempts: range) -> list[Candidate]:
     gen, pool, validator = _worker["gen"], _worker["pool"], _worker["validator"]
+    verdicts: dict[tuple[str, str, str], str] = _worker["verdicts"]
     out = []
     for i in attempts:
         cand = draw(gen, request.split, request.seed, i, pool)
@@ -94,8 +95,14 @@ def _run(request: Request, attempts: range) -> list[Candidate]:
             if request.difficulties and cand.task["difficulty"] not in request.difficulties:
                 cand.task, cand.reason = None, "filtered"
             else:
-                # Duplicates are decided in the parent, in attempt order.
-                cand.reason = validator.problem(cand.task) or ""
+                # Duplicates are decided in the parent, in attempt order; a story this worker
+                # validated before gets the same verdict (validation is a function of the
+                # content: the key, and the kinds that verify reads).
+                task = cand.task
+                seen = (cand.key, task["kind"], json.dumps(task.get("answer_kind")))
+                if seen not in verdicts:
+                    verdicts[seen] = validator.problem(task) or ""
+                cand.reason = verdicts[seen]
                 if cand.reason:
                     cand.task = None
         out.append(cand)

@@ -10,7 +10,9 @@ from __future__ import annotations
 import json
 import random
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -103,6 +105,24 @@ def _tool_schemas(env: Environment) -> list[dict[str, Any]]:
     return _SCHEMAS[env.name]
 
 
+_self_check: ContextVar[bool] = ContextVar("taskgen_self_check", default=True)
+
+
+@contextmanager
+def without_self_check() -> Iterator[None]:
+    """Build stories without replaying their gold (`build_row` returns the unchecked row).
+
+    For a distractor: what it adds to a task is its seed, and the merged task is checked as a
+    whole (its gold's results unchanged, then every validation); its own gold is never run
+    by anyone, so replaying it (a seed and a gold run, ≈ a tenth of a generated task's time)
+    checked nothing the task depends on."""
+    token = _self_check.set(False)
+    try:
+        yield
+    finally:
+        _self_check.reset(token)
+
+
 def build_row(
     env: Environment,
     index: int,
@@ -113,7 +133,8 @@ def build_row(
     after: Callable[[dict[str, Any], list[Any]], None] | None = None,
 ) -> dict[str, Any]:
     """The self-checked task row of story `index`: `after(task, outputs)` adds the
-    environment's own checks (lookups that must find one account, slots that must match)."""
+    environment's own checks (lookups that must find one account, slots that must match, an
+    answer for a read-only task), on the finished row."""
     task: dict[str, Any] = {
         "task_id": f"{env.name}-{index:03d}",
         "env": env.name,
@@ -132,14 +153,16 @@ def build_row(
     # Checked as it will be read back: JSON keeps the seed's table order (parents first),
     # which apply_seed relies on, so keys are never sorted.
     task = json.loads(json.dumps(task))
+    if not _self_check.get():
+        return task  # a distractor's story: only its seed and people are used (distract.py)
     outputs = check_task(env, task, draft, invariants=invariants)
-    if after is not None:
-        after(task, outputs)
     expected = list(draft.expected or [])
     if draft.expect_from is not None:
         expected += draft.expect_from(outputs)
     if expected:
         task["expected_outputs"] = expected
+    if after is not None:
+        after(task, outputs)
     return task
 
 
