@@ -113,3 +113,45 @@ def test_vocabulary_of_patched_states_equals_a_whole_read() -> None:
             assert _vocabulary(state) == whole(dict(state))
             assert list(_vocabulary(state)) == list(whole(dict(state)))
     assert patched
+
+
+@pytest.mark.parametrize("env_name", ["retail", "airline", "ledger", "sql", "workplace"])
+def test_dumps_after_a_rebase_equal_whole_reads(env_name: str) -> None:
+    """A generated task's seeded state is dumped once and becomes the base of later dumps
+    (app/verify/state.py `rebase`): the gold's and a second run's dumps, patched from it, and
+    their diffs equal whole reads of the same databases."""
+    from app.taskgen.draw import choices, draw
+    from app.taskgen.gold_run import bound, gold_run, run_calls
+    from app.taskgen.registry import load_generator
+    from app.verify.diff import diff_states, summarize
+    from app.verify.state import dump_state
+
+    gen = load_generator(env_name)
+    env = gen.env
+    tables, compare = env.metadata.tables, env.compare
+    pool = choices(gen, "train", None)
+    checked = 0
+    for i in range(8):
+        task = draw(gen, "train", 3, i, pool).task
+        if task is None:
+            continue
+        run = gold_run(env, task["seed"], task["ground_truth"])
+        with bound(run.seeded) as again, again.begin():
+            seeded = dump_state(again, tables, compare)
+            assert seeded == run.seed_state == dump_state(again, tables, compare, reuse=False)
+        with run.final.begin():
+            final = dump_state(run.final, tables, compare)
+            assert final == dump_state(run.final, tables, compare, reuse=False)
+        with bound(run.seeded) as again:
+            run_calls(env, again, task["ground_truth"], run.now)
+            with again.begin():
+                second = dump_state(again, tables, compare)
+                assert second == dump_state(again, tables, compare, reuse=False)
+        whole = {n: _whole(t) for n, t in final.items()}
+        seed_whole = {n: _whole(t) for n, t in run.seed_state.items()}
+        assert summarize(diff_states(run.seed_state, final, compare), 5) == summarize(
+            diff_states(seed_whole, whole, compare), 5
+        )
+        assert not diff_states(final, second, compare)
+        checked += 1
+    assert checked

@@ -135,6 +135,18 @@ def install_change_tracking(
     write_meta(conn, {"change_tracking": TRACKING_VERSION})
 
 
+def reset_change_tracking(conn: Any, snapshot: str) -> str:
+    """Forget what the database wrote so far and rename it snapshot `snapshot` (its template
+    kept): from here on it tracks changes as a snapshot taken now would. Returns the tracking
+    key "<template>:<snapshot>" (`Changes.snapshot`). `conn`: as for `tracked_changes`."""
+    if hasattr(conn, "exec_driver_sql"):
+        conn = conn.connection.driver_connection
+    conn.execute(f"DELETE FROM {CHANGES_TABLE}")
+    conn.execute(f"DELETE FROM {ROWS_TABLE}")
+    write_meta(conn, {"snapshot": snapshot})
+    return f"{read_meta(conn).get('template')}:{snapshot}"
+
+
 @dataclass(frozen=True)
 class Changes:
     """What a session database wrote since the snapshot it was cloned from."""

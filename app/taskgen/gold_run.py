@@ -21,6 +21,7 @@ tracking alone, ≈ 1.4 ms with the step log too) and of every seeded or written
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
@@ -39,6 +40,7 @@ from app.sdk.environment import Environment, ToolContext
 from app.storage.seeding import apply_seed, parse_seed_now
 from app.storage.sqlite import db as sqlite_db
 from app.storage.sqlite.store import snapshot_image, template_image
+from app.verify.state import DbState, dump_state, rebase
 
 
 @dataclass(frozen=True)
@@ -48,6 +50,7 @@ class GoldRun:
     (`{"output": ...}` or `{"error": ...}`; every call runs, as verify's gold replay does)."""
 
     seeded: bytes
+    seed_state: DbState  # the verifier's dump of the seeded database (its tracking starts here)
     final: Connection
     names: tuple[str, ...]  # the calls' tool names
     outcomes: tuple[dict[str, Any], ...]
@@ -80,13 +83,17 @@ _runs: LRU[tuple[str, str], GoldRun] = LRU(4, on_evict=lambda _key, run: run.clo
 
 
 def tracked_base(env: Environment) -> bytes:
-    """The environment's template with change tracking installed, nothing seeded (built once per
-    process; the validator dumps it whole once)."""
+    """The environment's template with change tracking installed, nothing seeded (built, and
+    dumped whole, once per process)."""
     image = _tracked.get(env.name)
     if image is None:
         key = "taskgen-" + task_from_data({"seed": None, "ground_truth": []}).snapshot_key
         built = snapshot_image(env, template_image(env), None, key, env.default_now, step_log=False)
-        image = _tracked[env.name] = sqlite_db.as_legacy_image(built)
+        image = sqlite_db.as_legacy_image(built)
+        with bound(image) as c, c.begin():
+            # Nothing written yet: the dump is kept, and every seeded state patches it.
+            dump_state(c, env.metadata.tables, env.compare)
+        _tracked[env.name] = image
     return image
 
 
@@ -151,6 +158,12 @@ def gold_run(
     try:
         with Session(bind=c) as db, db.begin():
             apply_seed(db, env.metadata, seed)
+        with c.begin():
+            # Dumped once, by patching the base's dump with the seed's rows; from here on the
+            # database (and each clone of its image) tracks only what the calls write, so its
+            # dumps patch this one with those few rows (app/verify/state.py `rebase`).
+            seeded_key = "taskgen-seed-" + hashlib.sha256(key[1].encode()).hexdigest()[:32]
+            seed_state = rebase(c, env.metadata.tables, env.compare, seeded_key)
         seeded = raw.serialize()
         written = raw.total_changes
         outcomes = run_calls(env, c, gold, now)
@@ -159,6 +172,7 @@ def gold_run(
         raw.close()
         raise
     names = tuple(str(call["name"]) for call in gold)
-    run = GoldRun(seeded, c, names, tuple(outcomes), raw.total_changes != written, now)
+    changed = raw.total_changes != written
+    run = GoldRun(seeded, seed_state, c, names, tuple(outcomes), changed, now)
     _runs.put(key, run)
     return run

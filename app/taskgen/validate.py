@@ -72,10 +72,8 @@ class Validator:
 
     def __init__(self, env: Environment) -> None:
         self.env = env
-        # The empty seed's snapshot: the template with change tracking installed, nothing written.
+        # The template with change tracking installed, nothing written (dumped whole once).
         with bound(tracked_base(env)) as c, c.begin():
-            # Read whole once (a pristine clone): kept by dump_state for every patch after it.
-            dump_state(c, env.metadata.tables, env.compare)
             self.base_keys = {
                 name: {tuple(r) for r in c.exec_driver_sql(_pk_query(table)).fetchall()}
                 for name, table in env.metadata.tables.items()
@@ -105,9 +103,8 @@ class Validator:
         first = gold_run(env, spec.seed, gold_calls)
         with first.final.begin():
             state = dump_state(first.final, tables, compare)
+        seed_state = first.seed_state
         with bound(first.seeded) as again:
-            with again.begin():
-                seed_state = dump_state(again, tables, compare)
             failures = first.failures
             gold = GoldState(seed_state, state, diff_states(seed_state, state, compare), failures)
             cache = cast(GoldCache, _OneTaskGold(gold))  # the two methods verify_state calls

@@ -18,7 +18,7 @@ from sqlalchemy import ColumnElement, Connection, Table, bindparam, func, litera
 
 from app.runtime.lru import LRU
 from app.sdk.compare_spec import CompareSpec, TableSpec
-from app.storage.meta import Changes, tracked_changes
+from app.storage.meta import Changes, reset_change_tracking, tracked_changes
 from app.verify.raw_values import UnreadableValue, plain_scalar, raw_column, reader
 
 log = logging.getLogger("stategym.verify")
@@ -327,9 +327,10 @@ def _patched_table(
     base: TableState,
     by_rowid: RowIndex,
     rowids: frozenset[int],
-) -> TableState:
+) -> tuple[TableState, RowIndex]:
     """`base` (the snapshot's dump) with the rows at `rowids` taken out and their current
-    contents read back in: a few indexed reads instead of the whole table."""
+    contents read back in: a few indexed reads instead of the whole table. Also the patched
+    table's rowid index (`by_rowid` with those rowids rewritten)."""
     table, spec = tables[name], compare.for_table(name)
     rows = list(base.rows)
     removed = []
@@ -342,22 +343,48 @@ def _patched_table(
     reads = _readers(conn, table, base.columns)
 
     def query() -> Any:
-        return select(*_read_raw(conn, columns)[0]).where(_ROWID.in_(_JSON_VALUES))
+        return select(_ROWID, *_read_raw(conn, columns)[0]).where(_ROWID.in_(_JSON_VALUES))
 
     param = json.dumps(sorted(rowids))  # rowids are integers: always one JSON parameter
     raw_rows = list(_execute(conn, ("rows", table, base.columns), query, (param,)))
     ids: dict[str, set[Any]] = {}
-    for position, column in enumerate(base.columns):
+    for position, column in enumerate(base.columns, 1):
         target = spec.references.get(column)
         if target is not None:
             ids.setdefault(target, set()).update(r[position] for r in raw_rows)
     refs = _reference_maps(conn, tables, compare, set(ids), ids)
     converters = _converters(base.columns, spec, refs, reads)
-    added = [tuple(f(v) for f, v in zip(converters, raw, strict=True)) for raw in raw_rows]
+    now = {
+        raw[0]: tuple(f(v) for f, v in zip(converters, raw[1:], strict=True)) for raw in raw_rows
+    }
+    added = list(now.values())
     for row in added:
         insort_right(rows, row, key=repr)
     origin = Patch(base, tuple(removed), tuple(added))
-    return TableState(base.name, base.columns, base.key, tuple(rows), origin)
+    if base.origin is not None:  # a patch of a patch: one patch of the table read whole
+        first = base.origin
+        origin = Patch(first.base, first.removed + origin.removed, first.added + origin.added)
+    patched = TableState(base.name, base.columns, base.key, tuple(rows), origin)
+    return patched, _Rewritten(by_rowid, now, rowids)
+
+
+class _Rewritten(Mapping[int, Row]):
+    """A rowid index with some rowids rewritten: `now` holds those that still exist."""
+
+    def __init__(self, base: RowIndex, now: dict[int, Row], rewritten: frozenset[int]):
+        self._base, self._now, self._rewritten = base, now, rewritten
+
+    def __getitem__(self, rowid: int) -> Row:
+        if rowid in self._rewritten:
+            return self._now[rowid]
+        return self._base[rowid]
+
+    def __iter__(self) -> Iterator[int]:
+        yield from self._now
+        yield from (r for r in self._base if r not in self._rewritten)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
 
 
 @dataclass(frozen=True)
@@ -395,6 +422,18 @@ def dump_state(
     With `reuse` (the default) a database that tracks its changes is dumped by patching its
     snapshot's dump; `reuse=False` reads every table whole (what tests compare it against).
     """
+    return _dump(conn, tables, compare, reuse=reuse)[0]
+
+
+def _dump(
+    conn: Connection,
+    tables: Mapping[str, Table],
+    compare: CompareSpec,
+    *,
+    reuse: bool = True,
+    indexed: bool = False,
+) -> tuple[DbState, dict[str, RowIndex]]:
+    """`dump_state`, and with `indexed` the rowid index of every table that has rowids."""
     names = [n for n in sorted(tables) if compare.for_table(n).compared]
     tracked = tracked_changes(conn, tables) if reuse else None
     pristine: _Pristine | None = None
@@ -404,7 +443,7 @@ def dump_state(
         if entry is not None and entry.compare is compare:
             pristine = entry
     if pristine is None:
-        return _dump_all(conn, tables, compare, names, tracked)
+        return _dump_all(conn, tables, compare, names, tracked, indexed=indexed)
     assert tracked is not None  # a pristine entry is only found for a tracked database
     changed, rows = tracked.tables, tracked.rows or {}
     rekeyed = _rekeyed(compare, names, changed)
@@ -422,11 +461,14 @@ def dump_state(
     wanted = {ref for n in whole for ref in compare.for_table(n).references.values()}
     refs = _reference_maps(conn, tables, compare, wanted)
     state: dict[str, TableState] = {}
+    indexes: dict[str, RowIndex] = {}
     for name in names:
+        found: RowIndex | None
         if name in whole:
-            state[name] = _dump_table(conn, tables[name], compare.for_table(name), compare, refs)[0]
+            spec = compare.for_table(name)
+            state[name], found = _dump_table(conn, tables[name], spec, compare, refs, index=indexed)
         elif name in patch:
-            state[name] = _patched_table(
+            state[name], found = _patched_table(
                 conn,
                 tables,
                 name,
@@ -436,13 +478,34 @@ def dump_state(
                 patch[name],
             )
         else:
-            state[name] = pristine.state[name]
+            state[name], found = pristine.state[name], pristine.indexes.get(name)
+        if found is not None:
+            indexes[name] = found
     disagree = _miscounted(conn, tables, [n for n in names if n not in whole], state)
     if disagree:
         # A write the tracking missed (it records every path we know of; this is the backstop):
         # the reused dumps cannot be trusted, so every table is read whole.
         log.warning("change tracking missed writes to %s; reading every table", disagree)
-        return _dump_all(conn, tables, compare, names, None)
+        return _dump_all(conn, tables, compare, names, None, indexed=indexed)
+    return state, indexes
+
+
+def rebase(
+    conn: Connection, tables: Mapping[str, Table], compare: CompareSpec, snapshot: str
+) -> DbState:
+    """Dump a database that tracks its rows' changes (SQLite), then make that dump the
+    pristine dump of a new snapshot `snapshot`: the change records are cleared and the database
+    renamed, so later dumps of it (and of its clones) patch this dump with only what is written
+    from now on. For a state many dumps start from (a generated task's seeded state: the gold
+    and its second run write a few rows of it, app/taskgen/gold_run.py). In the caller's
+    transaction, which must commit for the new tracking to hold."""
+    tracked = tracked_changes(conn, tables)
+    if tracked is None or tracked.rows is None:
+        raise ValueError("rebase needs a database that tracks the rows it writes")
+    state, indexes = _dump(conn, tables, compare, indexed=True)
+    key = reset_change_tracking(conn, snapshot)
+    with _pristine_lock:
+        _pristine.put((key, id(compare)), _Pristine(compare, state, indexes))
     return state
 
 
@@ -471,7 +534,9 @@ def _dump_all(
     compare: CompareSpec,
     names: list[str],
     tracked: Changes | None,
-) -> DbState:
+    *,
+    indexed: bool = False,
+) -> tuple[DbState, dict[str, RowIndex]]:
     """Every table read whole; a pristine clone's dump is kept (with rowid indexes) for reuse."""
     pristine = tracked is not None and not tracked.tables
     refs = _reference_maps(conn, tables, compare)
@@ -479,10 +544,12 @@ def _dump_all(
     indexes: dict[str, RowIndex] = {}
     for name in names:
         spec = compare.for_table(name)
-        state[name], index = _dump_table(conn, tables[name], spec, compare, refs, index=pristine)
+        state[name], index = _dump_table(
+            conn, tables[name], spec, compare, refs, index=pristine or indexed
+        )
         if index is not None:
             indexes[name] = index
     if pristine and tracked is not None:
         with _pristine_lock:
             _pristine.put((tracked.snapshot, id(compare)), _Pristine(compare, state, indexes))
-    return state
+    return state, indexes
