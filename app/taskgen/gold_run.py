@@ -46,8 +46,9 @@ from app.verify.state import DbState, dump_state, rebase
 @dataclass(frozen=True)
 class GoldRun:
     """Base + seed (`seeded`, an image to clone), then the gold calls: the database they left
-    (`final`, open; read it, never write it) and each call's `run_tool` outcome
-    (`{"output": ...}` or `{"error": ...}`; every call runs, as verify's gold replay does)."""
+    (`final`, open: read it; whoever writes it must `forget` the run) and each call's
+    `run_tool` outcome (`{"output": ...}` or `{"error": ...}`; every call runs, as verify's gold
+    replay does)."""
 
     seeded: bytes
     seed_state: DbState  # the verifier's dump of the seeded database (its tracking starts here)
@@ -65,11 +66,6 @@ class GoldRun:
             for i, (name, outcome) in enumerate(zip(self.names, self.outcomes, strict=True))
             if "error" in outcome
         )
-
-    def final_image(self) -> bytes:
-        raw = self.final.connection.driver_connection
-        assert isinstance(raw, sqlite3.Connection)
-        return raw.serialize()
 
     def close(self) -> None:
         raw = self.final.connection.driver_connection
@@ -142,12 +138,23 @@ def run_calls(
     return outcomes
 
 
+def forget(env: Environment, seed: Any, gold: Sequence[Mapping[str, Any]]) -> None:
+    """Drop the kept run of (seed, gold), if any (its database was written after the gold)."""
+    run = _runs.pop(_key(env, seed, gold))
+    if run is not None:
+        run.close()
+
+
+def _key(env: Environment, seed: Any, gold: Sequence[Mapping[str, Any]]) -> tuple[str, str]:
+    return env.name, json.dumps([seed, gold], ensure_ascii=False)
+
+
 def gold_run(
     env: Environment, seed: Mapping[str, Any] | None, gold: Sequence[Mapping[str, Any]]
 ) -> GoldRun:
     """The run of `gold` on base + `seed` (this process's last few are kept). Raises what
     seeding raises (SeedError, a constraint the seed breaks)."""
-    key = (env.name, json.dumps([seed, gold], ensure_ascii=False))
+    key = _key(env, seed, gold)
     cached = _runs.get(key)
     if cached is not None:
         return cached

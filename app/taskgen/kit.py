@@ -19,7 +19,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from app.sdk.environment import Environment
-from app.taskgen.gold_run import bound, gold_run, run_calls
+from app.taskgen.gold_run import bound, forget, gold_run, run_calls
 
 # build(index, family, variant k, rng, names) -> one self-checked task row.
 BuildTask = Callable[[int, Any, int, random.Random, list[tuple[str, str]]], dict[str, Any]]
@@ -79,9 +79,12 @@ def check_task(
         _check_invariants(env, run.final, label, "final")  # reads only
     if draft.forbidden is not None:
         forbidden, code = draft.forbidden
-        with bound(run.final_image()) as c:  # the kept run's database is only ever read
-            outcome = run_calls(env, c, [forbidden], run.now)[0]
+        # On the kept run's database: a refused call is rolled back (run_tool), so it stays the
+        # gold's final state; a call not refused fails the story, and the run is dropped.
+        outcome = run_calls(env, run.final, [forbidden], run.now)[0]
         error = outcome.get("error") or {}
+        if error.get("code") != code:
+            forget(env, task["seed"], task["ground_truth"])
         assert error.get("code") == code, f"{label}: {forbidden['name']} gave {outcome}"
     if run.changed != draft.writes:
         what = "changed nothing" if draft.writes else "changed the state"
