@@ -108,6 +108,19 @@ def _tool_schemas(env: Environment) -> list[dict[str, Any]]:
     return _SCHEMAS[env.name]
 
 
+def read_back(task: dict[str, Any]) -> dict[str, Any]:
+    """`task` as its JSON line reads back (key order kept). The tool schemas, JSON already and
+    one list for every task of an environment (`_tool_schemas`), are shared, not copied: they
+    were more than half of each task's bytes, copied twice per draw."""
+    params = task.get("responses_create_params")
+    if not isinstance(params, dict) or params.get("tools") is None:
+        copied: dict[str, Any] = json.loads(json.dumps(task))
+        return copied
+    copied = json.loads(json.dumps({**task, "responses_create_params": {**params, "tools": []}}))
+    copied["responses_create_params"]["tools"] = params["tools"]
+    return copied
+
+
 _self_check: ContextVar[bool] = ContextVar("taskgen_self_check", default=True)
 
 
@@ -155,7 +168,7 @@ def build_row(
     }
     # Checked as it will be read back: JSON keeps the seed's table order (parents first),
     # which apply_seed relies on, so keys are never sorted.
-    task = json.loads(json.dumps(task))
+    task = read_back(task)
     if not _self_check.get():
         return task  # a distractor's story: only its seed and people are used (distract.py)
     outputs = check_task(env, task, draft, invariants=invariants)
