@@ -32,8 +32,8 @@ LEGACY_SQLITE_IMPORTERS = {
     # Replays (reverify by replay, a session's timeline) run on in-memory SQLite images.
     "app.runtime.reverify",
     "app.runtime.timeline",
-    "app.taskgen.validate",
-    "app.taskgen.kit",  # stories are drafted on in-memory SQLite clones of the base image
+    # Stories are replayed and validated on in-memory SQLite clones of the tracked base image.
+    "app.taskgen.gold_run",
     # The runner's SQLite time limit and size cap (progress handler, max_page_count).
     "app.runtime.runner",
     # SQLite's "disk is full" mapped to the 507 answer (PostgreSQL reports its own errors).
