@@ -8,16 +8,18 @@ run), so a new entity never overwrites a base row; a seed row with a base row's 
 of that row (a variant's stock, the assistant's profile); no two seed rows share a key.
 
 Speed (the same checks as `tasks check`, without its per-task costs; bench/README.md):
-- **One base image per run**, with the change-tracking triggers of a snapshot installed *before*
-  any seed (`Store.snapshot` of the empty seed). Its dump is taken once. A task's seeded, gold
-  and no-op states are then dumped by `dump_state` *patching* that dump with the rows the seed
-  and the calls wrote (recorded by the triggers), instead of reading every base row per task
-  (a full dump was ≈ 120 ms of the ≈ 200 ms a task cost).
-- **Nothing touches the disk**: the seeded image lives in memory (serialize/deserialize, ≈ 1 ms),
-  no snapshot or gold file is written per task (`kit.clone`: no extra copies of the image).
-- **Statements are compiled once per process**: every clone is bound to the process-wide
-  engine (`sqlite_db.bind_connection`), where a per-clone engine recompiled every statement.
-- The seeded database itself serves as the no-op's final state (nothing writes to it).
+- **The first run is the story's own** (app/taskgen/gold_run.py): the seed is applied and the
+  gold run once per (seed, gold) in a process, through `run_tool`, on the **tracked base** (the
+  template with change tracking installed before any seed, dumped whole once per process); the
+  self-check, the distractor test and this validator share that run. The second run is always
+  made here, on a clone of the seeded image.
+- **Dumps patch a dump, diffs compare patches**: the seeded state is dumped once, by patching
+  the base's dump with the seed's rows, and becomes the base of the gold's and the second run's
+  dumps (`app.verify.state.rebase`), which read back only the rows the calls wrote; two dumps
+  patched from one base are diffed on the patched rows (app/verify/diff.py `_Delta`).
+- **Nothing touches the disk**, statements are compiled once per process (the process-wide
+  engine), and the seeded database serves as the no-op's final state before the second run
+  starts on it (verify only reads: checked).
 """
 
 from __future__ import annotations
