@@ -31,8 +31,8 @@ LEGACY_SQLITE_IMPORTERS = {
     "app.cli.reverify",  # offline reverify builds snapshots like `tasks check`
     # Reverify by replay runs on in-memory SQLite images.
     "app.runtime.reverify",
-    "app.taskgen.validate",
-    "app.taskgen.kit",  # stories are drafted on in-memory SQLite clones of the base image
+    # Stories are replayed and validated on in-memory SQLite clones of the tracked base image.
+    "app.taskgen.gold_run",
     # The runner's SQLite time limit and size cap (progress handler, max_page_count).
     "app.runtime.runner",
     # SQLite's "disk is full" mapped to the 507 answer (PostgreSQL reports its own errors).

@@ -116,7 +116,11 @@ def test_raw_cursor_dumps_are_identical_to_sqlalchemys(env_name, tmp_path, monke
 
     fast = dumps()
     state._sql_text.clear()
-    monkeypatch.setattr(state, "_execute", lambda conn, key, build: conn.execute(build()))
+
+    def through_sqlalchemy(conn: Any, key: Any, build: Any, params: tuple[Any, ...] = ()) -> Any:
+        return conn.execute(build(), {"ids": params[0]} if params else {})
+
+    monkeypatch.setattr(state, "_execute", through_sqlalchemy)
     monkeypatch.setattr(state, "_pristine", LRU(256))
     assert fast == dumps()
 

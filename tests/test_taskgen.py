@@ -211,7 +211,7 @@ def test_validator_drops_what_tasks_check_would_refuse(tmp_path: Path) -> None:
     pool = choices(gen, "train", ["cancel"])
     drawn = (draw(gen, "train", 1, i, pool).task for i in range(10))
     task = next(t for t in drawn if t is not None)
-    validator = Validator(gen.env, tmp_path)
+    validator = Validator(gen.env)
     assert validator.problem(task) is None
 
     no_write = copy.deepcopy(task)

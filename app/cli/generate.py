@@ -10,6 +10,7 @@ Byte-identical output for the same arguments (whatever --jobs); a progress bar a
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections import Counter
 from pathlib import Path
@@ -39,7 +40,10 @@ def generate_command(
     families: Annotated[
         list[str] | None, typer.Option("--families", help="Only these families (repeatable).")
     ] = None,
-    jobs: Annotated[int, typer.Option("--jobs", min=1, help="Worker processes.")] = 1,
+    jobs: Annotated[
+        int | None,
+        typer.Option("--jobs", min=1, help="Worker processes (default: one per core)."),
+    ] = None,
     shipped: Annotated[
         bool, typer.Option("--shipped", help="Write the shipped evaluation set instead.")
     ] = False,
@@ -79,7 +83,8 @@ def generate_command(
         bar = progress.add_task(f"{env} {split} seed {seed}", total=count)
         try:
             with out.open("w", encoding="utf-8", newline="\n") as fh:
-                for item in generate(request, jobs, lambda n: progress.advance(bar, n)):
+                workers = jobs or len(os.sched_getaffinity(0))  # the same bytes whatever it is
+                for item in generate(request, workers, lambda n: progress.advance(bar, n)):
                     if isinstance(item, Summary):
                         summary = item
                     else:

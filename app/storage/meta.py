@@ -136,6 +136,18 @@ def install_change_tracking(
     write_meta(conn, {"change_tracking": TRACKING_VERSION})
 
 
+def reset_change_tracking(conn: Any, snapshot: str) -> str:
+    """Forget what the database wrote so far and rename it snapshot `snapshot` (its template
+    kept): from here on it tracks changes as a snapshot taken now would. Returns the tracking
+    key "<template>:<snapshot>" (`Changes.snapshot`). `conn`: as for `tracked_changes`."""
+    if hasattr(conn, "exec_driver_sql"):
+        conn = conn.connection.driver_connection
+    conn.execute(f"DELETE FROM {CHANGES_TABLE}")
+    conn.execute(f"DELETE FROM {ROWS_TABLE}")
+    write_meta(conn, {"snapshot": snapshot})
+    return f"{read_meta(conn).get('template')}:{snapshot}"
+
+
 @dataclass(frozen=True)
 class Changes:
     """What a session database wrote since the snapshot it was cloned from."""
@@ -154,7 +166,9 @@ def tracked_changes(conn: Any, tables: Iterable[str]) -> Changes | None:
     """
     if getattr(getattr(conn, "dialect", None), "name", "sqlite") != "sqlite":
         return None  # triggers and sqlite_master are SQLite's; other backends dump in full
-    run = conn.exec_driver_sql if hasattr(conn, "exec_driver_sql") else conn.execute
+    if hasattr(conn, "exec_driver_sql"):  # read on its sqlite3 connection: 5x cheaper a query
+        conn = conn.connection.driver_connection
+    run = conn.execute
     present = {
         row[0]
         for row in run(

@@ -13,15 +13,18 @@ names are checked against the environment's metadata, so nothing from a task bec
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from datetime import UTC, date, datetime
 from typing import Any
 
 from sqlalchemy import (
+    Connection,
     Date,
     DateTime,
     Integer,
     MetaData,
+    String,
     Table,
     bindparam,
     insert,
@@ -124,6 +127,9 @@ def apply_seed(db: Session, metadata: MetaData, seed: Mapping[str, Any] | None) 
             f"seed.rows: unknown table(s) {unknown}; tables are {sorted(metadata.tables)}"
         )
     written = 0
+    # Core statements on the session's connection (its transaction): seed rows are no ORM
+    # objects, and the ORM's execution path cost as much again per statement.
+    conn = db.connection()
     for table in metadata.sorted_tables:
         if table.name not in rows_by_table:
             continue
@@ -132,7 +138,7 @@ def apply_seed(db: Session, metadata: MetaData, seed: Mapping[str, Any] | None) 
             raise SeedError(f"seed.rows.{table.name} must be a list of rows")
         checked = [_checked_row(table, raw) for raw in rows]
         try:
-            written += _upsert_rows(db, table, checked)
+            written += _upsert_rows(conn, table, checked)
         except (StatementError, ValueError, TypeError, OverflowError) as exc:
             # NOT NULL, foreign keys, CHECK, UNIQUE, types: the seed's fault, a 422.
             message = f"seed.rows.{table.name}: the database refused a row: {_why(exc)}"
@@ -145,7 +151,7 @@ def _why(exc: BaseException) -> str:
     return (str(reason).splitlines() or [type(reason).__name__])[0][:300]
 
 
-def _upsert_rows(db: Session, table: Table, rows: list[dict[str, Any]]) -> int:
+def _upsert_rows(db: Connection, table: Table, rows: list[dict[str, Any]]) -> int:
     """Upsert in the rows' order, in batches (one executemany per run of rows of the same kind
     and columns): a 10,000-row seed is a few statements, not 20,000."""
     pk = [c.name for c in table.primary_key.columns]
@@ -199,10 +205,16 @@ def _key_of(table: Table, pk: list[str], row: Mapping[str, Any]) -> tuple[Any, .
 
 
 def _existing_keys(
-    db: Session, table: Table, pk: list[str], rows: list[dict[str, Any]]
+    db: Connection, table: Table, pk: list[str], rows: list[dict[str, Any]]
 ) -> set[tuple[Any, ...]]:
-    """Which of the rows' primary keys the database holds already (one query per 500 keys)."""
+    """Which of the rows' primary keys the database holds already (one query per 500 keys;
+    on SQLite, one query of a statement compiled once, the keys a JSON array)."""
     keys = list({k for k in (_key_of(table, pk, row) for row in rows) if k is not None})
+    if not keys:
+        return set()
+    fast = _sqlite_existing(db, table, pk, keys)
+    if fast is not None:
+        return fast
     found: set[tuple[Any, ...]] = set()
     columns = [table.c[c] for c in pk]
     for i in range(0, len(keys), 500):
@@ -213,3 +225,30 @@ def _existing_keys(
             match = tuple_(*columns).in_(chunk)
         found.update(tuple(r) for r in db.execute(select(*columns).where(match)))
     return found
+
+
+def _sqlite_existing(
+    db: Connection, table: Table, pk: list[str], keys: list[tuple[Any, ...]]
+) -> set[tuple[Any, ...]] | None:
+    """`_existing_keys` for a one-column integer or text key on SQLite, whose values SQLite
+    returns as SQLAlchemy would (no result conversion); None otherwise."""
+    if db.dialect.name != "sqlite" or len(pk) != 1:
+        return None
+    column = table.c[pk[0]]
+    if not isinstance(column.type, Integer | String) or column.type.result_processor(
+        db.dialect, None
+    ):
+        return None
+    values = []
+    for (value,) in keys:
+        if type(value) is int or (type(value) is str and value.isascii() and "\x00" not in value):
+            values.append(value)
+        else:
+            return None  # JSON would not carry it back unchanged: bind it as it is
+    raw = db.connection.driver_connection
+    assert raw is not None
+    sql = (
+        f'SELECT "{column.name}" FROM "{table.name}" '
+        f'WHERE "{column.name}" IN (SELECT value FROM json_each(?))'
+    )
+    return {tuple(r) for r in raw.execute(sql, (json.dumps(values),)).fetchall()}

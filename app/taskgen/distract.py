@@ -13,8 +13,8 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-from app.runtime.replay import open_task_db, replay
-from app.taskgen.kit import TaskGenerator
+from app.taskgen.gold_run import gold_run
+from app.taskgen.kit import TaskGenerator, without_self_check
 
 STORY_ID_FLOOR = 100_000  # rows below it update base rows: a distractor never brings those
 
@@ -36,16 +36,15 @@ def similar_names(
 
 
 def gold_results(gen: TaskGenerator, task: dict[str, Any]) -> str | None:
+    """The gold calls' outputs on base + the task's seed (the self-check's run when the seed is
+    the story's own: app/taskgen/gold_run.py), or None when a call or the seed fails."""
     try:
-        db, now = open_task_db(gen.env, task["seed"])
+        run = gold_run(gen.env, task["seed"], task["ground_truth"])
     except Exception:  # the merged seed breaks a constraint (a unique name): no distractor
         return None
-    try:
-        return json.dumps(replay(db, gen.env, task["ground_truth"], now), default=str)
-    except Exception:  # a gold that fails here is the validator's to report
-        return None
-    finally:
-        db.close()
+    if any("error" in outcome for outcome in run.outcomes):
+        return None  # a gold that fails here is the validator's to report
+    return json.dumps([outcome["output"] for outcome in run.outcomes])
 
 
 def updates_base(task: dict[str, Any]) -> bool:
@@ -69,7 +68,8 @@ def add_distractor(
     """Merge a distractor story into `task` (in place) when it leaves the gold's results
     unchanged; returns the distractor's people (empty: none was added)."""
     try:
-        other = build_other()
+        with without_self_check():  # the merged task is what gets checked
+            other = build_other()
     except (AssertionError, LookupError, ValueError, IndexError):
         return []
     if updates_base(other):  # its base-row updates (balances, stock) assume the base alone

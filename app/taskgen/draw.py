@@ -7,13 +7,12 @@ tasks is harmless, and it is what lets two equal stories be found equal by conte
 
 from __future__ import annotations
 
-import json
 import random
 from dataclasses import dataclass
 from typing import Any
 
 from app.taskgen.distract import add_distractor, people_of, similar_names
-from app.taskgen.kit import TaskGenerator, answer_kind, difficulty, kind
+from app.taskgen.kit import TaskGenerator, answer_kind, difficulty, kind, read_back
 from app.taskgen.phrasing import rephrase
 from app.taskgen.splits import VOICES, Split, split_names, split_variants, voice
 from app.taskgen.validate import content_key
@@ -102,7 +101,7 @@ def draw(
     task["distractors"] = distractors
     task.update((k, v) for k, v in built.items() if k not in ("task_id", "env"))
     # Read back as it will be: JSON keeps the seed's parent-first table order.
-    return Candidate(attempt, json.loads(json.dumps(task)), key)
+    return Candidate(attempt, read_back(task), key)
 
 
 def _pair(person: str) -> tuple[str, str]:

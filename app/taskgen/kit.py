@@ -10,18 +10,16 @@ from __future__ import annotations
 import json
 import random
 import re
-import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy.orm import Session
 
-from app.runtime.replay import base_image
-from app.runtime.runner import run_tool
-from app.sdk.environment import Environment, ToolContext
-from app.storage.seeding import apply_seed, parse_now
-from app.storage.sqlite import db as sqlite_db
+from app.sdk.environment import Environment
+from app.taskgen.gold_run import bound, forget, gold_run, run_calls
 
 # build(index, family, variant k, rng, names) -> one self-checked task row.
 BuildTask = Callable[[int, Any, int, random.Random, list[tuple[str, str]]], dict[str, Any]]
@@ -54,17 +52,6 @@ def call(env: Environment, name: str, **arguments: Any) -> dict[str, Any]:
     return {"name": name, "arguments": full}
 
 
-def clone(image: bytes) -> sqlite3.Connection:
-    """A private in-memory database holding `image`, configured like every session connection.
-
-    `image` must come from serializing an in-memory database (as every image here does), so it
-    is already in rollback-journal mode: `sqlite_db.memory_from_image` would copy it twice more
-    to make sure (≈ 1 ms per clone for retail, three clones per generated task)."""
-    conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
-    conn.deserialize(image)
-    return sqlite_db.configure(conn, wal=False)
-
-
 class GoldFailed(AssertionError):
     """A gold call of a story returned an error: the story is dropped."""
 
@@ -73,51 +60,36 @@ def check_task(
     env: Environment, task: dict[str, Any], draft: Draft, *, invariants: bool = False
 ) -> list[Any]:
     """Replay the gold calls on base + seed through the framework's runner (what a session's
-    calls go through); returns each call's output.
+    calls go through; the run is kept for the validator, app/taskgen/gold_run.py); returns each
+    call's output.
 
     Every call must succeed; the state must change iff `draft.writes` (SQLite's count of rows
     written: the validator then checks the same in the verifier's terms, app/taskgen/validate);
     a `draft.forbidden` call must be refused with its code and change nothing; with
     `invariants`, the seeded and final states satisfy every invariant of the environment.
     """
-    seed = task["seed"]
-    conn = clone(base_image(env))
-    c = sqlite_db.bind_connection(conn, begin="BEGIN")
     label = f"{task['task_id']} ({task['family']})"
-    try:
-        with Session(bind=c) as db, db.begin():
-            apply_seed(db, env.metadata, seed)
-        if invariants:
+    run = gold_run(env, task["seed"], task["ground_truth"])
+    for i, (gold_call, outcome) in enumerate(zip(task["ground_truth"], run.outcomes, strict=True)):
+        if "error" in outcome:
+            raise GoldFailed(f"{label}: gold call {i} ({gold_call['name']}): {outcome}")
+    if invariants:
+        with bound(run.seeded) as c:
             _check_invariants(env, c, label, "seeded")
-        ctx = ToolContext(now=parse_now(seed.get("now"), env.default_now), session_id="replay")
-        written = conn.total_changes
-        outputs = []
-        for i, gold_call in enumerate(task["ground_truth"]):
-            outcome = _run(env, c, gold_call, ctx)
-            if "error" in outcome:
-                raise GoldFailed(f"{label}: gold call {i} ({gold_call['name']}): {outcome}")
-            outputs.append(outcome["output"])
-        changed = conn.total_changes != written
-        if invariants:
-            _check_invariants(env, c, label, "final")
-        if draft.forbidden is not None:
-            forbidden, code = draft.forbidden
-            outcome = _run(env, c, forbidden, ctx)
-            error = outcome.get("error") or {}
-            assert error.get("code") == code, f"{label}: {forbidden['name']} gave {outcome}"
-    finally:
-        c.close()
-        conn.close()
-    if changed != draft.writes:
+        _check_invariants(env, run.final, label, "final")  # reads only
+    if draft.forbidden is not None:
+        forbidden, code = draft.forbidden
+        # On the kept run's database: a refused call is rolled back (run_tool), so it stays the
+        # gold's final state; a call not refused fails the story, and the run is dropped.
+        outcome = run_calls(env, run.final, [forbidden], run.now)[0]
+        error = outcome.get("error") or {}
+        if error.get("code") != code:
+            forget(env, task["seed"], task["ground_truth"])
+        assert error.get("code") == code, f"{label}: {forbidden['name']} gave {outcome}"
+    if run.changed != draft.writes:
         what = "changed nothing" if draft.writes else "changed the state"
         raise AssertionError(f"{label}: gold {what}")
-    return outputs
-
-
-def _run(env: Environment, c: Any, gold_call: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
-    tool = env.tool_named(gold_call["name"])
-    assert tool is not None, gold_call["name"]
-    return run_tool(c, tool, gold_call["arguments"], ctx)
+    return [outcome["output"] for outcome in run.outcomes]
 
 
 def _check_invariants(env: Environment, c: Any, label: str, when: str) -> None:
@@ -136,6 +108,37 @@ def _tool_schemas(env: Environment) -> list[dict[str, Any]]:
     return _SCHEMAS[env.name]
 
 
+def read_back(task: dict[str, Any]) -> dict[str, Any]:
+    """`task` as its JSON line reads back (key order kept). The tool schemas, JSON already and
+    one list for every task of an environment (`_tool_schemas`), are shared, not copied: they
+    were more than half of each task's bytes, copied twice per draw."""
+    params = task.get("responses_create_params")
+    if not isinstance(params, dict) or params.get("tools") is None:
+        copied: dict[str, Any] = json.loads(json.dumps(task))
+        return copied
+    copied = json.loads(json.dumps({**task, "responses_create_params": {**params, "tools": []}}))
+    copied["responses_create_params"]["tools"] = params["tools"]
+    return copied
+
+
+_self_check: ContextVar[bool] = ContextVar("taskgen_self_check", default=True)
+
+
+@contextmanager
+def without_self_check() -> Iterator[None]:
+    """Build stories without replaying their gold (`build_row` returns the unchecked row).
+
+    For a distractor: what it adds to a task is its seed, and the merged task is checked as a
+    whole (its gold's results unchanged, then every validation); its own gold is never run
+    by anyone, so replaying it (a seed and a gold run, ≈ a tenth of a generated task's time)
+    checked nothing the task depends on."""
+    token = _self_check.set(False)
+    try:
+        yield
+    finally:
+        _self_check.reset(token)
+
+
 def build_row(
     env: Environment,
     index: int,
@@ -146,7 +149,8 @@ def build_row(
     after: Callable[[dict[str, Any], list[Any]], None] | None = None,
 ) -> dict[str, Any]:
     """The self-checked task row of story `index`: `after(task, outputs)` adds the
-    environment's own checks (lookups that must find one account, slots that must match)."""
+    environment's own checks (lookups that must find one account, slots that must match, an
+    answer for a read-only task), on the finished row."""
     task: dict[str, Any] = {
         "task_id": f"{env.name}-{index:03d}",
         "env": env.name,
@@ -164,15 +168,17 @@ def build_row(
     }
     # Checked as it will be read back: JSON keeps the seed's table order (parents first),
     # which apply_seed relies on, so keys are never sorted.
-    task = json.loads(json.dumps(task))
+    task = read_back(task)
+    if not _self_check.get():
+        return task  # a distractor's story: only its seed and people are used (distract.py)
     outputs = check_task(env, task, draft, invariants=invariants)
-    if after is not None:
-        after(task, outputs)
     expected = list(draft.expected or [])
     if draft.expect_from is not None:
         expected += draft.expect_from(outputs)
     if expected:
         task["expected_outputs"] = expected
+    if after is not None:
+        after(task, outputs)
     return task
 
 

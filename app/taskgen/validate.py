@@ -8,16 +8,18 @@ run), so a new entity never overwrites a base row; a seed row with a base row's 
 of that row (a variant's stock, the assistant's profile); no two seed rows share a key.
 
 Speed (the same checks as `tasks check`, without its per-task costs; bench/README.md):
-- **One base image per run**, with the change-tracking triggers of a snapshot installed *before*
-  any seed (`Store.snapshot` of the empty seed). Its dump is taken once. A task's seeded, gold
-  and no-op states are then dumped by `dump_state` *patching* that dump with the rows the seed
-  and the calls wrote (recorded by the triggers), instead of reading every base row per task
-  (a full dump was ≈ 120 ms of the ≈ 200 ms a task cost).
-- **Nothing touches the disk**: the seeded image lives in memory (serialize/deserialize, ≈ 1 ms),
-  no snapshot or gold file is written per task (`kit.clone`: no extra copies of the image).
-- **Statements are compiled once per process**: every clone is bound to the process-wide
-  engine (`sqlite_db.bind_connection`), where a per-clone engine recompiled every statement.
-- The seeded database itself serves as the no-op's final state (nothing writes to it).
+- **The first run is the story's own** (app/taskgen/gold_run.py): the seed is applied and the
+  gold run once per (seed, gold) in a process, through `run_tool`, on the **tracked base** (the
+  template with change tracking installed before any seed, dumped whole once per process); the
+  self-check, the distractor test and this validator share that run. The second run is always
+  made here, on a clone of the seeded image.
+- **Dumps patch a dump, diffs compare patches**: the seeded state is dumped once, by patching
+  the base's dump with the seed's rows, and becomes the base of the gold's and the second run's
+  dumps (`app.verify.state.rebase`), which read back only the rows the calls wrote; two dumps
+  patched from one base are diffed on the patched rows (app/verify/diff.py `_Delta`).
+- **Nothing touches the disk**, statements are compiled once per process (the process-wide
+  engine), and the seeded database serves as the no-op's final state before the second run
+  starts on it (verify only reads: checked).
 """
 
 from __future__ import annotations
@@ -25,23 +27,13 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
-from collections.abc import Iterator
-from contextlib import contextmanager
-from datetime import datetime
-from pathlib import Path
 from typing import Any, cast
 
-from sqlalchemy import Connection
-from sqlalchemy.orm import Session
-
 from app.errors import StateGymError
-from app.runtime.runner import run_tool
 from app.runtime.tasks import TaskSpec, task_from_data
-from app.sdk.environment import Environment, ToolContext
-from app.storage.seeding import SeedError, apply_seed, parse_seed_now
-from app.storage.sqlite import db as sqlite_db
-from app.storage.sqlite.store import Store
-from app.taskgen.kit import clone
+from app.sdk.environment import Environment
+from app.storage.seeding import SeedError
+from app.taskgen.gold_run import bound, gold_run, run_calls, tracked_base
 from app.verify.diff import diff_states
 from app.verify.gold import GoldCache, GoldState
 from app.verify.session_verify import verify_state
@@ -52,9 +44,24 @@ STORY_ID_FLOOR = 100_000
 
 
 def content_key(task: dict[str, Any]) -> str:
-    """A digest of everything but bookkeeping: two tasks with equal keys are the same task."""
+    """A digest of everything but bookkeeping: two tasks with equal keys are the same task.
+    (The tool schemas enter by their own digest, computed once per list.)"""
     body = {k: v for k, v in task.items() if k not in ("task_id", "split")}
+    params = body.get("responses_create_params")
+    if isinstance(params, dict) and "tools" in params:
+        body["responses_create_params"] = {**params, "tools": _digest_of(params["tools"])}
     return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+
+
+_tools_digest: list[tuple[Any, str]] = []  # (the last tool list seen, its digest)
+
+
+def _digest_of(tools: Any) -> str:
+    if _tools_digest and _tools_digest[0][0] is tools:
+        return _tools_digest[0][1]
+    digest = "tools:" + hashlib.sha256(json.dumps(tools, sort_keys=True).encode()).hexdigest()
+    _tools_digest[:] = [(tools, digest)]
+    return digest
 
 
 class _OneTaskGold:
@@ -78,17 +85,12 @@ def _gold_answer(task: TaskSpec) -> dict[str, Any]:
 
 
 class Validator:
-    """One per generation run (per worker process); holds the tracked base image and its keys."""
+    """One per generation run (per worker process); holds the tracked base's keys."""
 
-    def __init__(self, env: Environment, data_dir: Path) -> None:
+    def __init__(self, env: Environment) -> None:
         self.env = env
-        store = Store(data_dir, env, snapshot_cache_size=1)
-        # The empty seed's snapshot: the template with change tracking installed, nothing written.
-        base = store.snapshot(task_from_data({"seed": None, "ground_truth": []}))
-        self.base_image = sqlite_db.as_legacy_image(base.image)  # what `clone` takes
-        with self._open(self.base_image) as (_conn, c), c.begin():
-            # Read whole once (a pristine clone): kept by dump_state for every patch after it.
-            dump_state(c, env.metadata.tables, env.compare)
+        # The template with change tracking installed, nothing written (dumped whole once).
+        with bound(tracked_base(env)) as c, c.begin():
             self.base_keys = {
                 name: {tuple(r) for r in c.exec_driver_sql(_pk_query(table)).fetchall()}
                 for name, table in env.metadata.tables.items()
@@ -97,16 +99,6 @@ class Validator:
             high = [k for k in keys if isinstance(k[0], int) and k[0] >= STORY_ID_FLOOR]
             if high:  # the base grew into the stories' ids: every generated task would be wrong
                 raise ValueError(f"{env.name} base table {name} has ids >= {STORY_ID_FLOOR}")
-
-    @contextmanager
-    def _open(self, image: bytes) -> Iterator[tuple[sqlite3.Connection, Connection]]:
-        conn = clone(image)
-        c = sqlite_db.bind_connection(conn, begin="BEGIN")
-        try:
-            yield conn, c
-        finally:
-            c.close()
-            conn.close()
 
     def problem(self, task: dict[str, Any]) -> str | None:
         """Why the task must be dropped (a short reason, counted in the summary), or None.
@@ -123,14 +115,14 @@ class Validator:
     def _check(self, spec: TaskSpec, kind: str | None) -> str | None:
         env = self.env
         tables, compare = env.metadata.tables, env.compare
-        now = parse_seed_now((spec.seed or {}).get("now"), env.default_now)
-        with self._open(self.base_image) as (seeded, sc):
-            with Session(bind=sc) as db, db.begin():
-                apply_seed(db, env.metadata, spec.seed)
-            image = sqlite_db.image_of(seeded)
-            with sc.begin():
-                seed_state = dump_state(sc, tables, compare)
-            state, failures = self._replay(image, spec, now)
+        gold_calls = [{"name": c.name, "arguments": c.arguments} for c in spec.ground_truth]
+        # The first run: the story's self-check's when it ran in this process (gold_run.py).
+        first = gold_run(env, spec.seed, gold_calls)
+        with first.final.begin():
+            state = dump_state(first.final, tables, compare)
+        seed_state = first.seed_state
+        with bound(first.seeded) as again:
+            failures = first.failures
             gold = GoldState(seed_state, state, diff_states(seed_state, state, compare), failures)
             cache = cast(GoldCache, _OneTaskGold(gold))  # the two methods verify_state calls
             if failures:
@@ -140,23 +132,29 @@ class Validator:
                 return "gold changed nothing"
             if kind in ("read", "refusal") and gold.seed_to_gold:
                 return "gold changed the state"
-            with self._open(image) as (_, again):
-                self._run(again, spec, now)
-                result = verify_state(
-                    env=env,
-                    gold=cache,
-                    engine=again,  # type: ignore[arg-type]  # a Connection binds a Session too
-                    task=spec,
-                    response=_gold_answer(spec),
-                    diff_limit=3,
-                )
+            raw = again.connection.driver_connection
+            assert isinstance(raw, sqlite3.Connection)
+            written = raw.total_changes
             noop = verify_state(
                 env=env,
                 gold=cache,
-                engine=sc,  # type: ignore[arg-type]  # the seeded state, nothing written since
+                engine=again,  # type: ignore[arg-type]  # a Connection binds a Session too
                 task=spec,
                 response={"output": []},
                 diff_limit=0,
+                with_steps=False,  # step rewards are no check here (the base has no step log)
+            )
+            # Verify only reads: the database is still the seeded one for the second run.
+            assert raw.total_changes == written, "verify wrote to the database"
+            run_calls(env, again, gold_calls, first.now)  # the second run: always run here
+            result = verify_state(
+                env=env,
+                gold=cache,
+                engine=again,  # type: ignore[arg-type]
+                task=spec,
+                response=_gold_answer(spec),
+                diff_limit=3,
+                with_steps=False,
             )
         if result["verification"]["state_diff"]:
             return "not deterministic"
@@ -165,29 +163,6 @@ class Validator:
         if noop["reward"] != 0.0:
             return "no-op above 0"
         return None
-
-    def _run(self, c: Connection, spec: TaskSpec, now: datetime) -> list[dict[str, Any]]:
-        """The gold calls through the runner, as verify's gold replay runs them."""
-        ctx = ToolContext(now=now, session_id="gold", task_id=spec.task_id)
-        failures = []
-        for i, call in enumerate(spec.ground_truth):
-            tool = self.env.tool_named(call.name)
-            if tool is None:
-                failures.append({"index": i, "name": call.name, "error": "unknown tool"})
-                continue
-            outcome = run_tool(c, tool, call.arguments, ctx)
-            if "error" in outcome:
-                failures.append({"index": i, "name": call.name, "error": outcome["error"]})
-        return failures
-
-    def _replay(
-        self, image: bytes, spec: TaskSpec, now: datetime
-    ) -> tuple[DbState, tuple[dict[str, Any], ...]]:
-        with self._open(image) as (_, c):
-            failures = self._run(c, spec, now)
-            with c.begin():
-                state = dump_state(c, self.env.metadata.tables, self.env.compare)
-        return state, tuple(failures)
 
     def _collision(self, task: dict[str, Any]) -> str | None:
         tables = self.env.metadata.tables

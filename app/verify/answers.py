@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 import threading
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
@@ -31,7 +32,7 @@ from typing import Any
 
 from app.errors import InvalidTask
 from app.runtime.lru import LRU
-from app.verify.state import DbState
+from app.verify.state import DbState, TableState
 
 MAX_ANSWER_CHARS = 4000
 KINDS = ("amount", "number", "id", "date", "time", "email", "name", "text", "refusal")
@@ -155,31 +156,64 @@ def _found(kind: str, answer: _Answer, expected: Sequence[str]) -> set[Any]:
 
 # --- names: the seeded database says what else is a candidate ------------------------------------
 Column = tuple[str, str]  # (table, column)
-_vocab_cache: LRU[int, tuple[DbState, dict[Column, frozenset[tuple[str, ...]]]]] = LRU(64)
+Words = tuple[str, ...]
+_vocab_cache: LRU[int, tuple[DbState, dict[Column, frozenset[Words]]]] = LRU(64)
+# Per table state (a seeded state shares most of them with the snapshot's dump, and a patched
+# one is its base's counts plus the patch): column -> how many rows hold each word tuple.
+_counts_cache: LRU[int, tuple[TableState, list[Counter[Words]]]] = LRU(256)
 _vocab_lock = threading.Lock()
 
 
-def _vocabulary(state: DbState) -> dict[Column, frozenset[tuple[str, ...]]]:
+def _vocabulary(state: DbState) -> dict[Column, frozenset[Words]]:
     """Each text column's distinct values, as word tuples (cached per seeded state)."""
     with _vocab_lock:
         hit = _vocab_cache.get(id(state))
     if hit is not None and hit[0] is state:
         return hit[1]
-    vocab: dict[Column, frozenset[tuple[str, ...]]] = {}
+    vocab: dict[Column, frozenset[Words]] = {}
     for table in state.values():
-        for i, column in enumerate(table.columns):
-            values = {
-                tuple(_WORD.findall(_norm(row[i])))
-                for row in table.rows
-                # Emails are a kind of their own, and their words are no names.
-                if isinstance(row[i], str) and len(row[i]) <= _MAX_VALUE_CHARS and "@" not in row[i]
-            }
-            values.discard(())
-            if len(values) > 1:
-                vocab[(table.name, column)] = frozenset(values)
+        for column, counts in zip(table.columns, _word_counts(table), strict=True):
+            if len(counts) > 1:
+                vocab[(table.name, column)] = frozenset(counts)
     with _vocab_lock:
         _vocab_cache.put(id(state), (state, vocab))
     return vocab
+
+
+def _word_counts(table: TableState) -> list[Counter[Words]]:
+    """Per column, how many rows hold each value's word tuple (only values that may be names:
+    short text, no email); from the base's counts and the patch for a patched table."""
+    with _vocab_lock:
+        hit = _counts_cache.get(id(table))
+    if hit is not None and hit[0] is table:
+        return hit[1]
+    origin = table.origin
+    if origin is None or origin.base.origin is not None:
+        counts = [Counter(_words(row[i]) for row in table.rows) for i in range(len(table.columns))]
+    else:
+        counts = []
+        for i, base in enumerate(_word_counts(origin.base)):
+            patch: Counter[Words] = Counter(_words(row[i]) for row in origin.added)
+            patch.subtract(_words(row[i]) for row in origin.removed)
+            column = base.copy() if any(patch.values()) else base
+            for words, n in patch.items():
+                if n:
+                    column[words] += n
+                    if column[words] <= 0:
+                        del column[words]
+            counts.append(column)
+    for column in counts:
+        column.pop((), None)
+    with _vocab_lock:
+        _counts_cache.put(id(table), (table, counts))
+    return counts
+
+
+def _words(value: Any) -> Words:
+    # Emails are a kind of their own, and their words are no names.
+    if isinstance(value, str) and len(value) <= _MAX_VALUE_CHARS and "@" not in value:
+        return tuple(_WORD.findall(_norm(value)))
+    return ()
 
 
 def _name_groups(

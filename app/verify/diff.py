@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.sdk.compare_spec import CompareSpec
-from app.verify.state import DbState, TableState
+from app.verify.state import DbState, Row, TableState
 
 
 @dataclass
@@ -48,63 +48,47 @@ def _as_dict(table: TableState, row: tuple[Any, ...]) -> dict[str, Any]:
     return dict(zip(table.columns, row, strict=True))
 
 
-def _changed_rows(
-    before: TableState, after: TableState
-) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]] | None:
-    """(rows only in `before`, rows only in `after`), as multisets in table order, from the
-    patches alone when `after` was patched from `before` or both from one base; else None.
-
-    With R and A a patch's removed and added rows: before = base - Rb + Ab and after =
-    base - Ra + Aa, so before - after = (Ra + Ab) - (Rb + Aa) and after - before the reverse
-    (Counter subtraction truncates at zero, as the whole tables' would)."""
-    mine, theirs = after.delta, before.delta
-    if mine is not None and mine.base is before:
-        gone, came = Counter(mine.removed), Counter(mine.added)
-    elif mine is not None and theirs is not None and mine.base is theirs.base:
-        gone = Counter(mine.removed) + Counter(theirs.added)
-        came = Counter(theirs.removed) + Counter(mine.added)
-    else:
-        return None
-    return (
-        sorted((gone - came).elements(), key=repr),
-        sorted((came - gone).elements(), key=repr),
-    )
-
-
 def _unique_keys(table: TableState) -> bool:
-    """Whether every row has its own key; for a patched table from its base's cached key set
-    and the few rows patched, not a set of every row."""
-    delta = table.delta
-    if delta is None or delta.base.keys is None or delta.base.key != table.key:
-        return table.keys is not None
-    base_keys = delta.base.keys
-    removed = {table.key_of(r) for r in delta.removed}
-    added = [table.key_of(r) for r in delta.added]
-    fresh = set(added)
-    return len(fresh) == len(added) and all(k in removed or k not in base_keys for k in fresh)
+    width = len(table.key)
+    return len({row[:width] for row in table.rows}) == len(table.rows)
 
 
 def diff_table(before: TableState, after: TableState, money: set[str], tol: float) -> TableDiff:
+    delta = _Delta.of(before, after)
+    if delta is not None:
+        return delta.diff(money, tol)
     result = TableDiff()
+    if before.rows == after.rows:
+        return result
+    old_set, new_set = set(before.rows), set(after.rows)
+    # Rows present on both sides are unchanged; only the rest is matched (set algebra in C, so a
+    # one-row change in a 5,000-row table costs two set builds, not 5,000 comparisons).
+    gone, came = old_set - new_set, new_set - old_set
+    old_only = [r for r in before.rows if r in gone] if gone else []
+    new_only = [r for r in after.rows if r in came] if came else []
+    return _matched(result, before, after, old_only, new_only, money, tol)
+
+
+def _matched(
+    result: TableDiff,
+    before: TableState,
+    after: TableState,
+    old_only: list[Row],
+    new_only: list[Row],
+    money: set[str],
+    tol: float,
+    *,
+    unique_keys: tuple[bool, bool] | None = None,
+    unique_rows: tuple[bool, bool] | None = None,
+    counted: tuple[list[Row], list[Row]] | None = None,
+) -> TableDiff:
+    """Rows only before and only after, matched by key into added, removed and changed. The
+    whole-table facts (unique keys, repeated rows, the multiset difference) are computed from
+    the rows unless a patched diff (`_Delta`) gives them."""
     keyed = bool(before.key) and before.key == after.key
-    unique = keyed and _unique_keys(before) and _unique_keys(after)
-    changed = _changed_rows(before, after)
-    if changed is not None:
-        # Only patched rows can differ. With unique keys no row outside the patches equals a
-        # patched one, so these are also what the whole tables' set algebra below finds.
-        old_only, new_only = changed
-        if not unique:  # content matching, duplicates allowed: the multiset difference
-            result.added = [_as_dict(after, r) for r in new_only]
-            result.removed = [_as_dict(before, r) for r in old_only]
-            return result
-    else:
-        old_set, new_set = before.row_set, after.row_set
-        # Rows present on both sides are unchanged; only the rest is matched (set algebra in C,
-        # so a one-row change in a 5,000-row table costs two set builds, not 5,000 comparisons).
-        gone, came = old_set - new_set, new_set - old_set
-        old_only = [r for r in before.rows if r in gone] if gone else []
-        new_only = [r for r in after.rows if r in came] if came else []
-    if unique:
+    if unique_keys is None and keyed:
+        unique_keys = (_unique_keys(before), _unique_keys(after))
+    if keyed and unique_keys is not None and all(unique_keys):
         old_index = {before.key_of(r): r for r in old_only}
         new_keys = set()
         for row in new_only:
@@ -124,14 +108,98 @@ def diff_table(before: TableState, after: TableState, money: set[str], tol: floa
                 result.changed.append({"key": key_dict, "changes": changes})
         result.removed = [_as_dict(before, r) for k, r in old_index.items() if k not in new_keys]
         return result
-    if len(old_set) == len(before.rows) and len(new_set) == len(after.rows):
+    if unique_rows is None:
+        unique_rows = (
+            len(set(before.rows)) == len(before.rows),
+            len(set(after.rows)) == len(after.rows),
+        )
+    if all(unique_rows):
         result.added = [_as_dict(after, r) for r in new_only]  # no duplicates: sets suffice
         result.removed = [_as_dict(before, r) for r in old_only]
         return result
-    old_rows, new_rows = Counter(before.rows), Counter(after.rows)
-    result.added = [_as_dict(after, r) for r in (new_rows - old_rows).elements()]
-    result.removed = [_as_dict(before, r) for r in (old_rows - new_rows).elements()]
+    if counted is None:
+        old_rows, new_rows = Counter(before.rows), Counter(after.rows)
+        counted = (list((new_rows - old_rows).elements()), list((old_rows - new_rows).elements()))
+    result.added = [_as_dict(after, r) for r in counted[0]]
+    result.removed = [_as_dict(before, r) for r in counted[1]]
     return result
+
+
+@dataclass
+class _Delta:
+    """Two dumps patched from one table read whole (`TableState.origin`): every row outside
+    the patches has the same count in both, so the diff is computed from the patched rows and
+    the base's cached counts, in time proportional to the patches, not the table. It gives
+    exactly what the whole-table path gives (same rows, same order: rows are sorted by repr,
+    and rows with equal reprs are equal)."""
+
+    before: TableState
+    after: TableState
+    base: TableState
+    old: Counter[Row]  # count in `before` of every patched row
+    new: Counter[Row]
+
+    @classmethod
+    def of(cls, before: TableState, after: TableState) -> _Delta | None:
+        b, a = _lineage(before), _lineage(after)
+        if b is None or a is None or b[0] is not a[0] or before.columns != after.columns:
+            return None
+        base = b[0]
+        touched = set(b[1]) | set(b[2]) | set(a[1]) | set(a[2])
+        counts = base.row_counts
+        old = Counter({r: counts[r] - b[1][r] + b[2][r] for r in touched})
+        new = Counter({r: counts[r] - a[1][r] + a[2][r] for r in touched})
+        return cls(before, after, base, old, new)
+
+    def diff(self, money: set[str], tol: float) -> TableDiff:
+        old, new = self.old, self.new
+        if old == new:
+            return TableDiff()
+        gone = sorted((r for r, n in old.items() if n > 0 and new[r] == 0), key=repr)
+        came = sorted((r for r, n in new.items() if n > 0 and old[r] == 0), key=repr)
+        old_only = [r for r in gone for _ in range(old[r])]
+        new_only = [r for r in came for _ in range(new[r])]
+        ordered = sorted(old.keys() | new.keys(), key=repr)
+        added = [r for r in ordered for _ in range(max(new[r] - old[r], 0))]
+        removed = [r for r in ordered for _ in range(max(old[r] - new[r], 0))]
+        return _matched(
+            TableDiff(),
+            self.before,
+            self.after,
+            old_only,
+            new_only,
+            money,
+            tol,
+            unique_keys=(self._unique_keys(old), self._unique_keys(new)),
+            unique_rows=(self._unique_rows(old), self._unique_rows(new)),
+            counted=(added, removed),
+        )
+
+    def _unique_rows(self, counts: Counter[Row]) -> bool:
+        """No row twice in the whole patched table."""
+        base = self.base.row_counts
+        repeated = self.base.repeated_rows - sum(1 for r in counts if base[r] > 1)
+        return repeated == 0 and all(n <= 1 for n in counts.values())
+
+    def _unique_keys(self, counts: Counter[Row]) -> bool:
+        """No key twice in the whole patched table."""
+        width = len(self.base.key)
+        base = self.base.key_counts
+        keys: Counter[tuple[Any, ...]] = Counter()
+        for row, n in counts.items():
+            keys[row[:width]] += n - self.base.row_counts[row]
+        repeated = self.base.repeated_keys - sum(1 for k in keys if base[k] > 1)
+        return repeated == 0 and all(base[k] + n <= 1 for k, n in keys.items())
+
+
+def _lineage(table: TableState) -> tuple[TableState, Counter[Row], Counter[Row]] | None:
+    """(the table read whole it was patched from, rows removed, rows added); a table read
+    whole is its own base."""
+    if table.origin is None:
+        return table, Counter(), Counter()
+    if table.origin.base.origin is not None:
+        return None
+    return table.origin.base, Counter(table.origin.removed), Counter(table.origin.added)
 
 
 def diff_states(before: DbState, after: DbState, compare: CompareSpec) -> StateDiff:
@@ -139,10 +207,7 @@ def diff_states(before: DbState, after: DbState, compare: CompareSpec) -> StateD
     out: StateDiff = {}
     for name in sorted(set(before) | set(after)):
         old, new = before.get(name), after.get(name)
-        if old is None or new is None:
-            continue
-        changed = _changed_rows(old, new)
-        if (changed == ([], [])) if changed is not None else old.rows == new.rows:
+        if old is None or new is None or old is new:
             continue
         money = set(compare.for_table(name).money)
         table_diff = diff_table(old, new, money, compare.money_tolerance)

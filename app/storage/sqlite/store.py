@@ -21,6 +21,7 @@ import threading
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.orm import Session
@@ -83,6 +84,101 @@ def _tracking_versions(image: bytes) -> tuple[str | None, str | None]:
         conn.close()
 
 
+def template_image(env: Environment) -> bytes:
+    """The environment's template image (schema, base data, meta, migration stamp), built in
+    memory once per process and fingerprint (~1 s); a Store keeps it on disk too."""
+    key = (env.name, schema_fingerprint(env))
+    built = _built_templates.get(key)
+    if built is None:
+        conn = sqlite_db.open_memory()
+        engine = sqlite_db.bind_engine(conn)
+        env.metadata.create_all(engine)
+        with Session(bind=engine) as db, db.begin():
+            env.build_base(db, random.Random(env.base_seed))
+        write_meta(conn, {"env": env.name, "template": key[1]})
+        stamp_new_database(conn, env.name)  # sessions record the revision they start at
+        built = _built_templates[key] = sqlite_db.image_of(conn)
+        engine.dispose()
+        conn.close()
+    return built
+
+
+def snapshot_image(
+    env: Environment,
+    template: bytes,
+    seed: Any,
+    key: str,
+    now: datetime,
+    *,
+    step_log: bool = True,
+) -> bytes:
+    """A snapshot's image, built in memory: `template` + the seed, then the change tracking and
+    (unless `step_log` is False: the task generator's base) the step log, so what sessions
+    cloned from it write is recorded from there on."""
+    conn = sqlite_db.memory_from_image(template)
+    engine = sqlite_db.bind_engine(conn)
+    try:
+        # Tracking starts before the seed, so the rows the seed writes are known (verify dumps
+        # the snapshot by patching the template's dump with them); the record is then cleared
+        # and sessions record what they write from the snapshot on.
+        install_change_tracking(
+            conn,
+            _reference_keys(env),
+            guarded=_foreign_key_guarded(env),
+            without_rowid=_without_rowid(env),
+        )
+        with Session(bind=engine) as db, db.begin():
+            apply_seed(db, env.metadata, seed)
+        seeded = seed_changes_value(*take_changes(conn))
+        write_meta(conn, {"snapshot": key, "now": now.isoformat(), SEED_CHANGES: seeded})
+        if step_log:  # every tool call's row changes, before and after (app/storage/steplog.py)
+            install_step_log(conn, _step_logged(env))
+        return sqlite_db.image_of(conn)
+    finally:
+        engine.dispose()
+        conn.close()
+
+
+def _reference_keys(env: Environment) -> dict[str, list[str]]:
+    """Per table, the columns a reference to it resolves by (surrogate id, natural key)."""
+    keys = {}
+    for table in env.metadata.sorted_tables:
+        natural = env.compare.for_table(table.name).key
+        keys[table.name] = [c.name for c in table.primary_key.columns] + list(natural)
+    return keys
+
+
+def _foreign_key_guarded(env: Environment) -> set[str]:
+    """Tables every compared reference to which is an enforced foreign key (SQLite runs with
+    foreign_keys=ON), so rows appearing or disappearing there change no reference's reading."""
+    tables, compare = env.metadata.tables, env.compare
+    guarded = set(tables)
+    for name, spec in compare.tables.items():
+        for column, target in spec.references.items():
+            pk = list(tables[target].primary_key.columns)
+            if len(pk) != 1 or not tables[name].c[column].references(pk[0]):
+                guarded.discard(target)
+    return guarded
+
+
+def _step_logged(env: Environment) -> dict[str, list[str]]:
+    """Every table with a rowid, and its columns in order (the step log's undo records)."""
+    skip = _without_rowid(env)
+    return {
+        t.name: [c.name for c in t.columns]
+        for t in env.metadata.sorted_tables
+        if t.name not in skip
+    }
+
+
+def _without_rowid(env: Environment) -> set[str]:
+    return {
+        t.name
+        for t in env.metadata.sorted_tables
+        if t.dialect_options["sqlite"].get("with_rowid", True) is False
+    }
+
+
 @dataclass
 class Snapshot:
     key: str
@@ -134,24 +230,9 @@ class Store:
         path = self.template_path
         if path.exists():
             return sqlite_db.image_of_file(path)
-        built = _built_templates.get((self.env.name, self.fingerprint))
-        if built is None:
-            built = _built_templates[(self.env.name, self.fingerprint)] = self._build_template()
+        built = template_image(self.env)
         sqlite_db.write_image(path, built, wal=False)
         return built
-
-    def _build_template(self) -> bytes:
-        conn = sqlite_db.open_memory()
-        engine = sqlite_db.bind_engine(conn)
-        self.env.metadata.create_all(engine)
-        with Session(bind=engine) as db, db.begin():
-            self.env.build_base(db, random.Random(self.env.base_seed))
-        write_meta(conn, {"env": self.env.name, "template": self.fingerprint})
-        stamp_new_database(conn, self.env.name)  # sessions record the revision they start at
-        image = sqlite_db.image_of(conn)
-        engine.dispose()
-        conn.close()
-        return image
 
     # --- snapshots ---------------------------------------------------------------------------
     def snapshot(self, task: TaskSpec) -> Snapshot:
@@ -175,66 +256,9 @@ class Store:
             if _tracking_versions(image) == (TRACKING_VERSION, STEP_LOG_VERSION):
                 return Snapshot(key, image, now)
             # Built by an older release: its tracking triggers are rebuilt with the snapshot.
-        conn = sqlite_db.memory_from_image(self.template_image())
-        engine = sqlite_db.bind_engine(conn)
-        try:
-            # Tracking starts before the seed, so the rows the seed writes are known (verify dumps
-            # the snapshot by patching the template's dump with them); the record is then cleared
-            # and sessions record what they write from the snapshot on.
-            install_change_tracking(
-                conn,
-                self._reference_keys(),
-                guarded=self._foreign_key_guarded(),
-                without_rowid=self._without_rowid(),
-            )
-            with Session(bind=engine) as db, db.begin():
-                apply_seed(db, self.env.metadata, task.seed)
-            seeded = seed_changes_value(*take_changes(conn))
-            write_meta(conn, {"snapshot": key, "now": now.isoformat(), SEED_CHANGES: seeded})
-            # Every tool call's row changes, before and after (app/storage/steplog.py).
-            install_step_log(conn, self._step_logged())
-            image = sqlite_db.image_of(conn)
-        finally:
-            engine.dispose()
-            conn.close()
+        image = snapshot_image(self.env, self.template_image(), task.seed, key, now)
         sqlite_db.write_image(path, image, wal=False)
         return Snapshot(key, image, now)
-
-    def _reference_keys(self) -> dict[str, list[str]]:
-        """Per table, the columns a reference to it resolves by (surrogate id, natural key)."""
-        keys = {}
-        for table in self.env.metadata.sorted_tables:
-            natural = self.env.compare.for_table(table.name).key
-            keys[table.name] = [c.name for c in table.primary_key.columns] + list(natural)
-        return keys
-
-    def _foreign_key_guarded(self) -> set[str]:
-        """Tables every compared reference to which is an enforced foreign key (SQLite runs with
-        foreign_keys=ON), so rows appearing or disappearing there change no reference's reading."""
-        tables, compare = self.env.metadata.tables, self.env.compare
-        guarded = set(tables)
-        for name, spec in compare.tables.items():
-            for column, target in spec.references.items():
-                pk = list(tables[target].primary_key.columns)
-                if len(pk) != 1 or not tables[name].c[column].references(pk[0]):
-                    guarded.discard(target)
-        return guarded
-
-    def _step_logged(self) -> dict[str, list[str]]:
-        """Every table with a rowid, and its columns in order (the step log's undo records)."""
-        skip = self._without_rowid()
-        return {
-            t.name: [c.name for c in t.columns]
-            for t in self.env.metadata.sorted_tables
-            if t.name not in skip
-        }
-
-    def _without_rowid(self) -> set[str]:
-        return {
-            t.name
-            for t in self.env.metadata.sorted_tables
-            if t.dialect_options["sqlite"].get("with_rowid", True) is False
-        }
 
     # --- sessions ----------------------------------------------------------------------------
     def create_session_file(self, session_id: str, snapshot: Snapshot) -> Path:

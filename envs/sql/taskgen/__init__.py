@@ -37,9 +37,11 @@ def build_task(
     read-only task needs an answer."""
     story = Story(index, rng, names)
     draft = fn(Ctx(story, k))
-    task = build_row(ENVIRONMENT, index, draft, story.seed())
-    assert draft.writes or task.get("expected_outputs"), f"{task['task_id']}: no answer"
-    return task
+
+    def has_answer(task: dict[str, Any], _outputs: list[Any]) -> None:
+        assert draft.writes or task.get("expected_outputs"), f"{task['task_id']}: no answer"
+
+    return build_row(ENVIRONMENT, index, draft, story.seed(), after=has_answer)
 
 
 # The shared driver (stategym tasks generate) draws from these; see docs/generating_tasks.md.

@@ -1,0 +1,185 @@
+"""One run of a story's gold on base + seed, shared by every check of the story in this process.
+
+A story is checked three times on the same (seed, gold): its own self-check (`kit.check_task`:
+every call succeeds, the state changes iff it should), the distractor test (`distract`: the gold's
+results are the same with the distractor in the seed) and the validator (`validate`: the gold
+reaches reward 1 in the verifier, a second run reaches the same state). Each used to apply the
+seed and run the gold again (a third of a generated task's time). Here the seed is applied once
+and the gold run once, through the framework's runner (`run_tool`: the path an agent's calls
+take), on the **tracked base**: the environment's template with the change-tracking triggers of
+a snapshot installed before any seed, so the validator dumps the seeded and gold states by
+patching the base's dump with the rows they wrote (app/verify/state.py). The run (the seeded
+image, the final database, each call's outcome) is kept for the next check of the same (seed,
+gold) in this process: a small LRU, enough for a story, its distractor and their merge. The
+validator's second run never comes from here.
+
+The tracked base has no step log (served snapshots have one, app/storage/steplog.py): it serves
+step rewards, which are not among the checks, and its 36 more triggers doubled the cost of
+opening an image (SQLite parses every trigger of the schema on first use: ≈ 0.7 ms with change
+tracking alone, ≈ 1.4 ms with the step log too) and of every seeded or written row.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection
+from sqlalchemy.orm import Session
+
+from app.runtime.lru import LRU
+from app.runtime.runner import run_tool
+from app.runtime.tasks import task_from_data
+from app.sdk.environment import Environment, ToolContext
+from app.storage.seeding import apply_seed, parse_seed_now
+from app.storage.sqlite import db as sqlite_db
+from app.storage.sqlite.store import snapshot_image, template_image
+from app.verify.state import DbState, dump_state, rebase
+
+
+@dataclass(frozen=True)
+class GoldRun:
+    """Base + seed (`seeded`, an image to clone), then the gold calls: the database they left
+    (`final`, open: read it; whoever writes it must `forget` the run) and each call's
+    `run_tool` outcome (`{"output": ...}` or `{"error": ...}`; every call runs, as verify's gold
+    replay does)."""
+
+    seeded: bytes
+    seed_state: DbState  # the verifier's dump of the seeded database (its tracking starts here)
+    final: Connection
+    names: tuple[str, ...]  # the calls' tool names
+    outcomes: tuple[dict[str, Any], ...]
+    changed: bool  # SQLite counted rows written by the calls (triggers fire only on writes)
+    now: datetime
+
+    @property
+    def failures(self) -> tuple[dict[str, Any], ...]:
+        """The failed calls, as verify's GoldState records them."""
+        return tuple(
+            {"index": i, "name": name, "error": outcome["error"]}
+            for i, (name, outcome) in enumerate(zip(self.names, self.outcomes, strict=True))
+            if "error" in outcome
+        )
+
+    def close(self) -> None:
+        raw = self.final.connection.driver_connection
+        self.final.close()
+        if isinstance(raw, sqlite3.Connection):
+            raw.close()
+
+
+_tracked: dict[str, bytes] = {}
+_runs: LRU[tuple[str, str], GoldRun] = LRU(4, on_evict=lambda _key, run: run.close())
+
+
+def tracked_base(env: Environment) -> bytes:
+    """The environment's template with change tracking installed, nothing seeded (built, and
+    dumped whole, once per process)."""
+    image = _tracked.get(env.name)
+    if image is None:
+        key = "taskgen-" + task_from_data({"seed": None, "ground_truth": []}).snapshot_key
+        built = snapshot_image(env, template_image(env), None, key, env.default_now, step_log=False)
+        image = sqlite_db.as_legacy_image(built)
+        with bound(image) as c, c.begin():
+            # Nothing written yet: the dump is kept, and every seeded state patches it.
+            dump_state(c, env.metadata.tables, env.compare)
+        _tracked[env.name] = image
+    return image
+
+
+def clone(image: bytes) -> sqlite3.Connection:
+    """A private in-memory database holding `image`, configured like every session connection.
+
+    `image` must come from serializing an in-memory database (as every image here does), so it
+    is already in rollback-journal mode: `sqlite_db.memory_from_image` would copy it twice more
+    to make sure."""
+    conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+    conn.deserialize(image)
+    return sqlite_db.configure(conn, wal=False)
+
+
+def _open(image: bytes) -> Connection:
+    """A SQLAlchemy Connection (the process-wide engine: statements compiled once) on a clone."""
+    return sqlite_db.bind_connection(clone(image), begin="BEGIN")
+
+
+@contextmanager
+def bound(image: bytes) -> Iterator[Connection]:
+    """`_open(image)`, closed (the database dropped) on exit."""
+    c = _open(image)
+    raw = c.connection.driver_connection
+    try:
+        yield c
+    finally:
+        c.close()
+        if isinstance(raw, sqlite3.Connection):
+            raw.close()
+
+
+def run_calls(
+    env: Environment, c: Connection, calls: Sequence[Mapping[str, Any]], now: datetime
+) -> list[dict[str, Any]]:
+    """Each call through `run_tool` on `c`, as verify's gold replay runs them (an unknown tool
+    is an error outcome, and the next calls still run)."""
+    ctx = ToolContext(now=now, session_id="gold")
+    outcomes = []
+    for call in calls:
+        tool = env.tool_named(call["name"])
+        if tool is None:
+            outcomes.append({"error": "unknown tool"})
+            continue
+        outcomes.append(run_tool(c, tool, call["arguments"], ctx))
+    return outcomes
+
+
+def forget(env: Environment, seed: Any, gold: Sequence[Mapping[str, Any]]) -> None:
+    """Drop the kept run of (seed, gold), if any (its database was written after the gold)."""
+    run = _runs.pop(_key(env, seed, gold))
+    if run is not None:
+        run.close()
+
+
+def _key(env: Environment, seed: Any, gold: Sequence[Mapping[str, Any]]) -> tuple[str, str]:
+    return env.name, json.dumps([seed, gold], ensure_ascii=False)
+
+
+def gold_run(
+    env: Environment, seed: Mapping[str, Any] | None, gold: Sequence[Mapping[str, Any]]
+) -> GoldRun:
+    """The run of `gold` on base + `seed` (this process's last few are kept). Raises what
+    seeding raises (SeedError, a constraint the seed breaks)."""
+    key = _key(env, seed, gold)
+    cached = _runs.get(key)
+    if cached is not None:
+        return cached
+    now = parse_seed_now((seed or {}).get("now"), env.default_now)
+    c = _open(tracked_base(env))
+    raw = c.connection.driver_connection
+    assert isinstance(raw, sqlite3.Connection)
+    try:
+        with Session(bind=c) as db, db.begin():
+            apply_seed(db, env.metadata, seed)
+        with c.begin():
+            # Dumped once, by patching the base's dump with the seed's rows; from here on the
+            # database (and each clone of its image) tracks only what the calls write, so its
+            # dumps patch this one with those few rows (app/verify/state.py `rebase`).
+            seeded_key = "taskgen-seed-" + hashlib.sha256(key[1].encode()).hexdigest()[:32]
+            seed_state = rebase(c, env.metadata.tables, env.compare, seeded_key)
+        seeded = raw.serialize()
+        written = raw.total_changes
+        outcomes = run_calls(env, c, gold, now)
+    except BaseException:
+        c.close()
+        raw.close()
+        raise
+    names = tuple(str(call["name"]) for call in gold)
+    changed = raw.total_changes != written
+    run = GoldRun(seeded, seed_state, c, names, tuple(outcomes), changed, now)
+    _runs.put(key, run)
+    return run
