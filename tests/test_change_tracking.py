@@ -90,7 +90,7 @@ def test_patched_dumps_equal_full_dumps(env_name: str, tmp_path: Path) -> None:
         gold, gold_whole = _dump(session, env, reuse=True), _dump(session, env, reuse=False)
         assert gold == gold_whole
         seed_whole = _dump(sqlite_db.memory_from_image(snapshot.image), env, reuse=False)
-        for step in range(120):
+        for step in range(80):
             _random_write(session, env, rng, step)
             if step % 10 == 9:
                 patched = _dump(session, env, reuse=True)
