@@ -131,7 +131,7 @@ def test_dumps_after_a_rebase_equal_whole_reads(env_name: str) -> None:
     tables, compare = env.metadata.tables, env.compare
     pool = choices(gen, "train", None)
     checked = 0
-    for i in range(8):
+    for i in range(4):
         task = draw(gen, "train", 3, i, pool).task
         if task is None:
             continue

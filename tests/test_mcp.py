@@ -34,7 +34,7 @@ from tests.support.rollouts import gold_answer, load_tasks, response_object
 
 MCP_ON = {"STATEGYM_EXPOSE_TOOLS_OVER_MCP": "true"}
 OTHER_ENVS = sorted(set(ENVIRONMENTS) - {"retail"})
-TASKS_PER_OTHER_ENV = 3
+TASKS_PER_OTHER_ENV = 2
 
 
 class MCPServerMetadata(BaseModel):
