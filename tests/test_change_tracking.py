@@ -128,6 +128,7 @@ def test_seed_states_patched_from_the_template_equal_full_dumps(env_name, tmp_pa
     """A snapshot's seed state is its template's dump patched with the rows its seed wrote
     (app.storage.meta.seed_changes); it must equal reading the snapshot whole, and a session
     cloned from the snapshot must then patch that dump (not read every table again)."""
+    from app.verify import patching
     from app.verify import state as state_module
     from app.verify.gold import GoldCache
 
@@ -135,7 +136,7 @@ def test_seed_states_patched_from_the_template_equal_full_dumps(env_name, tmp_pa
     store = Store(tmp_path / "data", env)
     gold = GoldCache(store, 64)
     whole_reads = []
-    monkeypatch.setattr(state_module, "_pristine", LRU(256))  # as in a fresh process
+    monkeypatch.setattr(patching, "_pristine", LRU(256))  # as in a fresh process
     real_dump_all = state_module._dump_all
     monkeypatch.setattr(
         state_module, "_dump_all", lambda *a, **k: whole_reads.append(1) or real_dump_all(*a, **k)

@@ -22,14 +22,14 @@ from sqlalchemy import Connection, Table
 from app.sdk.compare_spec import CompareSpec
 from app.storage.steplog import RowImage, StepRow
 from app.verify.diff import StateDiff, diff_states
-from app.verify.state import (
-    TableState,
-    _converters,
-    _plain,
-    _read_raw,
-    _reference_maps,
+from app.verify.table_reads import (
     compared_columns,
+    plain,
+    read_raw,
+    reference_maps,
+    value_converters,
 )
+from app.verify.table_state import TableState
 
 Key = tuple[str, int]  # (table, rowid)
 
@@ -146,7 +146,7 @@ def _normalisers(
             for column, target in spec.references.items():
                 if content is not None and content.get(column) is not None:
                     ids.setdefault(target, set()).add(content[column])
-    refs = _reference_maps(conn, tables, compare, set(ids), ids)
+    refs = reference_maps(conn, tables, compare, set(ids), ids)
     # Rows referenced but gone from the final state: their keys from the log's images.
     for image in images:
         mapping = refs.get(image.table)
@@ -154,19 +154,19 @@ def _normalisers(
             continue
         key = compare.for_table(image.table).key
         pk = list(tables[image.table].primary_key.columns)
-        _, reads = _read_raw(conn, [tables[image.table].c[k] for k in key])
+        _, reads = read_raw(conn, [tables[image.table].c[k] for k in key])
         for content in (image.before, image.after):
             if content is None or len(pk) != 1 or content.get(pk[0].name) in mapping:
                 continue
             mapping[content[pk[0].name]] = tuple(
-                _plain(f(content[k])) for f, k in zip(reads, key, strict=True)
+                plain(f(content[k])) for f, k in zip(reads, key, strict=True)
             )
     out: dict[str, Callable[[dict[str, Any]], tuple[Any, ...]]] = {}
     for name in touched:
         spec = compare.for_table(name)
         columns = compared_columns(tables[name], spec, compare)
-        _, reads = _read_raw(conn, [tables[name].c[c] for c in columns])
-        converters = _converters(columns, spec, refs, reads)
+        _, reads = read_raw(conn, [tables[name].c[c] for c in columns])
+        converters = value_converters(columns, spec, refs, reads)
         out[name] = _row_normaliser(columns, converters)
     return out
 

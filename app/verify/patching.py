@@ -1,0 +1,210 @@
+"""Dumps patched, not read whole: a tracked database's dump is its snapshot's (kept in memory)
+with the rows it wrote read back in. docs/verification.md explains why this equals a whole read."""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from bisect import bisect_left, insort_right
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Connection, Table, func, select
+
+from app.runtime.lru import LRU
+from app.sdk.compare_spec import CompareSpec
+from app.storage.meta import Changes
+from app.verify import table_reads
+from app.verify.table_state import DbState, Patch, Row, RowIndex, TableState
+
+log = logging.getLogger("stategym.verify")
+
+
+def _patched_table(
+    conn: Connection,
+    tables: Mapping[str, Table],
+    name: str,
+    compare: CompareSpec,
+    base: TableState,
+    by_rowid: RowIndex,
+    rowids: frozenset[int],
+) -> tuple[TableState, RowIndex]:
+    """`base` (the snapshot's dump) with the rows at `rowids` taken out and their current
+    contents read back in: a few indexed reads instead of the whole table. Also the patched
+    table's rowid index (`by_rowid` with those rowids rewritten)."""
+    table, spec = tables[name], compare.for_table(name)
+    rows = list(base.rows)
+    removed = []
+    for rowid in rowids:
+        old = by_rowid.get(rowid)
+        if old is not None:  # rows are sorted by repr, and equal reprs are equal rows
+            del rows[bisect_left(rows, repr(old), key=repr)]
+            removed.append(old)
+    columns = [table.c[c] for c in base.columns]
+    reads = table_reads.column_readers(conn, table, base.columns)
+
+    def query() -> Any:
+        return select(table_reads.ROWID, *table_reads.read_raw(conn, columns)[0]).where(
+            table_reads.ROWID.in_(table_reads.JSON_VALUES)
+        )
+
+    param = json.dumps(sorted(rowids))  # rowids are integers: always one JSON parameter
+    raw_rows = list(table_reads.execute(conn, ("rows", table, base.columns), query, (param,)))
+    ids: dict[str, set[Any]] = {}
+    for position, column in enumerate(base.columns, 1):
+        target = spec.references.get(column)
+        if target is not None:
+            ids.setdefault(target, set()).update(r[position] for r in raw_rows)
+    refs = table_reads.reference_maps(conn, tables, compare, set(ids), ids)
+    converters = table_reads.value_converters(base.columns, spec, refs, reads)
+    now = {
+        raw[0]: tuple(f(v) for f, v in zip(converters, raw[1:], strict=True)) for raw in raw_rows
+    }
+    added = list(now.values())
+    for row in added:
+        insort_right(rows, row, key=repr)
+    origin = Patch(base, tuple(removed), tuple(added))
+    if base.origin is not None:  # a patch of a patch: one patch of the table read whole
+        first = base.origin
+        origin = Patch(first.base, first.removed + origin.removed, first.added + origin.added)
+    patched = TableState(base.name, base.columns, base.key, tuple(rows), origin)
+    return patched, _Rewritten(by_rowid, now, rowids)
+
+
+class _Rewritten(Mapping[int, Row]):
+    """A rowid index with some rowids rewritten: `now` holds those that still exist."""
+
+    def __init__(self, base: RowIndex, now: dict[int, Row], rewritten: frozenset[int]):
+        self._base, self._now, self._rewritten = base, now, rewritten
+
+    def __getitem__(self, rowid: int) -> Row:
+        if rowid in self._rewritten:
+            return self._now[rowid]
+        return self._base[rowid]
+
+    def __iter__(self) -> Iterator[int]:
+        yield from self._now
+        yield from (r for r in self._base if r not in self._rewritten)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+@dataclass(frozen=True)
+class Pristine:
+    """The dump of a snapshot clone nothing has written yet, and its rowid indexes."""
+
+    compare: CompareSpec
+    state: DbState
+    indexes: Mapping[str, RowIndex]
+
+
+# Dumps of pristine snapshot clones, by (template:snapshot, compare spec): a database that tracks
+# its changes (app.storage.meta) reuses these for every table neither it nor its references wrote,
+# and patches them with the rows it wrote.
+_pristine: LRU[tuple[str, int], Pristine] = LRU(256)
+_pristine_lock = threading.Lock()
+# Past this share of a table's rows, reading the table whole beats patching it row by row.
+_PATCH_SHARE = 0.25
+
+
+def remembered(snapshot: str, compare: CompareSpec) -> Pristine | None:
+    """The pristine dump kept for `snapshot` under `compare`, if any."""
+    with _pristine_lock:
+        entry = _pristine.get((snapshot, id(compare)))
+    # id() of a collected spec may be reused: the entry holds its spec, so compare identity.
+    return entry if entry is not None and entry.compare is compare else None
+
+
+def remember(
+    snapshot: str, compare: CompareSpec, state: DbState, indexes: Mapping[str, RowIndex]
+) -> None:
+    with _pristine_lock:
+        _pristine.put((snapshot, id(compare)), Pristine(compare, state, indexes))
+
+
+def _rekeyed(compare: CompareSpec, names: list[str], changed: frozenset[str]) -> set[str]:
+    """Tables referencing a table whose references may now resolve differently ("#key")."""
+    return {
+        name
+        for name in names
+        if any(f"{ref}#key" in changed for ref in compare.for_table(name).references.values())
+    }
+
+
+def patch_dump(
+    conn: Connection,
+    tables: Mapping[str, Table],
+    compare: CompareSpec,
+    names: list[str],
+    pristine: Pristine,
+    changes: Changes,
+    *,
+    indexed: bool,
+) -> tuple[DbState, dict[str, RowIndex]] | None:
+    """`pristine` patched with the rows `changes` says were written, or None when the row
+    counts disagree (a write the tracking missed)."""
+    changed, rows = changes.tables, changes.rows or {}
+    rekeyed = _rekeyed(compare, names, changed)
+    patch: dict[str, frozenset[int]] = {}
+    whole: set[str] = set(rekeyed)
+    for name in names:
+        if name not in changed or name in rekeyed:
+            continue
+        index, written = pristine.indexes.get(name), rows.get(name)
+        base_rows = len(pristine.state[name].rows)
+        if index is None or written is None or len(written) > max(64, base_rows * _PATCH_SHARE):
+            whole.add(name)
+        else:
+            patch[name] = written
+    wanted = {ref for n in whole for ref in compare.for_table(n).references.values()}
+    refs = table_reads.reference_maps(conn, tables, compare, wanted)
+    state: dict[str, TableState] = {}
+    indexes: dict[str, RowIndex] = {}
+    for name in names:
+        found: RowIndex | None
+        if name in whole:
+            spec = compare.for_table(name)
+            state[name], found = table_reads.read_table(
+                conn, tables[name], spec, compare, refs, index=indexed
+            )
+        elif name in patch:
+            state[name], found = _patched_table(
+                conn,
+                tables,
+                name,
+                compare,
+                pristine.state[name],
+                pristine.indexes[name],
+                patch[name],
+            )
+        else:
+            state[name], found = pristine.state[name], pristine.indexes.get(name)
+        if found is not None:
+            indexes[name] = found
+    disagree = _miscounted(conn, tables, [n for n in names if n not in whole], state)
+    if disagree:
+        log.warning("change tracking missed writes to %s; reading every table", disagree)
+        return None
+    return state, indexes
+
+
+def _miscounted(
+    conn: Connection, tables: Mapping[str, Table], names: list[str], state: DbState
+) -> list[str]:
+    """Tables whose reused or patched dump holds another number of rows than the table.
+
+    One statement of count(*) subqueries: ~0.1 ms for retail's 8,000 rows (docs/verification.md).
+    """
+    if not names:
+        return []
+
+    def counts() -> Any:
+        return select(
+            *(select(func.count()).select_from(tables[n]).scalar_subquery() for n in names)
+        )
+
+    (row,) = list(table_reads.execute(conn, ("count", *(tables[n] for n in names)), counts))
+    return [n for n, count in zip(names, row, strict=True) if count != len(state[n].rows)]

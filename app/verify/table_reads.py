@@ -1,0 +1,266 @@
+"""Reading a table into comparable rows: values normalised per the comparison spec, references
+by natural key, and every statement run on the DB-API cursor with its SQL cached (SQLite)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from datetime import date, datetime
+from decimal import Decimal
+from functools import partial
+from typing import Any
+
+from sqlalchemy import ColumnElement, Connection, Table, bindparam, func, literal_column, select
+
+from app.sdk.compare_spec import CompareSpec, TableSpec
+from app.verify.raw_values import UnreadableValue, plain_scalar, raw_column, reader
+from app.verify.table_state import RowIndex, TableState
+
+
+def _text(value: Any) -> Any:
+    return " ".join(str(value).split()).casefold() if value is not None else None
+
+
+def plain(value: Any) -> Any:
+    if isinstance(value, datetime | date):
+        return value.isoformat()
+    if isinstance(value, Decimal):
+        return float(value)
+    return plain_scalar(value)
+
+
+def _money(value: Any) -> Any:
+    # Rounded to cents for content matching; keyed rows also compare within the tolerance.
+    if value is None or isinstance(value, UnreadableValue):
+        return value
+    try:
+        money = round(float(value), 2)
+    except (ValueError, TypeError, OverflowError):  # text or bytes an agent wrote
+        return UnreadableValue.of("money", value)
+    return plain_scalar(money)
+
+
+def read_raw(conn: Connection, columns: list[Any]) -> tuple[list[Any], list[Callable[[Any], Any]]]:
+    """What to select for `columns`, and how to read each value without raising
+    (app/verify/raw_values.py: an agent may have written anything into any SQLite column)."""
+    dialect = conn.dialect
+    return [raw_column(c, dialect) for c in columns], [reader(c, dialect) for c in columns]
+
+
+# How to read each column, per (table, column names), on SQLite (whose dialect is one per
+# process): building a reader asks the type for its result processor (~5 us a column).
+_sqlite_readers: dict[tuple[Table, tuple[str, ...]], list[Callable[[Any], Any]]] = {}
+
+
+def column_readers(
+    conn: Connection, table: Table, names: tuple[str, ...]
+) -> list[Callable[[Any], Any]]:
+    if conn.dialect.name != "sqlite":
+        return [reader(table.c[c], conn.dialect) for c in names]
+    reads = _sqlite_readers.get((table, names))
+    if reads is None:
+        reads = _sqlite_readers[(table, names)] = [reader(table.c[c], conn.dialect) for c in names]
+    return reads
+
+
+def compared_columns(table: Table, spec: TableSpec, compare: CompareSpec) -> tuple[str, ...]:
+    ignored = set(spec.ignore) | (set(compare.ignore_everywhere) - set(spec.key))
+    names = [c.name for c in table.columns if c.name not in ignored]
+    # Key columns first, so a row's key is a prefix of the row.
+    return tuple(spec.key) + tuple(n for n in names if n not in spec.key)
+
+
+def reference_maps(
+    conn: Connection,
+    tables: Mapping[str, Table],
+    compare: CompareSpec,
+    wanted: set[str] | None = None,
+    ids: Mapping[str, set[Any]] | None = None,
+) -> dict[str, dict[Any, tuple[Any, ...]]]:
+    """For each referenced table (of `wanted`, default all): surrogate id -> natural key; with
+    `ids`, only for those ids of each table (a patch reads a few rows, not the whole table)."""
+    if wanted is None:
+        wanted = {ref for spec in compare.tables.values() for ref in spec.references.values()}
+    maps: dict[str, dict[Any, tuple[Any, ...]]] = {}
+    for ref in wanted:
+        table = tables[ref]
+        key = compare.for_table(ref).key
+        pk = list(table.primary_key.columns)
+        if not key or len(pk) != 1:
+            continue
+        key_columns = [table.c[k] for k in key]
+        reads = column_readers(conn, table, tuple(key))
+
+        def query(pk: Any = pk[0], key_columns: list[Any] = key_columns) -> Any:
+            return select(pk, *read_raw(conn, key_columns)[0])
+
+        some = ids.get(ref, set()) if ids is not None else None
+        param = _json_array(some) if some is not None and conn.dialect.name == "sqlite" else None
+        if param is not None:  # one statement compiled once, whatever the ids
+
+            def query_ids(pk: Any = pk[0], query: Any = query) -> Any:
+                return query().where(pk.in_(JSON_VALUES))
+
+            rows = execute(conn, ("ref-ids", table, tuple(key)), query_ids, (param,))
+            maps[ref] = dict(_mapped_keys(rows, reads))
+            continue
+        maps[ref] = {}
+        for chunk in _chunks(some):
+            if chunk is None:
+                rows = execute(conn, ("refs", table, tuple(key)), query)
+            else:
+                rows = conn.execute(query().where(pk[0].in_(chunk)))
+            maps[ref].update(_mapped_keys(rows, reads))
+    return maps
+
+
+def _mapped_keys(
+    rows: Iterable[Any], reads: list[Callable[[Any], Any]]
+) -> Iterator[tuple[Any, tuple[Any, ...]]]:
+    for row in rows:
+        yield row[0], tuple(plain(f(v)) for f, v in zip(reads, row[1:], strict=True))
+
+
+# `IN (SELECT value FROM json_each(?))`: a set of ids as one JSON parameter, so the statement's
+# SQL is the same whatever the ids and is compiled once (an `IN (?, ?, ...)` is rebuilt and
+# recompiled for every set: ~0.4 ms each, several per patched dump).
+JSON_VALUES = (
+    select(literal_column("value")).select_from(func.json_each(bindparam("ids"))).scalar_subquery()
+)
+_INT64 = (-(2**63), 2**63)
+
+
+def _json_array(values: Iterable[Any]) -> str | None:
+    """`values` as a JSON array that json_each reads back as the same values (SQLite only), or
+    None when some value would not survive the trip (a float, bytes, a huge int: what an agent
+    may have written into a reference column): the caller then binds them as they are."""
+    out: list[int | str] = []
+    for value in values:
+        if type(value) is int and _INT64[0] <= value < _INT64[1]:
+            out.append(value)
+        elif type(value) is str and value.isascii() and "\x00" not in value:
+            out.append(value)
+        else:
+            return None
+    return json.dumps(out)
+
+
+def _chunks(values: Iterable[Any] | None, size: int = 500) -> Iterator[list[Any] | None]:
+    """`None` once (no filter), else the values in lists small enough for one IN (...)."""
+    if values is None:
+        yield None
+        return
+    ordered = sorted(values, key=repr)
+    for i in range(0, len(ordered), size):
+        yield ordered[i : i + size]
+
+
+def value_converters(
+    columns: tuple[str, ...],
+    spec: TableSpec,
+    refs: Mapping[str, dict[Any, tuple[Any, ...]]],
+    reads: list[Callable[[Any], Any]],
+) -> list[Callable[[Any], Any]]:
+    converters: list[Callable[[Any], Any]] = []
+    for col, read in zip(columns, reads, strict=True):
+        convert: Callable[[Any], Any]
+        if col in spec.references and spec.references[col] in refs:
+            mapping = refs[spec.references[col]]
+            convert = partial(_mapped, mapping)
+        elif col in spec.text:
+            convert = _text
+        elif col in spec.money:
+            convert = _money
+        else:
+            convert = plain
+        if read is not plain_scalar:  # the column's type converts: read raw, tag what fails
+            convert = partial(_read_then, read, convert)
+        converters.append(convert)
+    return converters
+
+
+def _mapped(mapping: Mapping[Any, Any], value: Any) -> Any:
+    """A reference by its natural key (the referenced row's), else the value itself."""
+    return mapping.get(value, plain(value))
+
+
+def _read_then(read: Callable[[Any], Any], convert: Callable[[Any], Any], value: Any) -> Any:
+    """Read a raw value by its column's type, then normalise it (unreadable ones tagged)."""
+    return _unless_unreadable(read(value), convert)
+
+
+def _unless_unreadable(value: Any, convert: Callable[[Any], Any]) -> Any:
+    return value if isinstance(value, UnreadableValue) else convert(value)
+
+
+# SQL text of the dump's parameterless statements, per (kind, table objects, columns): on SQLite
+# they run on the DB-API cursor, with no statement built, cache-keyed and compiled per verify
+# (~41 % of a verify before, bench/README.md). Only statements without bound parameters are
+# cached; their values come back as SQLAlchemy returns them, as every column that SQLAlchemy
+# would convert is selected raw (`raw_column`), and the rest it passes through on SQLite.
+_sql_text: dict[tuple[Any, ...], str] = {}
+
+
+def execute(
+    conn: Connection,
+    key: tuple[Any, ...],
+    build: Callable[[], Any],
+    params: tuple[Any, ...] = (),
+) -> Iterable[tuple[Any, ...]]:
+    """The rows of the statement `build` makes (built only when its SQL is not cached);
+    `params`: the values of its bound parameters, in order (`bindparam("ids")` only)."""
+    if conn.dialect.name != "sqlite":
+        assert not params, "JSON-array parameters are read by SQLite's json_each only"
+        return conn.execute(build())
+    sql = _sql_text.get(key)
+    if sql is None:
+        stmt = build()
+        compiled = stmt.compile(dialect=conn.dialect)
+        if len(compiled.positiontup or ()) != len(params):  # never expected: let SQLAlchemy bind
+            return conn.execute(stmt, dict(zip(("ids",), params, strict=False)))
+        sql = _sql_text[key] = str(compiled)
+    driver = conn.connection.driver_connection
+    assert driver is not None
+    rows: list[Any] = driver.execute(sql, params).fetchall()
+    return rows
+
+
+def _has_rowid(table: Table) -> bool:
+    return table.dialect_options["sqlite"].get("with_rowid", True) is not False
+
+
+# `_rowid_` rather than `rowid`: a column may be named rowid, which would shadow it.
+ROWID: ColumnElement[int] = literal_column("_rowid_")
+
+
+def read_table(
+    conn: Connection,
+    table: Table,
+    spec: TableSpec,
+    compare: CompareSpec,
+    refs: Mapping[str, dict[Any, tuple[Any, ...]]],
+    *,
+    index: bool = False,
+) -> tuple[TableState, RowIndex | None]:
+    """The whole table; with `index`, also which row each rowid holds (to patch it later)."""
+    columns = compared_columns(table, spec, compare)
+    reads = column_readers(conn, table, columns)
+    converters = value_converters(columns, spec, refs, reads)
+    index = index and _has_rowid(table)
+
+    def query() -> Any:
+        raw = read_raw(conn, [table.c[c] for c in columns])[0]
+        return select(*([ROWID] if index else []), *raw)
+
+    by_rowid: dict[int, tuple[Any, ...]] = {}
+    rows = []
+    for raw in execute(conn, ("dump", table, columns, index), query):
+        values = raw[1:] if index else raw
+        row = tuple(f(v) for f, v in zip(converters, values, strict=True))
+        rows.append(row)
+        if index:
+            by_rowid[raw[0]] = row
+    rows.sort(key=repr)
+    return TableState(table.name, columns, tuple(spec.key), tuple(rows)), (
+        by_rowid if index else None
+    )

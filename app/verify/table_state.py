@@ -1,0 +1,56 @@
+"""The comparable state of a database: per compared table, its normalised rows."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+Row = tuple[Any, ...]
+
+
+@dataclass(frozen=True)
+class Patch:
+    """How a patched dump was made: `base` (a table read whole) less `removed`, plus `added`.
+    Two dumps patched from one base differ only among those rows (app/verify/diff.py)."""
+
+    base: TableState
+    removed: tuple[Row, ...]
+    added: tuple[Row, ...]
+
+
+@dataclass(frozen=True)
+class TableState:
+    name: str
+    columns: tuple[str, ...]
+    key: tuple[str, ...]  # natural-key columns (a prefix of `columns`), () = match by content
+    rows: tuple[Row, ...]  # normalised, sorted (by repr)
+    origin: Patch | None = field(default=None, compare=False, repr=False)
+
+    def key_of(self, row: Row) -> tuple[Any, ...]:
+        return row[: len(self.key)]
+
+    # Per table read whole, once (cached): what a diff of two dumps patched from it needs.
+    @cached_property
+    def row_counts(self) -> Counter[Row]:
+        return Counter(self.rows)
+
+    @cached_property
+    def key_counts(self) -> Counter[tuple[Any, ...]]:
+        width = len(self.key)
+        return Counter(row[:width] for row in self.rows)
+
+    @cached_property
+    def repeated_rows(self) -> int:
+        """How many distinct rows appear more than once."""
+        return sum(1 for n in self.row_counts.values() if n > 1)
+
+    @cached_property
+    def repeated_keys(self) -> int:
+        return sum(1 for n in self.key_counts.values() if n > 1)
+
+
+DbState = Mapping[str, TableState]
+RowIndex = Mapping[int, tuple[Any, ...]]  # rowid -> normalised row, of a pristine dump
