@@ -54,8 +54,8 @@ from app.storage.factory import make_backend
 from app.storage.seeding import SeedError
 from app.verify.checks import compile_checks
 from app.verify.gold import GoldCache
-from app.verify.judge import Judge, JudgeSettings, apply_judge
-from app.verify.request_task import scored_task
+from app.verify.judge import Judge, JudgeSettings, JudgeSpec, apply_judge
+from app.verify.request_task import ScoredTask, scored_task
 from app.verify.session_verify import verify_state
 
 log = logging.getLogger("stategym.sessions")
@@ -102,7 +102,7 @@ class SessionManager:
         the same episode (NeMo Gym retries seeds). A legacy seed is always a new rollout."""
         if request.resources_session_id is None:
             session_id, created_at = secrets.token_hex(16), _utcnow()
-            await self._run(self._create, session_id, request, created_at)
+            await self._create_open(session_id, request, created_at)
             return Seeded(session_id, _issued(created_at), created=True)
         return await self._seed_typed(request, request.resources_session_id)
 
@@ -112,7 +112,7 @@ class SessionManager:
             held = await self._run(self.control.claim, self.env.name, rsid)
             if held is None:
                 session_id, created_at = secrets.token_hex(16), _utcnow()
-                held = await self._run(self._create, session_id, request, created_at)
+                held = await self._create_open(session_id, request, created_at)
                 if held is None:
                     return Seeded(session_id, _issued(created_at), created=True)
             seeded = await self._existing(held, request)
@@ -149,6 +149,33 @@ class SessionManager:
         if record is None or record.status == "closed":
             raise SeedConflict(f"resources_session_id {rsid!r} was closed; it cannot be reseeded")
         return Seeded(record.id, _issued(record.created_at), created=False)
+
+    async def _create_open(
+        self, session_id: str, request: SeedRequest, created_at: datetime
+    ) -> ResourcesClaim | None:
+        """`_create`, and where opening a session is local and cheap (SQLite files), its handle
+        opened in the same hop: the rollout's first tool call then starts at once (often on the
+        event loop, app/runtime/inline.py) instead of waiting for a worker to open the file."""
+        held, handle = await self._run(self._create_and_open, session_id, request, created_at)
+        if handle is not None:
+            if self._open.get(session_id) is None:
+                self._open.put(session_id, handle)
+            else:  # never expected: nobody else knows the id yet
+                await self._run(handle.close)
+        return held
+
+    def _create_and_open(
+        self, session_id: str, request: SeedRequest, created_at: datetime
+    ) -> tuple[ResourcesClaim | None, SessionHandle | None]:
+        held = self._create(session_id, request, created_at)
+        local = self.backend.capabilities.inline_calls  # a file here, not a server's connection
+        if held is not None or not (local and self.settings.open_on_seed):
+            return held, None
+        try:
+            return None, self.backend.open(session_id)
+        except Exception:  # noqa: BLE001 - the session exists; its first call opens it and says why
+            log.warning("opening session %s after its seed failed", session_id, exc_info=True)
+            return None, None
 
     def _create(
         self, session_id: str, request: SeedRequest, created_at: datetime
@@ -336,6 +363,14 @@ class SessionManager:
         return result, time.thread_time() - started
 
     async def verify(self, session_id: str, body: Mapping[str, Any]) -> dict[str, Any]:
+        handle = self._open.get(session_id)
+        if handle is not None:
+            # The common case (seed opened it): the record read, the verify and, for a task
+            # without a judge, the record's update in one hop to a worker.
+            async with handle.lock:
+                done = await self._run(self._verify_open, session_id, handle, body)
+            if done is not None:
+                return await self._verified(session_id, *done, body)
         record = await self._run(self.control.get, session_id)
         if record is None or record.env != self.env.name:
             return lost_session(SESSION_LOST, f"session {session_id} is unknown to this server")
@@ -346,7 +381,7 @@ class SessionManager:
         result: dict[str, Any] | None = None
         if record.status != "closed":
             try:
-                handle: SessionHandle | None = await self._handle(session_id)
+                handle = await self._handle(session_id)
             except (SessionClosed, SessionNotFound):  # closed by another worker, or deleted
                 handle = None
             if handle is not None:
@@ -357,14 +392,45 @@ class SessionManager:
         if result is None:
             # Closed or gone: scored by replaying its calls on the snapshot (app/runtime/reverify).
             result = await self._run(self._replay_verify, task, body.get("response"))
-        if self.judge is not None:
-            # Free-text answers graded against the task's rubric (no-op for tasks without one).
-            result = await apply_judge(
-                result, scored.judge_input, body.get("response"), self.judge, session_id
-            )
+        return await self._verified(session_id, record, scored, result, False, body)
+
+    def _verify_open(
+        self, session_id: str, handle: SessionHandle, body: Mapping[str, Any]
+    ) -> tuple[SessionRecord, ScoredTask, dict[str, Any], bool] | None:
+        """Verify an open session in one worker hop: (record, scored task, result, whether the
+        record was marked verified). None when the slow path must answer (unknown, or closed)."""
+        record = self.control.get(session_id)
+        if record is None or record.env != self.env.name or record.status == "closed":
+            return None
+        scored = scored_task(record.task, body)
+        result = self._verify(handle, record, scored.task, body.get("response"))
+        if JudgeSpec.from_task(scored.judge_input.get("judge")) is not None:
+            return record, scored, result, False  # the judge is awaited on the event loop
         if scored.mismatch:
             result["task_mismatch"] = list(scored.mismatch)
-        await self._run(self.control.mark_verified, record.id, result["reward"], result)
+        self.control.mark_verified(record.id, result["reward"], result)
+        return record, scored, result, True
+
+    async def _verified(
+        self,
+        session_id: str,
+        record: SessionRecord,
+        scored: ScoredTask,
+        result: dict[str, Any],
+        marked: bool,
+        body: Mapping[str, Any],
+    ) -> dict[str, Any]:
+        """The rest of a verify: the judge (tasks with a rubric), the mismatch flag and the
+        record's update unless done already, then close_on_verify."""
+        if not marked:
+            if self.judge is not None:
+                # Free-text answers graded against the task's rubric (no-op without one).
+                result = await apply_judge(
+                    result, scored.judge_input, body.get("response"), self.judge, session_id
+                )
+            if scored.mismatch:
+                result["task_mismatch"] = list(scored.mismatch)
+            await self._run(self.control.mark_verified, record.id, result["reward"], result)
         if self.settings.close_on_verify and record.status != "closed":
             await self.close(session_id)
         return result
