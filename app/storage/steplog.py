@@ -108,6 +108,8 @@ def install_step_log(conn: sqlite3.Connection, tables: Mapping[str, Sequence[str
 
 def has_step_log(conn: Any) -> bool:
     """Whether the database keeps a step log (`conn`: sqlite3 or a SQLAlchemy Connection)."""
+    if hasattr(conn, "exec_driver_sql") and conn.dialect.name == "sqlite":
+        conn = conn.connection.driver_connection  # on sqlite3 itself: ~10x cheaper a query
     run = conn.exec_driver_sql if hasattr(conn, "exec_driver_sql") else conn.execute
     try:
         row = run(f"SELECT value FROM {META_TABLE} WHERE key = 'step_log'").fetchone()

@@ -23,9 +23,9 @@ from app.sdk.compare_spec import CompareSpec
 from app.storage.steplog import RowImage, StepRow
 from app.verify.diff import StateDiff, diff_states
 from app.verify.table_reads import (
+    column_readers,
     compared_columns,
     plain,
-    read_raw,
     reference_maps,
     value_converters,
 )
@@ -154,7 +154,7 @@ def _normalisers(
             continue
         key = compare.for_table(image.table).key
         pk = list(tables[image.table].primary_key.columns)
-        _, reads = read_raw(conn, [tables[image.table].c[k] for k in key])
+        reads = column_readers(conn, tables[image.table], tuple(key))
         for content in (image.before, image.after):
             if content is None or len(pk) != 1 or content.get(pk[0].name) in mapping:
                 continue
@@ -165,7 +165,7 @@ def _normalisers(
     for name in touched:
         spec = compare.for_table(name)
         columns = compared_columns(tables[name], spec, compare)
-        _, reads = read_raw(conn, [tables[name].c[c] for c in columns])
+        reads = column_readers(conn, tables[name], columns)
         converters = value_converters(columns, spec, refs, reads)
         out[name] = _row_normaliser(columns, converters)
     return out
