@@ -48,11 +48,6 @@ class Settings(BaseSettings):
     tool_threads: int = Field(
         2, ge=1, le=64, description="Worker threads that run tool calls (one hop per call)."
     )
-    open_on_seed: bool = Field(
-        True,
-        description="Open a session's database in the seed's own hop (SQLite), so the rollout's "
-        "first call starts at once; off, the first call opens it.",
-    )
     inline_tool_budget_ms: float = Field(
         2.0,
         ge=0,

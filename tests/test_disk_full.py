@@ -92,10 +92,7 @@ def full_disk(small_fs: Path) -> dict[str, Any]:
     """Run the whole scenario once (its checks are asserts); return what was seen for the tests."""
     data_dir = small_fs / "data"
     seen: dict[str, Any] = {"seed": [], "verify": None, "new_session": None, "temps": []}
-    # Sessions are opened by their first call, not their seed: one is left unopened below.
-    server = chaos.start(
-        data_dir, log=small_fs.parent / "server.log", extra_env={"STATEGYM_OPEN_ON_SEED": "false"}
-    )
+    server = chaos.start(data_dir, log=small_fs.parent / "server.log")
     seeded: list[httpx.Client] = []
     opened: list[bool] = []
     notes: list[str] = []

@@ -309,11 +309,6 @@ async def test_verify_of_a_deleted_session_is_scored_by_replay(warehouse, backen
     seeded = await warehouse.post("/seed_session", json=TASK)
     session_id = seeded.json()["session_id"]
     sessions = warehouse.app.state.protocol.sessions
-    # Not open in this worker (the seed opens it; an LRU eviction or another worker's seed
-    # leaves it closed here): its database is then found gone, not read through a live handle.
-    handle = sessions._open.pop(session_id)
-    if handle is not None:
-        handle.close()
     if backend == "sqlite":
         sessions.backend.store.session_path(session_id).unlink()
     else:

@@ -102,7 +102,7 @@ class SessionManager:
         the same episode (NeMo Gym retries seeds). A legacy seed is always a new rollout."""
         if request.resources_session_id is None:
             session_id, created_at = secrets.token_hex(16), _utcnow()
-            await self._create_open(session_id, request, created_at)
+            await self._run(self._create, session_id, request, created_at)
             return Seeded(session_id, _issued(created_at), created=True)
         return await self._seed_typed(request, request.resources_session_id)
 
@@ -112,7 +112,7 @@ class SessionManager:
             held = await self._run(self.control.claim, self.env.name, rsid)
             if held is None:
                 session_id, created_at = secrets.token_hex(16), _utcnow()
-                held = await self._create_open(session_id, request, created_at)
+                held = await self._run(self._create, session_id, request, created_at)
                 if held is None:
                     return Seeded(session_id, _issued(created_at), created=True)
             seeded = await self._existing(held, request)
@@ -149,33 +149,6 @@ class SessionManager:
         if record is None or record.status == "closed":
             raise SeedConflict(f"resources_session_id {rsid!r} was closed; it cannot be reseeded")
         return Seeded(record.id, _issued(record.created_at), created=False)
-
-    async def _create_open(
-        self, session_id: str, request: SeedRequest, created_at: datetime
-    ) -> ResourcesClaim | None:
-        """`_create`, and where opening a session is local and cheap (SQLite files), its handle
-        opened in the same hop: the rollout's first tool call then starts at once (often on the
-        event loop, app/runtime/inline.py) instead of waiting for a worker to open the file."""
-        held, handle = await self._run(self._create_and_open, session_id, request, created_at)
-        if handle is not None:
-            if self._open.get(session_id) is None:
-                self._open.put(session_id, handle)
-            else:  # never expected: nobody else knows the id yet
-                await self._run(handle.close)
-        return held
-
-    def _create_and_open(
-        self, session_id: str, request: SeedRequest, created_at: datetime
-    ) -> tuple[ResourcesClaim | None, SessionHandle | None]:
-        held = self._create(session_id, request, created_at)
-        local = self.backend.capabilities.inline_calls  # a file here, not a server's connection
-        if held is not None or not (local and self.settings.open_on_seed):
-            return held, None
-        try:
-            return None, self.backend.open(session_id)
-        except Exception:  # noqa: BLE001 - the session exists; its first call opens it and says why
-            log.warning("opening session %s after its seed failed", session_id, exc_info=True)
-            return None, None
 
     def _create(
         self, session_id: str, request: SeedRequest, created_at: datetime
