@@ -52,11 +52,14 @@ async def test_body_cannot_rewrite_the_task(warehouse, rewrite):
 
 async def test_body_cannot_lower_a_reward_either(warehouse):
     """A body that swaps the reference solution does not change a correct rollout's 1.0."""
-    await warehouse.post("/seed_session", json=TASK)
+    seeded = await warehouse.post("/seed_session", json=TASK)
     await warehouse.post("/move_stock", json=SELL)
     body = {**TASK, "ground_truth": [OTHER], "response": response_object([], "3 left")}
     result = (await warehouse.post("/verify", json=body)).json()
     assert result["reward"] == 1.0 and result["task_mismatch"] == ["ground_truth"]
+    # The session was open (its call opened it): recorded in verify's one hop, flag included.
+    record = warehouse.app.state.protocol.sessions.control.get(seeded.json()["session_id"])
+    assert record.reward == 1.0 and record.verify["task_mismatch"] == ["ground_truth"]
 
 
 async def test_the_whole_row_echoed_back_is_no_mismatch(warehouse):
