@@ -195,20 +195,28 @@ class SessionManager:
         return None
 
     async def close(self, session_id: str) -> bool:
-        """Close by cookie. Idempotent: False when it was closed already (or never existed)."""
-        record = await self._run(self.control.get, session_id)
-        if record is None:
-            return False
-        if record.env != self.env.name:
+        """Close by cookie. Idempotent: False when it was closed already (or never existed).
+        One hop to a worker: the record read, the release and the record's update."""
+        handle = self._open.pop(session_id)
+        if handle is not None:
+            async with handle.lock:
+                return await self._run(self._close_by_id, session_id, handle)
+        return await self._run(self._close_by_id, session_id, None)
+
+    def _close_by_id(self, session_id: str, handle: SessionHandle | None) -> bool:
+        record = self.control.get(session_id)
+        if record is None or record.env != self.env.name:
+            if handle is not None:  # never expected: handles are opened for known sessions
+                handle.close()
+            if record is None:
+                return False
             raise NotOwner(
                 f"session {session_id} belongs to environment {record.env!r}, not "
                 f"{self.env.name!r}; close it on its own server"
             )
-        closed_now = await self._close_open(record)
+        closed_now = self._close_record(handle, record)
         if record.resources_session_id is not None:
-            await self._run(
-                self.control.close_claim, self.env.name, record.resources_session_id, None
-            )
+            self.control.close_claim(self.env.name, record.resources_session_id, None)
         return closed_now
 
     async def close_by_resources_id(
