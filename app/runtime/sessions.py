@@ -109,12 +109,10 @@ class SessionManager:
     async def _seed_typed(self, request: SeedRequest, rsid: str) -> Seeded:
         deadline = time.monotonic() + SEED_WAIT_SECONDS
         while True:
-            held = await self._run(self.control.claim, self.env.name, rsid)
+            session_id, created_at = secrets.token_hex(16), _utcnow()
+            held = await self._run(self._claim_or_create, rsid, session_id, request, created_at)
             if held is None:
-                session_id, created_at = secrets.token_hex(16), _utcnow()
-                held = await self._run(self._create, session_id, request, created_at)
-                if held is None:
-                    return Seeded(session_id, _issued(created_at), created=True)
+                return Seeded(session_id, _issued(created_at), created=True)
             seeded = await self._existing(held, request)
             if seeded is not None:
                 return seeded
@@ -149,6 +147,14 @@ class SessionManager:
         if record is None or record.status == "closed":
             raise SeedConflict(f"resources_session_id {rsid!r} was closed; it cannot be reseeded")
         return Seeded(record.id, _issued(record.created_at), created=False)
+
+    def _claim_or_create(
+        self, rsid: str, session_id: str, request: SeedRequest, created_at: datetime
+    ) -> ResourcesClaim | None:
+        """One hop for a typed seed: the claim of whoever holds `rsid`, or None once this call
+        has claimed it and made the session."""
+        held = self.control.claim(self.env.name, rsid)
+        return held if held is not None else self._create(session_id, request, created_at)
 
     def _create(
         self, session_id: str, request: SeedRequest, created_at: datetime
