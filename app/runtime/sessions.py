@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from sqlalchemy import Connection
 
@@ -232,32 +232,46 @@ class SessionManager:
         gets a tombstone so a late seed of it is refused. False when already closed.
 
         Ownership: a request with our cookie may close only that cookie's session; a
-        cookieless one must name the episode that seeded it."""
-        held = await self._run(self.control.claim, self.env.name, rsid)
+        cookieless one must name the episode that seeded it. Two hops: the claim and record
+        read, then the release with the claim's close."""
+        record = await self._run(self._held_for_close, rsid, episode, cookie_session_id)
+        if record is False:
+            return False
+        if record is None:  # a seed in flight closes its own session (_create)
+            await self._run(self.control.close_claim, self.env.name, rsid, episode)
+            return False
+        handle = self._open.pop(record.id)
+        if handle is None:
+            return await self._run(self._close_with_claim, None, record, rsid, episode)
+        async with handle.lock:
+            return await self._run(self._close_with_claim, handle, record, rsid, episode)
+
+    def _held_for_close(
+        self, rsid: str, episode: str | None, cookie_session_id: str | None
+    ) -> SessionRecord | None | Literal[False]:
+        """False when there is nothing to close (a tombstone now or already); else the record
+        of the session `rsid` holds, or None while that session is still being seeded."""
+        held = self.control.claim(self.env.name, rsid)
         if held is None:
-            if await self._run(self.control.close_claim, self.env.name, rsid, episode):
+            if self.control.close_claim(self.env.name, rsid, episode):
                 return False  # a tombstone: nothing was open
-            held = await self._run(self.control.claim, self.env.name, rsid)  # a seed won
+            held = self.control.claim(self.env.name, rsid)  # a seed won
             if held is None:
                 return False
         if held.session_id is None:
             return False  # a tombstone already
         _check_owner(held, episode, cookie_session_id)
-        closed_now = False
-        if held.state != CLAIM_SEEDING:  # a seed in flight closes its own session (_create)
-            record = await self._run(self.control.get, held.session_id)
-            if record is not None:
-                closed_now = await self._close_open(record)
-        # Recorded only once the release worked: a failure above leaves the id open to retry.
-        await self._run(self.control.close_claim, self.env.name, rsid, episode)
-        return closed_now
+        if held.state == CLAIM_SEEDING:
+            return None
+        return self.control.get(held.session_id)  # None: gone, so only the claim is closed
 
-    async def _close_open(self, record: SessionRecord) -> bool:
-        handle = self._open.pop(record.id)
-        if handle is not None:
-            async with handle.lock:
-                return await self._run(self._close_record, handle, record)
-        return await self._run(self._close_record, None, record)
+    def _close_with_claim(
+        self, handle: SessionHandle | None, record: SessionRecord, rsid: str, episode: str | None
+    ) -> bool:
+        closed_now = self._close_record(handle, record)
+        # Recorded only once the release worked: a failure above leaves the id open to retry.
+        self.control.close_claim(self.env.name, rsid, episode)
+        return closed_now
 
     def _close_record(self, handle: SessionHandle | None, record: SessionRecord) -> bool:
         """Release the session (closed in its own database, deleted per retention), then
