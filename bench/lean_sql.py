@@ -38,6 +38,7 @@ MAX_ROWS = 200
 TIME_LIMIT_S = 1.0
 READ_PRAGMAS = {"table_info", "table_xinfo", "index_list", "index_info", "foreign_key_list",
                 "foreign_key_check", "table_list"}  # fmt: skip
+DENIED_FUNCTIONS = ("random", "randomblob", "load_extension")
 _DENIED = {
     getattr(sqlite3, name)
     for name in dir(sqlite3)
@@ -54,8 +55,7 @@ def _authorize(action: int, arg1: str | None, arg2: str | None, dbname: str | No
         return sqlite3.SQLITE_DENY
     if action == sqlite3.SQLITE_PRAGMA and (arg1 or "").lower() not in READ_PRAGMAS:
         return sqlite3.SQLITE_DENY
-    if action == sqlite3.SQLITE_FUNCTION and (arg2 or "").lower() in ("random", "randomblob",
-                                                                       "load_extension"):  # fmt: skip
+    if action == sqlite3.SQLITE_FUNCTION and (arg2 or "").lower() in DENIED_FUNCTIONS:
         return sqlite3.SQLITE_DENY
     if action in (sqlite3.SQLITE_INSERT, sqlite3.SQLITE_UPDATE, sqlite3.SQLITE_DELETE) and (
         (arg1 or "").lower().startswith(("sqlite_", "_stategym"))
@@ -168,9 +168,7 @@ def describe_table(db: Db, a: dict[str, Any], now: str) -> Any:
     name = str(a["table"]).lower()
     if name not in TABLES:
         raise ToolFailed(f"There is no table {a['table']!r}. Tables: {', '.join(TABLES)}.")
-    fks = {
-        r[3]: f"{r[2]}.{r[4]}" for r in db.conn.execute(f'PRAGMA foreign_key_list("{name}")')
-    }
+    fks = {r[3]: f"{r[2]}.{r[4]}" for r in db.conn.execute(f'PRAGMA foreign_key_list("{name}")')}
     columns = [
         {"name": r[1], "type": r[2], "nullable": not r[3], "primary_key": bool(r[5]),
          "references": fks.get(r[1])}

@@ -608,8 +608,7 @@ def _deal(db: Db, d: Row, full: bool = False) -> dict[str, Any]:
         acts = sorted(db.where("activities", "deal_id", d["id"]),
                       key=lambda x: _dt(x["occurred_at"]), reverse=True)  # fmt: skip
         view["activities"] = [
-            {"kind": x["kind"], "summary": x["summary"], "at": _iso(x["occurred_at"])}
-            for x in acts
+            {"kind": x["kind"], "summary": x["summary"], "at": _iso(x["occurred_at"])} for x in acts
         ]
     return view
 
