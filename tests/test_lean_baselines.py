@@ -128,7 +128,7 @@ def test_lean_gold_writes_the_rows_stategym_writes(env_name: str, tmp_path: Path
                 ours = lean_rows.get(i) if own else mine.get(table, i)
                 where = (task["task_id"], table, i)
                 assert (theirs is None) == (ours is None), where
-                if theirs is not None:
+                if theirs is not None and ours is not None:
                     expected = dict(zip(columns[table], theirs, strict=True))
                     assert {k: _norm(v) for k, v in ours.items()} == {
                         k: _norm(expected[k]) for k in ours
