@@ -1,8 +1,10 @@
-"""The lean baseline: what a NeMo Gym user writes first, for retail or airline.
+"""The lean baseline: what a NeMo Gym user writes first, for every environment.
 
 Per session, a dict of the task's own seed rows over the environment's base rows, which are read
 once per process (from the StateGym template file) and shared read-only (bench/lean_db.py); tools
-are plain Python over the dicts (bench/lean_retail.py, bench/lean_airline.py); verify replays the
+are plain Python over the dicts (bench/lean_retail.py, lean_airline.py, lean_ledger.py,
+lean_workplace.py). The sql environment, whose agents run SQL, gets an in-memory sqlite3 database
+per session instead (bench/lean_sql.py: its own `Base`, `Db` and `same_state`). Verify replays the
 task's gold calls on a fresh session (cached per task), compares the two states and looks for
 the task's expected outputs in the final answer. Same stack as
 StateGym (FastAPI + uvicorn, one worker: its state is in process memory), same signed cookie
@@ -26,11 +28,24 @@ from fastapi.responses import JSONResponse
 
 from app.server.cookies import CookieSigner
 from app.server.timing import ProcessTimeMiddleware
-from bench import lean_airline, lean_retail
-from bench.lean_db import Base, Db, ToolFailed, same_state
+from bench import lean_airline, lean_db, lean_ledger, lean_retail, lean_sql, lean_workplace
+from bench.lean_db import ToolFailed
 
 COOKIE = "stategym_session"
-ENVS: dict[str, ModuleType] = {"retail": lean_retail, "airline": lean_airline}
+ENVS: dict[str, ModuleType] = {
+    "retail": lean_retail,
+    "airline": lean_airline,
+    "ledger": lean_ledger,
+    "sql": lean_sql,
+    "workplace": lean_workplace,
+}
+# Any (not lean_db.Db): an environment module may bring its own Base, Db and same_state.
+Db = Any
+
+
+def storage(env: ModuleType) -> ModuleType:
+    """The module whose Base, Db and same_state hold the environment's sessions."""
+    return lean_sql if env is lean_sql else lean_db
 
 
 def run_call(env: ModuleType, db: Db, name: str, args: dict[str, Any], now: str) -> dict[str, Any]:
@@ -41,34 +56,41 @@ def run_call(env: ModuleType, db: Db, name: str, args: dict[str, Any], now: str)
 
 
 class Sessions:
-    def __init__(self, env: ModuleType, base: Base):
-        self.env, self.base = env, base
+    def __init__(self, env: ModuleType, base: Any):
+        self.env, self.base, self.store = env, base, storage(env)
         self.live: dict[str, tuple[Db, dict[str, Any], str]] = {}
         self.gold: dict[str, Db] = {}
 
     def seed(self, task: dict[str, Any]) -> str:
         seed = task.get("seed") or {}
         session_id = secrets.token_hex(16)
-        self.live[session_id] = (Db(self.base, seed.get("rows")), task, seed.get("now", ""))
+        db = self.store.Db(self.base, seed.get("rows"))
+        self.live[session_id] = (db, task, seed.get("now", ""))
         return session_id
+
+    def close(self, session_id: str) -> bool:
+        entry = self.live.pop(session_id, None)
+        if entry is not None and hasattr(entry[0], "close"):
+            entry[0].close()
+        return entry is not None
 
     def reward(self, session_id: str, body: dict[str, Any]) -> float:
         db, task, now = self.live[session_id]
         key = task.get("task_id") or json.dumps([task.get("seed"), task.get("ground_truth")])
         gold = self.gold.get(key)
         if gold is None:
-            gold = Db(self.base, (task.get("seed") or {}).get("rows"))
+            gold = self.store.Db(self.base, (task.get("seed") or {}).get("rows"))
             for call in task.get("ground_truth") or []:
                 run_call(self.env, gold, call["name"], call.get("arguments") or {}, now)
             self.gold[key] = gold
         text = json.dumps((body.get("response") or {}).get("output") or [])
         outputs = all(str(x) in text for x in task.get("expected_outputs") or [])
-        return float(outputs and same_state(db, gold, self.env.COMPARED))
+        return float(outputs and self.store.same_state(db, gold, self.env.COMPARED))
 
 
 def create_app(env_name: str, template_path: str, secret: str) -> FastAPI:
     env = ENVS[env_name]
-    sessions = Sessions(env, Base(template_path, env.TABLES))
+    sessions = Sessions(env, storage(env).Base(template_path, env.TABLES))
     signer = CookieSigner(secret, 7 * 24 * 3600)
     app = FastAPI(title=f"lean {env_name} baseline")
 
@@ -108,7 +130,7 @@ def create_app(env_name: str, template_path: str, secret: str) -> FastAPI:
     @app.post("/close_session")
     async def close_session(request: Request) -> dict[str, Any]:
         session_id = session_id_of(request)
-        closed = session_id is not None and sessions.live.pop(session_id, None) is not None
+        closed = session_id is not None and sessions.close(session_id)
         return {"status": "ok", "closed": closed}
 
     def add_tool(name: str) -> None:

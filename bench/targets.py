@@ -29,7 +29,7 @@ from bench.servers import ServerProcess, start_lean, start_stategym, template_of
 
 RESULTS = Path(__file__).resolve().parent / "results"
 ALL_ENVS = ("retail", "airline", "ledger", "sql", "workplace")
-LEAN_ENVS = ("retail", "airline")
+LEAN_ENVS = ("retail", "airline", "ledger", "sql", "workplace")
 GROUPS = ("rollout", "latency", "burst", "postgres")
 
 
