@@ -1,7 +1,7 @@
 """`python -m bench.targets` (`make bench-targets`): every target of issue 20 in one run, a table.
 
 Real servers on 127.0.0.1, one uvicorn worker each, started one at a time (2 shared cores):
-StateGym per environment, the lean baseline (bench/lean_server.py) for retail and airline, and
+StateGym per environment, the lean baseline (bench/lean_server.py) for every environment, and
 StateGym on PostgreSQL for retail when one answers at $STATEGYM_BENCH_PG_URL. The load generator
 (aiohttp) runs in its own process. Ratios compare figures of the same run.
 
