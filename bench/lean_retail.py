@@ -407,7 +407,8 @@ def return_delivered_order_items(db: Db, a: dict[str, Any], now: str) -> Any:
     method = _method(db, order["customer_id"], a["refund_method_id"])
     assert method is not None
     amount = cents(sum(line["unit_price"] * line["quantity"] for line in lines))
-    code = f"R{order['order_number'][2:]}-{len(db.where('returns', 'order_id', order['id'])) + 1}"
+    number = order["order_number"].lstrip("#")
+    code = f"RT-{number}-{len(db.where('returns', 'order_id', order['id'])) + 1}"
     ret = db.insert(
         "returns",
         {
@@ -447,10 +448,10 @@ def exchange_delivered_order_items(db: Db, a: dict[str, Any], now: str) -> Any:
     )
     method = _settle(db, order, a.get("payment_method_id"), diff, now)
     codes = []
-    for n, (line, old, new) in enumerate(swaps, 1):
+    for line, old, new in swaps:
         new["stock"] -= line["quantity"]
         line["status"] = "exchanged"
-        code = f"X{order['order_number'][2:]}-{n}"
+        code = f"EX-{order['order_number'].lstrip('#')}-{line['line_no']}"
         codes.append(code)
         db.insert(
             "exchanges",

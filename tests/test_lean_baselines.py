@@ -91,10 +91,7 @@ def _norm(value: Any) -> Any:
     return value
 
 
-# Not retail: bench/lean_retail.py spells return and exchange codes "R9033001-1" / "X9036001-1"
-# where StateGym writes "RT-W9033001-1" / "EX-W9036001-1" (harmless to its lean verify, which
-# compares lean with lean; reported in issue 20).
-@pytest.mark.parametrize("env_name", ["airline", "ledger", "sql", "workplace"])
+@pytest.mark.parametrize("env_name", ["retail", "airline", "ledger", "sql", "workplace"])
 def test_lean_gold_writes_the_rows_stategym_writes(env_name: str, tmp_path: Path) -> None:
     """Per writing task: after the gold, every row StateGym's tools changed or added, and every
     row the lean session holds, is the same row (same id, same values) in both."""
