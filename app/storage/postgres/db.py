@@ -99,16 +99,6 @@ def make_engine(url: str, *, pool_size: int, statement_timeout_ms: int | None = 
         parts.append(f"SELECT pg_advisory_xact_lock({advisory_key(schema)})")
         conn.exec_driver_sql("; ".join(parts))
 
-    @event.listens_for(engine, "before_cursor_execute", retval=True)
-    def _sqlite_probe(
-        conn: Any, cursor: Any, statement: str, parameters: Any, context: Any, executemany: bool
-    ) -> tuple[str, Any]:
-        # app.storage.meta.tracked_changes probes `sqlite_master` for SQLite's change tracking; on
-        # PostgreSQL there is none, so the probe reads "absent" and verify dumps every table.
-        if statement.startswith("SELECT count(*) FROM sqlite_master"):
-            return "SELECT 0", None
-        return statement, parameters
-
     return engine
 
 
@@ -174,7 +164,7 @@ def schema_ddl(metadata: MetaData) -> Ddl:
         f"CONSTRAINT {VERSION_TABLE}_pkc PRIMARY KEY (version_num))"
     )
     tables += _step_log_tables()
-    logged = _step_logged(metadata)
+    logged = step_logged(metadata)
     ddl = Ddl(
         ";\n".join(tables),
         ";\n".join(indexes),
@@ -200,7 +190,7 @@ def _step_log_tables() -> list[str]:
     ]
 
 
-def _step_logged(metadata: MetaData) -> dict[str, str | None]:
+def step_logged(metadata: MetaData) -> dict[str, str | None]:
     """Every table with a primary key -> its integer key column (the row identity the log
     records as old_rid/new_rid, SQLite's rowid), or None when the key is not one integer."""
     logged: dict[str, str | None] = {}

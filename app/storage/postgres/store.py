@@ -95,6 +95,13 @@ class PgStore:
     def template_schema(self, snapshot: Snapshot) -> str:
         return self.names.snapshot(f"{self.fingerprint}:{TEMPLATE_LAYOUT}", snapshot.key)
 
+    def template_of(self, fingerprint: str | None, snapshot_key: str | None) -> str | None:
+        """The template schema a session of `snapshot_key` (its meta) was cloned from, if it was
+        built for the running models (`fingerprint` = theirs), else None."""
+        if fingerprint != self.fingerprint or snapshot_key is None:
+            return None
+        return self.names.snapshot(f"{self.fingerprint}:{TEMPLATE_LAYOUT}", snapshot_key)
+
     # --- templates -------------------------------------------------------------------------------
     def ensure_template(self, snapshot: Snapshot) -> tuple[str, dict[str, int]]:
         """The task's template schema (built on first use) and its SERIAL maxima."""
