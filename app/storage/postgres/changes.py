@@ -82,9 +82,9 @@ class PgChangeReader:
         keys = _key_columns(metadata, compare)
         # A key changed by an update, per referenced table, as one CASE over the log's rows.
         cases = " ".join(
-            f"WHEN '{quoted(t)[1:-1]}' THEN "
+            f"WHEN '{_bare(t)}' THEN "
             + " OR ".join(
-                f"(old_vals->>'{quoted(c)[1:-1]}') IS DISTINCT FROM (new_vals->>'{quoted(c)[1:-1]}')"
+                f"(old_vals->>'{_bare(c)}') IS DISTINCT FROM (new_vals->>'{_bare(c)}')"
                 for c in cols
             )
             for t, cols in keys.items()
@@ -131,6 +131,11 @@ class PgChangeReader:
             ids.update(rid for rid in (old_rid, new_rid) if rid is not None)
         frozen = {t: frozenset(ids) for t, ids in rows.items() if t not in unkeyed}
         return Changes(f"pg:{template}", frozenset(changed), frozen, origin=_origin(template))
+
+
+def _bare(name: str) -> str:
+    """A checked identifier (letters, digits, underscores), as a string literal's content."""
+    return quoted(name)[1:-1]
 
 
 def _origin(template: str) -> Any:
