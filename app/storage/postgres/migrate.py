@@ -16,6 +16,7 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy import Connection, Engine, func, select, text
 
 from app.errors import SessionUnavailable
+from app.registry import load_environment
 from app.storage.migrations import _script, branch_revisions, head_revision, metadata_for
 from app.storage.postgres.db import (
     VERSION_TABLE,
@@ -24,6 +25,8 @@ from app.storage.postgres.db import (
     quoted,
     session_connection,
 )
+from app.storage.postgres.templates import drop_stale_templates
+from app.storage.sqlite.store import schema_fingerprint
 
 
 def schema_revision(conn: Connection, schema: str) -> str | None:
@@ -147,9 +150,12 @@ def upgrade_retained_sessions(
     from app.storage.postgres.db import make_engine
 
     engine = make_engine(settings.database_url, pool_size=1)
+    names = SchemaNames(settings.pg_schema_prefix)
     try:
-        return upgrade_sessions(
-            engine, SchemaNames(settings.pg_schema_prefix), target, dry_run=dry_run
-        )
+        outcomes = upgrade_sessions(engine, names, target, dry_run=dry_run)
+        if not dry_run:  # templates of the models before the migration are never cloned again
+            fingerprint = schema_fingerprint(load_environment(target))
+            drop_stale_templates(engine, names, target, fingerprint)
+        return outcomes
     finally:
         engine.dispose()

@@ -44,14 +44,10 @@ from app.storage.postgres.db import (
 )
 from app.storage.postgres.pool import SchemaPool
 from app.storage.postgres.steplog import PG_STEP_LOG_VERSION, PgStepLog, restore_statements
+from app.storage.postgres.templates import drop_stale_templates, template_name
 from app.storage.sqlite import db as sqlite_db
 from app.storage.sqlite.store import Snapshot, Store
 from app.storage.steplog import STEP_COLS_TABLE, check_step
-
-# What a template schema holds beyond the models: part of its name, so a release that changes it
-# builds new templates instead of cloning old ones ("steplog-pg1": the step log's tables,
-# triggers and deferrable foreign keys).
-TEMPLATE_LAYOUT = f"steplog-{PG_STEP_LOG_VERSION}"
 
 
 class PgStore:
@@ -68,6 +64,8 @@ class PgStore:
         self._lock = threading.Lock()
         # Pre-cloned session schemas per snapshot (app/storage/postgres/pool.py); 0: off.
         self.pool: SchemaPool | None = None
+        # Templates (and pooled clones) of older models or layouts: never cloned again.
+        drop_stale_templates(engine, names, self.env.name, self.fingerprint)
         if schema_pool > 0:
             self.pool = SchemaPool(
                 engine, names.prefix, schema_pool, self._clone, renamed=step_function_sql
@@ -93,14 +91,14 @@ class PgStore:
         return self.sqlite.template_image()
 
     def template_schema(self, snapshot: Snapshot) -> str:
-        return self.names.snapshot(f"{self.fingerprint}:{TEMPLATE_LAYOUT}", snapshot.key)
+        return template_name(self.names, self.fingerprint, snapshot.key)
 
     def template_of(self, fingerprint: str | None, snapshot_key: str | None) -> str | None:
         """The template schema a session of `snapshot_key` (its meta) was cloned from, if it was
         built for the running models (`fingerprint` = theirs), else None."""
         if fingerprint != self.fingerprint or snapshot_key is None:
             return None
-        return self.names.snapshot(f"{self.fingerprint}:{TEMPLATE_LAYOUT}", snapshot_key)
+        return template_name(self.names, self.fingerprint, snapshot_key)
 
     # --- templates -------------------------------------------------------------------------------
     def ensure_template(self, snapshot: Snapshot) -> tuple[str, dict[str, int]]:
