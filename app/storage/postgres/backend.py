@@ -39,6 +39,7 @@ from app.storage.postgres.changes import PgChangeReader
 from app.storage.postgres.control import PgControlDB, open_pg_control
 from app.storage.postgres.db import (
     META_TABLE,
+    STATUS,
     SchemaNames,
     drop_schema_sql,
     make_engine,
@@ -134,7 +135,8 @@ class PgBackend:
             ) from exc
 
     def open(self, session_id: str) -> PgOpenSession:
-        meta = self.store.read_meta(session_id)  # SessionNotFound when the schema is gone
+        # SessionNotFound when the schema is gone.
+        meta, revision = self.store.open_meta(session_id)
         if meta.get("status") == "closed":
             raise SessionClosed(
                 f"session {session_id} is closed", hint="Start a new rollout with /seed_session."
@@ -145,7 +147,7 @@ class PgBackend:
                 f"not {self.env.name!r}"
             )
         # A schema retained from an older release is upgraded before use (or refused).
-        ensure_current(self.engine, self.names.session(session_id), self.env.name)
+        ensure_current(self.engine, self.names.session(session_id), self.env.name, revision)
         now = datetime.fromisoformat(meta["now"]) if "now" in meta else self.env.default_now
         ctx = ToolContext(now=now, session_id=session_id, task_id=None)
         handle = PgOpenSession(session_id, self.names.session(session_id), ctx)
@@ -156,12 +158,10 @@ class PgBackend:
         self, handle: SessionHandle, tool: Tool, work: Work, *, limit_ms: int, inline: bool
     ) -> dict[str, Any]:
         assert isinstance(handle, PgOpenSession)
-        with session_connection(self.engine, handle.schema) as conn:
+        with session_connection(self.engine, handle.schema, status=True) as conn:
             transaction = conn.begin()
-            try:  # the transaction began with the session's lock (postgres/db.make_engine)
-                status = conn.exec_driver_sql(
-                    f"SELECT value FROM {META_TABLE} WHERE key = 'status'"
-                ).scalar()
+            try:  # the transaction began with the session's lock and read its status
+                status = conn.info.pop(STATUS)  # (postgres/db.make_engine)
                 if status == "closed":  # closed by any replica: seen at once
                     raise SessionClosed(f"session {handle.id} is closed")
                 # The ORM Session joins this transaction: a tool error rolls it back.

@@ -12,12 +12,15 @@ from sqlalchemy import Engine, func, select, text
 
 from app.storage.control import ControlDB, control_metadata
 from app.storage.migrations import CONTROL, head_revision
-from app.storage.postgres.db import VERSION_TABLE, advisory_key, quoted
+from app.storage.postgres.db import PLAIN, VERSION_TABLE, advisory_key, quoted
 
 
 class PgControlDB(ControlDB):
     def __init__(self, engine: Engine, schema: str):
-        super().__init__(engine.execution_options(schema_translate_map={None: schema}))
+        # PLAIN: qualified names only; no session lock (it would serialise every control write
+        # of every replica on one key) and a durable commit.
+        mapped = engine.execution_options(schema_translate_map={None: schema}, **{PLAIN: True})
+        super().__init__(mapped)
         self.schema = schema
 
     def prepare(self) -> PgControlDB:

@@ -77,10 +77,15 @@ def upgrade_schema(engine: Engine, schema: str, target: str) -> None:
     migrate_schema(engine, schema, target)
 
 
-def ensure_current(engine: Engine, schema: str, target: str) -> None:
-    """Called when a worker opens a session: upgrade an older schema, refuse an unknown one."""
-    with engine.connect() as conn:
-        revision = schema_revision(conn, schema)
+_UNREAD = object()
+
+
+def ensure_current(engine: Engine, schema: str, target: str, revision: Any = _UNREAD) -> None:
+    """Called when a worker opens a session: upgrade an older schema, refuse an unknown one.
+    `revision`: the schema's, when the caller read it already."""
+    if revision is _UNREAD:
+        with engine.connect() as conn:
+            revision = schema_revision(conn, schema)
     state = revision_state(revision, target)
     if state == "current":
         return

@@ -78,13 +78,14 @@ class SchemaPool:
     def rename(self, pooled: str, target: str) -> bool:
         """Rename a taken pooled schema to `target`; False (the caller clones) if it is gone."""
         try:
+            rename = (
+                f"ALTER SCHEMA {quoted(checked_schema(pooled))} "
+                f"RENAME TO {quoted(checked_schema(target))}"
+            )
+            if self._renamed is not None:  # one round trip for both
+                rename += ";\n" + self._renamed(target)
             with self.engine.begin() as conn:
-                conn.exec_driver_sql(
-                    f"ALTER SCHEMA {quoted(checked_schema(pooled))} "
-                    f"RENAME TO {quoted(checked_schema(target))}"
-                )
-                if self._renamed is not None:
-                    conn.exec_driver_sql(self._renamed(target))
+                conn.exec_driver_sql(rename)
             return True
         except DBAPIError as exc:  # dropped by a replica's start-up sweep, or target exists
             log.warning("pooled schema %s not usable (%s); cloning", pooled, exc.orig)

@@ -21,6 +21,7 @@ import threading
 from typing import Any
 
 from sqlalchemy import Connection, Engine, func, select, text
+from sqlalchemy.exc import ProgrammingError
 
 from app.errors import CannotRewind, SessionNotFound
 from app.runtime.tasks import TaskSpec
@@ -259,6 +260,23 @@ class PgStore:
                 f"SELECT key, value FROM {quoted(schema)}.{META_TABLE}"
             ).fetchall()
         return dict(rows)
+
+    def open_meta(self, session_id: str) -> tuple[dict[str, str], str | None]:
+        """The session's meta and its schema's revision, in one round trip (a seed's first call
+        opens it); SessionNotFound when the schema is gone."""
+        s = quoted(self.names.session(session_id))
+        try:
+            with self.engine.connect() as conn:
+                meta, revision = conn.exec_driver_sql(
+                    f"SELECT (SELECT json_object_agg(key, value) FROM {s}.{META_TABLE}), "
+                    f"(SELECT version_num FROM {s}.{VERSION_TABLE} LIMIT 1)"
+                ).one()
+        except ProgrammingError:
+            if self.session_exists(session_id):
+                raise
+            self.read_meta(session_id)  # raises SessionNotFound, with the usual hint
+            raise
+        return dict(meta or {}), revision
 
     def write_status(self, conn: Any, session_id: str, status: str) -> None:
         schema = quoted(self.names.session(session_id))
