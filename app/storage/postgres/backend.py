@@ -35,7 +35,6 @@ from app.settings import Settings
 from app.storage.base import Capabilities, NotOnDisk, SessionHandle, Unsupported, Work
 from app.storage.control import SessionRecord
 from app.storage.meta import CHANGE_READER
-from app.storage.postgres.changes import PgChangeReader
 from app.storage.postgres.control import PgControlDB, open_pg_control
 from app.storage.postgres.db import (
     META_TABLE,
@@ -93,17 +92,6 @@ class PgBackend:
             pool_size=settings.pg_pool_size,
             statement_timeout_ms=settings.tool_time_limit_ms,
         )
-        # Readers of a session's step log (verify's step rewards) and of what it changed since
-        # its template (verify's dump, app/storage/postgres/changes.py) find them on the
-        # connection.
-        reader = step_log_reader(env.metadata)
-        changes = PgChangeReader(env.metadata, env.compare, self._template_of)
-
-        @event.listens_for(self.engine, "engine_connect")
-        def _step_log_reader(conn: Connection) -> None:
-            conn.info[LOG_READER] = reader
-            conn.info[CHANGE_READER] = changes
-
         # Snapshot images are built (deterministically) by each replica in its own data dir;
         # templates are built from them, and gold states replay on SQLite clones of them.
         self.snapshots = Store(
@@ -112,10 +100,18 @@ class PgBackend:
         self.store = PgStore(
             self.snapshots, self.engine, self.names, schema_pool=settings.pg_schema_pool
         )
-        self.control = control or open_pg_control(self.engine, self.names.control)
+        # Readers of a session's step log (verify's step rewards) and of what it changed since
+        # its template (verify's dump, app/storage/postgres/changes.py) find them on each
+        # connection (engine_connect: every checkout).
+        reader = step_log_reader(env.metadata)
+        changes = self.store.changes
 
-    def _template_of(self, fingerprint: str | None, snapshot_key: str | None) -> str | None:
-        return self.store.template_of(fingerprint, snapshot_key)
+        @event.listens_for(self.engine, "engine_connect")
+        def _step_log_reader(conn: Connection) -> None:
+            conn.info[LOG_READER] = reader
+            conn.info[CHANGE_READER] = changes
+
+        self.control = control or open_pg_control(self.engine, self.names.control)
 
     def snapshot(self, task: TaskSpec) -> Snapshot:
         return self.snapshots.snapshot(task)
@@ -186,6 +182,8 @@ class PgBackend:
             return work(conn)
 
     def release(self, handle: SessionHandle | None, session_id: str, *, delete: bool) -> None:
+        if delete and self.store.recycle_session(session_id):
+            return  # reset into the schema pool: a later seed renames it
         if self.store.session_exists(session_id):
             with session_connection(self.engine, self.names.session(session_id)) as conn:
                 with conn.begin():  # waits for a call in flight on another replica (its lock)

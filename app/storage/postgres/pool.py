@@ -89,8 +89,24 @@ class SchemaPool:
             return True
         except DBAPIError as exc:  # dropped by a replica's start-up sweep, or target exists
             log.warning("pooled schema %s not usable (%s); cloning", pooled, exc.orig)
-            self._drop_quietly(pooled)
+            self.drop_quietly(pooled)
             return False
+
+    def has_room(self, template: str) -> bool:
+        """Whether a ready schema of `template` would be kept (its pool started, not full)."""
+        with self._lock:
+            ready = self._ready.get(template)
+            return not self._stopped and ready is not None and len(ready) < self.per_snapshot
+
+    def put(self, template: str, name: str) -> bool:
+        """Keep `name`, a schema reset to `template`'s state (a recycled session), as ready;
+        False when there is no room for it (the caller drops it)."""
+        with self._lock:
+            ready = self._ready.get(template)
+            if self._stopped or ready is None or len(ready) >= self.per_snapshot:
+                return False
+            ready.append(name)
+            return True
 
     # --- refills -------------------------------------------------------------------------------
     def _start_locked(self) -> None:
@@ -119,7 +135,7 @@ class SchemaPool:
                     self._clone_into(template, name)
                 except Exception:  # noqa: BLE001 - a pool miss is a slower seed, not an error
                     log.exception("pre-cloning %s failed; the pool stops refilling it", template)
-                    self._drop_quietly(name)
+                    self.drop_quietly(name)
                     with self._lock:
                         self._ready.pop(template, None)
                     continue
@@ -127,7 +143,7 @@ class SchemaPool:
                     if not self._stopped:
                         self._ready[template].append(name)
                         continue
-                self._drop_quietly(name)  # disposed while cloning
+                self.drop_quietly(name)  # disposed while cloning
             with self._lock:
                 if self._stopped:
                     return
@@ -148,7 +164,7 @@ class SchemaPool:
                 )
             ]
         for name in names:
-            self._drop_quietly(name)
+            self.drop_quietly(name)
         return len(names)
 
     def dispose(self) -> None:
@@ -162,9 +178,9 @@ class SchemaPool:
         if thread is not None:
             thread.join()
         for name in names:
-            self._drop_quietly(name)
+            self.drop_quietly(name)
 
-    def _drop_quietly(self, name: str) -> None:
+    def drop_quietly(self, name: str) -> None:
         try:
             with self.engine.begin() as conn:
                 conn.exec_driver_sql(drop_schema_sql(name))

@@ -28,6 +28,7 @@ from app.runtime.tasks import TaskSpec
 from app.sdk.environment import Environment
 from app.storage.meta import read_meta
 from app.storage.migrations import head_revision
+from app.storage.postgres.changes import PgChangeReader
 from app.storage.postgres.db import (
     META_TABLE,
     VERSION_TABLE,
@@ -44,6 +45,7 @@ from app.storage.postgres.db import (
     step_rows_sequence_sql,
 )
 from app.storage.postgres.pool import SchemaPool
+from app.storage.postgres.recycle import recycle
 from app.storage.postgres.steplog import PG_STEP_LOG_VERSION, PgStepLog, restore_statements
 from app.storage.postgres.templates import drop_stale_templates, template_name
 from app.storage.sqlite import db as sqlite_db
@@ -64,6 +66,8 @@ class PgStore:
         self._maxima: dict[str, dict[str, int]] = {}  # template schema -> SERIAL maxima
         self._lock = threading.Lock()
         # Pre-cloned session schemas per snapshot (app/storage/postgres/pool.py); 0: off.
+        # What a session schema changed since its template (verify, recycling).
+        self.changes = PgChangeReader(self.env.metadata, self.env.compare, self.template_of)
         self.pool: SchemaPool | None = None
         # Templates (and pooled clones) of older models or layouts: never cloned again.
         drop_stale_templates(engine, names, self.env.name, self.fingerprint)
@@ -287,6 +291,14 @@ class PgStore:
             ),
             {"v": status},
         )
+
+    def recycle_session(self, session_id: str) -> bool:
+        """A deleted session's schema reset into the pool instead of dropped, when the pool of
+        its template has room (app/storage/postgres/recycle.py); False: drop it."""
+        if self.pool is None:
+            return False
+        schema = self.names.session(session_id)
+        return recycle(self.engine, schema, self.env.metadata, self.changes, self.pool)
 
     def drop_session(self, session_id: str) -> None:
         with self.engine.begin() as conn:
