@@ -23,7 +23,7 @@ from app.storage.meta import tracked_changes
 from app.storage.postgres.db import quoted, session_connection
 from app.verify import patching
 from app.verify import state as state_module
-from app.verify.diff import diff_states
+from app.verify.diff import _Delta, diff_states
 from app.verify.state import dump_state
 from tests.conftest import PORTABLE_ENVS, REPO, backend_settings
 from tests.support.rollouts import load_tasks
@@ -149,6 +149,11 @@ async def test_pg_patched_dumps_equal_whole_dumps(env_name, tmp_path, pg_prefix,
         changes = _changes(manager, session_id)
         assert changes is not None and changes.rows, "the writes were recorded row by row"
         assert any(t.origin is not None for t in patched.values()), "patches were made"
+        # The template's tables are the SQLite seed state's own (equal rows): diffs against the
+        # seed and gold states compare the patches only.
+        for name, table in patched.items():
+            if table.origin is not None:
+                assert _Delta.of(gold.seed_state[name], table) is not None, name
     finally:
         await manager.aclose()
 

@@ -47,7 +47,7 @@ def test_a_recycled_schema_equals_a_fresh_clone(tmp_path, pg_prefix):  # type: i
         fresh = names.session("f" * 32)
         store._clone(template, fresh)
         assert _schema_view(engine, env, used) != _schema_view(engine, env, fresh)
-        store.pool.per_snapshot = 2  # room for it (the refill thread sleeps until a take)
+        assert store.pool.has_room(template)  # up to 2 x per_snapshot ready
         before = set(_pooled(engine, store))
         assert store.recycle_session("a" * 32)
         (recycled,) = set(_pooled(engine, store)) - before
@@ -57,7 +57,6 @@ def test_a_recycled_schema_equals_a_fresh_clone(tmp_path, pg_prefix):  # type: i
         other = store.create_session("b" * 32, snapshot)
         with session_connection(engine, other) as conn, conn.begin():
             conn.exec_driver_sql('ALTER TABLE orders DISABLE TRIGGER "_stategym_step_orders"')
-        store.pool.per_snapshot = 3
         assert not store.recycle_session("b" * 32)
         assert store.session_exists("b" * 32)
     finally:
@@ -82,7 +81,6 @@ async def test_sessions_seeded_from_recycled_schemas_score_as_usual(tmp_path, pg
             await manager.call_tool(first, env.tool_named(call["name"]), call["arguments"])
         body = {**task, "response": response_object([], gold_answer(task))}
         assert (await manager.verify(first, body))["reward"] == 1.0
-        store.pool.per_snapshot = 2
         await manager.close(first)  # deleted: reset into the pool behind the fresh clone
         assert store.pool.ready_count()[template] == 2
         await manager.seed(request)  # takes the fresh clone

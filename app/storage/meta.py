@@ -166,6 +166,10 @@ class Changes:
     # Where the snapshot's own state can be read when its dump is not kept yet (PostgreSQL: the
     # template schema); None: only a pristine clone's dump is kept (SQLite).
     origin: Origin | None = field(default=None, compare=False)
+    # The tracking key of a snapshot whose dump equals the origin's (PostgreSQL: the SQLite
+    # snapshot its template was copied from, which verify's seed and gold states patch): equal
+    # tables are taken from it, so diffs against those states compare patches only.
+    twin: str | None = field(default=None, compare=False)
 
 
 # Connection.info key: (Connection, table names) -> Changes | None. A backend whose databases

@@ -76,7 +76,11 @@ def _read_origin(
     with tracked.origin(conn) as source:
         if source is None:  # the origin is gone (a template dropped): the caller reads all
             return None
-        _dump_all(source, tables, compare, names, Changes(tracked.snapshot, frozenset(), {}))
+        state, indexes = _dump_all(source, tables, compare, names, None, indexed=True)
+    twin = remembered(tracked.twin, compare) if tracked.twin is not None else None
+    if twin is not None:  # the same rows: its table objects, whose patches diffs compare
+        state = {n: twin.state[n] if twin.state.get(n) == t else t for n, t in state.items()}
+    remember(tracked.snapshot, compare, state, indexes)
     return remembered(tracked.snapshot, compare)
 
 

@@ -130,7 +130,10 @@ class PgChangeReader:
             ids = rows.setdefault(table, set())
             ids.update(rid for rid in (old_rid, new_rid) if rid is not None)
         frozen = {t: frozenset(ids) for t, ids in rows.items() if t not in unkeyed}
-        return Changes(f"pg:{template}", frozenset(changed), frozen, origin=_origin(template))
+        twin = f"{meta['template']}:{meta['snapshot']}"  # the SQLite snapshot's tracking key
+        return Changes(
+            f"pg:{template}", frozenset(changed), frozen, origin=_origin(template), twin=twin
+        )
 
 
 def _bare(name: str) -> str:

@@ -6,8 +6,9 @@ a catalog update of a few ms). Pooled schemas are named `<prefix>_p_<32 hex>`, n
 session pattern (`<prefix>_s_%`), and hold exactly what a fresh clone holds: the template's rows,
 meta and version rows, sequences aligned.
 
-- Bounded: at most `per_snapshot` ready schemas per snapshot, for snapshots seeded since start
-  (a snapshot's pool starts filling after its first seed, which clones as before).
+- Bounded: refilled up to `per_snapshot` ready schemas per snapshot, for snapshots seeded since
+  start (a snapshot's pool starts filling after its first seed, which clones as before); sessions
+  deleted at close come back reset (app/storage/postgres/recycle.py) up to twice that.
 - Off the request path: one daemon thread clones; a seed only pops a name (under a lock).
 - Dispose stops the thread and drops every pooled schema this process made. A crash leaves them
   behind: `sweep()` at start drops every `<prefix>_p_%` schema. Another replica sweeping at its
@@ -93,19 +94,23 @@ class SchemaPool:
             return False
 
     def has_room(self, template: str) -> bool:
-        """Whether a ready schema of `template` would be kept (its pool started, not full)."""
+        """Whether a ready schema of `template` would be kept (`put`)."""
         with self._lock:
-            ready = self._ready.get(template)
-            return not self._stopped and ready is not None and len(ready) < self.per_snapshot
+            return self._room_locked(template)
+
+    def _room_locked(self, template: str) -> bool:
+        # Up to twice the refill target: a session returned after its replacement was cloned
+        # is kept, so with deleting retention the pool soon refills from closes alone.
+        ready = self._ready.get(template)
+        return not self._stopped and ready is not None and len(ready) < 2 * self.per_snapshot
 
     def put(self, template: str, name: str) -> bool:
         """Keep `name`, a schema reset to `template`'s state (a recycled session), as ready;
         False when there is no room for it (the caller drops it)."""
         with self._lock:
-            ready = self._ready.get(template)
-            if self._stopped or ready is None or len(ready) >= self.per_snapshot:
+            if not self._room_locked(template):
                 return False
-            ready.append(name)
+            self._ready[template].append(name)
             return True
 
     # --- refills -------------------------------------------------------------------------------
