@@ -31,7 +31,7 @@ CHILD = textwrap.dedent(
         conn.begin()
         if mode == "write":  # a tool call's writes, its step row, not committed
             conn.exec_driver_sql("UPDATE customers SET email = 'killed@x' WHERE id = 1")
-            conn.exec_driver_sql("DELETE FROM order_items WHERE id = (SELECT max(id) FROM order_items)")
+            conn.exec_driver_sql("DELETE FROM order_items WHERE id = 1")
             conn.exec_driver_sql(
                 "INSERT INTO _stategym_steps VALUES "
                 "((SELECT coalesce(max(idx), 0) + 1 FROM _stategym_steps), "

@@ -100,3 +100,46 @@ async def test_old_templates_are_dropped_at_start_and_after_migrate(tmp_path, pg
     left = _schemas(pg_prefix)
     assert after_migration not in left
     assert {current, session, other_env} <= left
+
+
+async def test_control_records_of_vanished_schemas_are_closed_at_start(tmp_path, pg_prefix):
+    """A server killed between a session's control row and its schema left a live record:
+    the next start records it closed (after a grace period: a creation may be in flight)."""
+    from datetime import timedelta
+
+    from app.clock import naive_utcnow
+
+    env = load_environment("retail")
+    settings = backend_settings("postgres", tmp_path, pg_prefix)
+    task = load_tasks(REPO / "fixtures" / "retail" / "tasks.jsonl")[0]
+    manager = SessionManager(settings, env)
+    try:
+        live = (await manager.seed(parse_seed_body(task))).session_id
+        control = manager.backend.control
+        old = naive_utcnow() - timedelta(hours=1)
+        for session_id, created in (("a" * 32, old), ("b" * 32, naive_utcnow())):
+            control.add(
+                session_id=session_id,
+                env="retail",
+                task_id="t",
+                snapshot_key="k",
+                resources_session_id=None,
+                file="postgresql:gone",
+                task={},
+                created_at=created,
+            )
+        with manager.backend.engine.begin() as conn:  # the seeded one, as old: it has a schema
+            conn.exec_driver_sql(
+                f'UPDATE "{pg_prefix}_control".sessions SET created_at = %s WHERE id = %s',
+                (old, live),
+            )
+    finally:
+        await manager.aclose()
+    manager = SessionManager(settings, env)
+    try:
+        control = manager.backend.control
+        assert control.get("a" * 32).status == "closed"
+        assert control.get("b" * 32).status == "open"  # young: maybe a seed in flight
+        assert control.get(live).status == "open"
+    finally:
+        await manager.aclose()

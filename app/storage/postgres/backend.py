@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -28,6 +28,7 @@ import psycopg
 from sqlalchemy import Connection, Engine, event, text
 from sqlalchemy.exc import DataError, IntegrityError, SQLAlchemyError
 
+from app.clock import naive_utcnow
 from app.errors import CannotRewind, InvalidTask, SessionClosed, SessionUnavailable
 from app.runtime.tasks import TaskSpec
 from app.sdk.environment import Environment, Tool, ToolContext
@@ -59,6 +60,7 @@ from app.storage.steplog import LOG_READER, UndoUnavailable, check_step
 T = TypeVar("T")
 log = logging.getLogger("stategym.postgres")
 _LAST_WRITE = "last_write"
+ORPHAN_GRACE = timedelta(minutes=10)
 # Every statement is a network round trip: calls never run on the event loop.
 CAPABILITIES = Capabilities(
     name="postgres", inline_calls=False, raw_sqlite=False, file_copy=False, step_log=True
@@ -112,6 +114,11 @@ class PgBackend:
             conn.info[CHANGE_READER] = changes
 
         self.control = control or open_pg_control(self.engine, self.names.control)
+        # Live records whose schema is gone (a server killed mid-seed, -fork or -recycle) are
+        # closed; those younger than ORPHAN_GRACE may be a creation in flight on a replica.
+        cutoff = naive_utcnow() - ORPHAN_GRACE
+        if self.control.close_orphans(env.name, self.names.session("0" * 32)[:-32], cutoff):
+            log.warning("closed control records of sessions whose schema is gone")
 
     def snapshot(self, task: TaskSpec) -> Snapshot:
         return self.snapshots.snapshot(task)
