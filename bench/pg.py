@@ -226,7 +226,7 @@ def http_phases(quick: bool) -> dict[str, Any]:
     return res
 
 
-# --- rollouts/s, PostgreSQL beside SQLite, one run -------------------------------------------------
+# --- rollouts/s, PostgreSQL beside SQLite, one run ----------------------------------------------
 def _cpu_s(pids: list[int]) -> float:
     """User + system CPU seconds of processes (gone ones count 0)."""
     total = 0.0

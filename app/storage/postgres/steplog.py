@@ -26,8 +26,9 @@ from contextlib import contextmanager
 from typing import Any
 
 from psycopg import sql as pgsql
-from sqlalchemy import BigInteger, Boolean, Connection, MetaData, Table, TextClause, column, text
+from sqlalchemy import BigInteger, Boolean, Connection, MetaData, Table, column, text
 from sqlalchemy.exc import DBAPIError
+from sqlalchemy.sql.selectable import TextualSelect
 
 from app.storage.postgres.db import (
     META_TABLE,
@@ -275,10 +276,10 @@ class PgStepLog:
             self._run("RELEASE SAVEPOINT stategym_scratch")
 
 
-_values_queries: dict[tuple[Table, str | None], TextClause] = {}
+_values_queries: dict[tuple[Table, str | None], TextualSelect] = {}
 
 
-def _values_query(table: Table, schema: str | None) -> TextClause:
+def _values_query(table: Table, schema: str | None) -> TextualSelect:
     """(seq, has old, has new, old values..., new values...) of the table's logged changes, read
     back through its columns' types; `schema` None: the search path's (cached per table)."""
     cached = _values_queries.get((table, schema))
