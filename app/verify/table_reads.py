@@ -47,19 +47,19 @@ def read_raw(conn: Connection, columns: list[Any]) -> tuple[list[Any], list[Call
     return [raw_column(c, dialect) for c in columns], [reader(c, dialect) for c in columns]
 
 
-# How to read each column, per (table, column names), on SQLite (whose dialect is one per
-# process): building a reader asks the type for its result processor (~5 us a column).
-_sqlite_readers: dict[tuple[Table, tuple[str, ...]], list[Callable[[Any], Any]]] = {}
+# How to read each column, per (table, column names, dialect): building a reader asks the type
+# for its result processor (~5 us a column). SQLite's dialect is one per process; PostgreSQL's
+# one per engine (a few per process), so the cache stays small.
+_readers: dict[tuple[Table, tuple[str, ...], Any], list[Callable[[Any], Any]]] = {}
 
 
 def column_readers(
     conn: Connection, table: Table, names: tuple[str, ...]
 ) -> list[Callable[[Any], Any]]:
-    if conn.dialect.name != "sqlite":
-        return [reader(table.c[c], conn.dialect) for c in names]
-    reads = _sqlite_readers.get((table, names))
+    key = (table, names, conn.dialect if conn.dialect.name != "sqlite" else None)
+    reads = _readers.get(key)
     if reads is None:
-        reads = _sqlite_readers[(table, names)] = [reader(table.c[c], conn.dialect) for c in names]
+        reads = _readers[key] = [reader(table.c[c], conn.dialect) for c in names]
     return reads
 
 
