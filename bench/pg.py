@@ -2,6 +2,7 @@
 beside SQLite's (seed cold/warm, read/write tool calls, rollouts with 1 and 2 replicas).
 
     PYTHONPATH=. python -m bench.pg [--quick]     # prints JSON; run() returns the same dict
+    PYTHONPATH=. python -m bench.pg --ratio keep  # rollouts/s on both backends, CPU per rollout
 
 Needs a PostgreSQL at $STATEGYM_BENCH_PG_URL (default: the test server on 127.0.0.1:5432);
 every schema it creates is under a fresh prefix and dropped at the end.
@@ -225,6 +226,89 @@ def http_phases(quick: bool) -> dict[str, Any]:
     return res
 
 
+# --- rollouts/s, PostgreSQL beside SQLite, one run ----------------------------------------------
+def _cpu_s(pids: list[int]) -> float:
+    """User + system CPU seconds of processes (gone ones count 0)."""
+    total = 0.0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
+def _backend_pids(app_name: str) -> list[int]:
+    """PostgreSQL backends serving connections named `app_name` (the bench server's)."""
+    import psycopg
+
+    from app.storage.backend import sync_pg_url
+
+    url = sync_pg_url(PG_URL).replace("postgresql+psycopg://", "postgresql://")
+    with psycopg.connect(url) as conn:
+        rows = conn.execute(
+            "SELECT pid FROM pg_stat_activity WHERE application_name = %s", (app_name,)
+        )
+        return [row[0] for row in rows]
+
+
+def rollout_ratio(seconds: float = 20, retention: str = "keep", concurrency: int = 16) -> Any:
+    """Rollouts/s of retail on SQLite and on PostgreSQL, servers run one after the other in
+    this run with the same settings (`retention` on both), and the CPU each rollout costs the
+    StateGym server and (PostgreSQL) its database backends."""
+    from bench import rollout
+
+    work = Path(tempfile.mkdtemp(prefix="stategym-pgbench-"))
+    prefix = "b" + secrets.token_hex(4)
+    app_name = f"stategym-bench-{prefix}"
+    pg = {
+        "STATEGYM_DATABASE_URL": PG_URL,
+        "STATEGYM_PG_SCHEMA_PREFIX": prefix,
+        "PGAPPNAME": app_name,  # libpq's: finds the server's backends in pg_stat_activity
+    }
+    out: dict[str, Any] = {"retention": retention, "concurrency": concurrency}
+    pool = ProcessPoolExecutor(1)
+    try:
+        for backend, extra in (("sqlite", {}), ("postgres", pg)):
+            extra = {**extra, "STATEGYM_RETENTION": retention}
+            server = start_server(backend, work / backend, extra)
+            try:  # every task once (templates, gold caches, pools), then measured
+                pool.submit(rollout.rollout_traffic, server.url, "retail", 4, 48, 30).result()
+                pids = server.pids()
+                db = _backend_pids(app_name) if backend == "postgres" else []
+                before = (_cpu_s(pids), _cpu_s(db))
+                res = pool.submit(
+                    rollout.rollout_traffic, server.url, "retail", concurrency, 10**6, seconds
+                ).result()
+                n = max(res["rollouts"], 1)
+                server_s = _cpu_s(pids) - before[0]
+                # Backends that ended meanwhile (overflow connections closed) take their CPU
+                # with them: only a run whose backends all lasted gives the database's figure.
+                lasted = set(db) == set(_backend_pids(app_name)) if db else False
+                db_s = _cpu_s(db) - before[1]
+                db = db if lasted else []
+                out[backend] = {
+                    "rollouts_per_s": res["rollouts_per_s"],
+                    "rollouts": res["rollouts"],
+                    "errors": res["errors"],
+                    "mean_reward": res["mean_reward"],
+                    "server_cpu_ms_per_rollout": round(server_s * 1000 / n, 1),
+                    "db_cpu_ms_per_rollout": round(db_s * 1000 / n, 1) if db else None,
+                }
+            finally:
+                server.stop()
+        out["ratio"] = round(
+            out["postgres"]["rollouts_per_s"] / max(out["sqlite"]["rollouts_per_s"], 1e-9), 2
+        )
+        out["load_average"] = os.getloadavg()
+    finally:
+        pool.shutdown()
+        _drop_prefix(prefix)
+        shutil.rmtree(work, ignore_errors=True)
+    return out
+
+
 def run(quick: bool = False) -> dict[str, Any]:
     return {
         "pg_url": PG_URL.split("@")[-1],
@@ -237,7 +321,17 @@ def run(quick: bool = False) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument(
+        "--ratio",
+        metavar="RETENTION",
+        help="only rollouts/s on both backends, same run, with this retention "
+        "(keep, delete_on_close, ...)",
+    )
+    parser.add_argument("--seconds", type=float, default=20, help="with --ratio")
     args = parser.parse_args()
+    if args.ratio:
+        print(json.dumps(rollout_ratio(args.seconds, args.ratio), indent=1))
+        return
     print(json.dumps(run(args.quick), indent=1))
 
 

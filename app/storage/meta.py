@@ -10,8 +10,9 @@ import json
 import re
 import sqlite3
 from collections import Counter
-from collections.abc import Collection, Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Iterable, Mapping
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
 from typing import Any
 
 META_TABLE = "_stategym_meta"
@@ -148,13 +149,33 @@ def reset_change_tracking(conn: Any, snapshot: str) -> str:
     return f"{read_meta(conn).get('template')}:{snapshot}"
 
 
+# The pristine state of a tracked database, readable on the caller's connection: a context
+# manager that points `conn` at it for its duration (None inside: it is gone, read everything).
+Origin = Callable[[Any], AbstractContextManager[Any]]
+
+
 @dataclass(frozen=True)
 class Changes:
     """What a session database wrote since the snapshot it was cloned from."""
 
-    snapshot: str  # "<template>:<snapshot key>"
+    snapshot: str  # "<template>:<snapshot key>" (SQLite), "pg:<template schema>" (PostgreSQL)
     tables: frozenset[str]  # tables written, and "<table>#key" markers
-    rows: Mapping[str, frozenset[int]] | None  # rowids written per table; None: not recorded
+    # Row identities written per table (SQLite: rowids; PostgreSQL: integer primary keys); a
+    # table written but absent here is read whole. None: rows not recorded.
+    rows: Mapping[str, frozenset[int]] | None
+    # Where the snapshot's own state can be read when its dump is not kept yet (PostgreSQL: the
+    # template schema); None: only a pristine clone's dump is kept (SQLite).
+    origin: Origin | None = field(default=None, compare=False)
+    # The tracking key of a snapshot whose dump equals the origin's (PostgreSQL: the SQLite
+    # snapshot its template was copied from, which verify's seed and gold states patch): equal
+    # tables are taken from it, so diffs against those states compare patches only.
+    twin: str | None = field(default=None, compare=False)
+
+
+# Connection.info key: (Connection, table names) -> Changes | None. A backend whose databases
+# track changes otherwise than SQLite's triggers puts its reader there (PostgreSQL: its step
+# log, app/storage/postgres/changes.py).
+CHANGE_READER = "stategym.change_reader"
 
 
 def tracked_changes(conn: Any, tables: Iterable[str]) -> Changes | None:
@@ -165,7 +186,9 @@ def tracked_changes(conn: Any, tables: Iterable[str]) -> Changes | None:
     `conn` is a sqlite3 connection or a SQLAlchemy Connection (read in the caller's transaction).
     """
     if getattr(getattr(conn, "dialect", None), "name", "sqlite") != "sqlite":
-        return None  # triggers and sqlite_master are SQLite's; other backends dump in full
+        reader = conn.info.get(CHANGE_READER)
+        found: Changes | None = reader(conn, tables) if reader is not None else None
+        return found
     if hasattr(conn, "exec_driver_sql"):  # read on its sqlite3 connection: 5x cheaper a query
         conn = conn.connection.driver_connection
     run = conn.execute

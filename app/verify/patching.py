@@ -3,7 +3,6 @@ with the rows it wrote read back in. docs/verification.md explains why this equa
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 from bisect import bisect_left, insort_right
@@ -42,16 +41,8 @@ def _patched_table(
         if old is not None:  # rows are sorted by repr, and equal reprs are equal rows
             del rows[bisect_left(rows, repr(old), key=repr)]
             removed.append(old)
-    columns = [table.c[c] for c in base.columns]
     reads = table_reads.column_readers(conn, table, base.columns)
-
-    def query() -> Any:
-        return select(table_reads.ROWID, *table_reads.read_raw(conn, columns)[0]).where(
-            table_reads.ROWID.in_(table_reads.JSON_VALUES)
-        )
-
-    param = json.dumps(sorted(rowids))  # rowids are integers: always one JSON parameter
-    raw_rows = list(table_reads.execute(conn, ("rows", table, base.columns), query, (param,)))
+    raw_rows = table_reads.rows_by_identity(conn, table, base.columns, rowids)
     ids: dict[str, set[Any]] = {}
     for position, column in enumerate(base.columns, 1):
         target = spec.references.get(column)

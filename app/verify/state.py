@@ -17,7 +17,7 @@ from app.storage.meta import (
     tracked_changes,
 )
 from app.verify import table_reads
-from app.verify.patching import patch_dump, remember, remembered
+from app.verify.patching import Pristine, patch_dump, remember, remembered
 from app.verify.table_state import DbState, Patch, Row, RowIndex, TableState
 
 __all__ = ["DbState", "Patch", "Row", "RowIndex", "TableState", "dump_state", "rebase"]
@@ -46,6 +46,8 @@ def _dump(
     names = [n for n in sorted(tables) if compare.for_table(n).compared]
     tracked = tracked_changes(conn, tables) if reuse else None
     pristine = remembered(tracked.snapshot, compare) if tracked is not None else None
+    if pristine is None and tracked is not None and tracked.origin is not None:
+        pristine = _read_origin(conn, tables, compare, names, tracked)
     if pristine is None:
         if tracked is not None and not tracked.tables:
             seeded = _seeded_from_template(conn, tables, compare, names, tracked.snapshot)
@@ -59,6 +61,27 @@ def _dump(
         # the reused dumps cannot be trusted, so every table is read whole.
         return _dump_all(conn, tables, compare, names, None, indexed=indexed)
     return patched
+
+
+def _read_origin(
+    conn: Connection,
+    tables: Mapping[str, Table],
+    compare: CompareSpec,
+    names: list[str],
+    tracked: Changes,
+) -> Pristine | None:
+    """The snapshot's dump read (whole, indexed) where its changes' origin says, and kept: once
+    per snapshot and process (PostgreSQL: the template schema, on the caller's connection)."""
+    assert tracked.origin is not None
+    with tracked.origin(conn) as source:
+        if source is None:  # the origin is gone (a template dropped): the caller reads all
+            return None
+        state, indexes = _dump_all(source, tables, compare, names, None, indexed=True)
+    twin = remembered(tracked.twin, compare) if tracked.twin is not None else None
+    if twin is not None:  # the same rows: its table objects, whose patches diffs compare
+        state = {n: twin.state[n] if twin.state.get(n) == t else t for n, t in state.items()}
+    remember(tracked.snapshot, compare, state, indexes)
+    return remembered(tracked.snapshot, compare)
 
 
 def remember_template_dump(

@@ -47,19 +47,19 @@ def read_raw(conn: Connection, columns: list[Any]) -> tuple[list[Any], list[Call
     return [raw_column(c, dialect) for c in columns], [reader(c, dialect) for c in columns]
 
 
-# How to read each column, per (table, column names), on SQLite (whose dialect is one per
-# process): building a reader asks the type for its result processor (~5 us a column).
-_sqlite_readers: dict[tuple[Table, tuple[str, ...]], list[Callable[[Any], Any]]] = {}
+# How to read each column, per (table, column names, dialect): building a reader asks the type
+# for its result processor (~5 us a column). SQLite's dialect is one per process; PostgreSQL's
+# one per engine (a few per process), so the cache stays small.
+_readers: dict[tuple[Table, tuple[str, ...], Any], list[Callable[[Any], Any]]] = {}
 
 
 def column_readers(
     conn: Connection, table: Table, names: tuple[str, ...]
 ) -> list[Callable[[Any], Any]]:
-    if conn.dialect.name != "sqlite":
-        return [reader(table.c[c], conn.dialect) for c in names]
-    reads = _sqlite_readers.get((table, names))
+    key = (table, names, conn.dialect if conn.dialect.name != "sqlite" else None)
+    reads = _readers.get(key)
     if reads is None:
-        reads = _sqlite_readers[(table, names)] = [reader(table.c[c], conn.dialect) for c in names]
+        reads = _readers[key] = [reader(table.c[c], conn.dialect) for c in names]
     return reads
 
 
@@ -233,6 +233,40 @@ def _has_rowid(table: Table) -> bool:
 ROWID: ColumnElement[int] = literal_column("_rowid_")
 
 
+def row_identity(conn: Connection, table: Table) -> ColumnElement[int] | None:
+    """What a patch finds a table's rows by: SQLite's rowid; elsewhere the table's single
+    integer primary key (what PostgreSQL's step log records, app/storage/postgres/changes.py).
+    None: the rows have none (a write there makes verify read the table whole)."""
+    if conn.dialect.name == "sqlite":
+        return ROWID if _has_rowid(table) else None
+    pk = list(table.primary_key.columns)
+    try:
+        integer = len(pk) == 1 and pk[0].type.python_type is int
+    except NotImplementedError:  # a custom type that does not say
+        integer = False
+    # Labelled: the key may also be a compared column, selected again beside it.
+    return pk[0].label("_stategym_identity") if integer else None
+
+
+def rows_by_identity(
+    conn: Connection, table: Table, columns: tuple[str, ...], ids: frozenset[int]
+) -> list[tuple[Any, ...]]:
+    """(identity, *raw values of `columns`) of the rows at `ids` that exist."""
+    identity = row_identity(conn, table)
+    assert identity is not None, f"{table.name}'s rows have no identity to patch by"
+    raw = [table.c[c] for c in columns]
+    if conn.dialect.name != "sqlite":
+        key = list(table.primary_key.columns)[0]
+        stmt = select(identity, *read_raw(conn, raw)[0]).where(key.in_(sorted(ids)))
+        return [tuple(row) for row in conn.execute(stmt)]
+
+    def query() -> Any:
+        return select(ROWID, *read_raw(conn, raw)[0]).where(ROWID.in_(JSON_VALUES))
+
+    param = json.dumps(sorted(ids))  # rowids are integers: always one JSON parameter
+    return list(execute(conn, ("rows", table, columns), query, (param,)))
+
+
 def read_table(
     conn: Connection,
     table: Table,
@@ -242,15 +276,17 @@ def read_table(
     *,
     index: bool = False,
 ) -> tuple[TableState, RowIndex | None]:
-    """The whole table; with `index`, also which row each rowid holds (to patch it later)."""
+    """The whole table; with `index`, also which row each identity (`row_identity`) holds, to
+    patch it later."""
     columns = compared_columns(table, spec, compare)
     reads = column_readers(conn, table, columns)
     converters = value_converters(columns, spec, refs, reads)
-    index = index and _has_rowid(table)
+    identity = row_identity(conn, table) if index else None
+    index = identity is not None
 
     def query() -> Any:
         raw = read_raw(conn, [table.c[c] for c in columns])[0]
-        return select(*([ROWID] if index else []), *raw)
+        return select(*([identity] if identity is not None else []), *raw)
 
     by_rowid: dict[int, tuple[Any, ...]] = {}
     rows = []

@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -28,15 +28,18 @@ import psycopg
 from sqlalchemy import Connection, Engine, event, text
 from sqlalchemy.exc import DataError, IntegrityError, SQLAlchemyError
 
+from app.clock import naive_utcnow
 from app.errors import CannotRewind, InvalidTask, SessionClosed, SessionUnavailable
 from app.runtime.tasks import TaskSpec
 from app.sdk.environment import Environment, Tool, ToolContext
 from app.settings import Settings
 from app.storage.base import Capabilities, NotOnDisk, SessionHandle, Unsupported, Work
 from app.storage.control import SessionRecord
+from app.storage.meta import CHANGE_READER
 from app.storage.postgres.control import PgControlDB, open_pg_control
 from app.storage.postgres.db import (
     META_TABLE,
+    STATUS,
     SchemaNames,
     drop_schema_sql,
     make_engine,
@@ -57,6 +60,7 @@ from app.storage.steplog import LOG_READER, UndoUnavailable, check_step
 T = TypeVar("T")
 log = logging.getLogger("stategym.postgres")
 _LAST_WRITE = "last_write"
+ORPHAN_GRACE = timedelta(minutes=10)
 # Every statement is a network round trip: calls never run on the event loop.
 CAPABILITIES = Capabilities(
     name="postgres", inline_calls=False, raw_sqlite=False, file_copy=False, step_log=True
@@ -90,13 +94,6 @@ class PgBackend:
             pool_size=settings.pg_pool_size,
             statement_timeout_ms=settings.tool_time_limit_ms,
         )
-        # Readers of a session's step log (verify's step rewards) find it on the connection.
-        reader = step_log_reader(env.metadata)
-
-        @event.listens_for(self.engine, "engine_connect")
-        def _step_log_reader(conn: Connection) -> None:
-            conn.info[LOG_READER] = reader
-
         # Snapshot images are built (deterministically) by each replica in its own data dir;
         # templates are built from them, and gold states replay on SQLite clones of them.
         self.snapshots = Store(
@@ -105,7 +102,23 @@ class PgBackend:
         self.store = PgStore(
             self.snapshots, self.engine, self.names, schema_pool=settings.pg_schema_pool
         )
+        # Readers of a session's step log (verify's step rewards) and of what it changed since
+        # its template (verify's dump, app/storage/postgres/changes.py) find them on each
+        # connection (engine_connect: every checkout).
+        reader = step_log_reader(env.metadata)
+        changes = self.store.changes
+
+        @event.listens_for(self.engine, "engine_connect")
+        def _step_log_reader(conn: Connection) -> None:
+            conn.info[LOG_READER] = reader
+            conn.info[CHANGE_READER] = changes
+
         self.control = control or open_pg_control(self.engine, self.names.control)
+        # Live records whose schema is gone (a server killed mid-seed, -fork or -recycle) are
+        # closed; those younger than ORPHAN_GRACE may be a creation in flight on a replica.
+        cutoff = naive_utcnow() - ORPHAN_GRACE
+        if self.control.close_orphans(env.name, self.names.session("0" * 32)[:-32], cutoff):
+            log.warning("closed control records of sessions whose schema is gone")
 
     def snapshot(self, task: TaskSpec) -> Snapshot:
         return self.snapshots.snapshot(task)
@@ -125,7 +138,8 @@ class PgBackend:
             ) from exc
 
     def open(self, session_id: str) -> PgOpenSession:
-        meta = self.store.read_meta(session_id)  # SessionNotFound when the schema is gone
+        # SessionNotFound when the schema is gone.
+        meta, revision = self.store.open_meta(session_id)
         if meta.get("status") == "closed":
             raise SessionClosed(
                 f"session {session_id} is closed", hint="Start a new rollout with /seed_session."
@@ -136,7 +150,7 @@ class PgBackend:
                 f"not {self.env.name!r}"
             )
         # A schema retained from an older release is upgraded before use (or refused).
-        ensure_current(self.engine, self.names.session(session_id), self.env.name)
+        ensure_current(self.engine, self.names.session(session_id), self.env.name, revision)
         now = datetime.fromisoformat(meta["now"]) if "now" in meta else self.env.default_now
         ctx = ToolContext(now=now, session_id=session_id, task_id=None)
         handle = PgOpenSession(session_id, self.names.session(session_id), ctx)
@@ -147,12 +161,10 @@ class PgBackend:
         self, handle: SessionHandle, tool: Tool, work: Work, *, limit_ms: int, inline: bool
     ) -> dict[str, Any]:
         assert isinstance(handle, PgOpenSession)
-        with session_connection(self.engine, handle.schema) as conn:
+        with session_connection(self.engine, handle.schema, status=True) as conn:
             transaction = conn.begin()
-            try:  # the transaction began with the session's lock (postgres/db.make_engine)
-                status = conn.exec_driver_sql(
-                    f"SELECT value FROM {META_TABLE} WHERE key = 'status'"
-                ).scalar()
+            try:  # the transaction began with the session's lock and read its status
+                status = conn.info.pop(STATUS)  # (postgres/db.make_engine)
                 if status == "closed":  # closed by any replica: seen at once
                     raise SessionClosed(f"session {handle.id} is closed")
                 # The ORM Session joins this transaction: a tool error rolls it back.
@@ -177,6 +189,8 @@ class PgBackend:
             return work(conn)
 
     def release(self, handle: SessionHandle | None, session_id: str, *, delete: bool) -> None:
+        if delete and self.store.recycle_session(session_id):
+            return  # reset into the schema pool: a later seed renames it
         if self.store.session_exists(session_id):
             with session_connection(self.engine, self.names.session(session_id)) as conn:
                 with conn.begin():  # waits for a call in flight on another replica (its lock)

@@ -8,16 +8,22 @@ constructor does no I/O.
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from sqlalchemy import Engine, func, select, text
 
+from app.clock import naive_utcnow
 from app.storage.control import ControlDB, control_metadata
 from app.storage.migrations import CONTROL, head_revision
-from app.storage.postgres.db import VERSION_TABLE, advisory_key, quoted
+from app.storage.postgres.db import PLAIN, VERSION_TABLE, advisory_key, quoted
 
 
 class PgControlDB(ControlDB):
     def __init__(self, engine: Engine, schema: str):
-        super().__init__(engine.execution_options(schema_translate_map={None: schema}))
+        # PLAIN: qualified names only; no session lock (it would serialise every control write
+        # of every replica on one key) and a durable commit.
+        mapped = engine.execution_options(schema_translate_map={None: schema}, **{PLAIN: True})
+        super().__init__(mapped)
         self.schema = schema
 
     def prepare(self) -> PgControlDB:
@@ -50,6 +56,27 @@ class PgControlDB(ControlDB):
                     {"v": head},
                 )
         return self
+
+    def close_orphans(self, env: str, session_schema_prefix: str, older_than: datetime) -> int:
+        """Record as closed the live sessions of `env` created before `older_than` whose schema
+        is gone (a server killed between a seed's, fork's or restore's control row and its
+        schema, or between a recycle and its record); their count. One statement."""
+        with self.engine.begin() as conn:
+            result = conn.execute(
+                text(
+                    f"UPDATE {quoted(self.schema)}.sessions s SET status = 'closed', "
+                    "closed_at = :now WHERE s.env = :env AND s.status <> 'closed' "
+                    "AND s.created_at < :cutoff AND NOT EXISTS (SELECT 1 FROM pg_namespace "
+                    "WHERE nspname = :prefix || s.id)"
+                ),
+                {
+                    "now": naive_utcnow(),
+                    "env": env,
+                    "cutoff": older_than,
+                    "prefix": session_schema_prefix,
+                },
+            )
+        return int(result.rowcount or 0)
 
     def dispose(self) -> None:
         pass  # the engine belongs to the backend (or CLI) that made it, which disposes of it

@@ -77,6 +77,14 @@ def schema_of(conn: Connection) -> str | None:
     return mapping.get(None)
 
 
+# An execution option: transactions on a connection carrying it are not pinned to a session
+# (no search path, lock or status read), e.g. the control table's, mapped to its schema.
+PLAIN = "stategym_plain"
+# An execution option, and the Connection.info key where the answer goes: read the status of the
+# session a transaction is pinned to under its lock, when the transaction begins.
+STATUS = "stategym_status"
+
+
 def make_engine(url: str, *, pool_size: int, statement_timeout_ms: int | None = None) -> Engine:
     """A pooled psycopg engine; transactions of session-bound connections pin the search path."""
     engine = create_engine(
@@ -86,8 +94,8 @@ def make_engine(url: str, *, pool_size: int, statement_timeout_ms: int | None = 
     @event.listens_for(engine, "begin")
     def _pin(conn: Connection) -> None:
         schema = schema_of(conn)
-        if schema is None:
-            return  # control table, templates: plain transactions
+        if schema is None or conn.get_execution_options().get(PLAIN):
+            return  # templates, the control table: plain transactions
         parts = [f"SET LOCAL search_path TO {quoted(checked_schema(schema))}"]
         if statement_timeout_ms:
             parts.append(f"SET LOCAL statement_timeout = {int(statement_timeout_ms)}")
@@ -97,26 +105,33 @@ def make_engine(url: str, *, pool_size: int, statement_timeout_ms: int | None = 
         parts.append("SET LOCAL synchronous_commit = off")
         # Calls on one session are serialised across every replica, as BEGIN IMMEDIATE does.
         parts.append(f"SELECT pg_advisory_xact_lock({advisory_key(schema)})")
-        conn.exec_driver_sql("; ".join(parts))
-
-    @event.listens_for(engine, "before_cursor_execute", retval=True)
-    def _sqlite_probe(
-        conn: Any, cursor: Any, statement: str, parameters: Any, context: Any, executemany: bool
-    ) -> tuple[str, Any]:
-        # app.storage.meta.tracked_changes probes `sqlite_master` for SQLite's change tracking; on
-        # PostgreSQL there is none, so the probe reads "absent" and verify dumps every table.
-        if statement.startswith("SELECT count(*) FROM sqlite_master"):
-            return "SELECT 0", None
-        return statement, parameters
+        if not conn.get_execution_options().get(STATUS):
+            conn.exec_driver_sql("; ".join(parts))
+            return
+        # The session's status, read once the lock is held (its own statement: a snapshot
+        # taken after the lock), in the same round trip: a close by any replica is seen.
+        parts.append(f"SELECT value FROM {META_TABLE} WHERE key = 'status'")
+        raw = conn.connection.driver_connection
+        assert raw is not None
+        cursor = raw.execute("; ".join(parts).encode())  # one simple query, several results
+        while cursor.nextset():
+            pass
+        row = cursor.fetchone()
+        conn.info[STATUS] = row[0] if row else "open"
 
     return engine
 
 
 @contextmanager
-def session_connection(engine: Engine, schema: str) -> Iterator[Connection]:
-    """A pooled connection whose ORM statements and raw SQL address `schema` only."""
+def session_connection(
+    engine: Engine, schema: str, *, status: bool = False
+) -> Iterator[Connection]:
+    """A pooled connection whose ORM statements and raw SQL address `schema` only; `status`:
+    each transaction begins by reading the session's status into `conn.info[STATUS]`."""
     with engine.connect() as conn:
         conn.execution_options(schema_translate_map={None: checked_schema(schema)})
+        if status:
+            conn.execution_options(**{STATUS: True})
         yield conn
 
 
@@ -174,7 +189,7 @@ def schema_ddl(metadata: MetaData) -> Ddl:
         f"CONSTRAINT {VERSION_TABLE}_pkc PRIMARY KEY (version_num))"
     )
     tables += _step_log_tables()
-    logged = _step_logged(metadata)
+    logged = step_logged(metadata)
     ddl = Ddl(
         ";\n".join(tables),
         ";\n".join(indexes),
@@ -200,7 +215,7 @@ def _step_log_tables() -> list[str]:
     ]
 
 
-def _step_logged(metadata: MetaData) -> dict[str, str | None]:
+def step_logged(metadata: MetaData) -> dict[str, str | None]:
     """Every table with a primary key -> its integer key column (the row identity the log
     records as old_rid/new_rid, SQLite's rowid), or None when the key is not one integer."""
     logged: dict[str, str | None] = {}

@@ -16,6 +16,7 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy import Connection, Engine, func, select, text
 
 from app.errors import SessionUnavailable
+from app.registry import load_environment
 from app.storage.migrations import _script, branch_revisions, head_revision, metadata_for
 from app.storage.postgres.db import (
     VERSION_TABLE,
@@ -24,6 +25,8 @@ from app.storage.postgres.db import (
     quoted,
     session_connection,
 )
+from app.storage.postgres.templates import drop_stale_templates
+from app.storage.sqlite.store import schema_fingerprint
 
 
 def schema_revision(conn: Connection, schema: str) -> str | None:
@@ -74,10 +77,15 @@ def upgrade_schema(engine: Engine, schema: str, target: str) -> None:
     migrate_schema(engine, schema, target)
 
 
-def ensure_current(engine: Engine, schema: str, target: str) -> None:
-    """Called when a worker opens a session: upgrade an older schema, refuse an unknown one."""
-    with engine.connect() as conn:
-        revision = schema_revision(conn, schema)
+_UNREAD = object()
+
+
+def ensure_current(engine: Engine, schema: str, target: str, revision: Any = _UNREAD) -> None:
+    """Called when a worker opens a session: upgrade an older schema, refuse an unknown one.
+    `revision`: the schema's, when the caller read it already."""
+    if revision is _UNREAD:
+        with engine.connect() as conn:
+            revision = schema_revision(conn, schema)
     state = revision_state(revision, target)
     if state == "current":
         return
@@ -147,9 +155,12 @@ def upgrade_retained_sessions(
     from app.storage.postgres.db import make_engine
 
     engine = make_engine(settings.database_url, pool_size=1)
+    names = SchemaNames(settings.pg_schema_prefix)
     try:
-        return upgrade_sessions(
-            engine, SchemaNames(settings.pg_schema_prefix), target, dry_run=dry_run
-        )
+        outcomes = upgrade_sessions(engine, names, target, dry_run=dry_run)
+        if not dry_run:  # templates of the models before the migration are never cloned again
+            fingerprint = schema_fingerprint(load_environment(target))
+            drop_stale_templates(engine, names, target, fingerprint)
+        return outcomes
     finally:
         engine.dispose()

@@ -6,8 +6,9 @@ a catalog update of a few ms). Pooled schemas are named `<prefix>_p_<32 hex>`, n
 session pattern (`<prefix>_s_%`), and hold exactly what a fresh clone holds: the template's rows,
 meta and version rows, sequences aligned.
 
-- Bounded: at most `per_snapshot` ready schemas per snapshot, for snapshots seeded since start
-  (a snapshot's pool starts filling after its first seed, which clones as before).
+- Bounded: refilled up to `per_snapshot` ready schemas per snapshot, for snapshots seeded since
+  start (a snapshot's pool starts filling after its first seed, which clones as before); sessions
+  deleted at close come back reset (app/storage/postgres/recycle.py) up to twice that.
 - Off the request path: one daemon thread clones; a seed only pops a name (under a lock).
 - Dispose stops the thread and drops every pooled schema this process made. A crash leaves them
   behind: `sweep()` at start drops every `<prefix>_p_%` schema. Another replica sweeping at its
@@ -78,18 +79,39 @@ class SchemaPool:
     def rename(self, pooled: str, target: str) -> bool:
         """Rename a taken pooled schema to `target`; False (the caller clones) if it is gone."""
         try:
+            rename = (
+                f"ALTER SCHEMA {quoted(checked_schema(pooled))} "
+                f"RENAME TO {quoted(checked_schema(target))}"
+            )
+            if self._renamed is not None:  # one round trip for both
+                rename += ";\n" + self._renamed(target)
             with self.engine.begin() as conn:
-                conn.exec_driver_sql(
-                    f"ALTER SCHEMA {quoted(checked_schema(pooled))} "
-                    f"RENAME TO {quoted(checked_schema(target))}"
-                )
-                if self._renamed is not None:
-                    conn.exec_driver_sql(self._renamed(target))
+                conn.exec_driver_sql(rename)
             return True
         except DBAPIError as exc:  # dropped by a replica's start-up sweep, or target exists
             log.warning("pooled schema %s not usable (%s); cloning", pooled, exc.orig)
-            self._drop_quietly(pooled)
+            self.drop_quietly(pooled)
             return False
+
+    def has_room(self, template: str) -> bool:
+        """Whether a ready schema of `template` would be kept (`put`)."""
+        with self._lock:
+            return self._room_locked(template)
+
+    def _room_locked(self, template: str) -> bool:
+        # Up to twice the refill target: a session returned after its replacement was cloned
+        # is kept, so with deleting retention the pool soon refills from closes alone.
+        ready = self._ready.get(template)
+        return not self._stopped and ready is not None and len(ready) < 2 * self.per_snapshot
+
+    def put(self, template: str, name: str) -> bool:
+        """Keep `name`, a schema reset to `template`'s state (a recycled session), as ready;
+        False when there is no room for it (the caller drops it)."""
+        with self._lock:
+            if not self._room_locked(template):
+                return False
+            self._ready[template].append(name)
+            return True
 
     # --- refills -------------------------------------------------------------------------------
     def _start_locked(self) -> None:
@@ -118,7 +140,7 @@ class SchemaPool:
                     self._clone_into(template, name)
                 except Exception:  # noqa: BLE001 - a pool miss is a slower seed, not an error
                     log.exception("pre-cloning %s failed; the pool stops refilling it", template)
-                    self._drop_quietly(name)
+                    self.drop_quietly(name)
                     with self._lock:
                         self._ready.pop(template, None)
                     continue
@@ -126,7 +148,7 @@ class SchemaPool:
                     if not self._stopped:
                         self._ready[template].append(name)
                         continue
-                self._drop_quietly(name)  # disposed while cloning
+                self.drop_quietly(name)  # disposed while cloning
             with self._lock:
                 if self._stopped:
                     return
@@ -147,7 +169,7 @@ class SchemaPool:
                 )
             ]
         for name in names:
-            self._drop_quietly(name)
+            self.drop_quietly(name)
         return len(names)
 
     def dispose(self) -> None:
@@ -161,9 +183,9 @@ class SchemaPool:
         if thread is not None:
             thread.join()
         for name in names:
-            self._drop_quietly(name)
+            self.drop_quietly(name)
 
-    def _drop_quietly(self, name: str) -> None:
+    def drop_quietly(self, name: str) -> None:
         try:
             with self.engine.begin() as conn:
                 conn.exec_driver_sql(drop_schema_sql(name))

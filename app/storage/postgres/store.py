@@ -21,12 +21,14 @@ import threading
 from typing import Any
 
 from sqlalchemy import Connection, Engine, func, select, text
+from sqlalchemy.exc import ProgrammingError
 
 from app.errors import CannotRewind, SessionNotFound
 from app.runtime.tasks import TaskSpec
 from app.sdk.environment import Environment
 from app.storage.meta import read_meta
 from app.storage.migrations import head_revision
+from app.storage.postgres.changes import PgChangeReader
 from app.storage.postgres.db import (
     META_TABLE,
     VERSION_TABLE,
@@ -43,15 +45,12 @@ from app.storage.postgres.db import (
     step_rows_sequence_sql,
 )
 from app.storage.postgres.pool import SchemaPool
+from app.storage.postgres.recycle import recycle
 from app.storage.postgres.steplog import PG_STEP_LOG_VERSION, PgStepLog, restore_statements
+from app.storage.postgres.templates import drop_stale_templates, template_name
 from app.storage.sqlite import db as sqlite_db
 from app.storage.sqlite.store import Snapshot, Store
 from app.storage.steplog import STEP_COLS_TABLE, check_step
-
-# What a template schema holds beyond the models: part of its name, so a release that changes it
-# builds new templates instead of cloning old ones ("steplog-pg1": the step log's tables,
-# triggers and deferrable foreign keys).
-TEMPLATE_LAYOUT = f"steplog-{PG_STEP_LOG_VERSION}"
 
 
 class PgStore:
@@ -67,7 +66,11 @@ class PgStore:
         self._maxima: dict[str, dict[str, int]] = {}  # template schema -> SERIAL maxima
         self._lock = threading.Lock()
         # Pre-cloned session schemas per snapshot (app/storage/postgres/pool.py); 0: off.
+        # What a session schema changed since its template (verify, recycling).
+        self.changes = PgChangeReader(self.env.metadata, self.env.compare, self.template_of)
         self.pool: SchemaPool | None = None
+        # Templates (and pooled clones) of older models or layouts: never cloned again.
+        drop_stale_templates(engine, names, self.env.name, self.fingerprint)
         if schema_pool > 0:
             self.pool = SchemaPool(
                 engine, names.prefix, schema_pool, self._clone, renamed=step_function_sql
@@ -93,7 +96,14 @@ class PgStore:
         return self.sqlite.template_image()
 
     def template_schema(self, snapshot: Snapshot) -> str:
-        return self.names.snapshot(f"{self.fingerprint}:{TEMPLATE_LAYOUT}", snapshot.key)
+        return template_name(self.names, self.fingerprint, snapshot.key)
+
+    def template_of(self, fingerprint: str | None, snapshot_key: str | None) -> str | None:
+        """The template schema a session of `snapshot_key` (its meta) was cloned from, if it was
+        built for the running models (`fingerprint` = theirs), else None."""
+        if fingerprint != self.fingerprint or snapshot_key is None:
+            return None
+        return template_name(self.names, self.fingerprint, snapshot_key)
 
     # --- templates -------------------------------------------------------------------------------
     def ensure_template(self, snapshot: Snapshot) -> tuple[str, dict[str, int]]:
@@ -255,6 +265,23 @@ class PgStore:
             ).fetchall()
         return dict(rows)
 
+    def open_meta(self, session_id: str) -> tuple[dict[str, str], str | None]:
+        """The session's meta and its schema's revision, in one round trip (a seed's first call
+        opens it); SessionNotFound when the schema is gone."""
+        s = quoted(self.names.session(session_id))
+        try:
+            with self.engine.connect() as conn:
+                meta, revision = conn.exec_driver_sql(
+                    f"SELECT (SELECT json_object_agg(key, value) FROM {s}.{META_TABLE}), "
+                    f"(SELECT version_num FROM {s}.{VERSION_TABLE} LIMIT 1)"
+                ).one()
+        except ProgrammingError:
+            if self.session_exists(session_id):
+                raise
+            self.read_meta(session_id)  # raises SessionNotFound, with the usual hint
+            raise
+        return dict(meta or {}), revision
+
     def write_status(self, conn: Any, session_id: str, status: str) -> None:
         schema = quoted(self.names.session(session_id))
         conn.execute(
@@ -264,6 +291,14 @@ class PgStore:
             ),
             {"v": status},
         )
+
+    def recycle_session(self, session_id: str) -> bool:
+        """A deleted session's schema reset into the pool instead of dropped, when the pool of
+        its template has room (app/storage/postgres/recycle.py); False: drop it."""
+        if self.pool is None:
+            return False
+        schema = self.names.session(session_id)
+        return recycle(self.engine, schema, self.env.metadata, self.changes, self.pool)
 
     def drop_session(self, session_id: str) -> None:
         with self.engine.begin() as conn:

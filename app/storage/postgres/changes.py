@@ -1,0 +1,162 @@
+"""Change tracking on PostgreSQL: what a session schema wrote since its template, from its step log.
+
+Every table of a session schema has a row trigger writing each change to `_stategym_step_rows`
+(app/storage/postgres/steplog.py), in the transaction of the write: the log and the rows commit
+or vanish together (a killed server aborts both), a rewind deletes the log rows of the steps it
+undoes, and a fork or a restore copies the log with the rows. So the log holds exactly the rows
+that differ from the template, and verify dumps a session as SQLite's change tracking does
+(app/verify/patching.py): the template's dump (read whole once per template and process, on the
+caller's connection) patched with the rows the log names, read back by primary key.
+
+What SQLite's tracking triggers record, derived here from the log in the same read:
+- rows: `old_rid`/`new_rid`, the table's integer primary key (SQLite's rowid);
+- "<table>#key" (references to the table may now resolve differently): a row inserted or
+  deleted in a table some compared reference to which is not an enforced foreign key, or an
+  update that changed the primary key or a natural-key column (compared as PostgreSQL's own text
+  of the values, `row_to_json`).
+
+A schema whose log cannot be trusted is dumped whole: no step log or another version, another
+schema fingerprint than the running models' (a session migrated from an older release), or a
+table's log trigger missing or disabled. Tables without a primary key have no trigger: always
+read whole. Writes no row trigger sees (TRUNCATE) are caught by the row-count backstop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from sqlalchemy import Connection, MetaData
+
+from app.sdk.compare_spec import CompareSpec
+from app.storage.meta import Changes
+from app.storage.postgres.db import (
+    META_TABLE,
+    checked_schema,
+    quoted,
+    schema_of,
+    step_logged,
+    step_trigger_name,
+)
+from app.storage.postgres.steplog import PG_STEP_LOG_VERSION
+from app.storage.steplog import STEP_ROWS_TABLE
+
+
+def foreign_key_guarded(metadata: MetaData, compare: CompareSpec) -> set[str]:
+    """Tables every compared reference to which is an enforced foreign key (PostgreSQL enforces
+    them on every write), so rows appearing or disappearing there change no reference's value."""
+    tables = metadata.tables
+    guarded = set(tables)
+    for name, spec in compare.tables.items():
+        for column, target in spec.references.items():
+            pk = list(tables[target].primary_key.columns)
+            if len(pk) != 1 or not tables[name].c[column].references(pk[0]):
+                guarded.discard(target)
+    return guarded
+
+
+def _key_columns(metadata: MetaData, compare: CompareSpec) -> dict[str, list[str]]:
+    """Per referenced table, the columns a reference to it resolves by (its key, natural key)."""
+    referenced = {t for spec in compare.tables.values() for t in spec.references.values()}
+    out = {}
+    for name in sorted(referenced):
+        table = metadata.tables[name]
+        cols = [c.name for c in table.primary_key.columns] + list(compare.for_table(name).key)
+        out[name] = list(dict.fromkeys(cols))
+    return out
+
+
+class PgChangeReader:
+    """`conn.info[CHANGE_READER]` for one environment (app.storage.meta.tracked_changes).
+
+    `template_of(fingerprint, snapshot key)` names the template schema a session of that
+    snapshot was cloned from, or None when `fingerprint` is not the running models'.
+    """
+
+    def __init__(self, metadata: MetaData, compare: CompareSpec, template_of: Any):
+        self.metadata = metadata
+        self.template_of = template_of
+        self.logged = step_logged(metadata)  # tables with a trigger -> integer key or None
+        self.guarded = foreign_key_guarded(metadata, compare)
+        keys = _key_columns(metadata, compare)
+        # A key changed by an update, per referenced table, as one CASE over the log's rows.
+        cases = " ".join(
+            f"WHEN '{_bare(t)}' THEN "
+            + " OR ".join(
+                f"(old_vals->>'{_bare(c)}') IS DISTINCT FROM (new_vals->>'{_bare(c)}')"
+                for c in cols
+            )
+            for t, cols in keys.items()
+            if cols
+        )
+        self._rekey = f"(op = 'u' AND CASE tbl {cases} ELSE false END)" if cases else "false"
+
+    def __call__(self, conn: Connection, tables: Iterable[str]) -> Changes | None:
+        schema = schema_of(conn)
+        if schema is None:
+            return None
+        wanted = list(tables)
+        s = quoted(checked_schema(schema))
+        with_trigger = [t for t in wanted if t in self.logged]
+        # One round trip: the meta, the intact triggers, the distinct row changes.
+        row = conn.exec_driver_sql(
+            "SELECT (SELECT json_object_agg(key, value) FROM "
+            f"{s}.{META_TABLE} WHERE key IN ('template', 'snapshot', 'step_log')), "
+            "(SELECT count(*) FROM unnest(%(names)s::text[]) n JOIN pg_trigger g "
+            "ON g.tgrelid = to_regclass(%(s)s || '.' || quote_ident(n)) "
+            "AND g.tgname = %(prefix)s || n AND g.tgenabled <> 'D'), "
+            "(SELECT json_agg(json_build_array(tbl, op, old_rid, new_rid, k)) FROM "
+            f"(SELECT DISTINCT tbl, op, old_rid, new_rid, {self._rekey} AS k "
+            f"FROM {s}.{STEP_ROWS_TABLE}) c)",
+            {"names": with_trigger, "s": s, "prefix": step_trigger_name("")},
+        ).one()
+        meta, intact, log = row[0] or {}, row[1], row[2] or []
+        if meta.get("step_log") != PG_STEP_LOG_VERSION or intact != len(with_trigger):
+            return None
+        template = self.template_of(meta.get("template"), meta.get("snapshot"))
+        if template is None:
+            return None
+        changed = {t for t in wanted if t not in self.logged}  # no trigger: read whole
+        rows: dict[str, set[int]] = {}
+        unkeyed: set[str] = set()  # tables whose key is not one integer: read whole
+        for table, op, old_rid, new_rid, rekeyed in log:
+            changed.add(table)
+            if rekeyed or (op in ("i", "d") and table not in self.guarded):
+                changed.add(f"{table}#key")
+            if self.logged.get(table) is None:
+                unkeyed.add(table)
+                continue
+            ids = rows.setdefault(table, set())
+            ids.update(rid for rid in (old_rid, new_rid) if rid is not None)
+        frozen = {t: frozenset(ids) for t, ids in rows.items() if t not in unkeyed}
+        twin = f"{meta['template']}:{meta['snapshot']}"  # the SQLite snapshot's tracking key
+        return Changes(
+            f"pg:{template}", frozenset(changed), frozen, origin=_origin(template), twin=twin
+        )
+
+
+def _bare(name: str) -> str:
+    """A checked identifier (letters, digits, underscores), as a string literal's content."""
+    return quoted(name)[1:-1]
+
+
+def _origin(template: str) -> Any:
+    @contextmanager
+    def read_template(conn: Connection) -> Iterator[Connection | None]:
+        """`conn`, its statements pointed at the template schema for the duration (same
+        transaction; templates never change once built); None when the template is gone."""
+        present = conn.exec_driver_sql(
+            "SELECT 1 FROM pg_namespace WHERE nspname = %(n)s", {"n": template}
+        ).first()
+        if present is None:
+            yield None
+            return
+        previous = conn.get_execution_options().get("schema_translate_map")
+        conn.execution_options(schema_translate_map={None: template})
+        try:
+            yield conn
+        finally:
+            conn.execution_options(schema_translate_map=previous)
+
+    return read_template

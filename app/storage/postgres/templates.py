@@ -1,0 +1,92 @@
+"""Template schema names, and dropping the templates no release will clone again.
+
+A template schema is `<prefix>_t_<digest>`, digest = sha256 of the models' schema fingerprint, the
+template layout and the task's snapshot key: a model change (or a new layout) makes new names, so
+a template for other models is never cloned. Those old ones are dropped when a store opens (server
+start, every worker) and after `stategym migrate sessions`: every `<prefix>_t_%` (and pooled
+`<prefix>_p_%`) schema whose meta says it is this environment's, but whose name is not the one the
+running models give its snapshot. Session schemas (`_s_`), other environments' templates (several
+deployments may share a prefix) and schemas without a readable meta are never touched.
+
+With several replicas on one prefix, run one release at a time: a replica of the old release
+still serving would find its templates gone (its next clone fails; it must be restarted anyway).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from sqlalchemy import Engine
+
+from app.storage.postgres.db import META_TABLE, SchemaNames, advisory_key, drop_schema_sql, quoted
+from app.storage.postgres.steplog import PG_STEP_LOG_VERSION
+
+log = logging.getLogger("stategym.postgres")
+
+# What a template schema holds beyond the models: part of its name, so a release that changes it
+# builds new templates instead of cloning old ones ("steplog-pg1": the step log's tables,
+# triggers and deferrable foreign keys).
+TEMPLATE_LAYOUT = f"steplog-{PG_STEP_LOG_VERSION}"
+
+
+def template_name(names: SchemaNames, fingerprint: str, snapshot_key: str) -> str:
+    """The template schema of a snapshot under the models of `fingerprint`, current layout."""
+    return names.snapshot(f"{fingerprint}:{TEMPLATE_LAYOUT}", snapshot_key)
+
+
+def _metas(engine: Engine, names: SchemaNames) -> list[tuple[str, dict[str, Any]]]:
+    """(schema, meta) of every template and pooled schema under the prefix that has a meta."""
+    p = names.prefix
+    with engine.connect() as conn:
+        found = [
+            row[0]
+            for row in conn.exec_driver_sql(
+                "SELECT nspname FROM pg_namespace WHERE (nspname LIKE %(t)s OR nspname LIKE %(p)s) "
+                f"AND to_regclass(quote_ident(nspname) || '.{META_TABLE}') IS NOT NULL "
+                "ORDER BY nspname",
+                {"t": f"{p}\\_t\\_%", "p": f"{p}\\_p\\_%"},
+            )
+        ]
+        if not found:
+            return []
+        # One round trip for all of them.
+        union = " UNION ALL ".join(
+            f"SELECT {i}, (SELECT json_object_agg(key, value) FROM {quoted(n)}.{META_TABLE})"
+            for i, n in enumerate(found)
+        )
+        metas = {i: meta or {} for i, meta in conn.exec_driver_sql(union)}
+        conn.rollback()
+    return [(name, metas.get(i, {})) for i, name in enumerate(found)]
+
+
+def stale_templates(
+    engine: Engine, names: SchemaNames, env_name: str, fingerprint: str
+) -> list[str]:
+    """This environment's template and pooled schemas the running models would not clone."""
+    stale = []
+    for schema, meta in _metas(engine, names):
+        if meta.get("env") != env_name:
+            continue  # another environment's (or not StateGym's): not ours to judge
+        current = meta.get("template") == fingerprint and "snapshot" in meta
+        if current and schema.startswith(f"{names.prefix}_t_"):
+            current = schema == template_name(names, fingerprint, meta["snapshot"])
+        elif current:  # pooled: a clone of a template, meta included
+            current = meta.get("step_log") == PG_STEP_LOG_VERSION
+        if not current:
+            stale.append(schema)
+    return stale
+
+
+def drop_stale_templates(
+    engine: Engine, names: SchemaNames, env_name: str, fingerprint: str
+) -> list[str]:
+    """Drop `stale_templates`, each in its own transaction under its build lock; their names."""
+    dropped = stale_templates(engine, names, env_name, fingerprint)
+    for schema in dropped:
+        with engine.begin() as conn:
+            conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({advisory_key(schema)})")
+            conn.exec_driver_sql(drop_schema_sql(schema))
+    if dropped:
+        log.info("dropped %d template schemas of older models or layouts", len(dropped))
+    return dropped
