@@ -140,3 +140,27 @@ def test_airline_requests_may_give_the_email_instead_of_the_user_id() -> None:
     assert not {w.format(email="") for w in USER_INSTEAD["train"]} & {
         w.format(email="") for w in USER_INSTEAD["test"]
     }
+
+
+def test_ledger_requests_may_name_the_account_by_its_type_only() -> None:
+    from envs.ledger.taskgen.details import ACCOUNT_INSTEAD
+
+    gen = load_generator("ledger")
+    pool = choices(gen, "train", None)
+    drawn = (draw(gen, "train", 11, i, pool).task for i in range(40))
+    omitted = [t for t in drawn if t is not None and "omit-account" in t["phrasing"]]
+    assert omitted
+    for task in omitted:
+        prompt = task["responses_create_params"]["input"][-1]["content"]
+        email = task["ground_truth"][0]["arguments"]["email"]
+        rows = task["seed"]["rows"]
+        (me,) = [c for c in rows["customers"] if c["email"] == email]
+        mine = [a for a in rows["accounts"] if a.get("customer_id") == me["id"]]
+        # The account left out is the speaker's only one of its type: find_customer shows it.
+        left_out = [a for a in mine if a["number"] not in prompt]
+        assert left_out
+        assert any(
+            ACCOUNT_INSTEAD["train"][0].format(type=a["type"]) in prompt
+            and sum(b["type"] == a["type"] for b in mine) == 1
+            for a in left_out
+        )
