@@ -164,3 +164,28 @@ def test_ledger_requests_may_name_the_account_by_its_type_only() -> None:
             and sum(b["type"] == a["type"] for b in mine) == 1
             for a in left_out
         )
+
+
+def test_workplace_requests_may_name_the_deal_by_its_company() -> None:
+    from envs.workplace.taskgen.details import DEAL_INSTEAD
+
+    gen = load_generator("workplace")
+    pool = choices(gen, "train", None)
+    drawn = (draw(gen, "train", 11, i, pool).task for i in range(60))
+    omitted = [t for t in drawn if t is not None and "omit-deal" in t["phrasing"]]
+    assert omitted
+    for task in omitted:
+        prompt = task["responses_create_params"]["input"][-1]["content"]
+        rows = task["seed"]["rows"]
+        gold = task["ground_truth"]
+        at = next(i for i, c in enumerate(gold) if "code" in c["arguments"])
+        code = gold[at]["arguments"]["code"]
+        assert code not in prompt
+        (deal,) = [d for d in rows["deals"] if d.get("code") == code]
+        (company,) = [c["name"] for c in rows["companies"] if c["id"] == deal["company_id"]]
+        assert DEAL_INSTEAD["train"][0].format(company=company) in prompt
+        # The company's only deal (company names are unique, so base deals are not its).
+        assert sum(d.get("company_id") == deal["company_id"] for d in rows["deals"]) == 1
+        assert any(
+            c["name"] == "list_deals" and c["arguments"]["company"] == company for c in gold[:at]
+        )
