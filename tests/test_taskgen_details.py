@@ -189,3 +189,42 @@ def test_workplace_requests_may_name_the_deal_by_its_company() -> None:
         assert any(
             c["name"] == "list_deals" and c["arguments"]["company"] == company for c in gold[:at]
         )
+
+
+def test_sql_requests_may_name_the_employee_without_their_number() -> None:
+    from sqlalchemy import text
+
+    from app.sdk.replay import open_task_db
+    from envs.sql import ENVIRONMENT
+    from envs.sql.taskgen.kit import names_pool
+
+    # What makes a story employee's name unique in the whole database: the base has none.
+    db, _ = open_task_db(ENVIRONMENT)
+    try:
+        base = {tuple(r) for r in db.execute(text("SELECT first_name, last_name FROM employees"))}
+    finally:
+        db.close()
+    assert not base & set(names_pool())
+    gen = load_generator("sql")
+    pool = choices(gen, "train", None)
+    drawn = (draw(gen, "train", 11, i, pool).task for i in range(60))
+    omitted = [t for t in drawn if t is not None and "omit-employee-no" in t["phrasing"]]
+    assert omitted
+    for task in omitted:
+        prompt = task["responses_create_params"]["input"][-1]["content"]
+        people = task["seed"]["rows"]["employees"]
+        statements = [str(c["arguments"].get("sql")) for c in task["ground_truth"]]
+        left_out = [e for e in people if e["employee_no"] not in prompt]
+        assert any(
+            f"{e['first_name']} {e['last_name']}" in prompt
+            and sum(
+                (p["first_name"], p["last_name"]) == (e["first_name"], e["last_name"])
+                for p in people
+            )
+            == 1  # fmt: skip
+            and any(
+                f"first_name = '{e['first_name']}' AND last_name = '{e['last_name']}'" in s
+                for s in statements
+            )
+            for e in left_out
+        )
