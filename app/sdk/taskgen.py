@@ -1,10 +1,12 @@
 """The task generation kit an environment's `taskgen/` builds on (the engine is app/taskgen/).
 
-A family draws a story, builds a `Draft` (prompt, seed rows, gold `call`s, answers) and the kit
-turns it into a validated task row (`build_row`); an environment declares one `TaskGenerator`.
-docs/generating_tasks.md shows how to add a family.
+A family draws a story, builds a `Draft` (prompt, seed rows, gold `call`s, answers, the details
+a draw may leave out: `Omission`) and the kit turns it into a validated task row (`build_row`);
+an environment declares one `TaskGenerator`. docs/generating_tasks.md shows how to add a family.
 """
 
+from app.taskgen.details import Omission
 from app.taskgen.kit import Draft, TaskGenerator, build_row, call
+from app.taskgen.splits import Split
 
-__all__ = ["Draft", "TaskGenerator", "build_row", "call"]
+__all__ = ["Draft", "Omission", "Split", "TaskGenerator", "build_row", "call"]

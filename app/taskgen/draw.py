@@ -11,6 +11,7 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
+from app.taskgen.details import leaving_out, stating_everything
 from app.taskgen.distract import add_distractor, people_of, similar_names
 from app.taskgen.kit import TaskGenerator, answer_kind, difficulty, kind, read_back
 from app.taskgen.phrasing import rephrase
@@ -61,27 +62,27 @@ def draw(
     names = split_names(gen.names, split)
     rng.shuffle(names)
     story_rng = random.Random(rng.getrandbits(64))
+    # Its own stream: the stories, voices and rewordings draw what they drew before details.
+    omit_rng = random.Random(f"{env}/{split}/{seed}/{attempt}/omit")
     try:
-        built = gen.build(STORY_INDEX, choice.fn, choice.variant, story_rng, names)
+        with leaving_out(split, omit_rng):
+            built = gen.build(STORY_INDEX, choice.fn, choice.variant, story_rng, names)
     except Exception as exc:  # the story's self-check failed (or its tools refused): drop it
         return Candidate(attempt, None, reason=f"self-check: {type(exc).__name__}")
-    built = {k: v for k, v in built.items() if k not in ("difficulty", "family")}
+    omitted = built.get("omitted")
+    built = {k: v for k, v in built.items() if k not in ("difficulty", "family", "omitted")}
     people = people_of(built)
     distractors: list[str] = []
     if rng.random() < DISTRACTOR_SHARE:
         d_rng = random.Random(rng.getrandbits(64))
         avoid = set(split_names(gen.names, OTHER[split])) | {_pair(p) for p in people}
         d_names = similar_names(people, split_names(gen.names, split), avoid, d_rng)
-        distractors = add_distractor(
-            gen,
-            built,
-            lambda: gen.build(STORY_INDEX + 1, choice.fn, choice.variant, d_rng, d_names),
-        )
+        distractors = add_distractor(gen, built, lambda: _build_plain(gen, choice, d_rng, d_names))
     key = content_key(built)  # before the voice: the same story in two voices is a duplicate
     user = built["responses_create_params"]["input"][-1]
     phrased = rephrase(user["content"], split, random.Random(rng.getrandbits(64)))
     user["content"] = f"{opener}{phrased.text}{closer}"
-    phrasing = "+".join((phrasing, *phrased.tags))
+    phrasing = "+".join((phrasing, *phrased.tags, *([omitted] if omitted else [])))
     gold = built["ground_truth"]
     expected = built.get("expected_outputs") or []
     task: dict[str, Any] = {
@@ -102,6 +103,14 @@ def draw(
     task.update((k, v) for k, v in built.items() if k not in ("task_id", "env"))
     # Read back as it will be: JSON keeps the seed's parent-first table order.
     return Candidate(attempt, read_back(task), key)
+
+
+def _build_plain(
+    gen: TaskGenerator, choice: Choice, rng: random.Random, names: list[tuple[str, str]]
+) -> dict[str, Any]:
+    """A distractor's story: every detail stated (only its seed and people are used)."""
+    with stating_everything():
+        return gen.build(STORY_INDEX + 1, choice.fn, choice.variant, rng, names)
 
 
 def _pair(person: str) -> tuple[str, str]:

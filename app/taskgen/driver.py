@@ -82,7 +82,8 @@ def _init(request: Request) -> None:
 
 def _probe(gen: Any, request: Request, pool: list[Choice]) -> list[Choice]:
     """Keep the (family, variant) pairs whose stories have a wanted difficulty (a family's
-    difficulty follows from its gold's shape, the same for every draw)."""
+    difficulty follows from its gold's shape, the same for every draw but one that leaves a
+    detail out: its lookup may add a step; every drawn task is filtered by its own level)."""
     kept = []
     for c in pool:
         probe = draw(gen, request.split, request.seed, -1, [c])

@@ -19,6 +19,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from app.sdk.environment import Environment
+from app.taskgen.details import Omission, omit
 from app.taskgen.gold_run import bound, forget, gold_run, run_calls
 
 # build(index, family, variant k, rng, names) -> one self-checked task row.
@@ -40,6 +41,8 @@ class Draft:
     forbidden: tuple[dict[str, Any], str] | None = None
     # Expected outputs computed from the gold calls' outputs (a new booking code, a query).
     expect_from: Expect | None = None
+    # Facts of the prompt a draw may leave out for the agent to look up (app/taskgen/details).
+    omissions: tuple[Omission, ...] = ()
 
 
 def call(env: Environment, name: str, **arguments: Any) -> dict[str, Any]:
@@ -150,7 +153,9 @@ def build_row(
 ) -> dict[str, Any]:
     """The self-checked task row of story `index`: `after(task, outputs)` adds the
     environment's own checks (lookups that must find one account, slots that must match, an
-    answer for a read-only task), on the finished row."""
+    answer for a read-only task), on the finished row. Inside `details.leaving_out` a detail may
+    be left out first (the row's "omitted" then names it, for the draw's phrasing tag)."""
+    draft, omitted = omit(draft)
     task: dict[str, Any] = {
         "task_id": f"{env.name}-{index:03d}",
         "env": env.name,
@@ -179,6 +184,8 @@ def build_row(
         task["expected_outputs"] = expected
     if after is not None:
         after(task, outputs)
+    if omitted:
+        task["omitted"] = omitted
     return task
 
 

@@ -9,11 +9,13 @@ top of the voice (opener and closer, splits.py):
 - **customer voice**: the request and the confirmation in the customer's own words
   ("Could you cancel order #W9001000, please?" for "Please cancel order #W9001000.",
   "Yes, I confirm: go ahead." for "You have my confirmation, please go ahead.");
-- **an aside** (extra irrelevant detail) between two sentences ("I'm writing from my phone.").
+- **an aside** (extra irrelevant detail) between two sentences ("I'm writing from my phone.",
+  or one that sounds relevant and is not: "Someone else in my household has an account too,
+  but this is only about mine.").
 
 Every name, id, amount and date the prompt holds is kept verbatim (tested), so the gold stays
 right; the wordings of train and test are disjoint pools (the test split's are never seen in
-training). Missing details the agent must look up come from the families themselves (docs).
+training). Left-out details the agent must look up change the gold too: app/taskgen/details.py.
 """
 
 from __future__ import annotations
@@ -53,12 +55,16 @@ ASIDES: dict[Split, tuple[str, ...]] = {
         "I tried the website first but gave up.",
         "I'm in a bit of a hurry today.",
         "I've been a customer for years.",
+        # Details that sound relevant and are not: nothing in them is to be acted on.
+        "Someone else in my household has an account too, but this is only about mine.",
+        "A colleague asked me about something similar last week; that's a separate matter.",
     ),
     "test": (
         "The coffee machine at work is broken again.",
         "I'm between two meetings right now.",
         "My sister had a similar question last month.",
         "It's raining here, so I'm staying in today.",
+        "My old address is still on some of my paperwork, but never mind that.",
     ),
 }
 # A request sentence "Please <verb> ...." in other words; {x} is "<verb> ...".

@@ -104,10 +104,6 @@ STATUS_HINTS: dict[tuple[str, str], str] = {
 }
 
 
-def get_payment_method(customer: Customer, code: str) -> PaymentMethod:
-    return pick_method(customer.id, customer.payment_methods, code)
-
-
 _Method = TypeVar("_Method", PaymentMethod, AnyRow)
 
 
@@ -124,8 +120,20 @@ def pick_method(customer_id: int, methods: list[_Method], code: str) -> _Method:
     return method
 
 
-def get_variant(db: Session, sku: str) -> Variant:
-    variant = db.scalar(select(Variant).where(Variant.sku == sku.strip().upper()))
+_VARIANT_BY_SKU = select(
+    VARIANTS.c.id,
+    VARIANTS.c.product_id,
+    VARIANTS.c.sku,
+    VARIANTS.c.options,
+    VARIANTS.c.price,
+    VARIANTS.c.stock,
+    VARIANTS.c.available,
+).where(VARIANTS.c.sku == bindparam("sku"))
+
+
+def get_variant(db: Session, sku: str) -> AnyRow:
+    """The variant's row (id, product_id, sku, options, price, stock, available)."""
+    variant = db.execute(_VARIANT_BY_SKU, {"sku": sku.strip().upper()}).first()
     if variant is None:
         raise ToolError(
             f"No product variant has SKU {sku!r}.",
@@ -135,8 +143,35 @@ def get_variant(db: Session, sku: str) -> Variant:
     return variant
 
 
-def active_lines(order: Order, skus: list[str]) -> list[OrderItem]:
-    """The order's active lines for the given SKUs, each named once."""
+# An order's lines with what the write tools check and change, in line_no order (the ORM
+# relationship `Order.items` they replace).
+_LINES = (
+    select(
+        ORDER_ITEMS.c.id,
+        ORDER_ITEMS.c.line_no,
+        ORDER_ITEMS.c.variant_id,
+        ORDER_ITEMS.c.quantity,
+        ORDER_ITEMS.c.unit_price,
+        ORDER_ITEMS.c.status,
+        VARIANTS.c.sku,
+        VARIANTS.c.product_id,
+    )
+    .select_from(ORDER_ITEMS)
+    .join(VARIANTS, VARIANTS.c.id == ORDER_ITEMS.c.variant_id)
+    .where(ORDER_ITEMS.c.order_id == bindparam("order_id"))
+    .order_by(ORDER_ITEMS.c.line_no)
+)
+
+
+def order_lines(db: Session, order_id: int) -> list[AnyRow]:
+    """The order's lines (id, line_no, variant_id, quantity, unit_price, status, sku,
+    product_id) in line_no order."""
+    return list(db.execute(_LINES, {"order_id": order_id}))
+
+
+def active_lines(order: AnyRow, items: list[AnyRow], skus: list[str]) -> list[AnyRow]:
+    """The order's active lines (of `items`, its `order_lines`) for the given SKUs, each named
+    once."""
     wanted = [s.strip().upper() for s in skus]
     if not wanted:
         raise ToolError("Name at least one item SKU.", code="invalid_arguments")
@@ -144,9 +179,9 @@ def active_lines(order: Order, skus: list[str]) -> list[OrderItem]:
         raise ToolError("Each SKU may be named only once.", code="invalid_arguments")
     lines = []
     for sku in wanted:
-        line = next((i for i in order.items if i.variant.sku == sku), None)
+        line = next((i for i in items if i.sku == sku), None)
         if line is None:
-            listed = ", ".join(i.variant.sku for i in order.items)
+            listed = ", ".join(i.sku for i in items)
             raise ToolError(
                 f"Order {order.order_number} has no item with SKU {sku}.",
                 hint=f"Its items are: {listed}.",
@@ -234,14 +269,20 @@ _SET_BALANCE = (
 )
 _INSERT_PAYMENT = insert(PAYMENTS)
 _CUSTOMER_METHODS = (
-    select(PAYMENT_METHODS.c.id, PAYMENT_METHODS.c.code, PAYMENT_METHODS.c.balance)
+    select(
+        PAYMENT_METHODS.c.id,
+        PAYMENT_METHODS.c.code,
+        PAYMENT_METHODS.c.kind,
+        PAYMENT_METHODS.c.balance,
+    )
     .where(PAYMENT_METHODS.c.customer_id == bindparam("customer_id"))
     .order_by(PAYMENT_METHODS.c.id)
 )
 
 
 def customer_methods(db: Session, customer_id: int) -> list[AnyRow]:
-    """The customer's payment methods (id, code, balance) in id order, for `pick_method`."""
+    """The customer's payment methods (id, code, kind, balance) in id order, for
+    `pick_method`."""
     return list(db.execute(_CUSTOMER_METHODS, {"customer_id": customer_id}))
 
 
@@ -313,7 +354,7 @@ def refund(db: Session, order_id: int, method_id: int, amount: float, now: datet
 
 
 def settle(
-    db: Session, order_id: int, method: PaymentMethod | None, diff: float, now: datetime
+    db: Session, order_id: int, method: PaymentMethod | AnyRow | None, diff: float, now: datetime
 ) -> None:
     """Charge (diff > 0) or refund (diff < 0) a price difference to the chosen method."""
     if cents(diff) == 0:

@@ -1,43 +1,85 @@
-"""Write tools for delivered orders: return items for a refund, or exchange them for a variant."""
+"""Write tools for delivered orders: return items for a refund, or exchange them for a variant.
+
+Core, not ORM: hot write paths (a generated task replays them twice; bench/README.md). The
+statements keep the order of the ORM versions they replaced: the new rows, then the order, the
+variants and the lines, then the audit row.
+"""
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
 from pydantic import Field
+from sqlalchemy import bindparam, func, insert, select, update
 from sqlalchemy.orm import Session
 
 from app.sdk.environment import ToolArgs, ToolContext, ToolError, tool
-from envs.retail.models import Exchange, Order, PaymentMethod, Return, ReturnItem
+from app.sdk.rows import AnyRow
 from envs.retail.ops import (
+    EXCHANGES,
+    ORDER_ITEMS,
+    PAYMENT_METHODS,
+    PAYMENTS,
+    RETURN_ITEMS,
+    RETURNS,
     active_lines,
     audit,
     cents,
-    get_payment_method,
+    customer_methods,
     money,
+    order_lines,
+    order_payments,
     order_view,
     owned_order,
+    pick_method,
     refund,
     require_status,
     settle,
+    update_order,
 )
-from envs.retail.tools_pending import check_swaps, optional_method
+from envs.retail.tools_pending import check_swaps, optional_method, set_stocks
+
+_RETURN_COUNT = select(func.count()).where(RETURNS.c.order_id == bindparam("order_id"))
+_INSERT_RETURN = insert(RETURNS).returning(RETURNS.c.id)
+_INSERT_RETURN_ITEM = insert(RETURN_ITEMS)
+_INSERT_EXCHANGE = insert(EXCHANGES)
+_SET_LINE_STATUS = (
+    update(ORDER_ITEMS)
+    .where(ORDER_ITEMS.c.id == bindparam("item_id"))
+    .values(status=bindparam("status"))
+)
+_CHARGED_CODES = (
+    select(PAYMENT_METHODS.c.code)
+    .select_from(PAYMENTS)
+    .join(PAYMENT_METHODS, PAYMENT_METHODS.c.id == PAYMENTS.c.payment_method_id)
+    .where(PAYMENTS.c.order_id == bindparam("order_id"), PAYMENTS.c.kind == "charge")
+)
 
 
-def close_if_done(order: Order) -> None:
-    """A delivered order closes once no line is left active: returned if every line came back."""
-    if any(line.status == "active" for line in order.items):
-        return
-    everything_returned = all(line.status == "returned" for line in order.items)
-    order.status = "returned" if everything_returned else "exchanged"
+def closed_status(items: list[AnyRow], changed: dict[int, str]) -> str | None:
+    """A delivered order closes once no line is left active: returned if every line came back.
+    `changed`: line id -> its new status in this call. None: still open."""
+    statuses = [changed.get(line.id, line.status) for line in items]
+    if any(status == "active" for status in statuses):
+        return None
+    return "returned" if all(status == "returned" for status in statuses) else "exchanged"
 
 
-def refund_target(order: Order, code: str) -> PaymentMethod:
+def close_lines(db: Session, order: AnyRow, items: list[AnyRow], changed: dict[int, str]) -> None:
+    """The order's status if it closes, then each changed line's (by id, as a flush wrote them)."""
+    status = closed_status(items, changed)
+    if status is not None:
+        update_order(db, order, {"status": status})
+    for item_id in sorted(changed):
+        db.execute(_SET_LINE_STATUS, {"item_id": item_id, "status": changed[item_id]})
+
+
+def refund_target(db: Session, order: AnyRow, code: str) -> AnyRow:
     """The original payment method of the order, or any gift card of its customer."""
-    method = get_payment_method(order.customer, code)
-    charged = {p.payment_method_id for p in order.payments if p.kind == "charge"}
+    method = pick_method(order.customer_id, customer_methods(db, order.customer_id), code)
+    charged = {p.payment_method_id for p in order_payments(db, order.id) if p.kind == "charge"}
     if method.id not in charged and method.kind != "gift_card":
-        originals = sorted({p.payment_method.code for p in order.payments if p.kind == "charge"})
+        originals = sorted(set(db.scalars(_CHARGED_CODES, {"order_id": order.id})))
         raise ToolError(
             f"{method.code} did not pay for order {order.order_number}; a refund goes back to the "
             "original payment method or to one of the customer's gift cards.",
@@ -68,28 +110,34 @@ def return_delivered_order_items(db: Session, args: ReturnArgs, ctx: ToolContext
     Only delivered orders; each item can be returned or exchanged once. Collect every item to
     return from the order first and return them in one call.
     """
-    order = db.get_one(Order, owned_order(db, args.order_number, args.customer_id).id)
+    order = owned_order(db, args.order_number, args.customer_id)
     require_status(order, "delivered", "returned")
-    lines = active_lines(order, args.skus)
-    method = refund_target(order, args.refund_method_id)
+    items = order_lines(db, order.id)
+    lines = active_lines(order, items, args.skus)
+    method = refund_target(db, order, args.refund_method_id)
     amount = cents(sum(line.unit_price * line.quantity for line in lines))
-    code = f"RT-{order.order_number.lstrip('#')}-{len(order.returns) + 1}"
-    order.returns.append(
-        Return(
-            code=code,
-            reason=args.reason,
-            status="requested",
-            refund_method_id=method.id,
-            refund_amount=amount,
-            created_at=ctx.now,
-            items=[ReturnItem(order_item=line, quantity=line.quantity) for line in lines],
+    count = db.execute(_RETURN_COUNT, {"order_id": order.id}).scalar_one()
+    code = f"RT-{order.order_number.lstrip('#')}-{count + 1}"
+    return_id = db.execute(
+        _INSERT_RETURN,
+        {
+            "code": code,
+            "order_id": order.id,
+            "reason": args.reason,
+            "status": "requested",
+            "refund_method_id": method.id,
+            "refund_amount": amount,
+            "created_at": ctx.now,
+        },
+    ).scalar_one()
+    for line in lines:
+        db.execute(
+            _INSERT_RETURN_ITEM,
+            {"return_id": return_id, "order_item_id": line.id, "quantity": line.quantity},
         )
-    )
     if amount > 0:
         refund(db, order.id, method.id, amount, ctx.now)
-    for line in lines:
-        line.status = "returned"
-    close_if_done(order)
+    close_lines(db, order, items, {line.id: "returned" for line in lines})
     audit(
         db,
         ctx,
@@ -97,11 +145,10 @@ def return_delivered_order_items(db: Session, args: ReturnArgs, ctx: ToolContext
         "returns",
         code,
         order_number=order.order_number,
-        skus=[line.variant.sku for line in lines],
+        skus=[line.sku for line in lines],
         refund=money(amount),
         refund_method_id=method.code,
     )
-    db.flush()
     return {"return_code": code, "refund_amount": amount, "order": order_view(db, order.id)}
 
 
@@ -131,43 +178,49 @@ def exchange_delivered_order_items(
     Only delivered orders; each item can be returned or exchanged once. Collect every item to
     exchange from the order first and exchange them in one call.
     """
-    order = db.get_one(Order, owned_order(db, args.order_number, args.customer_id).id)
+    order = owned_order(db, args.order_number, args.customer_id)
     require_status(order, "delivered", "exchanged")
-    pairs = check_swaps(db, order, args.from_skus, args.to_skus)
+    items = order_lines(db, order.id)
+    pairs = check_swaps(db, order, items, args.from_skus, args.to_skus)
     diff = cents(sum((new.price - line.unit_price) * line.quantity for line, new in pairs))
-    method = optional_method(order, args.payment_method_id)
+    method = optional_method(db, order, args.payment_method_id)
     settle(db, order.id, method, diff, ctx.now)
     number = order.order_number.lstrip("#")
-    codes = []
+    codes, exchanges = [], []
     for line, new in pairs:
         # The new variant ships now; the old one is restocked only when it arrives back.
-        new.stock -= line.quantity
-        line.status = "exchanged"
         code = f"EX-{number}-{line.line_no}"
         codes.append(code)
-        order.exchanges.append(
-            Exchange(
-                code=code,
-                order_item=line,
-                from_variant=line.variant,
-                to_variant=new,
-                quantity=line.quantity,
-                price_difference=cents((new.price - line.unit_price) * line.quantity),
-                payment_method_id=method.id if method and diff else None,
-                status="requested",
-                created_at=ctx.now,
-            )
+        exchanges.append(
+            {
+                "code": code,
+                "order_id": order.id,
+                "order_item_id": line.id,
+                "from_variant_id": line.variant_id,
+                "to_variant_id": new.id,
+                "quantity": line.quantity,
+                "price_difference": cents((new.price - line.unit_price) * line.quantity),
+                "payment_method_id": method.id if method and diff else None,
+                "status": "requested",
+                "created_at": ctx.now,
+            }
         )
-    close_if_done(order)
+    status = closed_status(items, {line.id: "exchanged" for line, _ in pairs})
+    if status is not None:
+        update_order(db, order, {"status": status})
+    set_stocks(db, [(new.id, -line.quantity) for line, new in pairs])
+    for line, _ in sorted(pairs, key=lambda pair: pair[0].id):
+        db.execute(_SET_LINE_STATUS, {"item_id": line.id, "status": "exchanged"})
+    for row in exchanges:
+        db.execute(_INSERT_EXCHANGE, row)
     audit(
         db,
         ctx,
         "exchange_items",
         "orders",
         order.order_number,
-        swaps=[(line.variant.sku, new.sku) for line, new in pairs],
+        swaps=[(line.sku, new.sku) for line, new in pairs],
         price_difference=money(diff),
         payment_method_id=method.code if method and diff else None,
     )
-    db.flush()
     return {"exchange_codes": codes, "price_difference": diff, "order": order_view(db, order.id)}

@@ -14,9 +14,9 @@ from sqlalchemy.orm import Session
 
 from app.sdk.environment import ToolArgs, ToolContext, ToolError, tool
 from app.sdk.rows import AnyRow
-from envs.retail.models import Order, OrderItem, PaymentMethod, Variant
 from envs.retail.ops import (
     ORDER_ITEMS,
+    PRODUCTS,
     VARIANTS,
     AddressFields,
     active_lines,
@@ -24,11 +24,11 @@ from envs.retail.ops import (
     cents,
     customer_methods,
     debited,
-    get_payment_method,
     get_variant,
     insert_payment,
     money,
     net_paid,
+    order_lines,
     order_payments,
     order_view,
     owned_order,
@@ -96,28 +96,47 @@ def cancel_line(db: Session, line: AnyRow) -> None:
     db.execute(_SET_LINE_STATUS, {"item_id": line.id, "status": "cancelled"})
 
 
+_PRODUCT_NAME = select(PRODUCTS.c.name).where(PRODUCTS.c.id == bindparam("product_id"))
+_SET_STOCK = (
+    update(VARIANTS)
+    .where(VARIANTS.c.id == bindparam("variant_id"))
+    .values(stock=bindparam("stock"))
+)
+_SET_LINE_VARIANT = (
+    update(ORDER_ITEMS)
+    .where(ORDER_ITEMS.c.id == bindparam("item_id"))
+    .values(variant_id=bindparam("variant_id"))
+)
+_SET_LINE_VARIANT_PRICE = _SET_LINE_VARIANT.values(unit_price=bindparam("unit_price"))
+_STOCK = select(VARIANTS.c.stock).where(VARIANTS.c.id == bindparam("variant_id"))
+
+
 def check_swaps(
-    db: Session, order: Order, from_skus: list[str], to_skus: list[str]
-) -> list[tuple[OrderItem, Variant]]:
-    """Pair each active line with its new variant: same product, available and in stock."""
+    db: Session, order: AnyRow, items: list[AnyRow], from_skus: list[str], to_skus: list[str]
+) -> list[tuple[AnyRow, AnyRow]]:
+    """Pair each active line (of `items`, the order's `order_lines`) with its new variant: same
+    product, available and in stock."""
     if len(from_skus) != len(to_skus):
         raise ToolError(
             "from_skus and to_skus must have the same length (one new SKU per item).",
             code="invalid_arguments",
         )
-    lines = active_lines(order, from_skus)
+    lines = active_lines(order, items, from_skus)
     pairs = [(line, get_variant(db, sku)) for line, sku in zip(lines, to_skus, strict=True)]
     needed: dict[int, int] = {}
     for line, new in pairs:
-        old = line.variant
-        if new.product_id != old.product_id:
+        if new.product_id != line.product_id:
+            new_name, old_name = (
+                db.execute(_PRODUCT_NAME, {"product_id": pid}).scalar_one()
+                for pid in (new.product_id, line.product_id)
+            )
             raise ToolError(
-                f"{new.sku} is a {new.product.name}, but {old.sku} is a {old.product.name}; "
+                f"{new.sku} is a {new_name}, but {line.sku} is a {old_name}; "
                 "an item can only be changed to another variant of the same product.",
                 hint="For a different product the customer must place a new order.",
             )
-        if new.id == old.id:
-            raise ToolError(f"Item {old.sku} already is that variant.", code="invalid_arguments")
+        if new.id == line.variant_id:
+            raise ToolError(f"Item {line.sku} already is that variant.", code="invalid_arguments")
         needed[new.id] = needed.get(new.id, 0) + line.quantity
         if not new.available or new.stock < needed[new.id]:
             state = "discontinued" if not new.available else f"{new.stock} in stock"
@@ -128,8 +147,25 @@ def check_swaps(
     return pairs
 
 
-def optional_method(order: Order, code: str | None) -> PaymentMethod | None:
-    return None if code is None else get_payment_method(order.customer, code)
+def optional_method(db: Session, order: AnyRow, code: str | None) -> AnyRow | None:
+    if code is None:
+        return None
+    return pick_method(order.customer_id, customer_methods(db, order.customer_id), code)
+
+
+def set_stocks(db: Session, deltas: list[tuple[int, int]]) -> None:
+    """Apply (variant id, units) stock changes in turn; then UPDATE each variant whose stock
+    ends changed, by id (what an ORM flush of the same in-memory changes wrote)."""
+    start: dict[int, int] = {}
+    stock: dict[int, int] = {}
+    for variant_id, units in deltas:
+        if variant_id not in stock:
+            current = db.execute(_STOCK, {"variant_id": variant_id}).scalar_one()
+            start[variant_id] = stock[variant_id] = current
+        stock[variant_id] += units
+    for variant_id in sorted(stock):
+        if stock[variant_id] != start[variant_id]:
+            db.execute(_SET_STOCK, {"variant_id": variant_id, "stock": stock[variant_id]})
 
 
 class ModifyItemsArgs(ToolArgs):
@@ -156,29 +192,33 @@ def modify_pending_order_items(
 
     Only pending orders can be modified. Collect every change first and make them in one call.
     """
-    order = db.get_one(Order, owned_order(db, args.order_number, args.customer_id).id)
+    order = owned_order(db, args.order_number, args.customer_id)
     require_status(order, "pending", "modified")
-    pairs = check_swaps(db, order, args.from_skus, args.to_skus)
+    items = order_lines(db, order.id)
+    pairs = check_swaps(db, order, items, args.from_skus, args.to_skus)
     diff = cents(sum((new.price - line.unit_price) * line.quantity for line, new in pairs))
-    method = optional_method(order, args.payment_method_id)
+    method = optional_method(db, order, args.payment_method_id)
     settle(db, order.id, method, diff, ctx.now)
-    swapped = [(line.variant.sku, new.sku) for line, new in pairs]
-    for line, new in pairs:
-        line.variant.stock += line.quantity
-        new.stock -= line.quantity
-        line.variant, line.unit_price = new, new.price
-    order.total = cents(order.total + diff)
+    # As the ORM flush wrote them: the order's total, the variants' stocks, then the lines.
+    update_order(db, order, {"total": cents(order.total + diff)})
+    moves = [((line.variant_id, line.quantity), (new.id, -line.quantity)) for line, new in pairs]
+    set_stocks(db, [move for pair in moves for move in pair])
+    for line, new in sorted(pairs, key=lambda pair: pair[0].id):
+        if new.price != line.unit_price:
+            db.execute(_SET_LINE_VARIANT_PRICE, {"item_id": line.id, "variant_id": new.id,
+                                                  "unit_price": new.price})  # fmt: skip
+        else:
+            db.execute(_SET_LINE_VARIANT, {"item_id": line.id, "variant_id": new.id})
     audit(
         db,
         ctx,
         "modify_items",
         "orders",
         order.order_number,
-        swaps=swapped,
+        swaps=[(line.sku, new.sku) for line, new in pairs],
         price_difference=money(diff),
         payment_method_id=method.code if method and diff else None,
     )
-    db.flush()
     return order_view(db, order.id)
 
 

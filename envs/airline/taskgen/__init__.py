@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
+from dataclasses import replace
 from functools import cache
 from typing import Any
 
 from app.sdk.replay import open_task_db
 from app.sdk.taskgen import TaskGenerator, build_row
 from envs.airline import ENVIRONMENT
+from envs.airline.taskgen.details import omissions
 from envs.airline.taskgen.kit import NAMES, Ctx, Draft, Network, Story
 from envs.airline.taskgen.multi import (
     book_with_seats,
@@ -85,7 +87,9 @@ def build_task(
     net = _network()
     story = Story(index, net, rng)
     draft = fn(Ctx(story, net, k, names))
-    return build_row(ENVIRONMENT, index, draft, story.seed())
+    seed = story.seed()
+    draft = replace(draft, omissions=omissions(draft.prompt, draft.gold, seed))
+    return build_row(ENVIRONMENT, index, draft, seed)
 
 
 # The shared driver (stategym tasks generate) draws from these; the shipped set is every PLAN

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
+from dataclasses import replace
 from functools import cache
 from typing import Any
 
@@ -14,6 +15,7 @@ from app.sdk.replay import open_task_db
 from app.sdk.taskgen import TaskGenerator, build_row
 from envs.ledger import ENVIRONMENT
 from envs.ledger.taskgen import multi, reads, writes
+from envs.ledger.taskgen.details import omissions
 from envs.ledger.taskgen.kit import NAMES, Ctx, Draft, Internal, Story
 
 Family = Callable[[Ctx], Draft]
@@ -50,7 +52,9 @@ def build_task(
     `index` (its id block), variant k, names popped from `names`."""
     story = Story(index, rng, _internal())
     draft = fn(Ctx(story, k, names))
-    return build_row(ENVIRONMENT, index, draft, story.seed(), invariants=True)
+    seed = story.seed()
+    draft = replace(draft, omissions=omissions(draft.prompt, draft.gold, seed))
+    return build_row(ENVIRONMENT, index, draft, seed, invariants=True)
 
 
 # The shared driver (stategym tasks generate) draws from these; the shipped set is every PLAN

@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
+from dataclasses import replace
 from functools import cache
 from typing import Any
 
 from app.sdk.replay import open_task_db
 from app.sdk.taskgen import TaskGenerator, build_row
 from envs.retail import ENVIRONMENT
+from envs.retail.taskgen.details import omissions
 from envs.retail.taskgen.kit import NAMES, NOW, Catalog, Ctx, Draft, Story
 from envs.retail.taskgen.multi import (
     cancel_and_return,
@@ -73,7 +75,9 @@ def build_task(
     """One self-checked task: story `index` (its id block), variant k, names popped from `names`."""
     story = Story(index, NOW, rng)
     draft = fn(Ctx(story, _catalog(), k, names))
-    return build_row(ENVIRONMENT, index, draft, story.seed(), after=_check_lookups)
+    seed = story.seed()
+    draft = replace(draft, omissions=omissions(draft.prompt, draft.gold, seed))
+    return build_row(ENVIRONMENT, index, draft, seed, after=_check_lookups)
 
 
 def _check_lookups(task: dict[str, Any], results: list[Any]) -> None:

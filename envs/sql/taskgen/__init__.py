@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from app.sdk.taskgen import TaskGenerator, build_row
 from envs.sql import ENVIRONMENT
 from envs.sql.taskgen import multi, reads, writes
+from envs.sql.taskgen.details import omissions
 from envs.sql.taskgen.kit import Ctx, Draft, Story, names_pool
 
 Family = Callable[[Ctx], Draft]
@@ -41,7 +43,9 @@ def build_task(
     def has_answer(task: dict[str, Any], _outputs: list[Any]) -> None:
         assert draft.writes or task.get("expected_outputs"), f"{task['task_id']}: no answer"
 
-    return build_row(ENVIRONMENT, index, draft, story.seed(), after=has_answer)
+    seed = story.seed()
+    draft = replace(draft, omissions=omissions(draft.prompt, draft.gold, seed))
+    return build_row(ENVIRONMENT, index, draft, seed, after=has_answer)
 
 
 # The shared driver (stategym tasks generate) draws from these; see docs/generating_tasks.md.

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from app.sdk.taskgen import TaskGenerator, build_row
 from envs.workplace import ENVIRONMENT
 from envs.workplace.taskgen import multi, simple
+from envs.workplace.taskgen.details import omissions
 from envs.workplace.taskgen.kit import NAMES, Draft, Story
 
 Family = Callable[[Story, int], Draft]
@@ -41,7 +43,9 @@ def build_task(
     expected code); without `rng`/`names` the story draws them from its index."""
     story = Story(index, rng, names)
     draft = fn(story, k)
-    return build_row(ENVIRONMENT, index, draft, story.seed(), after=_check_slots)
+    seed = story.seed()
+    draft = replace(draft, omissions=omissions(draft.prompt, draft.gold, seed))
+    return build_row(ENVIRONMENT, index, draft, seed, after=_check_slots)
 
 
 def _check_slots(task: dict[str, Any], results: list[Any]) -> None:
