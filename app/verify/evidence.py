@@ -22,23 +22,41 @@ def cap_evidence(
     """`value` (JSON-able) at most `max_bytes` as JSON; never raises."""
     size = 0
     for chars, items in ((max_chars, None), (max(20, max_chars // 5), 5), (20, 1)):
-        capped = _cut(value, chars, items)
+        bound = [0]
+        capped = _cut(value, chars, items, bound)
+        if bound[0] <= max_bytes:  # the usual case: no JSON encoding just to measure it
+            return capped
         size = len(json.dumps(capped, default=str))
         if size <= max_bytes:
             return capped
     return {"truncated": True, "note": f"evidence of {size:,} bytes is over the {max_bytes:,} cap"}
 
 
-def _cut(value: Any, chars: int, items: int | None) -> Any:
+def _cut(value: Any, chars: int, items: int | None, bound: list[int]) -> Any:
+    """`value` with long strings cut to `chars` and lists to `items`; adds to `bound[0]` an upper
+    bound of the result's JSON size (a code point takes at most 12 bytes: an escaped surrogate
+    pair)."""
     if isinstance(value, str):
-        return value if len(value) <= chars else f"{value[:chars]}... [{len(value) - chars} more]"
+        cut = value if len(value) <= chars else f"{value[:chars]}... [{len(value) - chars} more]"
+        bound[0] += 12 * len(cut) + 3
+        return cut
     if isinstance(value, bytes | bytearray):
-        return f"<{len(value)} bytes>"
+        shown = f"<{len(value)} bytes>"
+        bound[0] += len(shown) + 3
+        return shown
     if isinstance(value, dict):
-        return {_cut(str(k), chars, items): _cut(v, chars, items) for k, v in value.items()}
+        bound[0] += 2
+        return {
+            _cut(str(k), chars, items, bound): _cut(v, chars, items, bound)
+            for k, v in value.items()
+        }
     if isinstance(value, list | tuple):
-        kept = [_cut(v, chars, items) for v in value[:items]]
+        bound[0] += 2
+        kept = [_cut(v, chars, items, bound) for v in value[:items]]
         if items is not None and len(value) > items:
-            kept.append(f"... [{len(value) - items} more]")
+            more = f"... [{len(value) - items} more]"
+            bound[0] += len(more) + 3
+            kept.append(more)
         return kept
+    bound[0] += 12 * len(str(value)) + 3  # numbers, booleans, None; anything else as str()
     return value
