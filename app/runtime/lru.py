@@ -33,6 +33,10 @@ class LRU(Generic[K, V]):
     def pop(self, key: K) -> V | None:
         return self._items.pop(key, None)
 
+    def keys(self) -> list[K]:
+        """Least recently used first."""
+        return list(self._items.keys())
+
     def values(self) -> list[V]:
         return list(self._items.values())
 

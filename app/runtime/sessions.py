@@ -55,6 +55,7 @@ from app.storage.seeding import SeedError
 from app.verify.checks import compile_checks
 from app.verify.gold import GoldCache
 from app.verify.judge import Judge, JudgeSettings, JudgeSpec, apply_judge
+from app.verify.patching import keep_at_most
 from app.verify.request_task import ScoredTask, scored_task
 from app.verify.session_verify import verify_state
 
@@ -74,6 +75,7 @@ class SessionManager:
         self.control = self.backend.control
         # Gold states replay on the SQLite snapshot images, whichever backend holds sessions.
         self.gold = GoldCache(self.backend.snapshots, settings.gold_cache_size)
+        keep_at_most(settings.pristine_cache_size)  # the dumps verify patches (per process)
         self.executor = ThreadPoolExecutor(settings.tool_threads, thread_name_prefix="stategym")
         # Tool calls run on threads of their own: a call that runs to its time limit (agent SQL
         # can) never holds up seeds, verifies and closes, which keep `executor` to themselves.

@@ -101,6 +101,15 @@ _pristine_lock = threading.Lock()
 _PATCH_SHARE = 0.25
 
 
+def keep_at_most(capacity: int) -> None:
+    """How many pristine dumps the process keeps (`pristine_cache_size`; the cache is one per
+    process, as a worker serves one environment)."""
+    with _pristine_lock:
+        _pristine.capacity = capacity
+        while len(_pristine) > capacity:
+            _pristine.pop(_pristine.keys()[0])
+
+
 def remembered(snapshot: str, compare: CompareSpec) -> Pristine | None:
     """The pristine dump kept for `snapshot` under `compare`, if any."""
     with _pristine_lock:
