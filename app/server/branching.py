@@ -7,7 +7,6 @@ of a fork and restored sessions are ordinary sessions: their cookie values are i
 
 from __future__ import annotations
 
-import json
 from typing import Any, TypeVar
 
 from fastapi import APIRouter, Request
@@ -15,6 +14,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from app.errors import BadRequest, InvalidTask, NoSession, SessionNotFound
+from app.server import jsonio
 
 router = APIRouter(tags=["steps"])
 
@@ -57,8 +57,8 @@ async def _body(request: Request, model: type[ModelT]) -> ModelT:
     """The JSON body as `model`: 400 when it is not JSON, 422 (our error shape) when invalid."""
     raw = await request.body()
     try:
-        data = json.loads(raw or b"{}")
-    except ValueError:
+        data = jsonio.loads(raw or b"{}")
+    except (ValueError, RecursionError):
         raise BadRequest("the body is not valid JSON") from None
     try:
         return model.model_validate(data)

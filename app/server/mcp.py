@@ -20,7 +20,6 @@ The same `Server` runs over stdio for `stategym mcp` (app/cli/mcp.py), bound to 
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 from collections.abc import AsyncIterator, Callable
@@ -40,6 +39,7 @@ from starlette.types import Receive, Scope, Send
 from app.errors import NoSession, StateGymError, StorageFull, UnknownTool
 from app.runtime.sessions import SessionManager
 from app.sdk.environment import Environment
+from app.server import jsonio
 from app.server.cookies import CookieSigner, load_or_create_secret
 from app.server.models import MCPServerMetadata
 from app.settings import Settings
@@ -114,8 +114,8 @@ def _unexpected_error(exc: Exception, tool: str) -> McpError:
 
 
 def _result_text(result: dict[str, Any]) -> str:
-    # Byte for byte what `POST /<tool>` answers (Starlette's JSONResponse rendering).
-    return json.dumps(result, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    # Byte for byte what `POST /<tool>` answers (app/server/jsonio.py renders both).
+    return jsonio.dumps(result).decode()
 
 
 def build_server(

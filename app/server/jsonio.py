@@ -1,0 +1,75 @@
+"""JSON in and out of the protocol routes: orjson where it gives the stdlib's answer, else json.
+
+A verify request echoes the whole rollout (often 10-20 KB): parsing it and encoding the answer
+were 60 % of the protocol layer's own time for verify (bench/README.md, "Issue 20, round 5").
+orjson does both 5-10x faster. It is used only where its result is the stdlib's:
+- parsing: orjson reads integers beyond 64 bits as floats (the echo would change), so a body
+  with a run of 19 or more digits goes to json; anything orjson refuses (NaN, 1e400, a lone
+  surrogate, UTF-16, deep nesting) goes to json too, whose answer and message stay what they
+  were before orjson (tests/test_jsonio.py compares the two on such bodies). One refusal is
+  new: text with an unpaired surrogate ("\\ud800"), which json accepts but no UTF-8 answer,
+  step log row or database can hold (it was a 500 on a tool call and on verify);
+- encoding: orjson refuses non-str keys and integers beyond 64 bits; those go to json with
+  Starlette's JSONResponse settings. Output is the same JSON as Starlette's; only exponents
+  are spelled without a leading zero (1.5e-7, not 1.5e-07).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import orjson
+from fastapi.responses import JSONResponse
+
+# orjson turns integers of 20+ digits into floats without a word; 19 digits may pass 2**63.
+# Found by mapping every digit to "0" and looking for 19 of them: 13 us on an 18 KB body,
+# where the regex \d{19} took 160 us.
+_DIGITS_TO_ZERO = bytes(0x30 if 0x30 <= byte <= 0x39 else 0x2E for byte in range(256))
+_LONG_DIGIT_RUN = b"0" * 19
+
+
+def _no_constant(name: str) -> Any:
+    # Python's json accepts NaN and Infinity, which JSON does not (and an echo could not send).
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def loads(raw: bytes) -> Any:
+    """The JSON value of `raw`. ValueError (json's own message) or RecursionError when it is
+    not valid JSON; NaN and Infinity are refused."""
+    if _LONG_DIGIT_RUN not in raw.translate(_DIGITS_TO_ZERO):
+        try:
+            return orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            pass  # json says what is wrong, in the words clients already get
+    value = json.loads(raw, parse_constant=_no_constant)
+    _refuse_unpaired_surrogates(value)
+    return value
+
+
+def _refuse_unpaired_surrogates(value: Any) -> None:
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        bad = exc.object[exc.start : exc.end].encode("unicode_escape").decode()
+        message = f"text holds an unpaired UTF-16 surrogate ({bad}); send valid Unicode"
+        raise ValueError(message) from None
+    except ValueError:  # 1e400 reads as inf, which json.dumps refuses: not this check's job
+        pass
+
+
+def dumps(value: Any) -> bytes:
+    """`value` as compact UTF-8 JSON, as Starlette's JSONResponse renders it."""
+    try:
+        return orjson.dumps(value)
+    except TypeError:  # a non-str key, an integer beyond 64 bits: json handles both
+        return json.dumps(
+            value, ensure_ascii=False, allow_nan=False, indent=None, separators=(",", ":")
+        ).encode("utf-8")
+
+
+class FastJSONResponse(JSONResponse):
+    """Starlette's JSONResponse, rendered by `dumps`."""
+
+    def render(self, content: Any) -> bytes:
+        return dumps(content)
