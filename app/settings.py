@@ -54,6 +54,12 @@ class Settings(BaseSettings):
         description="Tools whose calls finish under this many ms run on the event loop, without "
         "a thread hop (app/runtime/inline.py); 0 runs every call in a tool thread.",
     )
+    open_on_seed: bool = Field(
+        True,
+        description="Open a new session's database in the background right after its seed "
+        "answers, while the LRU of open sessions has room (app/runtime/open_sessions.py), so "
+        "the rollout's first call does not wait for the open.",
+    )
     snapshot_cache_size: int = Field(
         256, ge=1, description="Seeded task snapshots kept in memory per worker."
     )

@@ -5,6 +5,8 @@
   seed → the task's gold calls → verify → close over the tasks round-robin; requests/s.
 - `latency`: the same rollouts one request at a time; server-side (X-Process-Time) times of
   seed, tool call, verify and close; the first pass over the tasks is the warm-up, not counted.
+  `first_tool`: the first call of each rollout alone (also counted in `tool`), the one that
+  found its session not open yet before sessions were opened after their seed.
 - `burst`: `n` sessions seeded, then `n` tool calls sent at once on `n` connections from
   127.0.0.1; p99 and errors.
 """
@@ -41,6 +43,8 @@ async def _rollout(
     cookie, sent = reply.cookie, 1
     for call in task.get("ground_truth") or []:
         await client.safe_post(by_kind["tool"], f"/{call['name']}", call["arguments"], cookie)
+        if sent == 1 and "first_tool" in by_kind and by_kind["tool"].server_ms:
+            by_kind["first_tool"].server_ms.append(by_kind["tool"].server_ms[-1])
         sent += 1
     verdict = await client.safe_post(by_kind["verify"], "/verify", verify_body(task), cookie)
     await client.safe_post(by_kind["close"], "/close_session", {}, cookie)
@@ -115,7 +119,7 @@ def latency(url: str, env_name: str, passes: int, limit: int | None = None) -> d
     tasks = env_tasks(env_name, limit)
 
     async def main() -> dict[str, Any]:
-        by_kind, rewards = _fresh(), []
+        by_kind, rewards = {**_fresh(), "first_tool": Samples()}, []
         async with Client(url, limit=1) as client:
             for task in tasks:
                 await _rollout(client, task, _fresh(), [])

@@ -238,6 +238,14 @@ def rows(res: dict[str, Any]) -> list[tuple[str, str, str, str]]:
                 "<= 4",
                 bool(p50 and p99 and p99 <= 4 * p50),
             )
+    first = (lat or {}).get("first_tool")
+    if first and first.get("p50_ms") is not None:
+        check(
+            f"  first tool call of a rollout, server p50 / p90 (n={first['n']})",
+            f"{_f(first['p50_ms'])} / {_f(first['p90_ms'])} ms",
+            "-",
+            None,
+        )
     b = res.get("burst")
     if b:
         check(

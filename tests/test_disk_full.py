@@ -92,7 +92,10 @@ def full_disk(small_fs: Path) -> dict[str, Any]:
     """Run the whole scenario once (its checks are asserts); return what was seen for the tests."""
     data_dir = small_fs / "data"
     seen: dict[str, Any] = {"seed": [], "verify": None, "new_session": None, "temps": []}
-    server = chaos.start(data_dir, log=small_fs.parent / "server.log")
+    # Off: the scenario needs a session no worker has opened (seeded by another worker, say);
+    # with it on, the seeding worker opens every session it seeds in the background.
+    no_open_on_seed = {"STATEGYM_OPEN_ON_SEED": "false"}
+    server = chaos.start(data_dir, log=small_fs.parent / "server.log", extra_env=no_open_on_seed)
     seeded: list[httpx.Client] = []
     opened: list[bool] = []
     notes: list[str] = []
@@ -164,7 +167,9 @@ def full_disk(small_fs: Path) -> dict[str, Any]:
         for path in chaos.session_files(data_dir):
             assert chaos.integrity(path) == "ok", path
         assert chaos.integrity(data_dir / "control.sqlite") == "ok"
-        server = chaos.start(data_dir, log=small_fs.parent / "server.log")
+        server = chaos.start(
+            data_dir, log=small_fs.parent / "server.log", extra_env=no_open_on_seed
+        )
         for n, client in enumerate(seeded):
             client.base_url = httpx.URL(server.url)
             answer = client.post("/update_customer_default_address", json=_address(f"2{n:04d}"))

@@ -34,7 +34,7 @@ from app.errors import (
     SessionUnavailable,
 )
 from app.runtime.inline import InlinePolicy
-from app.runtime.lru import LRU
+from app.runtime.open_sessions import OpenSessions
 from app.runtime.reverify import replay_verify
 from app.runtime.runner import run_tool
 from app.runtime.steps import StepRecorder
@@ -87,7 +87,7 @@ class SessionManager:
             if env.inline_tool_calls and self.backend.capabilities.inline_calls
             else None
         )
-        self._open: LRU[str, SessionHandle] = LRU(settings.max_open_sessions, self._on_evict)
+        self._open = self._open_sessions()
         # LLM-as-judge for tasks with a rubric (STATEGYM_JUDGE_*); unconfigured, a rubric task
         # is masked rather than scored on its state alone.
         self.judge: Judge | None = Judge(JudgeSettings())
@@ -105,6 +105,7 @@ class SessionManager:
         if request.resources_session_id is None:
             session_id, created_at = secrets.token_hex(16), _utcnow()
             await self._run(self._create, session_id, request, created_at)
+            self._prefetch(session_id)
             return Seeded(session_id, _issued(created_at), created=True)
         return await self._seed_typed(request, request.resources_session_id)
 
@@ -114,6 +115,7 @@ class SessionManager:
             session_id, created_at = secrets.token_hex(16), _utcnow()
             held = await self._run(self._claim_or_create, rsid, session_id, request, created_at)
             if held is None:
+                self._prefetch(session_id)
                 return Seeded(session_id, _issued(created_at), created=True)
             seeded = await self._existing(held, request)
             if seeded is not None:
@@ -205,6 +207,7 @@ class SessionManager:
     async def close(self, session_id: str) -> bool:
         """Close by cookie. Idempotent: False when it was closed already (or never existed).
         One hop to a worker: the record read, the release and the record's update."""
+        await self._open.settled(session_id)  # an open in flight (the seed's prefetch) lands first
         handle = self._open.pop(session_id)
         if handle is not None:
             async with handle.lock:
@@ -242,6 +245,7 @@ class SessionManager:
         if record is None:  # a seed in flight closes its own session (_create)
             await self._run(self.control.close_claim, self.env.name, rsid, episode)
             return False
+        await self._open.settled(record.id)
         handle = self._open.pop(record.id)
         if handle is None:
             return await self._run(self._close_with_claim, None, record, rsid, episode)
@@ -294,16 +298,19 @@ class SessionManager:
         return self.control.mark_closed(record.id)
 
     # --- open handles ------------------------------------------------------------------------
+    def _open_sessions(self) -> OpenSessions:
+        async def opener(session_id: str) -> SessionHandle:
+            return await self._run(self.backend.open, session_id)
+
+        return OpenSessions(self.settings.max_open_sessions, opener, self._on_evict)
+
     async def _handle(self, session_id: str) -> SessionHandle:
-        handle = self._open.get(session_id)
-        if handle is None:
-            handle = await self._run(self.backend.open, session_id)
-            existing = self._open.get(session_id)  # another request may have opened it meanwhile
-            if existing is not None:
-                await self._run(handle.close)
-                return existing
-            self._open.put(session_id, handle)
-        return handle
+        return await self._open.handle(session_id)
+
+    def _prefetch(self, session_id: str) -> None:
+        """Open a just-seeded session in the background (app/runtime/open_sessions.py)."""
+        if self.settings.open_on_seed:
+            self._open.prefetch(session_id)
 
     def _on_evict(self, _key: str, handle: SessionHandle) -> None:
         async def close_when_idle() -> None:
@@ -485,9 +492,9 @@ class SessionManager:
     async def aclose(self) -> None:
         """Lifespan shutdown: close connections and threads. The manager stays usable (a test
         client may run the lifespan several times), so fresh ones replace them."""
-        for handle in self._open.values():
+        for handle in await self._open.aclose():
             handle.close()
-        self._open = LRU(self.settings.max_open_sessions, self._on_evict)
+        self._open = self._open_sessions()
         old, self.executor = (
             self.executor,
             ThreadPoolExecutor(self.settings.tool_threads, thread_name_prefix="stategym"),

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 
 @dataclass(frozen=True)
@@ -43,4 +44,8 @@ class CompareSpec:
     ignore_everywhere: tuple[str, ...] = ("id",)
 
     def for_table(self, name: str) -> TableSpec:
-        return self.tables.get(name, TableSpec())
+        # Called dozens of times a verify: one shared (immutable) spec for unnamed tables.
+        return self.tables.get(name, _UNNAMED_TABLE)
+
+
+_UNNAMED_TABLE = TableSpec(references=MappingProxyType({}))

@@ -20,6 +20,7 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.types import NullType
 
 _SHOWN_CHARS = 80  # of the raw value's repr in the tag
+_PLAIN = frozenset({str, int, type(None), bool})
 
 
 class UnreadableValue(str):
@@ -37,6 +38,8 @@ class UnreadableValue(str):
 
 def plain_scalar(value: Any) -> Any:
     """Bytes and non-finite floats as tagged text (JSON evidence cannot hold them)."""
+    if type(value) in _PLAIN:  # most values: no isinstance chain
+        return value
     if isinstance(value, float) and not math.isfinite(value):
         return UnreadableValue.of("REAL", value)
     if isinstance(value, bytes | bytearray | memoryview):

@@ -226,7 +226,16 @@ def execute(
 
 
 def _has_rowid(table: Table) -> bool:
-    return table.dialect_options["sqlite"].get("with_rowid", True) is not False
+    # Cached: SQLAlchemy builds a view of the dialect options on each access (~20 us).
+    known = _rowid_tables.get(table)
+    if known is None:
+        known = _rowid_tables[table] = (
+            table.dialect_options["sqlite"].get("with_rowid", True) is not False
+        )
+    return known
+
+
+_rowid_tables: dict[Table, bool] = {}
 
 
 # `_rowid_` rather than `rowid`: a column may be named rowid, which would shadow it.
