@@ -127,6 +127,14 @@ async def test_rewind_then_replay_and_export_restore(app):
             assert again["reward"] == 1.0 and again["step_rewards"] == full["step_rewards"]
         too_far = await c.post("/rewind_session", json={"to_step": len(calls) + 1})
         assert too_far.status_code == 409 and too_far.json()["error"]["type"] == "cannot_rewind"
+        # No step number, no rewind (lax validation once read `false` as step 0 and undid all).
+        steps_now = len(calls)
+        for not_a_step in (False, True, "1", 1.0, None):
+            r = await c.post("/rewind_session", json={"to_step": not_a_step})
+            assert r.status_code == 422 and "to_step" in r.json()["error"]["message"], r.text
+            forked = await c.post("/fork_session", json={"at_step": not_a_step or "0"})
+            assert forked.status_code == 422, forked.text
+        assert (await c.post("/export_session", json={})).json()["steps"] == steps_now
         exported = (await c.post("/export_session", json={})).json()
         assert exported["steps"] == len(calls) and exported["signature"]
         original = c.cookies.get("stategym_session")

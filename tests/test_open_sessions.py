@@ -34,9 +34,9 @@ class CountingBackend:
         self.opens: dict[str, int] = {}
         real_open = manager.backend.open
 
-        def counted(session_id: str):  # type: ignore[no-untyped-def]
+        def counted(session_id: str, *, ahead: bool = False):  # type: ignore[no-untyped-def]
             self.opens[session_id] = self.opens.get(session_id, 0) + 1
-            return real_open(session_id)
+            return real_open(session_id, ahead=ahead)
 
         manager.backend.open = counted  # type: ignore[method-assign]
 
@@ -79,6 +79,33 @@ async def test_a_seeded_session_is_opened_in_the_background_once(manager: Sessio
     result = await manager.call_tool(session_id, tool, READ["arguments"])
     assert "error" not in result, result
     assert counter.opens == {session_id: 1}  # the call used the prefetched handle
+
+
+async def test_opened_ahead_the_session_has_its_wal_already(manager: SessionManager) -> None:
+    """The first write's WAL creation and sync happen in the prefetch, not in the first call."""
+    session_id = await _seed(manager)
+    path = manager.backend.store.session_path(session_id)  # type: ignore[attr-defined]
+    assert not path.with_name(path.name + "-wal").exists()  # nothing has run yet
+    await _until_open(manager, session_id)
+    assert path.with_name(path.name + "-wal").exists()
+    handle = manager._open.get(session_id)
+    assert handle is not None
+    steps = handle.conn.execute("SELECT count(*) FROM _stategym_steps").fetchone()  # type: ignore[attr-defined]
+    assert steps == (0,)  # no step: the agent has done nothing
+    assert handle.conn.execute("PRAGMA user_version").fetchone() == (0,)  # type: ignore[attr-defined]
+
+
+async def test_opening_ahead_changes_nothing_a_dump_shows(manager: SessionManager) -> None:
+    """The WAL is made by a write that changes no row (a dump right after the seed and one after
+    the open ahead are the same), so a seeded session is what its snapshot is."""
+    session_id = await _seed(manager)
+    path = manager.backend.store.session_path(session_id)  # type: ignore[attr-defined]
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
+        before = list(conn.iterdump())
+    await _until_open(manager, session_id)
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
+        after = list(conn.iterdump())
+    assert after == before
 
 
 async def test_a_call_racing_the_prefetch_waits_for_it_instead_of_opening_again(

@@ -5,9 +5,10 @@ prefetch) is opening waits for that open instead of starting its own.
 
 Prefetch: right after a seed answers, the new session is opened in the background, so the
 rollout's first tool call does not pay for the open. On SQLite that open is ~1.3 ms of parsing
-the schema (84 triggers in retail), creating the WAL and its first sync (~0.5 ms): the first call
-of a rollout took 2-3 ms where the next took 0.5-1 (bench/README.md, "Issue 20, round 5"). An
-agent thinks for a while before its first call, so in a real rollout the open is done by then.
+the schema (84 triggers in retail), and the first write creates the WAL and syncs it (~0.5 ms),
+which the open ahead does too: after 50 ms of agent "thinking", the first call of a rollout took
+6.0-6.6 ms, now 1.4-1.5 like the next ones (bench/README.md, "Issue 20, round 5"). An agent
+thinks for a while before its first call, so in a real rollout the open is done by then.
 Only while the LRU has room: a prefetch never closes a session in use to make room for one
 nobody has called yet. And at most `MAX_UNCALLED` prefetched sessions wait for their first
 call at a time: seeds nobody calls (10,000 seeded for a capacity test, a crashed trainer) hold
@@ -23,7 +24,8 @@ from collections.abc import Awaitable, Callable
 from app.runtime.lru import LRU
 from app.storage.base import SessionHandle
 
-Opener = Callable[[str], Awaitable[SessionHandle]]
+# (session id, ahead): `ahead` is True for a prefetch (SessionBackend.open).
+Opener = Callable[[str, bool], Awaitable[SessionHandle]]
 # Rollouts a worker has seeded and not yet called, opened ahead: enough for the seeds of a
 # typical batch in flight (c=32-64 per worker); a bigger batch opens the rest on first call.
 MAX_UNCALLED = 64
@@ -52,18 +54,19 @@ class OpenSessions:
         handle = self._lru.get(session_id)
         if handle is not None:
             return handle
-        pending = self._opening.get(session_id) or self._start_open(session_id)
+        pending = self._opening.get(session_id) or self._start_open(session_id, ahead=False)
         # Shielded: a request that gives up does not cancel the open others wait for.
         return await asyncio.shield(pending)
 
-    def _start_open(self, session_id: str) -> asyncio.Future[SessionHandle]:
+    def _start_open(self, session_id: str, *, ahead: bool) -> asyncio.Future[SessionHandle]:
         # Registered before it first runs: a close that comes first still waits for it.
-        pending = self._opening[session_id] = asyncio.ensure_future(self._open(session_id))
-        return pending
+        opening = asyncio.ensure_future(self._open(session_id, ahead))
+        self._opening[session_id] = opening
+        return opening
 
-    async def _open(self, session_id: str) -> SessionHandle:
+    async def _open(self, session_id: str, ahead: bool) -> SessionHandle:
         try:
-            handle = await self._opener(session_id)
+            handle = await self._opener(session_id, ahead)
             self._lru.put(session_id, handle)
             return handle
         except BaseException:
@@ -81,7 +84,7 @@ class OpenSessions:
         if session_id in self._lru or session_id in self._opening:
             return False
         self._uncalled.add(session_id)
-        task = self._start_open(session_id)
+        task = self._start_open(session_id, ahead=True)
         # A failed prefetch (the session was closed or deleted at once) is nobody's error: the
         # next request opens it again and answers for it.
         task.add_done_callback(_consume)

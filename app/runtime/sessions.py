@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any, Literal, TypeVar
 
 from sqlalchemy import Connection
@@ -299,8 +300,8 @@ class SessionManager:
 
     # --- open handles ------------------------------------------------------------------------
     def _open_sessions(self) -> OpenSessions:
-        async def opener(session_id: str) -> SessionHandle:
-            return await self._run(self.backend.open, session_id)
+        async def opener(session_id: str, ahead: bool) -> SessionHandle:
+            return await self._run(partial(self.backend.open, session_id, ahead=ahead))
 
         return OpenSessions(self.settings.max_open_sessions, opener, self._on_evict)
 

@@ -20,7 +20,9 @@ router = APIRouter(tags=["steps"])
 
 
 class _Body(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # Strict: `"to_step": false` is no step 0 (lax pydantic read it as 0 and undid every step),
+    # and "3" or 3.0 are no step numbers either.
+    model_config = ConfigDict(extra="forbid", strict=True)
     resources_session_id: str | None = Field(
         None, description="The session a typed seed made under this id (instead of the cookie)."
     )

@@ -222,8 +222,10 @@ class SessionBackend(Protocol):
         """Clone the snapshot into the session's own database; InvalidTask if it cannot hold it."""
         ...
 
-    def open(self, session_id: str) -> SessionHandle:
-        """A handle on an existing session; SessionNotFound / SessionClosed / SessionUnavailable."""
+    def open(self, session_id: str, *, ahead: bool = False) -> SessionHandle:
+        """A handle on an existing session; SessionNotFound / SessionClosed / SessionUnavailable.
+        `ahead`: opened before any request needs it (right after its seed): also do, at best,
+        what the session's first write would do once (SQLite: create its WAL and sync it)."""
         ...
 
     def call(

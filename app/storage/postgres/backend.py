@@ -137,7 +137,7 @@ class PgBackend:
                 f"the task's seed does not fit environment {self.env.name} on PostgreSQL: {reason}"
             ) from exc
 
-    def open(self, session_id: str) -> PgOpenSession:
+    def open(self, session_id: str, *, ahead: bool = False) -> PgOpenSession:
         # SessionNotFound when the schema is gone.
         meta, revision = self.store.open_meta(session_id)
         if meta.get("status") == "closed":

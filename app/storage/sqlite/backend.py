@@ -83,7 +83,7 @@ class SqliteBackend:
     def create(self, session_id: str, snapshot: Snapshot) -> None:
         self.store.create_session_file(session_id, snapshot)
 
-    def open(self, session_id: str) -> OpenSession:
+    def open(self, session_id: str, *, ahead: bool = False) -> OpenSession:
         conn = self.store.open_session(session_id)
         meta = read_meta(conn)
         if meta.get("status") == "closed":
@@ -95,6 +95,8 @@ class SqliteBackend:
         ctx = ToolContext(now=now, session_id=session_id, task_id=None)
         handle = OpenSession(session_id, conn, sqlite_db.bind_connection(conn), ctx)
         handle.logs_steps = has_step_log(conn)
+        if ahead:
+            _create_wal(conn)
         return handle
 
     def call(
@@ -212,6 +214,24 @@ class SqliteBackend:
         if closer is not None:
             closer.shutdown(wait=True)  # every closed session's connection closed
         self.control.dispose()
+
+
+def _create_wal(conn: sqlite3.Connection) -> None:
+    """A session's first write creates its WAL file and syncs its header and the directory
+    (~0.5 ms, most of what made a rollout's first call slower than the next ones): done now by
+    writing the header's user_version back unchanged, which changes no row, no meta key and
+    nothing a dump shows. At best: a session that cannot be written now (full disk) still opens."""
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+            conn.execute(f"PRAGMA user_version={version}")
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+    except sqlite3.Error:
+        log.debug("could not create the WAL of a session opened ahead", exc_info=True)
 
 
 def _close_quietly(conn: OpenSession | sqlite3.Connection) -> None:
