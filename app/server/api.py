@@ -14,8 +14,10 @@ from typing import Any
 
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse as StarletteJSONResponse
 from pydantic import BaseModel, ConfigDict
 
+from app import jsonio
 from app.errors import (
     BadRequest,
     MethodNotAllowed,
@@ -30,11 +32,9 @@ from app.runtime.branching import Branching
 from app.runtime.lifecycle import check_capacity, reaper_loop
 from app.runtime.sessions import SESSION_EXPIRED, SessionManager, lost_session
 from app.sdk.environment import Environment, Tool
-from app.server import jsonio
 from app.server.admin import router as admin_router
 from app.server.branching import router as branching_router
 from app.server.cookies import CookieSigner, load_or_create_secret
-from app.server.jsonio import FastJSONResponse as JSONResponse
 from app.server.mcp import mcp_seed_fields, mount_mcp
 from app.server.middleware import (
     BodyLimitMiddleware,
@@ -61,6 +61,13 @@ from app.storage.sqlite.db import is_disk_full
 from app.verify.metrics import aggregate
 
 log = logging.getLogger("stategym.api")
+
+
+class JSONResponse(StarletteJSONResponse):
+    """Starlette's JSONResponse, rendered by app/jsonio.py (orjson where it agrees with json)."""
+
+    def render(self, content: Any) -> bytes:
+        return jsonio.dumps(content)
 
 
 class ErrorBody(BaseModel):

@@ -13,8 +13,8 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from app import jsonio
 from app.errors import BadRequest, InvalidTask, NoSession, SessionNotFound
-from app.server import jsonio
 
 router = APIRouter(tags=["steps"])
 

@@ -36,10 +36,10 @@ from mcp.shared.exceptions import McpError
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
+from app import jsonio
 from app.errors import NoSession, StateGymError, StorageFull, UnknownTool
 from app.runtime.sessions import SessionManager
 from app.sdk.environment import Environment
-from app.server import jsonio
 from app.server.cookies import CookieSigner, load_or_create_secret
 from app.server.models import MCPServerMetadata
 from app.settings import Settings
@@ -114,7 +114,7 @@ def _unexpected_error(exc: Exception, tool: str) -> McpError:
 
 
 def _result_text(result: dict[str, Any]) -> str:
-    # Byte for byte what `POST /<tool>` answers (app/server/jsonio.py renders both).
+    # Byte for byte what `POST /<tool>` answers (app/jsonio.py renders both).
     return jsonio.dumps(result).decode()
 
 

@@ -8,7 +8,6 @@ seed, verify and close only, never on a tool call, so it is not on the hot path.
 from __future__ import annotations
 
 import builtins  # `list` is a method name of the control store
-import json
 import sqlite3
 import threading
 from dataclasses import dataclass
@@ -30,6 +29,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.exc import IntegrityError
 
+from app import jsonio
 from app.clock import naive_utcnow
 from app.storage.control_schema import (  # re-exported: the control table's names
     CLAIM_CLOSED,
@@ -96,10 +96,10 @@ def _record(row: Any) -> SessionRecord:
         created_at=row.created_at,
         reward=row.reward,
         file=row.file,
-        task=json.loads(row.task_json),
+        task=jsonio.loads_text(row.task_json),
         verified_at=row.verified_at,
         closed_at=row.closed_at,
-        verify=json.loads(row.verify_json) if row.verify_json else None,
+        verify=jsonio.loads_text(row.verify_json) if row.verify_json else None,
     )
 
 
@@ -180,7 +180,7 @@ class ControlDB:
         if raw is not None:
             values = (
                 session_id, env, task_id, snapshot_key, None, "open",
-                _sqlite_datetime(created_at or _utcnow()), file, json.dumps(task, default=str),
+                _sqlite_datetime(created_at or _utcnow()), file, jsonio.dumps_text(task),
             )  # fmt: skip
             raw.execute(_RAW_INSERT, values)
             return None
@@ -193,7 +193,7 @@ class ControlDB:
             status="open",
             created_at=created_at or _utcnow(),
             file=file,
-            task_json=json.dumps(task, default=str),
+            task_json=jsonio.dumps_text(task),
         )
         if resources_session_id is None:
             with self.engine.begin() as conn:
@@ -323,7 +323,7 @@ class ControlDB:
     def mark_verified(self, session_id: str, reward: float, result: dict[str, Any]) -> None:
         raw = self._raw()
         if raw is not None:
-            verify_json = json.dumps(cap_evidence(result), default=str)
+            verify_json = jsonio.dumps_text(cap_evidence(result))
             values = (_sqlite_datetime(_utcnow()), reward, verify_json, session_id)
             raw.execute(_RAW_VERIFIED, values)
             return
@@ -337,7 +337,7 @@ class ControlDB:
                     status=case((status == "closed", status), else_="verified"),
                     verified_at=_utcnow(),
                     reward=reward,
-                    verify_json=json.dumps(cap_evidence(result), default=str),
+                    verify_json=jsonio.dumps_text(cap_evidence(result)),
                 )
             )
 

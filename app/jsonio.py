@@ -1,4 +1,5 @@
-"""JSON in and out of the protocol routes: orjson where it gives the stdlib's answer, else json.
+"""JSON in and out (request bodies, answers, the control database's task and verify columns):
+orjson where it gives the stdlib's answer, else json.
 
 A verify request echoes the whole rollout (often 10-20 KB): parsing it and encoding the answer
 were 60 % of the protocol layer's own time for verify (bench/README.md, "Issue 20, round 5").
@@ -20,7 +21,6 @@ import json
 from typing import Any
 
 import orjson
-from fastapi.responses import JSONResponse
 
 # orjson turns integers of 20+ digits into floats without a word; 19 digits may pass 2**63.
 # Found by mapping every digit to "0" and looking for 19 of them: 13 us on an 18 KB body,
@@ -68,8 +68,28 @@ def dumps(value: Any) -> bytes:
         ).encode("utf-8")
 
 
-class FastJSONResponse(JSONResponse):
-    """Starlette's JSONResponse, rendered by `dumps`."""
+# Dates, times and dataclasses go to `default` as json would send them: orjson's own renderings
+# differ (2026-01-01T00:00:00 where str() gives 2026-01-01 00:00:00). Subclasses of str, int,
+# dict and list stay what they are, as in json.
+_AS_JSON_WOULD = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
 
-    def render(self, content: Any) -> bytes:
-        return dumps(content)
+
+def dumps_text(value: Any) -> str:
+    """`value` as JSON text for storage, anything JSON has no type for as its str() (what
+    `json.dumps(value, default=str)` stored before; loads() reads both back the same)."""
+    try:
+        return orjson.dumps(value, default=str, option=_AS_JSON_WOULD).decode()
+    except TypeError:  # a non-str key, an integer beyond 64 bits
+        return json.dumps(value, default=str)
+
+
+def loads_text(text: str) -> Any:
+    """Stored JSON text read back as json.loads reads it (NaN included, as older rows may hold
+    it; no request checks: this is our own data)."""
+    raw = text.encode()
+    if _LONG_DIGIT_RUN not in raw.translate(_DIGITS_TO_ZERO):
+        try:
+            return orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            pass
+    return json.loads(text)
