@@ -61,9 +61,8 @@ QUICK = Config(
 
 def _settle() -> None:
     """Write back dirty pages before a timed phase. StateGym's rollout traffic leaves 1-2 GB of
-    session files in the page cache; written back during the next phase, they slowed its
-    requests by ~20 % (the latency group ran right after retail's rollout traffic). Every phase
-    of both servers starts from a clean cache."""
+    session files in the page cache, which would otherwise be written back while the next phase
+    (either server's) is timed. Every phase starts from a written-back cache."""
     os.sync()
 
 
