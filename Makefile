@@ -66,7 +66,7 @@ test-nemo-gym: $(GYM_VENV)/stategym-installed
 	$(GYM_VENV)/bin/python -m pytest -p no:cacheprovider -o addopts=-ra tests/nemo_gym_conformance \
 		tests/test_nemo_gym_kit.py::test_nemo_gym_reads_the_configs_when_installed
 
-# The types gate CI too: mypy's settings are in pyproject.toml ([tool.mypy]: app and envs).
+# The types gate CI too: mypy's settings are in pyproject.toml ([tool.mypy]: app, envs, bench).
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .

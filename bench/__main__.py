@@ -133,7 +133,7 @@ def in_process_verify() -> Any:
     """bench/verify_bench.py (another engineer's) when present: its run() figure, as is."""
     if importlib.util.find_spec("bench.verify_bench") is None:
         return None
-    from bench import verify_bench  # type: ignore[attr-defined]
+    from bench import verify_bench
 
     try:
         return verify_bench.run()

@@ -14,6 +14,7 @@ import json
 import sys
 import tempfile
 import time
+from collections.abc import MutableMapping
 from pathlib import Path
 from typing import Any
 
@@ -58,7 +59,7 @@ async def measure(n: int) -> dict[str, float]:
 
         out: dict[str, Any] = {}
 
-        async def send(message: dict[str, Any]) -> None:
+        async def send(message: MutableMapping[str, Any]) -> None:
             if message["type"] == "http.response.start":
                 out["status"], out["headers"] = message["status"], message["headers"]
 

@@ -293,17 +293,17 @@ def book_reservation(db: Db, a: dict[str, Any], now: str) -> Any:
             "created_at": now,
         },
     )
-    for leg_no, (f, c) in enumerate(zip(flights, cabins, strict=True), 1):
+    for leg_no, (flight, cabin) in enumerate(zip(flights, cabins, strict=True), 1):
         db.insert(
             "reservation_segments",
             {
                 "reservation_id": r["id"],
                 "leg_no": leg_no,
-                "flight_id": f["id"],
-                "price": c["price"],
+                "flight_id": flight["id"],
+                "price": cabin["price"],
             },
         )
-        c["seats_left"] -= n
+        cabin["seats_left"] -= n
     for pos, p in enumerate(a["passengers"], 1):
         db.insert(
             "passengers",
@@ -457,9 +457,9 @@ def issue_compensation_certificate(db: Db, a: dict[str, Any], now: str) -> Any:
     if db.first("certificates", "reservation_id", r["id"]):
         raise ToolFailed("A certificate was already issued for this reservation.")
     statuses = [
-        db.get("flights", s["flight_id"])["status"]
+        (db.get("flights", s["flight_id"]) or {})["status"]
         for s in db.where("reservation_segments", "reservation_id", r["id"])
-    ]  # type: ignore[index]
+    ]
     what = "cancelled" if "cancelled" in statuses else "delayed"
     amount = cents(COMPENSATION[what] * len(db.where("passengers", "reservation_id", r["id"])))
     code = f"certificate_{r['code'].lower()}"

@@ -125,7 +125,7 @@ def verify_in_process(n: int = 10) -> dict[str, Any]:
         try:
             session_id = (await manager.seed(parse_seed_body(task))).session_id
             for name, args in T.rollout_calls(task):
-                await manager.call_tool(session_id, env.tool_named(name), args)
+                await manager.call_tool(session_id, T.tool(env, name), args)
             await manager.verify(session_id, T.verify_body(task))  # builds the gold
             times = []
             for _ in range(n):

@@ -82,10 +82,14 @@ def rollout_traffic(
 
     async def main() -> dict[str, Any]:
         async with Client(url, limit=concurrency) as client:
-            warm, warm_rewards = _fresh(), []  # every task once, one at a time: not timed
+            # every task once, one at a time: not timed
+            warm: dict[str, Samples] = _fresh()
+            warm_rewards: list[Any] = []
             for task in tasks:
                 await _rollout(client, task, warm, warm_rewards)
-            by_kind, rewards, requests = _fresh(), [], [0]
+            by_kind: dict[str, Samples] = _fresh()
+            rewards: list[Any] = []
+            requests = [0]
             order = itertools.cycle(tasks)
 
             async def one(_i: int) -> None:
@@ -119,7 +123,8 @@ def latency(url: str, env_name: str, passes: int, limit: int | None = None) -> d
     tasks = env_tasks(env_name, limit)
 
     async def main() -> dict[str, Any]:
-        by_kind, rewards = {**_fresh(), "first_tool": Samples()}, []
+        by_kind: dict[str, Samples] = {**_fresh(), "first_tool": Samples()}
+        rewards: list[Any] = []
         async with Client(url, limit=1) as client:
             for task in tasks:
                 await _rollout(client, task, _fresh(), [])

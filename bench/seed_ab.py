@@ -36,7 +36,8 @@ def sqlite_ab(n: int) -> dict[str, float]:
     snapshots = [store.snapshot(parse_seed_body(t).task) for t in env_tasks("retail")]
     for s in snapshots:
         store.seed_file(s)
-    before, after = [], []
+    before: list[float] = []
+    after: list[float] = []
     for i in range(n):
         snap = snapshots[i % len(snapshots)]
         for fn, out in (
@@ -67,7 +68,9 @@ def pg_ab(n: int, url: str) -> dict[str, float]:
     made = [plain.create_session(uuid.uuid4().hex, snap), pooled.create_session("0" * 32, snap)]
     template = pooled.template_schema(snap)
     assert pooled.pool is not None
-    before, after, hits = [], [], 0
+    before: list[float] = []
+    after: list[float] = []
+    hits = 0
     try:
         for _ in range(n):
             deadline = time.monotonic() + 30

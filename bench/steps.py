@@ -22,6 +22,7 @@ import statistics
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,7 @@ from app.server.api import create_app
 from app.server.models import parse_seed_body
 from app.settings import Settings
 from app.verify.session_verify import verify_state
+from bench import tasks as T
 
 REPO = Path(__file__).resolve().parent.parent
 SECRET = "bench-secret-0123456789-abcdefghijklmnopqrstuvwxyz"
@@ -131,7 +133,7 @@ async def _manager_figures(data_dir: Path, runs: int, pg: bool) -> dict[str, Any
         for i in range(runs + 20):
             for name, handle in handles.items():
                 wall, cpu, (result, _) = _timed(
-                    lambda h=handle, i=i: manager._timed_call(h, tool, _address(customer, i))
+                    partial(manager._timed_call, handle, tool, _address(customer, i))
                 )
                 assert "output" in result, result
                 if i >= 20:  # warm-up
@@ -164,7 +166,7 @@ async def _manager_figures(data_dir: Path, runs: int, pg: bool) -> dict[str, Any
         wall_s, cpu_s, children = [], [], []
         for i in range(runs):
             child = f"{i:032x}"
-            wall, cpu, _ = _timed(lambda c=child: manager.backend.fork(handle, [c], None))
+            wall, cpu, _ = _timed(partial(manager.backend.fork, handle, [child], None))
             wall_s.append(wall)
             cpu_s.append(cpu)
             children.append(child)
@@ -192,7 +194,7 @@ async def _session_verify_figures(
     handle = await manager._handle(seeded.session_id)
     outputs = []
     for call in row["ground_truth"]:
-        result, _ = manager._timed_call(handle, env.tool_named(call["name"]), call["arguments"])
+        result, _ = manager._timed_call(handle, T.tool(env, call["name"]), call["arguments"])
         outputs.append(json.dumps(result, ensure_ascii=False, separators=(",", ":")))
     response = gold_response(row, outputs)
     samples: dict[bool, tuple[list[float], list[float]]] = {True: ([], []), False: ([], [])}
@@ -241,7 +243,7 @@ def _verify_figures(data_dir: Path, runs: int) -> dict[str, Any]:
         outputs = []
         for call in row["ground_truth"]:
             step = StepRecorder(call["name"], call["arguments"])
-            result = run_tool(bind, env.tool_named(call["name"]), call["arguments"], ctx, None,
+            result = run_tool(bind, T.tool(env, call["name"]), call["arguments"], ctx, None,
                               step.on_success)  # fmt: skip
             outputs.append(json.dumps(result, ensure_ascii=False, separators=(",", ":")))
         return conn, bind, gold_response(row, outputs)
@@ -255,15 +257,16 @@ def _verify_figures(data_dir: Path, runs: int) -> dict[str, Any]:
     for i in range(runs + 10):
         for with_steps in (True, False):
             wall, cpu, result = _timed(
-                lambda w=with_steps: verify_state(
+                partial(
+                    verify_state,
                     env=env,
                     gold=gold,
                     engine=bind,
                     task=task,
                     response=response,
                     diff_limit=20,
-                    with_steps=w,
-                )  # fmt: skip
+                    with_steps=with_steps,
+                )
             )
             assert result["reward"] == 1.0
             if i >= 10:
@@ -293,9 +296,15 @@ def _verify_figures(data_dir: Path, runs: int) -> dict[str, Any]:
         t, resp = rollouts[i % len(rollouts)]
         snapshot = store.snapshot(t)
         wall, cpu, result = _timed(
-            lambda t=t, resp=resp, snapshot=snapshot: replay_verify(
-                env=env, snapshot=snapshot, gold=gold, task=t, response=resp, diff_limit=20
-            )
+            partial(
+                replay_verify,
+                env=env,
+                snapshot=snapshot,
+                gold=gold,
+                task=t,
+                response=resp,
+                diff_limit=20,
+            )  # fmt: skip
         )
         assert result["reward"] == 1.0, result.get("failure_reason")
         wall_s.append(wall)

@@ -70,7 +70,7 @@ def memory(env: str, n: int) -> None:
               f"{rss_mb():.0f} MB")  # fmt: skip
         n = len(tasks)
         for i, task in enumerate(tasks, 1):
-            store.snapshot(task_from_data(task))  # type: ignore[arg-type]
+            store.snapshot(task_from_data(task))
             if i % max(n // 6, 1) == 0 or i == n:
                 print(f"  {i:>6} snapshots built: RSS {rss_mb():.0f} MB")
 

@@ -8,6 +8,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from app.sdk.environment import Environment, Tool
+
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures" / "retail" / "tasks.jsonl"
 # retail-018: a customer with one delivered order; the gold updates the default address.
@@ -104,7 +106,7 @@ def rollout_calls(task: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     """Ten tool calls an agent might make: authenticate, look around, then the gold write."""
     customer_id, email, order = customer_and_order(task)
     gold_write = task["ground_truth"][-1]
-    calls = [
+    calls: list[tuple[str, dict[str, Any]]] = [
         ("find_customer_by_email", {"email": email}),
         ("get_customer_details", {"customer_id": customer_id}),
     ]
@@ -120,3 +122,11 @@ def verify_body(task: dict[str, Any]) -> dict[str, Any]:
         "content": [{"type": "output_text", "text": "Done."}],
     }
     return {**task, "response": {"id": "resp_bench", "output": [answer]}}
+
+
+def tool(env: Environment, name: str) -> Tool:
+    """The environment's tool called `name` (KeyError when it has none)."""
+    found = env.tool_named(name)
+    if found is None:
+        raise KeyError(f"environment {env.name} has no tool {name!r}")
+    return found

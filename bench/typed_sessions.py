@@ -19,6 +19,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Awaitable, Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -76,22 +77,22 @@ async def run(env_name: str, n: int, database_url: str | None) -> None:
                     row = rows[i % len(rows)]
                     client.cookies.clear()
                     times["legacy seed"].append(
-                        await _timed(lambda row=row: client.post("/seed_session", json=row))
+                        await _timed(partial(client.post, "/seed_session", json=row))
                     )
                     times["legacy close"].append(
-                        await _timed(lambda: client.post("/close_session", json={}))
+                        await _timed(partial(client.post, "/close_session", json={}))
                     )
                     client.cookies.clear()
                     body = _typed(row, f"rs-{uuid.uuid4().hex}")
                     times["typed seed"].append(
-                        await _timed(lambda body=body: client.post("/seed_session", json=body))
+                        await _timed(partial(client.post, "/seed_session", json=body))
                     )
                     times["typed seed (retry)"].append(
-                        await _timed(lambda body=body: client.post("/seed_session", json=body))
+                        await _timed(partial(client.post, "/seed_session", json=body))
                     )
                     close = {k: body[k] for k in ("resources_session_id", "episode_id")}
                     times["typed close"].append(
-                        await _timed(lambda close=close: client.post("/close_session", json=close))
+                        await _timed(partial(client.post, "/close_session", json=close))
                     )
         backend = "postgres" if database_url else "sqlite"
         print(f"{env_name} on {backend}, {n} of each, every task warm; ratio = p50 / legacy p50")
