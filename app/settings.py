@@ -167,6 +167,15 @@ class Settings(BaseSettings):
             "(docs/postgres.md)."
         ),
     )
+    pg_archive_closed: bool = Field(
+        True,
+        description=(
+            "PostgreSQL, retention that keeps sessions: a closed session is archived as its "
+            "step log and its schema reset into the schema pool (no clone per seed); reading "
+            "it rebuilds it in the reader's transaction (docs/postgres.md). False: every kept "
+            "session keeps its schema."
+        ),
+    )
     expose_tools_over_mcp: bool = Field(
         False,
         description=(

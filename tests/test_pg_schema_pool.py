@@ -36,61 +36,64 @@ def _wait_full(store: PgStore, template: str, size: int) -> None:
 def _schema_view(engine, env, schema: str):  # type: ignore[no-untyped-def]
     """Rows, meta, versions, step log, sequences, indexes, constraints, the step log's function
     and triggers of a schema, name-free."""
-    view = {}
     with engine.connect() as conn:
-        names = [quoted(t.name) for t in env.metadata.sorted_tables]
-        log = ["_stategym_steps", "_stategym_step_rows", "_stategym_step_cols"]
-        for name in [*names, "_stategym_meta", "alembic_version", *log]:
-            exists = conn.execute(
-                text("SELECT 1 FROM pg_tables WHERE schemaname = :s AND tablename = :t"),
-                {"s": schema, "t": name.strip('"')},
-            ).first()
-            if exists:
-                rows = conn.exec_driver_sql(f"SELECT * FROM {quoted(schema)}.{name}").fetchall()
-                view[name] = sorted(map(repr, rows))
-        view["sequences"] = conn.execute(
-            text(
-                "SELECT sequencename, last_value FROM pg_sequences WHERE schemaname = :s ORDER BY 1"
-            ),
-            {"s": schema},
-        ).fetchall()
-        view["defaults"] = conn.execute(
-            text(
-                "SELECT table_name, column_name, replace(column_default, :s, 'X') "
-                "FROM information_schema.columns WHERE table_schema = :s ORDER BY 1, 2"
-            ),
-            {"s": schema},
-        ).fetchall()
-        view["indexes"] = conn.execute(
-            text(
-                "SELECT indexname, replace(indexdef, :s, 'X') FROM pg_indexes "
-                "WHERE schemaname = :s ORDER BY 1"
-            ),
-            {"s": schema},
-        ).fetchall()
-        view["constraints"] = conn.execute(
-            text(
-                "SELECT conname, replace(pg_get_constraintdef(oid), :s, 'X') FROM pg_constraint "
-                "WHERE connamespace = CAST(:s AS regnamespace) ORDER BY 1"
-            ),
-            {"s": schema},
-        ).fetchall()
-        # A renamed pooled schema's function must name the new schema (it writes the log there).
-        view["functions"] = conn.execute(
-            text(
-                "SELECT proname, replace(pg_get_functiondef(oid), :s, 'X') FROM pg_proc "
-                "WHERE pronamespace = CAST(:s AS regnamespace) ORDER BY 1"
-            ),
-            {"s": schema},
-        ).fetchall()
-        view["triggers"] = conn.execute(
-            text(
-                "SELECT c.relname, t.tgname FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid "
-                "WHERE c.relnamespace = CAST(:s AS regnamespace) AND NOT t.tgisinternal "
-                "ORDER BY 1, 2"
-            ),
-            {"s": schema},
-        ).fetchall()
+        return _schema_view_on(conn, env, schema)
+
+
+def _schema_view_on(conn, env, schema: str):  # type: ignore[no-untyped-def]
+    """`_schema_view` in `conn`'s transaction (a schema it has not committed)."""
+    view = {}
+    names = [quoted(t.name) for t in env.metadata.sorted_tables]
+    log = ["_stategym_steps", "_stategym_step_rows", "_stategym_step_cols"]
+    for name in [*names, "_stategym_meta", "alembic_version", *log]:
+        exists = conn.execute(
+            text("SELECT 1 FROM pg_tables WHERE schemaname = :s AND tablename = :t"),
+            {"s": schema, "t": name.strip('"')},
+        ).first()
+        if exists:
+            rows = conn.exec_driver_sql(f"SELECT * FROM {quoted(schema)}.{name}").fetchall()
+            view[name] = sorted(map(repr, rows))
+    view["sequences"] = conn.execute(
+        text("SELECT sequencename, last_value FROM pg_sequences WHERE schemaname = :s ORDER BY 1"),
+        {"s": schema},
+    ).fetchall()
+    view["defaults"] = conn.execute(
+        text(
+            "SELECT table_name, column_name, replace(column_default, :s, 'X') "
+            "FROM information_schema.columns WHERE table_schema = :s ORDER BY 1, 2"
+        ),
+        {"s": schema},
+    ).fetchall()
+    view["indexes"] = conn.execute(
+        text(
+            "SELECT indexname, replace(indexdef, :s, 'X') FROM pg_indexes "
+            "WHERE schemaname = :s ORDER BY 1"
+        ),
+        {"s": schema},
+    ).fetchall()
+    view["constraints"] = conn.execute(
+        text(
+            "SELECT conname, replace(pg_get_constraintdef(oid), :s, 'X') FROM pg_constraint "
+            "WHERE connamespace = CAST(:s AS regnamespace) ORDER BY 1"
+        ),
+        {"s": schema},
+    ).fetchall()
+    # A renamed pooled schema's function must name the new schema (it writes the log there).
+    view["functions"] = conn.execute(
+        text(
+            "SELECT proname, replace(pg_get_functiondef(oid), :s, 'X') FROM pg_proc "
+            "WHERE pronamespace = CAST(:s AS regnamespace) ORDER BY 1"
+        ),
+        {"s": schema},
+    ).fetchall()
+    view["triggers"] = conn.execute(
+        text(
+            "SELECT c.relname, t.tgname FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid "
+            "WHERE c.relnamespace = CAST(:s AS regnamespace) AND NOT t.tgisinternal "
+            "ORDER BY 1, 2"
+        ),
+        {"s": schema},
+    ).fetchall()
     assert view["functions"] and view["triggers"]
     return view
 

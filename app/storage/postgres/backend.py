@@ -30,12 +30,14 @@ from sqlalchemy.exc import DataError, IntegrityError, SQLAlchemyError
 
 from app.clock import naive_utcnow
 from app.errors import CannotRewind, InvalidTask, SessionClosed, SessionUnavailable
+from app.registry import load_environment
 from app.runtime.tasks import TaskSpec
 from app.sdk.environment import Environment, Tool, ToolContext
 from app.settings import Settings
 from app.storage.base import Capabilities, NotOnDisk, SessionHandle, Unsupported, Work
 from app.storage.control import SessionRecord
 from app.storage.meta import CHANGE_READER
+from app.storage.postgres.archive import SessionArchive
 from app.storage.postgres.control import PgControlDB, open_pg_control
 from app.storage.postgres.db import (
     META_TABLE,
@@ -100,7 +102,11 @@ class PgBackend:
             settings.data_dir, env, snapshot_cache_size=settings.snapshot_cache_size
         )
         self.store = PgStore(
-            self.snapshots, self.engine, self.names, schema_pool=settings.pg_schema_pool
+            self.snapshots,
+            self.engine,
+            self.names,
+            schema_pool=settings.pg_schema_pool,
+            archive_closed=settings.pg_archive_closed,
         )
         # Readers of a session's step log (verify's step rewards) and of what it changed since
         # its template (verify's dump, app/storage/postgres/changes.py) find them on each
@@ -191,6 +197,8 @@ class PgBackend:
     def release(self, handle: SessionHandle | None, session_id: str, *, delete: bool) -> None:
         if delete and self.store.recycle_session(session_id):
             return  # reset into the schema pool: a later seed renames it
+        if not delete and self.store.archive_closed and self.store.archive_session(session_id):
+            return  # archived, closed, and its schema reset into the pool
         if self.store.session_exists(session_id):
             with session_connection(self.engine, self.names.session(session_id)) as conn:
                 with conn.begin():  # waits for a call in flight on another replica (its lock)
@@ -213,7 +221,10 @@ class PgBackend:
         return max(stamps)
 
     def view(self) -> PgView:
-        return PgView(self.engine, self.names)
+        def env_named(name: str) -> Environment:
+            return self.env if name == self.env.name else load_environment(name)
+
+        return PgView(self.engine, self.names, env_named)
 
     # --- steps, forks and copies (app/storage/postgres/steplog.py) -----------------------------
     def logs_steps(self, handle: SessionHandle) -> bool:
@@ -281,16 +292,27 @@ class PgView:
 
     capabilities = CAPABILITIES
 
-    def __init__(self, engine: Engine, names: SchemaNames):
+    def __init__(
+        self,
+        engine: Engine,
+        names: SchemaNames,
+        env_loader: Callable[[str], Environment] = load_environment,
+    ):
         self.engine = engine
         self.names = names
+        self.env_loader = env_loader  # an archived session's models, to rebuild it
+        self.archive = SessionArchive(engine, names)
 
     def present(self, record: SessionRecord) -> bool:
+        """The session's schema is there, or its archive (app/storage/postgres/archive.py)."""
         with self.engine.connect() as conn:
-            row = conn.execute(
-                text("SELECT 1 FROM pg_namespace WHERE nspname = :name"),
-                {"name": self.names.session(record.id)},
-            ).first()
+            return self._has_schema(conn, record) or self.archive.holds(conn, record.id)
+
+    def _has_schema(self, conn: Connection, record: SessionRecord) -> bool:
+        row = conn.execute(
+            text("SELECT 1 FROM pg_namespace WHERE nspname = :name"),
+            {"name": self.names.session(record.id)},
+        ).first()
         return row is not None
 
     def connect(self, record: SessionRecord) -> AbstractContextManager[Connection]:
@@ -309,11 +331,17 @@ class PgView:
     @contextmanager
     def _transaction(self, record: SessionRecord, *, read_only: bool) -> Iterator[Connection]:
         """A transaction on the session's schema (it takes the session's lock: db.make_engine),
-        checked to be the record's environment, rolled back at the end."""
-        if not self.present(record):
-            raise NotOnDisk(f"session {record.id} has no schema (removed by retention or gc?)")
-        with session_connection(self.engine, self.names.session(record.id)) as conn:
+        checked to be the record's environment, rolled back at the end. An archived session is
+        rebuilt in it first (and so never kept)."""
+        schema = self.names.session(record.id)
+        with session_connection(self.engine, schema) as conn:
             with conn.begin() as transaction:
+                if not self._has_schema(conn, record) and not self.archive.rebuild(
+                    conn, record.id, schema, self.env_loader(record.env).metadata
+                ):
+                    raise NotOnDisk(
+                        f"session {record.id} has no schema (removed by retention or gc?)"
+                    )
                 if read_only:
                     conn.exec_driver_sql("SET TRANSACTION READ ONLY")
                 meta: dict[str, Any] = dict(
@@ -328,6 +356,11 @@ class PgView:
                 transaction.rollback()
 
     def meta(self, record: SessionRecord) -> dict[str, str]:
+        with self.engine.connect() as conn:  # an archive holds its meta: no rebuild
+            if not self._has_schema(conn, record):
+                archived = self.archive.meta(conn, record.id)
+                if archived is not None and archived.get("env") == record.env:
+                    return archived
         with self.connect(record) as conn:
             return dict(conn.exec_driver_sql(f"SELECT key, value FROM {META_TABLE}").all())
 
@@ -347,6 +380,7 @@ class PgView:
         if not dry_run and self.present(record):
             with self.engine.begin() as conn:
                 conn.exec_driver_sql(drop_schema_sql(self.names.session(record.id)))
+                self.archive.delete(conn, record.id)
         return 0
 
 

@@ -21,8 +21,9 @@ as it renames a fresh clone.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
-from sqlalchemy import Engine, MetaData
+from sqlalchemy import Connection, Engine, MetaData
 from sqlalchemy.exc import DBAPIError
 
 from app.storage.postgres.changes import PgChangeReader
@@ -52,9 +53,14 @@ def recycle(
     metadata: MetaData,
     changes: PgChangeReader,
     pool: SchemaPool,
+    before_reset: Callable[[Connection, str], None] | None = None,
 ) -> bool:
     """Reset session schema `schema` to its template and add it to `pool`; False when it cannot
-    be (the caller drops it). Nothing is changed then."""
+    be (the caller drops or keeps it). Nothing is changed then. `before_reset(conn, template)`
+    runs first in the same transaction (archiving a kept session: app/storage/postgres/
+    archive.py), so it is undone with the reset when that fails."""
+    if any(not table.primary_key.columns for table in metadata.tables.values()):
+        return False  # its rows are not in the log (no identity): the undo cannot reset it
     name = pool.new_name()
     try:
         with session_connection(engine, schema) as conn, conn.begin():
@@ -62,6 +68,8 @@ def recycle(
             template = tracked.snapshot.removeprefix("pg:") if tracked is not None else None
             if template is None or not pool.has_room(template):
                 return False
+            if before_reset is not None:
+                before_reset(conn, template)
             PgStepLog(conn, schema, metadata).undo_to(0)
             s, t = quoted(schema), quoted(template)
             script = [
@@ -91,7 +99,7 @@ def recycle(
                 f"ALTER SCHEMA {s} RENAME TO {quoted(name)};\n" + step_function_sql(name)
             )
     except (_Mismatch, UndoUnavailable, DBAPIError) as exc:
-        log.warning("session schema %s not recycled (%s); dropping it", schema, exc)
+        log.warning("session schema %s not reset into the pool (%s)", schema, exc)
         return False
     if not pool.put(template, name):  # filled meanwhile: not needed
         pool.drop_quietly(name)

@@ -201,7 +201,7 @@ class PgStepLog:
             raw = self.conn.connection.driver_connection
             script += [_QUIET.format("on"), "SET CONSTRAINTS ALL DEFERRED"]
             for name, op, old, new in changes:
-                script.append(self._undo_one(name, op, old, new, columns, raw))
+                script.append(self._row_statement(name, op, old, new, columns, raw, forward=False))
             # Checked now (not at commit): a failure raises before any sequence moves.
             script += ["SET CONSTRAINTS ALL IMMEDIATE", _QUIET.format("off")]
         script += [
@@ -216,10 +216,33 @@ class PgStepLog:
             raise UndoUnavailable(str(exc.orig or exc).splitlines()[0]) from exc
         return count
 
-    def _undo_one(
+    def redo(self) -> None:
+        """Apply the logged after-images in the order made, on this schema holding its template's
+        rows: the state the log describes, rebuilt (an archived session read back,
+        app/storage/postgres/archive.py). The step triggers stay silent, as for an undo."""
+        changes = self._run(
+            f"SELECT tbl, op, old_vals::text, new_vals::text FROM {self.s}.{STEP_ROWS_TABLE} "
+            "ORDER BY seq"
+        ).all()
+        if not changes:
+            return
+        columns = self._columns()
+        raw = self.conn.connection.driver_connection
+        script = [_QUIET.format("on"), "SET CONSTRAINTS ALL DEFERRED"]
+        for name, op, old, new in changes:
+            script.append(self._row_statement(name, op, old, new, columns, raw, forward=True))
+        script += ["SET CONSTRAINTS ALL IMMEDIATE", _QUIET.format("off")]
+        try:
+            self._script(";\n".join(script))
+        except DBAPIError as exc:
+            raise UndoUnavailable(str(exc.orig or exc).splitlines()[0]) from exc
+
+    def _row_statement(
         self, name: str, op: str, old: str | None, new: str | None,
-        columns: dict[str, list[str]], raw: Any,
+        columns: dict[str, list[str]], raw: Any, *, forward: bool,
     ) -> str:  # fmt: skip
+        """The statement that makes one logged change (`forward`, a redo) or takes it back (an
+        undo): an insert is undone by a delete, an update by writing the before-image back."""
         table = self.metadata.tables.get(name)
         cols = columns.get(name)
         missing = (op != "i" and old is None) or (op != "d" and new is None)
@@ -233,13 +256,18 @@ class PgStepLog:
             literal = pgsql.Literal(values).as_string(raw)
             return f"json_populate_record(NULL::{target}, {literal}::json)"
 
-        where = f"({key}) = (SELECT {key} FROM {record(new)})" if op != "d" else ""
-        if op == "i":
+        # The row is found by its key before the change (redo) or after it (undo).
+        written, found = (new, old) if forward else (old, new)
+        action = op if forward else {"i": "d", "d": "i", "u": "u"}[op]
+        if action == "i":
+            return (
+                f"INSERT INTO {target} ({quoted_cols}) SELECT {quoted_cols} FROM {record(written)}"
+            )
+        where = f"({key}) = (SELECT {key} FROM {record(found)})"
+        if action == "d":
             return f"DELETE FROM {target} WHERE {where}"
-        if op == "d":
-            return f"INSERT INTO {target} ({quoted_cols}) SELECT {quoted_cols} FROM {record(old)}"
         return (
-            f"UPDATE {target} SET ({quoted_cols}) = (SELECT {quoted_cols} FROM {record(old)}) "
+            f"UPDATE {target} SET ({quoted_cols}) = (SELECT {quoted_cols} FROM {record(written)}) "
             f"WHERE {where}"
         )
 

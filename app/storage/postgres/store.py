@@ -28,6 +28,7 @@ from app.runtime.tasks import TaskSpec
 from app.sdk.environment import Environment
 from app.storage.meta import read_meta
 from app.storage.migrations import head_revision
+from app.storage.postgres.archive import SessionArchive
 from app.storage.postgres.changes import PgChangeReader
 from app.storage.postgres.db import (
     META_TABLE,
@@ -57,7 +58,13 @@ class PgStore:
     """Template schemas per task (built once per database) and one schema per session."""
 
     def __init__(
-        self, sqlite_store: Store, engine: Engine, names: SchemaNames, *, schema_pool: int = 0
+        self,
+        sqlite_store: Store,
+        engine: Engine,
+        names: SchemaNames,
+        *,
+        schema_pool: int = 0,
+        archive_closed: bool = False,
     ):
         self.sqlite = sqlite_store  # snapshot images: the source of templates and gold replays
         self.env: Environment = sqlite_store.env
@@ -69,6 +76,11 @@ class PgStore:
         # What a session schema changed since its template (verify, recycling).
         self.changes = PgChangeReader(self.env.metadata, self.env.compare, self.template_of)
         self.pool: SchemaPool | None = None
+        # Kept sessions closed into archives (app/storage/postgres/archive.py).
+        self.archive = SessionArchive(engine, names)
+        self.archive_closed = archive_closed
+        if archive_closed:
+            self.archive.ensure()
         # Templates (and pooled clones) of older models or layouts: never cloned again.
         drop_stale_templates(engine, names, self.env.name, self.fingerprint)
         if schema_pool > 0:
@@ -299,6 +311,29 @@ class PgStore:
             return False
         schema = self.names.session(session_id)
         return recycle(self.engine, schema, self.env.metadata, self.changes, self.pool)
+
+    def archive_session(self, session_id: str) -> bool:
+        """A kept session, closing: archived as its step log and its schema reset into the pool,
+        when the pool of its template has room (app/storage/postgres/archive.py); False: nothing
+        changed (the caller keeps the schema)."""
+        if self.pool is None:
+            return False
+        schema = self.names.session(session_id)
+
+        def archive(conn: Connection, template: str) -> None:
+            self.write_status(conn, session_id, "closed")
+            self.archive.put(
+                conn,
+                session_id=session_id,
+                env=self.env.name,
+                schema=schema,
+                template=template,
+                metadata=self.env.metadata,
+            )
+
+        return recycle(
+            self.engine, schema, self.env.metadata, self.changes, self.pool, before_reset=archive
+        )
 
     def drop_session(self, session_id: str) -> None:
         with self.engine.begin() as conn:

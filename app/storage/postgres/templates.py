@@ -19,6 +19,7 @@ from typing import Any
 
 from sqlalchemy import Engine
 
+from app.storage.postgres.archive import SessionArchive
 from app.storage.postgres.db import META_TABLE, SchemaNames, advisory_key, drop_schema_sql, quoted
 from app.storage.postgres.steplog import PG_STEP_LOG_VERSION
 
@@ -63,10 +64,13 @@ def _metas(engine: Engine, names: SchemaNames) -> list[tuple[str, dict[str, Any]
 def stale_templates(
     engine: Engine, names: SchemaNames, env_name: str, fingerprint: str
 ) -> list[str]:
-    """This environment's template and pooled schemas the running models would not clone."""
+    """This environment's template and pooled schemas the running models would not clone, but
+    for templates an archived session needs to be read back (app/storage/postgres/archive.py)."""
+    with engine.connect() as conn:
+        archived = SessionArchive(engine, names).templates(conn)
     stale = []
     for schema, meta in _metas(engine, names):
-        if meta.get("env") != env_name:
+        if meta.get("env") != env_name or schema in archived:
             continue  # another environment's (or not StateGym's): not ours to judge
         current = meta.get("template") == fingerprint and "snapshot" in meta
         if current and schema.startswith(f"{names.prefix}_t_"):

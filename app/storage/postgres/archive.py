@@ -1,0 +1,250 @@
+"""Closed sessions kept as their step log, their schemas reused (PostgreSQL, keeping retention).
+
+Under `keep` (and `keep_days`, and `keep_failed` for the sessions it keeps) every closed session
+kept its schema, so every seed needed a new clone: ~70 catalog objects, ~50 ms of PostgreSQL CPU,
+the floor of a rollout there (docs/postgres.md). But a session's step log already holds, since
+its template, every row it changed with both images (app/storage/postgres/steplog.py). So when a
+kept session closes, its template's schema pool has room and its log is trusted (as recycling
+requires), one transaction holding the session's lock:
+
+1. writes the session's status `closed`;
+2. reads the archive: the meta and version rows, the step log's three tables, each SERIAL
+   sequence's position and each table's row count (one query);
+3. stores it in `<prefix>_archive.archived_sessions` (session id, environment, template);
+4. resets the schema into the pool, exactly as a deleted session is recycled
+   (app/storage/postgres/recycle.py: undo to step 0, row counts checked, renamed).
+
+Any failure rolls all of it back and the schema is kept as before. A killed server so leaves
+either the schema or the archive, never neither.
+
+Reading an archived session (inspection, /admin, `stategym sessions ...`) rebuilds it inside
+the reader's transaction, which is always rolled back: the template is cloned under the
+session's schema name, the archived rows go back in, the log's after-images are applied in order
+(`PgStepLog.redo`), the sequences are set, and every table's row count is checked against the
+archived one. So an archived session reads exactly as its schema did, at the price of one clone
+per read (~50-300 ms), and reading never writes anything that stays.
+
+An archive needs its template: `drop_stale_templates` keeps every template an archive names.
+`sessions gc` (retention) deletes the archive row with the schema.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from sqlalchemy import Connection, Engine, MetaData
+
+from app.storage.base import NotOnDisk
+from app.storage.postgres.db import (
+    META_TABLE,
+    STEP_LOG_TABLES,
+    VERSION_TABLE,
+    SchemaNames,
+    advisory_key,
+    checked_schema,
+    clone_sql,
+    quoted,
+    serial_columns,
+)
+from app.storage.postgres.steplog import PgStepLog
+from app.storage.steplog import STEP_ROWS_TABLE, UndoUnavailable
+
+log = logging.getLogger("stategym.postgres")
+
+ARCHIVE_FORMAT = "stategym-pg-archive/1"
+ARCHIVE_TABLE = "archived_sessions"
+# What an archive keeps of the schema, besides counts and sequences: the framework's tables.
+_KEPT_TABLES = (META_TABLE, VERSION_TABLE, *STEP_LOG_TABLES)
+
+
+def _sequenced(metadata: MetaData) -> list[tuple[str, str]]:
+    """(table, column) of every sequence a session schema has: SERIAL keys and the log's own."""
+    return [(t.name, c) for t, c in serial_columns(metadata)] + [(STEP_ROWS_TABLE, "seq")]
+
+
+class ArchiveUnreadable(NotOnDisk):
+    """The archive cannot be rebuilt (its template is gone, or it does not add up)."""
+
+
+class SessionArchive:
+    """The archive table of one schema prefix."""
+
+    def __init__(self, engine: Engine, names: SchemaNames):
+        self.engine = engine
+        self.schema = checked_schema(f"{names.prefix}_archive")
+        self.table = f"{quoted(self.schema)}.{ARCHIVE_TABLE}"
+        self._sequences: dict[tuple[str, str], str] = {}  # (table, column) -> sequence name
+        self._exists = False
+
+    # --- the table ---------------------------------------------------------------------------
+    def ensure(self) -> None:
+        """Create the archive schema and table (once per database; replicas serialised)."""
+        with self.engine.begin() as conn:
+            conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({advisory_key(self.schema)})")
+            conn.exec_driver_sql(
+                f"CREATE SCHEMA IF NOT EXISTS {quoted(self.schema)};\n"
+                f"CREATE TABLE IF NOT EXISTS {self.table} (session_id TEXT PRIMARY KEY, "
+                "env TEXT NOT NULL, template TEXT NOT NULL, "
+                "archived_at TIMESTAMPTZ NOT NULL DEFAULT now(), image TEXT NOT NULL)"
+            )
+        self._exists = True
+
+    def exists(self, conn: Connection) -> bool:
+        """Whether the table is there (inspection never creates it)."""
+        if not self._exists:
+            found = conn.exec_driver_sql(
+                "SELECT to_regclass(%(t)s) IS NOT NULL", {"t": self.table}
+            ).scalar()
+            self._exists = bool(found)
+        return self._exists
+
+    def holds(self, conn: Connection, session_id: str) -> bool:
+        if not self.exists(conn):
+            return False
+        row = conn.exec_driver_sql(
+            f"SELECT 1 FROM {self.table} WHERE session_id = %(id)s", {"id": session_id}
+        ).first()
+        return row is not None
+
+    def templates(self, conn: Connection) -> set[str]:
+        """Every template schema an archive needs."""
+        if not self.exists(conn):
+            return set()
+        return {
+            row[0] for row in conn.exec_driver_sql(f"SELECT DISTINCT template FROM {self.table}")
+        }
+
+    def meta(self, conn: Connection, session_id: str) -> dict[str, str] | None:
+        """The archived session's meta rows, None when it is not archived."""
+        if not self.exists(conn):
+            return None
+        row = conn.exec_driver_sql(
+            f"SELECT image FROM {self.table} WHERE session_id = %(id)s", {"id": session_id}
+        ).first()
+        if row is None:
+            return None
+        return {r["key"]: r["value"] for r in json.loads(row[0])["tables"][META_TABLE]}
+
+    def delete(self, conn: Connection, session_id: str) -> None:
+        if self.exists(conn):
+            conn.exec_driver_sql(
+                f"DELETE FROM {self.table} WHERE session_id = %(id)s", {"id": session_id}
+            )
+
+    # --- archiving (in the closing transaction) ------------------------------------------------
+    def put(
+        self,
+        conn: Connection,
+        *,
+        session_id: str,
+        env: str,
+        schema: str,
+        template: str,
+        metadata: MetaData,
+    ) -> None:
+        """Archive session schema `schema` (as it is now, in `conn`'s transaction)."""
+        s = quoted(checked_schema(schema))
+        kept = ", ".join(
+            f"'{name}', (SELECT coalesce(json_agg(t), '[]') FROM {s}.{quoted(name)} t)"
+            for name in _KEPT_TABLES
+        )
+        counts = ", ".join(
+            f"'{name}', (SELECT count(*) FROM {s}.{quoted(name)})" for name in metadata.tables
+        )
+        sequences = ", ".join(
+            f"'{table}', (SELECT json_build_array(last_value, is_called) FROM {s}.{quoted(seq)})"
+            for table, seq in self._sequence_names(conn, schema, metadata).items()
+        )
+        image = conn.exec_driver_sql(
+            f"SELECT json_build_object('format', '{ARCHIVE_FORMAT}', "
+            f"'tables', json_build_object({kept}), 'counts', json_build_object({counts}), "
+            f"'sequences', json_build_object({sequences}))::text"
+        ).scalar()
+        conn.exec_driver_sql(
+            f"INSERT INTO {self.table} (session_id, env, template, image) "
+            "VALUES (%(id)s, %(env)s, %(template)s, %(image)s) ON CONFLICT (session_id) DO "
+            "UPDATE SET env = excluded.env, template = excluded.template, image = excluded.image, "
+            "archived_at = now()",
+            {"id": session_id, "env": env, "template": template, "image": image},
+        )
+
+    def _sequence_names(self, conn: Connection, schema: str, metadata: MetaData) -> dict[str, str]:
+        """table -> the bare name of its sequence (the same in every schema of these models:
+        looked up once), the step log's own included."""
+        out = {}
+        for table, column in _sequenced(metadata):
+            key = (table, column)
+            if key not in self._sequences:
+                name = conn.exec_driver_sql(
+                    "SELECT relname FROM pg_class WHERE oid = "
+                    "pg_get_serial_sequence(%(t)s, %(c)s)::regclass",
+                    {"t": f"{quoted(schema)}.{quoted(table)}", "c": column},
+                ).scalar()
+                if name is None:
+                    continue
+                quoted(name)  # a plain identifier, as the models' names are
+                self._sequences[key] = str(name)
+            out[table] = self._sequences[key]
+        return out
+
+    # --- reading back ------------------------------------------------------------------------
+    def rebuild(self, conn: Connection, session_id: str, target: str, metadata: MetaData) -> bool:
+        """Rebuild the archived session as schema `target` in `conn`'s transaction (the caller
+        rolls it back); False when the session is not archived."""
+        if not self.exists(conn):
+            return False
+        row = conn.exec_driver_sql(
+            f"SELECT template, image FROM {self.table} WHERE session_id = %(id)s",
+            {"id": session_id},
+        ).first()
+        if row is None:
+            return False
+        template, image = row
+        doc: dict[str, Any] = json.loads(image)
+        if doc.get("format") != ARCHIVE_FORMAT:
+            raise ArchiveUnreadable(f"session {session_id}'s archive is not {ARCHIVE_FORMAT}")
+        present = conn.exec_driver_sql(
+            "SELECT to_regnamespace(%(t)s) IS NOT NULL", {"t": quoted(template)}
+        ).scalar()
+        if not present:
+            raise ArchiveUnreadable(
+                f"session {session_id} is archived against template schema {template}, "
+                "which is gone"
+            )
+        t = quoted(checked_schema(target))
+        conn.exec_driver_sql(clone_sql(metadata, template, target, {}))
+        for name in _KEPT_TABLES:  # the clone holds the template's: replaced
+            conn.exec_driver_sql(f"DELETE FROM {t}.{quoted(name)}")
+            conn.exec_driver_sql(
+                f"INSERT INTO {t}.{quoted(name)} SELECT * FROM "
+                f"json_populate_recordset(NULL::{t}.{quoted(name)}, %(rows)s::json)",
+                {"rows": json.dumps(doc["tables"][name])},
+            )
+        try:
+            PgStepLog(conn, target, metadata).redo()
+        except UndoUnavailable as exc:
+            raise ArchiveUnreadable(
+                f"session {session_id}'s archive does not apply: {exc}"
+            ) from exc
+        for table, column in _sequenced(metadata):
+            state = doc["sequences"].get(table)
+            if state is not None:  # where the session's sequence was, exactly
+                conn.exec_driver_sql(
+                    f"SELECT setval(pg_get_serial_sequence('{t}.{quoted(table)}', "
+                    f"'{column}'), %(v)s, %(called)s)",
+                    {"v": int(state[0]), "called": bool(state[1])},
+                )
+        counts = doc["counts"]
+        found = conn.exec_driver_sql(
+            "SELECT json_build_object("
+            + ", ".join(f"'{name}', (SELECT count(*) FROM {t}.{quoted(name)})" for name in counts)
+            + ")"
+        ).scalar()
+        if found != counts:
+            raise ArchiveUnreadable(
+                f"session {session_id}'s archive does not add up (row counts {found} "
+                f"where it recorded {counts})"
+            )
+        return True
