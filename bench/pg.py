@@ -227,6 +227,33 @@ def http_phases(quick: bool) -> dict[str, Any]:
 
 
 # --- rollouts/s, PostgreSQL beside SQLite, one run ----------------------------------------------
+def _pool_settled(prefix: str, quiet_s: float = 3.0, limit_s: float = 180.0) -> tuple[float, int]:
+    """Wait until the server's schema pools stop growing (the first seed of each task starts
+    its pool: 48 tasks x 4 clones in the background, ~10-20 s of PostgreSQL CPU that a training
+    run pays once); (seconds waited, pooled schemas)."""
+    from sqlalchemy import create_engine
+
+    from app.storage.backend import sync_pg_url
+
+    engine = create_engine(sync_pg_url(PG_URL))
+    start = last_change = time.monotonic()
+    count = -1
+    try:
+        while time.monotonic() - start < limit_s:
+            with engine.connect() as conn:
+                now = conn.exec_driver_sql(
+                    "SELECT count(*) FROM pg_namespace WHERE nspname LIKE %s", (prefix + r"\_p\_%",)
+                ).scalar()
+            if now != count:
+                count, last_change = int(now or 0), time.monotonic()
+            elif time.monotonic() - last_change >= quiet_s:
+                break
+            time.sleep(0.25)
+    finally:
+        engine.dispose()
+    return round(time.monotonic() - start, 1), count
+
+
 def _cpu_s(pids: list[int]) -> float:
     """User + system CPU seconds of processes (gone ones count 0)."""
     total = 0.0
@@ -275,6 +302,8 @@ def rollout_ratio(seconds: float = 20, retention: str = "keep", concurrency: int
             server = start_server(backend, work / backend, extra)
             try:  # every task once (templates, gold caches, pools), then measured
                 pool.submit(rollout.rollout_traffic, server.url, "retail", 4, 48, 30).result()
+                if backend == "postgres":  # steady state: the schema pools filled once
+                    out["pool_settle_s"], out["pooled_schemas"] = _pool_settled(prefix)
                 pids = server.pids()
                 db = _backend_pids(app_name) if backend == "postgres" else []
                 before = (_cpu_s(pids), _cpu_s(db))

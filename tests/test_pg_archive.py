@@ -3,12 +3,16 @@ goes back to the pool, and reading the session rebuilds exactly what its schema 
 
 from __future__ import annotations
 
+import json
+
+import pytest
 from sqlalchemy import text
 
 from app.registry import load_environment
 from app.runtime.sessions import SessionManager
 from app.server.models import parse_seed_body
 from app.storage.inspection import Inspector
+from app.storage.postgres.archive import ArchiveUnreadable
 from app.storage.postgres.db import SchemaNames, make_engine, session_connection
 from app.storage.postgres.store import PgStore
 from app.storage.postgres.templates import stale_templates
@@ -79,6 +83,20 @@ def test_an_archived_session_is_rebuilt_exactly_and_never_kept(tmp_path, pg_pref
         with engine.connect() as conn:
             assert store.archive.meta(conn, "a" * 32)["status"] == "closed"
             assert not store.archive.rebuild(conn, "b" * 32, session, env.metadata)
+        # An archive whose log does not fit the rows (the insert of a row it later updates and
+        # deletes is lost) is refused.
+        with engine.begin() as conn:
+            image = json.loads(
+                conn.exec_driver_sql(f"SELECT image FROM {store.archive.table}").scalar()
+            )
+            rows = image["tables"]["_stategym_step_rows"]
+            rows.remove([r for r in rows if r["op"] == "i" and r["tbl"] == "addresses"][-1])
+            conn.exec_driver_sql(
+                f"UPDATE {store.archive.table} SET image = %(i)s", {"i": json.dumps(image)}
+            )
+        with engine.connect() as conn, conn.begin():
+            with pytest.raises(ArchiveUnreadable, match="fits no row"):
+                store.archive.rebuild(conn, "a" * 32, session, env.metadata)
     finally:
         store.dispose()
         engine.dispose()

@@ -1,7 +1,7 @@
 """What PostgreSQL verify relies on stays all-or-nothing when the StateGym process is killed -9:
 a tool call's rows and its step-log rows are one transaction (the log is written by row
-triggers), and so is a recycle's undo. A process killed inside either leaves the session as it
-was, and the patched dump still equals the whole read."""
+triggers), and so is a recycle's undo (with a kept session's archive). A process killed inside
+any of them leaves the session as it was, and the patched dump still equals the whole read."""
 
 from __future__ import annotations
 
@@ -23,9 +23,11 @@ CHILD = textwrap.dedent(
     """
     import sys, time
     from app.registry import load_environment
-    from app.storage.postgres.db import make_engine, session_connection
+    from app.storage.postgres.archive import SessionArchive
+    from app.storage.postgres.db import SchemaNames, make_engine, session_connection
     from app.storage.postgres.steplog import PgStepLog
-    url, schema, mode = sys.argv[1:4]
+    url, schema, mode, prefix, session_id = sys.argv[1:6]
+    metadata = load_environment("retail").metadata
     engine = make_engine(url, pool_size=1)
     with session_connection(engine, schema) as conn:
         conn.begin()
@@ -37,8 +39,13 @@ CHILD = textwrap.dedent(
                 "((SELECT coalesce(max(idx), 0) + 1 FROM _stategym_steps), "
                 "'t', '{}', 'ok', NULL, 'd', 0, 1.0)"
             )
-        else:  # a recycle half done: the log undone, not committed
-            PgStepLog(conn, schema, load_environment("retail").metadata).undo_to(0)
+        else:  # a recycle (or an archive and its reset) half done, not committed
+            if mode == "archive":
+                SessionArchive(engine, SchemaNames(prefix)).put(
+                    conn, session_id=session_id, env="retail", schema=schema, template=schema,
+                    metadata=metadata,
+                )
+            PgStepLog(conn, schema, metadata).undo_to(0)
         print("ready", flush=True)
         time.sleep(60)
     """
@@ -56,9 +63,9 @@ def _state(manager: SessionManager, session_id: str) -> tuple[object, object, in
     return patched, whole, int(logged or 0)
 
 
-def _killed_inside(schema: str, mode: str) -> None:
+def _killed_inside(schema: str, mode: str, prefix: str, session_id: str) -> None:
     child = subprocess.Popen(
-        [sys.executable, "-c", CHILD, PG_URL, schema, mode],
+        [sys.executable, "-c", CHILD, PG_URL, schema, mode, prefix, session_id],
         stdout=subprocess.PIPE,
         cwd=REPO,
         env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"},
@@ -86,9 +93,12 @@ async def test_a_killed_call_or_recycle_leaves_the_session_and_its_log_as_they_w
             conn.exec_driver_sql("UPDATE orders SET status = 'cancelled' WHERE id = 2")
         before = _state(manager, session_id)
         assert before[2] > 0, "the writes were logged"
-        for mode in ("write", "undo"):
-            _killed_inside(schema, mode)
+        archive = manager.backend.store.archive
+        for mode in ("write", "undo", "archive"):
+            _killed_inside(schema, mode, pg_prefix, session_id)
             assert _state(manager, session_id) == before, mode
+            with manager.backend.engine.connect() as conn:
+                assert not archive.holds(conn, session_id), mode
         # And the session goes on: its lock was released with the killed transaction.
         tool = env.tool_named(_calls(task)[0]["name"])
         assert "output" in await manager.call_tool(session_id, tool, _calls(task)[0]["arguments"])

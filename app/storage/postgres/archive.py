@@ -8,8 +8,8 @@ kept session closes, its template's schema pool has room and its log is trusted 
 requires), one transaction holding the session's lock:
 
 1. writes the session's status `closed`;
-2. reads the archive: the meta and version rows, the step log's three tables, each SERIAL
-   sequence's position and each table's row count (one query);
+2. reads the archive: the meta and version rows, the step log's three tables and each
+   sequence's position (one query);
 3. stores it in `<prefix>_archive.archived_sessions` (session id, environment, template);
 4. resets the schema into the pool, exactly as a deleted session is recycled
    (app/storage/postgres/recycle.py: undo to step 0, row counts checked, renamed).
@@ -20,12 +20,14 @@ either the schema or the archive, never neither.
 Reading an archived session (inspection, /admin, `stategym sessions ...`) rebuilds it inside
 the reader's transaction, which is always rolled back: the template is cloned under the
 session's schema name, the archived rows go back in, the log's after-images are applied in order
-(`PgStepLog.redo`), the sequences are set, and every table's row count is checked against the
-archived one. So an archived session reads exactly as its schema did, at the price of one clone
-per read (~50-300 ms), and reading never writes anything that stays.
+(`PgStepLog.redo`), the sequences are set, and every table must hold its template's rows plus
+the log's inserts minus its deletes. So an archived session reads exactly as its schema did, at
+the price of one clone per read (~50-300 ms), and reading never writes anything that stays.
 
 An archive needs its template: `drop_stale_templates` keeps every template an archive names.
-`sessions gc` (retention) deletes the archive row with the schema.
+An archive is not migrated: after a model change its session reads back only on a server
+running the models that wrote it (the read fails with that message otherwise; its meta still
+reads). `sessions gc` (retention) deletes the archive row with the schema.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ import logging
 from typing import Any
 
 from sqlalchemy import Connection, Engine, MetaData
+from sqlalchemy.exc import DBAPIError
 
 from app.storage.base import NotOnDisk
 from app.storage.postgres.db import (
@@ -150,16 +153,13 @@ class SessionArchive:
             f"'{name}', (SELECT coalesce(json_agg(t), '[]') FROM {s}.{quoted(name)} t)"
             for name in _KEPT_TABLES
         )
-        counts = ", ".join(
-            f"'{name}', (SELECT count(*) FROM {s}.{quoted(name)})" for name in metadata.tables
-        )
         sequences = ", ".join(
             f"'{table}', (SELECT json_build_array(last_value, is_called) FROM {s}.{quoted(seq)})"
             for table, seq in self._sequence_names(conn, schema, metadata).items()
         )
         image = conn.exec_driver_sql(
             f"SELECT json_build_object('format', '{ARCHIVE_FORMAT}', "
-            f"'tables', json_build_object({kept}), 'counts', json_build_object({counts}), "
+            f"'tables', json_build_object({kept}), "
             f"'sequences', json_build_object({sequences}))::text"
         ).scalar()
         conn.exec_driver_sql(
@@ -214,7 +214,14 @@ class SessionArchive:
                 "which is gone"
             )
         t = quoted(checked_schema(target))
-        conn.exec_driver_sql(clone_sql(metadata, template, target, {}))
+        try:
+            conn.exec_driver_sql(clone_sql(metadata, template, target, {}))
+        except DBAPIError as exc:  # the template's tables are not these models' (migrated)
+            reason = str(exc.orig or exc).splitlines()[0]
+            raise ArchiveUnreadable(
+                f"session {session_id} was archived under other models than the running ones "
+                f"({reason}); serve the release that wrote it to read it"
+            ) from exc
         for name in _KEPT_TABLES:  # the clone holds the template's: replaced
             conn.exec_driver_sql(f"DELETE FROM {t}.{quoted(name)}")
             conn.exec_driver_sql(
@@ -236,15 +243,22 @@ class SessionArchive:
                     f"'{column}'), %(v)s, %(called)s)",
                     {"v": int(state[0]), "called": bool(state[1])},
                 )
-        counts = doc["counts"]
-        found = conn.exec_driver_sql(
-            "SELECT json_build_object("
-            + ", ".join(f"'{name}', (SELECT count(*) FROM {t}.{quoted(name)})" for name in counts)
-            + ")"
-        ).scalar()
-        if found != counts:
+        # The check recycling makes, mirrored: each table holds its template's rows plus the
+        # log's inserts minus its deletes (a change the redo could not place shows here).
+        tables = list(metadata.tables)
+        expected = dict.fromkeys(tables, 0)
+        for change in doc["tables"][STEP_ROWS_TABLE]:
+            if change["tbl"] in expected:
+                expected[change["tbl"]] += {"i": 1, "d": -1}.get(change["op"], 0)
+        counted = ", ".join(
+            f"(SELECT count(*) FROM {t}.{quoted(n)}) - (SELECT count(*) FROM "
+            f"{quoted(template)}.{quoted(n)})"
+            for n in tables
+        )
+        found = dict(zip(tables, conn.exec_driver_sql(f"SELECT {counted}").one(), strict=True))
+        if found != expected:
             raise ArchiveUnreadable(
-                f"session {session_id}'s archive does not add up (row counts {found} "
-                f"where it recorded {counts})"
+                f"session {session_id}'s archive does not add up (rows added per table: {found}; "
+                f"its log says {expected})"
             )
         return True

@@ -43,6 +43,11 @@ from app.storage.steplog import UndoUnavailable
 log = logging.getLogger("stategym.postgres")
 
 
+# (conn, template schema) -> the template's SERIAL maxima and row counts per table: a template
+# never changes once built, so its store reads them once.
+TemplateFacts = Callable[[Connection, str], tuple[dict[str, int], dict[str, int]]]
+
+
 class _Mismatch(Exception):
     """The reset schema does not hold the template's row counts."""
 
@@ -53,6 +58,7 @@ def recycle(
     metadata: MetaData,
     changes: PgChangeReader,
     pool: SchemaPool,
+    facts: TemplateFacts,
     before_reset: Callable[[Connection, str], None] | None = None,
 ) -> bool:
     """Reset session schema `schema` to its template and add it to `pool`; False when it cannot
@@ -72,6 +78,7 @@ def recycle(
                 before_reset(conn, template)
             PgStepLog(conn, schema, metadata).undo_to(0)
             s, t = quoted(schema), quoted(template)
+            maxima, counts = facts(conn, template)
             script = [
                 f"DELETE FROM {s}.{META_TABLE}",
                 f"INSERT INTO {s}.{META_TABLE} SELECT * FROM {t}.{META_TABLE}",
@@ -83,17 +90,17 @@ def recycle(
             # as new when the template's table is empty.
             for table, column in serial_columns(metadata):
                 sequence = f"pg_get_serial_sequence('{s}.{quoted(table.name)}', '{column}')"
+                top = int(maxima.get(table.name) or 0)
                 script.append(
-                    f"SELECT CASE WHEN coalesce(m, 0) > 0 THEN setval({sequence}, m) "
-                    f"ELSE setval({sequence}, 1, false) END "
-                    f"FROM (SELECT max({quoted(column)}) AS m FROM {t}.{quoted(table.name)}) x"
+                    f"SELECT setval({sequence}, {top})"
+                    if top > 0
+                    else f"SELECT setval({sequence}, 1, false)"
                 )
             conn.exec_driver_sql(";\n".join(script))
-            counts = ", ".join(
-                f"(SELECT count(*) FROM {s}.{quoted(n)}) = (SELECT count(*) FROM {t}.{quoted(n)})"
-                for n in metadata.tables
-            )
-            if not all(conn.exec_driver_sql(f"SELECT {counts}").one()):
+            found = ", ".join(f"(SELECT count(*) FROM {s}.{quoted(n)})" for n in metadata.tables)
+            if list(conn.exec_driver_sql(f"SELECT {found}").one()) != [
+                counts.get(n) for n in metadata.tables
+            ]:
                 raise _Mismatch
             conn.exec_driver_sql(
                 f"ALTER SCHEMA {s} RENAME TO {quoted(name)};\n" + step_function_sql(name)

@@ -25,6 +25,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import psycopg
 from psycopg import sql as pgsql
 from sqlalchemy import BigInteger, Boolean, Connection, MetaData, Table, column, text
 from sqlalchemy.exc import DBAPIError
@@ -219,22 +220,27 @@ class PgStepLog:
     def redo(self) -> None:
         """Apply the logged after-images in the order made, on this schema holding its template's
         rows: the state the log describes, rebuilt (an archived session read back,
-        app/storage/postgres/archive.py). The step triggers stay silent, as for an undo."""
+        app/storage/postgres/archive.py). The step triggers stay silent, as for an undo. One
+        statement per change, each required to change exactly one row: a log that does not
+        fit the rows (lost or altered entries) raises UndoUnavailable instead of rebuilding
+        something else (a read path, and a rollout changes a handful of rows)."""
         changes = self._run(
-            f"SELECT tbl, op, old_vals::text, new_vals::text FROM {self.s}.{STEP_ROWS_TABLE} "
+            f"SELECT seq, tbl, op, old_vals::text, new_vals::text FROM {self.s}.{STEP_ROWS_TABLE} "
             "ORDER BY seq"
         ).all()
         if not changes:
             return
         columns = self._columns()
         raw = self.conn.connection.driver_connection
-        script = [_QUIET.format("on"), "SET CONSTRAINTS ALL DEFERRED"]
-        for name, op, old, new in changes:
-            script.append(self._row_statement(name, op, old, new, columns, raw, forward=True))
-        script += ["SET CONSTRAINTS ALL IMMEDIATE", _QUIET.format("off")]
+        assert raw is not None
         try:
-            self._script(";\n".join(script))
-        except DBAPIError as exc:
+            self._script(f"{_QUIET.format('on')}; SET CONSTRAINTS ALL DEFERRED")
+            for seq, name, op, old, new in changes:
+                statement = self._row_statement(name, op, old, new, columns, raw, forward=True)
+                if raw.execute(statement.encode()).rowcount != 1:
+                    raise UndoUnavailable(f"logged change {seq} ({op} on {name}) fits no row")
+            self._script(f"SET CONSTRAINTS ALL IMMEDIATE; {_QUIET.format('off')}")
+        except (DBAPIError, psycopg.Error) as exc:
             raise UndoUnavailable(str(exc.orig or exc).splitlines()[0]) from exc
 
     def _row_statement(

@@ -71,6 +71,7 @@ class PgStore:
         self.engine = engine
         self.names = names
         self._maxima: dict[str, dict[str, int]] = {}  # template schema -> SERIAL maxima
+        self._counts: dict[str, dict[str, int]] = {}  # template schema -> rows per table
         self._lock = threading.Lock()
         # Pre-cloned session schemas per snapshot (app/storage/postgres/pool.py); 0: off.
         # What a session schema changed since its template (verify, recycling).
@@ -131,6 +132,23 @@ class PgStore:
                     )
                     self._maxima[schema] = maxima
         return schema, maxima
+
+    def template_facts(
+        self, conn: Connection, template: str
+    ) -> tuple[dict[str, int], dict[str, int]]:
+        """The template's SERIAL maxima and row count per table, read once per process (a
+        template never changes once built): what recycling resets a schema to and checks."""
+        counts = self._counts.get(template)
+        if counts is None:
+            tables = list(self.env.metadata.tables)
+            t = quoted(template)
+            found = ", ".join(f"(SELECT count(*) FROM {t}.{quoted(n)})" for n in tables)
+            counts = dict(zip(tables, conn.exec_driver_sql(f"SELECT {found}").one(), strict=True))
+            self._counts[template] = counts
+        maxima = self._maxima.get(template)
+        if maxima is None:
+            maxima = self._read_maxima(conn, template)
+        return maxima, counts
 
     def _build_template(self, schema: str, snapshot: Snapshot) -> dict[str, int]:
         with self.engine.begin() as conn:
@@ -310,7 +328,9 @@ class PgStore:
         if self.pool is None:
             return False
         schema = self.names.session(session_id)
-        return recycle(self.engine, schema, self.env.metadata, self.changes, self.pool)
+        return recycle(
+            self.engine, schema, self.env.metadata, self.changes, self.pool, self.template_facts
+        )
 
     def archive_session(self, session_id: str) -> bool:
         """A kept session, closing: archived as its step log and its schema reset into the pool,
@@ -332,7 +352,13 @@ class PgStore:
             )
 
         return recycle(
-            self.engine, schema, self.env.metadata, self.changes, self.pool, before_reset=archive
+            self.engine,
+            schema,
+            self.env.metadata,
+            self.changes,
+            self.pool,
+            self.template_facts,
+            before_reset=archive,
         )
 
     def drop_session(self, session_id: str) -> None:
