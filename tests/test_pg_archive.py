@@ -119,6 +119,7 @@ def test_what_cannot_be_archived_keeps_its_schema_unchanged(tmp_path, pg_prefix)
         with session_connection(engine, failing) as conn, conn.begin():
             conn.exec_driver_sql(WRITES[0])
         before = _schema_view(engine, env, failing)
+        _wait_full(store, template, 1)  # the seed took the pooled one: refilled, then still
         pooled = _pooled(engine, store)
         with engine.begin() as conn:
             conn.exec_driver_sql(f"DROP TABLE {store.archive.table}")
