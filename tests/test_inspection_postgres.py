@@ -27,21 +27,37 @@ from tests.test_sessions_cli import build_rollouts, sg
 PENDING = "#W9020002"  # the order retail-020 cancels
 
 
-@pytest.fixture(scope="module")
-def made(tmp_path_factory) -> Iterator[tuple[Path, str, dict[str, str]]]:
+# "schemas": closed sessions keep their schemas (no schema pool); "archives": with a pool, the
+# closed ones are archived (app/storage/postgres/archive.py) and every read rebuilds them.
+@pytest.fixture(scope="module", params=["schemas", "archives"])
+def made(request, tmp_path_factory) -> Iterator[tuple[Path, str, dict[str, str]]]:
     reason = pg_unavailable_reason()
     if reason:
         pytest.skip(reason)
     prefix = new_pg_prefix()
     data_dir = tmp_path_factory.mktemp("pginspect") / "data"
+    pool = 1 if request.param == "archives" else 0
+    settings = backend_settings("postgres", data_dir, prefix, pg_schema_pool=pool)
     try:
-        yield (
-            data_dir,
-            prefix,
-            build_rollouts(data_dir, backend_settings("postgres", data_dir, prefix)),
-        )
+        ids = build_rollouts(data_dir, settings)
+        if request.param == "archives":
+            archived = _archived(prefix)
+            assert {ids["gold"], ids["noop"]} <= archived and ids["open"] not in archived
+        yield data_dir, prefix, ids
     finally:
         drop_pg_schemas(prefix)
+
+
+def _archived(prefix: str) -> set[str]:
+    engine = create_engine(sync_pg_url(PG_URL))
+    try:
+        with engine.connect() as conn:
+            found = conn.execute(
+                text(f'SELECT session_id FROM "{prefix}_archive".archived_sessions')
+            )
+            return {row[0] for row in found}
+    finally:
+        engine.dispose()
 
 
 def pg_json(made: tuple[Path, str, dict[str, str]], *args: str) -> Any:

@@ -12,8 +12,10 @@ from app.registry import load_environment
 from app.runtime.sessions import SessionManager
 from app.server.models import parse_seed_body
 from app.storage.inspection import Inspector
+from app.storage.migrations import head_revision
 from app.storage.postgres.archive import ArchiveUnreadable
 from app.storage.postgres.db import SchemaNames, make_engine, session_connection
+from app.storage.postgres.migrate import upgrade_sessions
 from app.storage.postgres.store import PgStore
 from app.storage.postgres.templates import stale_templates
 from app.storage.sqlite.store import Store
@@ -228,6 +230,15 @@ def test_template_cleanup_keeps_the_templates_archives_need(tmp_path, pg_prefix)
                 {"t": template},
             ).scalar()
         assert count == 1
+        # `migrate sessions` reports an archive at another revision: archives are not migrated.
+        assert upgrade_sessions(engine, names, env.name, dry_run=True) == []  # at the head
+        with engine.begin() as conn:
+            conn.exec_driver_sql(
+                f"UPDATE {store.archive.table} SET image = replace(image, %(head)s, 'older')",
+                {"head": head_revision(env.name)},
+            )
+        (outcome,) = upgrade_sessions(engine, names, env.name, dry_run=True)
+        assert outcome.status == "archived" and "older" in outcome.detail
     finally:
         store.dispose()
         engine.dispose()

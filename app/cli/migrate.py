@@ -142,7 +142,7 @@ def check(env: TargetOption = None) -> None:
 @dataclass
 class Outcome:
     file: str
-    status: str  # upgraded | current | would_upgrade | failed
+    status: str  # upgraded | current | would_upgrade | failed | archived (PostgreSQL)
     detail: str = ""
 
 
@@ -200,7 +200,7 @@ def sessions(
     counts = {
         t: {
             s: sum(o.status == s for o in outs)
-            for s in ("upgraded", "current", "would_upgrade", "failed")
+            for s in ("upgraded", "current", "would_upgrade", "failed", "archived")
         }
         for t, outs in report.items()
     }
@@ -218,6 +218,11 @@ def sessions(
             console.print(
                 f"{target}: {c['upgraded']} upgraded, {c['current']} already current, "
                 f"{c['would_upgrade']} would upgrade, {c['failed']} failed"
+                + (
+                    f", {c['archived']} archived at older revisions (not migrated)"
+                    if c["archived"]
+                    else ""
+                )
             )
             for o in report[target]:
                 if o.status == "failed":

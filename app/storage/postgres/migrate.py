@@ -18,6 +18,7 @@ from sqlalchemy import Connection, Engine, func, select, text
 from app.errors import SessionUnavailable
 from app.registry import load_environment
 from app.storage.migrations import _script, branch_revisions, head_revision, metadata_for
+from app.storage.postgres.archive import SessionArchive
 from app.storage.postgres.db import (
     VERSION_TABLE,
     SchemaNames,
@@ -106,7 +107,7 @@ def ensure_current(engine: Engine, schema: str, target: str, revision: Any = _UN
 @dataclass
 class Outcome:
     schema: str
-    status: str  # upgraded | current | would_upgrade | failed
+    status: str  # upgraded | current | would_upgrade | failed | archived
     detail: str = ""
 
 
@@ -145,7 +146,35 @@ def upgrade_sessions(
                 outcomes.append(Outcome(schema, "upgraded", step))
             except Exception as exc:  # noqa: BLE001 - reported per schema, the others go on
                 outcomes.append(Outcome(schema, "failed", str(exc).splitlines()[0]))
-    return outcomes
+    return outcomes + _archived_behind(engine, names, target)
+
+
+def _archived_behind(engine: Engine, names: SchemaNames, target: str) -> list[Outcome]:
+    """Archived sessions of `target` (app/storage/postgres/archive.py) at another revision than
+    the head: archives are not migrated, so they are reported, never counted as upgraded."""
+    archive = SessionArchive(engine, names)
+    with engine.connect() as conn:
+        if not archive.exists(conn):
+            return []
+        rows = conn.exec_driver_sql(
+            f"SELECT session_id, image::json -> 'tables' -> '{VERSION_TABLE}' "
+            f"FROM {archive.table} WHERE env = %(env)s ORDER BY 1",
+            {"env": target},
+        ).all()
+    head = head_revision(target)
+    out = []
+    for session_id, versions in rows:
+        revision = versions[0]["version_num"] if versions else None
+        if revision != head:
+            out.append(
+                Outcome(
+                    names.session(session_id),
+                    "archived",
+                    f"archived at revision {revision}, not migrated: it reads back only on a "
+                    "server running the models that wrote it",
+                )
+            )
+    return out
 
 
 def upgrade_retained_sessions(
