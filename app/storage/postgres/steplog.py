@@ -241,7 +241,8 @@ class PgStepLog:
                     raise UndoUnavailable(f"logged change {seq} ({op} on {name}) fits no row")
             self._script(f"SET CONSTRAINTS ALL IMMEDIATE; {_QUIET.format('off')}")
         except (DBAPIError, psycopg.Error) as exc:
-            raise UndoUnavailable(str(exc.orig or exc).splitlines()[0]) from exc
+            cause = exc.orig if isinstance(exc, DBAPIError) and exc.orig is not None else exc
+            raise UndoUnavailable(str(cause).splitlines()[0]) from exc
 
     def _row_statement(
         self, name: str, op: str, old: str | None, new: str | None,
