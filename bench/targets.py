@@ -13,6 +13,7 @@ StateGym on PostgreSQL for retail when one answers at $STATEGYM_BENCH_PG_URL. Th
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import secrets
@@ -170,9 +171,13 @@ def postgres(gen: LoadGen, cfg: Config, work: Path) -> dict[str, Any]:
             except RuntimeError as exc:
                 return {**out, "skipped": str(exc)[-300:]}
 
-            def both(s: ServerProcess) -> dict[str, Any]:
+            def both(s: ServerProcess, backend: str) -> dict[str, Any]:
+                latency = gen(rollout.latency, s.url, "retail", 2, cfg.latency_tasks)
+                # Steady state: every task's schema pool filled once (a run pays it once).
+                settled = pg._pool_settled(prefix) if backend == "postgres" else None
                 return {
-                    "latency": gen(rollout.latency, s.url, "retail", 2, cfg.latency_tasks),
+                    "latency": latency,
+                    "pool_settle": settled,
                     "rollout": gen(
                         rollout.rollout_traffic,
                         s.url,
@@ -184,7 +189,7 @@ def postgres(gen: LoadGen, cfg: Config, work: Path) -> dict[str, Any]:
                     ),
                 }
 
-            out[backend] = _with(server, both)
+            out[backend] = _with(server, functools.partial(both, backend=backend))
     finally:
         try:
             pg._drop_prefix(prefix)
