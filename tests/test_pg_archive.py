@@ -8,6 +8,7 @@ import json
 import pytest
 from sqlalchemy import text
 
+from app.errors import SessionClosed
 from app.registry import load_environment
 from app.runtime.sessions import SessionManager
 from app.server.models import parse_seed_body
@@ -186,6 +187,9 @@ async def test_kept_rollouts_close_into_archives_and_inspect_as_before(tmp_path,
 
         assert await manager.close(first)
         assert not store.session_exists(first)  # archived: the schema is back in the pool
+        call = _calls(task)[0]
+        with pytest.raises(SessionClosed, match="is closed"):  # not "deleted": it is kept
+            await manager.call_tool(first, env.tool_named(call["name"]), call["arguments"])
         assert store.pool.ready_count()[template] == 2
         record = inspector.record(first)
         assert record.status == "closed"

@@ -29,7 +29,13 @@ from sqlalchemy import Connection, Engine, event, text
 from sqlalchemy.exc import DataError, IntegrityError, SQLAlchemyError
 
 from app.clock import naive_utcnow
-from app.errors import CannotRewind, InvalidTask, SessionClosed, SessionUnavailable
+from app.errors import (
+    CannotRewind,
+    InvalidTask,
+    SessionClosed,
+    SessionNotFound,
+    SessionUnavailable,
+)
 from app.registry import load_environment
 from app.runtime.tasks import TaskSpec
 from app.sdk.environment import Environment, Tool, ToolContext
@@ -144,8 +150,15 @@ class PgBackend:
             ) from exc
 
     def open(self, session_id: str, *, ahead: bool = False) -> PgOpenSession:
-        # SessionNotFound when the schema is gone.
-        meta, revision = self.store.open_meta(session_id)
+        try:
+            meta, revision = self.store.open_meta(session_id)
+        except SessionNotFound:  # the schema is gone: archived at close, or deleted
+            with self.engine.connect() as conn:
+                archived = self.store.archive.holds(conn, session_id)
+            if archived:
+                meta, revision = {"status": "closed"}, None
+            else:
+                raise
         if meta.get("status") == "closed":
             raise SessionClosed(
                 f"session {session_id} is closed", hint="Start a new rollout with /seed_session."
