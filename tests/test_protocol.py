@@ -39,8 +39,10 @@ def settings(tmp_path, backend, request):
 
 def session_exists(client: httpx.AsyncClient, session_id: str) -> bool:
     store = client.app.state.protocol.sessions.backend.store
-    if hasattr(store, "session_exists"):  # PostgreSQL: the session's schema
-        return store.session_exists(session_id)
+    if hasattr(store, "session_exists"):  # PostgreSQL: the session's schema, or its archive
+        with store.engine.connect() as conn:
+            archived = store.archive.holds(conn, session_id)
+        return store.session_exists(session_id) or archived
     return store.session_path(session_id).exists()
 
 
