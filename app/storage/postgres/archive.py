@@ -33,7 +33,6 @@ reads). `sessions gc` (retention) deletes the archive row with the schema.
 from __future__ import annotations
 
 import json
-import logging
 from typing import Any
 
 from sqlalchemy import Connection, Engine, MetaData
@@ -54,11 +53,9 @@ from app.storage.postgres.db import (
 from app.storage.postgres.steplog import PgStepLog
 from app.storage.steplog import STEP_ROWS_TABLE, UndoUnavailable
 
-log = logging.getLogger("stategym.postgres")
-
 ARCHIVE_FORMAT = "stategym-pg-archive/1"
 ARCHIVE_TABLE = "archived_sessions"
-# What an archive keeps of the schema, besides counts and sequences: the framework's tables.
+# What an archive keeps of the schema, besides the sequences: the framework's tables.
 _KEPT_TABLES = (META_TABLE, VERSION_TABLE, *STEP_LOG_TABLES)
 
 
