@@ -347,6 +347,63 @@ def run(quick: bool = False) -> dict[str, Any]:
     }
 
 
+def archived_reads(n: int = 12) -> dict[str, Any]:
+    """Median ms of inspection reads (`tables`, `diff`, `reverify`) of n closed retail sessions,
+    kept as schemas and archived (app/storage/postgres/archive.py: each read rebuilds it)."""
+    import asyncio
+
+    from app.registry import load_environment
+    from app.runtime.sessions import SessionManager
+    from app.server.models import parse_seed_body
+    from app.settings import Settings
+    from app.storage.inspection import Inspector
+
+    env, task = load_environment("retail"), T.rollout_task()
+    work = Path(tempfile.mkdtemp(prefix="stategym-pgbench-"))
+    prefix = "b" + secrets.token_hex(4)
+
+    async def reads(archive: bool) -> dict[str, float]:
+        settings = Settings(
+            data_dir=work / str(archive),
+            database_url=PG_URL,
+            pg_schema_prefix=prefix,
+            pg_schema_pool=1,
+            pg_archive_closed=archive,
+        )
+        manager = SessionManager(settings, env)
+        try:
+            ids = []
+            for _ in range(n):
+                session_id = (await manager.seed(parse_seed_body(task))).session_id
+                for name, args in T.rollout_calls(task):
+                    await manager.call_tool(session_id, T.tool(env, name), args)
+                await manager.verify(session_id, T.verify_body(task))
+                await manager.close(session_id)
+                ids.append(session_id)
+            view = manager.backend.view()
+            inspector = Inspector(settings.data_dir, manager.control, view, envs={env.name: env})
+            times: dict[str, list[float]] = {"tables": [], "diff": [], "reverify": []}
+            for session_id in ids:
+                record = inspector.record(session_id)
+                for name, read in (
+                    ("tables", inspector.tables),
+                    ("diff", inspector.diff),
+                    ("reverify", inspector.reverify),
+                ):
+                    started = time.perf_counter()
+                    read(record)
+                    times[name].append(time.perf_counter() - started)
+            return {name: _median_ms(values) for name, values in times.items()}
+        finally:
+            await manager.aclose()
+
+    try:
+        return {"kept_schema": asyncio.run(reads(False)), "archived": asyncio.run(reads(True))}
+    finally:
+        _drop_prefix(prefix)
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true")
@@ -357,7 +414,13 @@ def main() -> None:
         "(keep, delete_on_close, ...)",
     )
     parser.add_argument("--seconds", type=float, default=20, help="with --ratio")
+    parser.add_argument(
+        "--archived-reads", action="store_true", help="only inspection reads, kept vs archived"
+    )
     args = parser.parse_args()
+    if args.archived_reads:
+        print(json.dumps(archived_reads(), indent=1))
+        return
     if args.ratio:
         print(json.dumps(rollout_ratio(args.seconds, args.ratio), indent=1))
         return
