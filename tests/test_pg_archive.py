@@ -10,6 +10,7 @@ from sqlalchemy import text
 
 from app.errors import SessionClosed
 from app.registry import load_environment
+from app.runtime.branching import Branching
 from app.runtime.sessions import SessionManager
 from app.server.models import parse_seed_body
 from app.storage.inspection import Inspector
@@ -246,3 +247,45 @@ def test_template_cleanup_keeps_the_templates_archives_need(tmp_path, pg_prefix)
     finally:
         store.dispose()
         engine.dispose()
+
+
+async def test_forked_and_rewound_sessions_archive_and_read_back(tmp_path, pg_prefix):  # type: ignore[no-untyped-def]
+    """A fork's log (copied from its parent, cut at its step) and a rewound log are relative to
+    the template too: both archive and read back as they were."""
+    env = load_environment("retail")
+    # A pool of 3 takes up to 6 back: room for the three closes below.
+    settings = backend_settings("postgres", tmp_path, pg_prefix, pg_schema_pool=3, retention="keep")
+    task = load_tasks(REPO / "fixtures" / "retail" / "tasks.jsonl")[17]  # a write
+    manager = SessionManager(settings, env)
+    branching = Branching(manager, sign=lambda data: "x")
+    store = manager.backend.store
+    try:
+        parent = (await manager.seed(parse_seed_body(task))).session_id
+        template = store.template_schema(store.snapshot(parse_seed_body(task).task))
+        _wait_full(store, template, 3)
+        for call in _calls(task):
+            await manager.call_tool(parent, env.tool_named(call["name"]), call["arguments"])
+        _, children = await branching.fork(parent, 2, at_step=1)
+        rewound = children[1].session_id
+        call = _calls(task)[-1]
+        await manager.call_tool(rewound, env.tool_named(call["name"]), call["arguments"])
+        await branching.rewind(rewound, 1)
+        view = manager.backend.view()
+        inspector = Inspector(tmp_path, manager.control, view, envs={env.name: env})
+        ids = [parent, children[0].session_id, rewound]
+        dumps = {}
+        for session_id in ids:
+            with inspector.connection(inspector.record(session_id)) as conn:
+                dumps[session_id] = dump_state(conn, env.metadata.tables, env.compare, reuse=False)
+        assert dumps[parent] != dumps[children[0].session_id] == dumps[rewound]
+        for session_id in ids:
+            assert await manager.close(session_id)
+        with store.engine.connect() as conn:
+            assert all(store.archive.holds(conn, i) for i in ids)
+        for session_id in ids:
+            assert not store.session_exists(session_id)
+            with inspector.connection(inspector.record(session_id)) as conn:
+                again = dump_state(conn, env.metadata.tables, env.compare, reuse=False)
+            assert again == dumps[session_id], session_id
+    finally:
+        await manager.aclose()
