@@ -168,7 +168,8 @@ def _drop_prefix(prefix: str) -> None:
             "SELECT nspname FROM pg_namespace WHERE nspname LIKE %s", (prefix + "\\_%",)
         ).all()
         conn.commit()
-        for (name,) in rows:
+        # The step-log function's schema last (dropped first it cascades to every trigger).
+        for (name,) in sorted(rows, key=lambda row: row[0].endswith("_fn")):
             conn.exec_driver_sql(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
             conn.commit()
     engine.dispose()

@@ -81,7 +81,9 @@ def drop_pg_schemas(prefix: str) -> int:
                 )
             ]
             conn.commit()
-            for name in names:
+            # The step-log function's schema last: dropping it first would cascade to every
+            # session's triggers in one transaction.
+            for name in sorted(names, key=lambda n: n.endswith("_fn")):
                 conn.exec_driver_sql(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
                 conn.commit()
         return len(names)

@@ -8,7 +8,7 @@ from sqlalchemy import text
 
 from app.registry import load_environment
 from app.server.models import parse_seed_body
-from app.storage.postgres.db import SchemaNames, make_engine, quoted
+from app.storage.postgres.db import SchemaNames, functions_schema_of, make_engine, quoted
 from app.storage.postgres.store import PgStore
 from app.storage.sqlite.store import Store
 from tests.conftest import PG_URL, REPO
@@ -78,23 +78,28 @@ def _schema_view_on(conn, env, schema: str):  # type: ignore[no-untyped-def]
         ),
         {"s": schema},
     ).fetchall()
-    # A renamed pooled schema's function must name the new schema (it writes the log there).
+    # The triggers call the prefix's one step-log function (none of the schema's own, whose
+    # text would name the schema it was made for: postgres/db.py).
     view["functions"] = conn.execute(
         text(
-            "SELECT proname, replace(pg_get_functiondef(oid), :s, 'X') FROM pg_proc "
-            "WHERE pronamespace = CAST(:s AS regnamespace) ORDER BY 1"
+            "SELECT proname FROM pg_proc WHERE pronamespace = CAST(:s AS regnamespace) "
+            "ORDER BY 1"
         ),
         {"s": schema},
     ).fetchall()
     view["triggers"] = conn.execute(
         text(
-            "SELECT c.relname, t.tgname FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid "
+            "SELECT c.relname, t.tgname, t.tgfoid::regprocedure::text FROM pg_trigger t "
+            "JOIN pg_class c ON c.oid = t.tgrelid "
             "WHERE c.relnamespace = CAST(:s AS regnamespace) AND NOT t.tgisinternal "
             "ORDER BY 1, 2"
         ),
         {"s": schema},
     ).fetchall()
-    assert view["functions"] and view["triggers"]
+    assert view["functions"] == [] and view["triggers"]
+    assert {row[2] for row in view["triggers"]} == {
+        f"{functions_schema_of(schema)}._stategym_step_log()"
+    }
     return view
 
 

@@ -396,7 +396,13 @@ def test_postgres_row_images_and_undo_round_trip_every_value(pg_prefix):
         Text,
     )  # fmt: skip
 
-    from app.storage.postgres.db import in_schema, make_engine, schema_ddl, session_connection
+    from app.storage.postgres.db import (
+        ensure_step_function,
+        in_schema,
+        make_engine,
+        schema_ddl,
+        session_connection,
+    )
     from app.storage.postgres.steplog import PG_STEP_LOG_VERSION, PgStepLog
     from app.storage.steplog import write_step
     from tests.conftest import PG_URL
@@ -414,6 +420,7 @@ def test_postgres_row_images_and_undo_round_trip_every_value(pg_prefix):
              "e": datetime(2026, 3, 14, 10, 0), "f": date(2026, 3, 14), "g": True}  # fmt: skip
     try:
         with engine.begin() as conn:
+            ensure_step_function(conn, pg_prefix)
             conn.exec_driver_sql(f'CREATE SCHEMA "{schema}"')
             conn.exec_driver_sql(in_schema(ddl.full, schema))
         with session_connection(engine, schema) as conn, conn.begin():

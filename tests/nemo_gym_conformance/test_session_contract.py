@@ -103,7 +103,8 @@ def _drop_schemas(prefix: str) -> None:
             "SELECT nspname FROM pg_namespace WHERE nspname LIKE %s", (prefix + "\\_%",)
         ).all()
         conn.commit()
-        for (name,) in names:
+        # The step-log function's schema last (dropped first it cascades to every trigger).
+        for (name,) in sorted(names, key=lambda row: row[0].endswith("_fn")):
             conn.exec_driver_sql(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
             conn.commit()
     engine.dispose()

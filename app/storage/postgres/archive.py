@@ -47,6 +47,7 @@ from app.storage.postgres.db import (
     advisory_key,
     checked_schema,
     clone_sql,
+    ensure_step_function,
     quoted,
     serial_columns,
 )
@@ -73,6 +74,7 @@ class SessionArchive:
 
     def __init__(self, engine: Engine, names: SchemaNames):
         self.engine = engine
+        self.prefix = names.prefix
         self.schema = checked_schema(f"{names.prefix}_archive")
         self.table = f"{quoted(self.schema)}.{ARCHIVE_TABLE}"
         self._sequences: dict[tuple[str, str], str] = {}  # (table, column) -> sequence name
@@ -211,6 +213,7 @@ class SessionArchive:
                 "which is gone"
             )
         t = quoted(checked_schema(target))
+        ensure_step_function(conn, self.prefix)  # none yet if only older releases ran
         try:
             conn.exec_driver_sql(clone_sql(metadata, template, target, {}))
         except DBAPIError as exc:  # the template's tables are not these models' (migrated)

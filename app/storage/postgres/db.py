@@ -32,6 +32,8 @@ META_TABLE = "_stategym_meta"
 VERSION_TABLE = "alembic_version"
 # Stands in for the schema name in DDL compiled once per environment.
 _PLACEHOLDER = "sgschemaplaceholderzz"
+# Stands in for the schema of the step log's trigger function (`functions_schema`).
+_FN_PLACEHOLDER = "sgfunctionsplaceholderzz"
 # The step log (app/storage/postgres/steplog.py): its tables, in every template and session.
 STEP_LOG_TABLES = (STEPS_TABLE, STEP_ROWS_TABLE, STEP_COLS_TABLE)
 STEP_TRIGGER_FUNCTION = "_stategym_step_log"
@@ -143,8 +145,9 @@ class Ddl:
     tables: str  # CREATE TABLE without foreign keys, plus the framework's tables
     indexes: str
     foreign_keys: list[str]  # ALTER TABLE ... ADD CONSTRAINT ... FOREIGN KEY
-    # The step log's trigger function and one row trigger per table: created after the rows
-    # are in (a template's copy and a clone's INSERT ... SELECT are no tool call).
+    # The step log's row trigger per table, calling the prefix's one function
+    # (`ensure_step_function`): created after the rows are in (a template's copy and a clone's
+    # INSERT ... SELECT are no tool call).
     triggers: str
     step_cols: dict[str, list[str]]  # table -> its columns, as `_stategym_step_cols` records
 
@@ -194,7 +197,7 @@ def schema_ddl(metadata: MetaData) -> Ddl:
         ";\n".join(tables),
         ";\n".join(indexes),
         fks,
-        ";\n".join([_STEP_FUNCTION, *(_step_trigger(t, key) for t, key in logged.items())]),
+        ";\n".join(_step_trigger(t, key) for t, key in logged.items()),
         {t: [c.name for c in metadata.tables[t].columns] for t in logged},
     )
     _ddl_cache[id(metadata)] = (metadata, ddl)
@@ -231,31 +234,79 @@ def step_logged(metadata: MetaData) -> dict[str, str | None]:
     return logged
 
 
-# One function per schema (its statements name that schema, so their plans are cached per
-# connection; a renamed schema has it re-created, `step_function_sql`): a row change is logged
-# as the step being run, max(idx) + 1, as on SQLite; the row images are row_to_json(OLD/NEW),
-# PostgreSQL's own text of every value (read back exactly by json_populate_record).
-# `stategym.quiet` (a transaction-local setting) silences it while an undo writes the past back.
-_STEP_FUNCTION = f"""CREATE OR REPLACE FUNCTION {_PLACEHOLDER}.{STEP_TRIGGER_FUNCTION}()
-RETURNS trigger LANGUAGE plpgsql AS $fn$
+# ONE trigger function per prefix, in `<prefix>_fn`, for every session, pooled and template schema
+# (not one per schema: PostgreSQL keeps a compiled copy of each function a backend ran, and every
+# schema rename, two per rollout, resets every cached plan of every backend, so hundreds of
+# per-schema copies made each rename cost every backend a walk over all of them, and each seed
+# re-created the function, a recompile in every backend; bench/README.md, round 7). A row change
+# is logged as the step being run, max(idx) + 1, as on SQLite; the row images are
+# row_to_json(OLD/NEW), PostgreSQL's own text of every value (read back exactly by
+# json_populate_record). Where the row's schema is the transaction's search path (every session
+# transaction pins it: make_engine) the INSERT names the log unqualified, a plan PostgreSQL
+# caches and re-plans when the search path changes; anywhere else (a migration, a script) it is
+# addressed by the row's own schema, dynamically: the log row always lands beside the row. No
+# percent sign anywhere (quote_ident, not format()): psycopg reads each one as a placeholder.
+_STEP_FUNCTION_BODY = f"""
 DECLARE o json; n json;
 BEGIN
   IF current_setting('stategym.quiet', true) = 'on' THEN RETURN NULL; END IF;
   IF TG_OP <> 'INSERT' THEN o := row_to_json(OLD); END IF;
   IF TG_OP <> 'DELETE' THEN n := row_to_json(NEW); END IF;
-  INSERT INTO {_PLACEHOLDER}.{STEP_ROWS_TABLE}(step, tbl, op, old_rid, new_rid, old_vals, new_vals)
-  SELECT coalesce(max(idx), 0) + 1, TG_TABLE_NAME, lower(left(TG_OP, 1)),
-         (o ->> TG_ARGV[0])::bigint, (n ->> TG_ARGV[0])::bigint, o, n
-  FROM {_PLACEHOLDER}.{STEPS_TABLE};
+  IF current_schema() = TG_TABLE_SCHEMA THEN
+    INSERT INTO {STEP_ROWS_TABLE}(step, tbl, op, old_rid, new_rid, old_vals, new_vals)
+    SELECT coalesce(max(idx), 0) + 1, TG_TABLE_NAME, lower(left(TG_OP, 1)),
+           (o ->> TG_ARGV[0])::bigint, (n ->> TG_ARGV[0])::bigint, o, n
+    FROM {STEPS_TABLE};
+  ELSE
+    EXECUTE 'INSERT INTO ' || quote_ident(TG_TABLE_SCHEMA) || '.{STEP_ROWS_TABLE}(step, tbl, op, '
+            'old_rid, new_rid, old_vals, new_vals) SELECT coalesce(max(idx), 0) + 1, $1, $2, '
+            '$3, $4, $5, $6 FROM ' || quote_ident(TG_TABLE_SCHEMA) || '.{STEPS_TABLE}'
+    USING TG_TABLE_NAME, lower(left(TG_OP, 1)), (o ->> TG_ARGV[0])::bigint,
+          (n ->> TG_ARGV[0])::bigint, o, n;
+  END IF;
   RETURN NULL;
 END
-$fn$"""
+"""
+_OWNED_SCHEMA_RE = re.compile(r"^(?P<prefix>[a-z][a-z0-9_]*)_[spt]_[0-9a-f]{32}$")
 
 
-def step_function_sql(schema: str) -> str:
-    """The step log's trigger function of `schema`, (re-)created naming it (after a rename: the
-    triggers keep calling it, now writing where they should)."""
-    return in_schema(_STEP_FUNCTION, schema)
+def functions_schema(prefix: str) -> str:
+    """The schema of the step log's trigger function for every schema under `prefix`."""
+    return checked_schema(f"{checked_schema(prefix)}_fn")
+
+
+def functions_schema_of(schema: str) -> str:
+    """`functions_schema` of a session (`_s_`), pooled (`_p_`) or template (`_t_`) schema."""
+    match = _OWNED_SCHEMA_RE.fullmatch(checked_schema(schema))
+    if match is None:
+        raise ValueError(f"not a StateGym session, pooled or template schema: {schema!r}")
+    return functions_schema(match["prefix"])
+
+
+def ensure_step_function(conn: Connection, prefix: str) -> None:
+    """Create (or bring up to date) `<prefix>_fn` and the step log's trigger function in it, in
+    `conn`'s transaction, under a lock (replicas start together). Changed only when its body
+    differs: re-creating it makes every backend compile it again."""
+    schema = functions_schema(prefix)
+    conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({advisory_key(schema)})")
+    current = conn.exec_driver_sql(
+        "SELECT prosrc FROM pg_proc WHERE oid = to_regprocedure(%(f)s)",
+        {"f": f"{quoted(schema)}.{STEP_TRIGGER_FUNCTION}()"},
+    ).scalar()
+    if current == _STEP_FUNCTION_BODY:
+        return
+    conn.exec_driver_sql(
+        f"CREATE SCHEMA IF NOT EXISTS {quoted(schema)};\n"
+        f"CREATE OR REPLACE FUNCTION {quoted(schema)}.{STEP_TRIGGER_FUNCTION}() "
+        f"RETURNS trigger LANGUAGE plpgsql AS $fn${_STEP_FUNCTION_BODY}$fn$"
+    )
+
+
+def legacy_step_function_sql(schema: str) -> str:
+    """SQL that drops the per-schema trigger function schemas from releases before round 7 kept
+    (and with it their triggers): the caller adds the current triggers (`Ddl.triggers`)."""
+    function = f"{quoted(checked_schema(schema))}.{STEP_TRIGGER_FUNCTION}()"
+    return f"DROP FUNCTION IF EXISTS {function} CASCADE"
 
 
 def step_trigger_name(table: str) -> str:
@@ -267,11 +318,15 @@ def _step_trigger(table: str, key: str | None) -> str:
     return (
         f"CREATE TRIGGER {quoted(step_trigger_name(table))} AFTER INSERT OR UPDATE OR DELETE "
         f"ON {_PLACEHOLDER}.{quoted(table)} FOR EACH ROW "
-        f"EXECUTE FUNCTION {_PLACEHOLDER}.{STEP_TRIGGER_FUNCTION}({argument})"
+        f"EXECUTE FUNCTION {_FN_PLACEHOLDER}.{STEP_TRIGGER_FUNCTION}({argument})"
     )
 
 
 def in_schema(sql: str, schema: str) -> str:
+    """`sql` compiled with placeholders, pointed at `schema` (and the trigger function of its
+    prefix: `functions_schema_of`, which must exist: `ensure_step_function`)."""
+    if f"{_FN_PLACEHOLDER}." in sql:
+        sql = sql.replace(f"{_FN_PLACEHOLDER}.", f"{quoted(functions_schema_of(schema))}.")
     return sql.replace(f"{_PLACEHOLDER}.", f"{quoted(checked_schema(schema))}.")
 
 

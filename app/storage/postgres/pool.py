@@ -32,9 +32,6 @@ log = logging.getLogger(__name__)
 
 # Clones the named template into a new schema of the given name (one transaction).
 CloneInto = Callable[[str, str], None]
-# SQL that makes a renamed schema's objects name it (its step-log function), run in the rename's
-# transaction.
-Renamed = Callable[[str], str]
 
 
 class SchemaPool:
@@ -44,10 +41,8 @@ class SchemaPool:
         prefix: str,
         per_snapshot: int,
         clone_into: CloneInto,
-        renamed: Renamed | None = None,
     ):
         self.engine = engine
-        self._renamed = renamed
         self.prefix = checked_schema(prefix)
         self.per_snapshot = per_snapshot
         self._clone_into = clone_into
@@ -83,8 +78,6 @@ class SchemaPool:
                 f"ALTER SCHEMA {quoted(checked_schema(pooled))} "
                 f"RENAME TO {quoted(checked_schema(target))}"
             )
-            if self._renamed is not None:  # one round trip for both
-                rename += ";\n" + self._renamed(target)
             with self.engine.begin() as conn:
                 conn.exec_driver_sql(rename)
             return True

@@ -12,7 +12,10 @@ holding the session's lock:
   copied from the template again, the log's own sequence restarts;
 - the row count of every table must equal the template's (the backstop verify uses), else the
   transaction is rolled back and the schema dropped;
-- it is renamed to a pooled name (`<prefix>_p_<hex>`) and its step-log function re-created.
+- a schema of a release before round 7 has its own step-log trigger function: it is dropped
+  and the triggers re-made to call the prefix's (app/storage/postgres/db.py), so a pooled
+  schema never has one;
+- it is renamed to a pooled name (`<prefix>_p_<hex>`).
 
 Then it holds what a clone holds (`tests/test_pg_recycle.py` compares them) and a seed renames it
 as it renames a fresh clone.
@@ -29,11 +32,14 @@ from sqlalchemy.exc import DBAPIError
 from app.storage.postgres.changes import PgChangeReader
 from app.storage.postgres.db import (
     META_TABLE,
+    STEP_TRIGGER_FUNCTION,
     VERSION_TABLE,
+    in_schema,
+    legacy_step_function_sql,
     quoted,
+    schema_ddl,
     serial_columns,
     session_connection,
-    step_function_sql,
     step_rows_sequence_sql,
 )
 from app.storage.postgres.pool import SchemaPool
@@ -98,13 +104,17 @@ def recycle(
                 )
             conn.exec_driver_sql(";\n".join(script))
             found = ", ".join(f"(SELECT count(*) FROM {s}.{quoted(n)})" for n in metadata.tables)
-            if list(conn.exec_driver_sql(f"SELECT {found}").one()) != [
-                counts.get(n) for n in metadata.tables
-            ]:
+            own_function = f"to_regprocedure('{s}.{STEP_TRIGGER_FUNCTION}()') IS NOT NULL"
+            *found_counts, legacy = conn.exec_driver_sql(f"SELECT {found}, {own_function}").one()
+            if found_counts != [counts.get(n) for n in metadata.tables]:
                 raise _Mismatch
-            conn.exec_driver_sql(
-                f"ALTER SCHEMA {s} RENAME TO {quoted(name)};\n" + step_function_sql(name)
-            )
+            rename = [f"ALTER SCHEMA {s} RENAME TO {quoted(name)}"]
+            if legacy:  # its triggers call the schema's own function: re-made to call the shared
+                rename[:0] = [
+                    legacy_step_function_sql(schema),
+                    in_schema(schema_ddl(metadata).triggers, schema),
+                ]
+            conn.exec_driver_sql(";\n".join(rename))
     except (_Mismatch, UndoUnavailable, DBAPIError) as exc:
         log.warning("session schema %s not reset into the pool (%s)", schema, exc)
         return False

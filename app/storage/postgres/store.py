@@ -37,12 +37,12 @@ from app.storage.postgres.db import (
     advisory_key,
     clone_sql,
     drop_schema_sql,
+    ensure_step_function,
     in_schema,
     quoted,
     retry_when_lock_table_full,
     schema_ddl,
     serial_columns,
-    step_function_sql,
     step_rows_sequence_sql,
 )
 from app.storage.postgres.pool import SchemaPool
@@ -80,14 +80,14 @@ class PgStore:
         # Kept sessions closed into archives (app/storage/postgres/archive.py).
         self.archive = SessionArchive(engine, names)
         self.archive_closed = archive_closed
+        with engine.begin() as conn:  # what every step-log trigger calls (postgres/db.py)
+            ensure_step_function(conn, names.prefix)
         if archive_closed:
             self.archive.ensure()
         # Templates (and pooled clones) of older models or layouts: never cloned again.
         drop_stale_templates(engine, names, self.env.name, self.fingerprint)
         if schema_pool > 0:
-            self.pool = SchemaPool(
-                engine, names.prefix, schema_pool, self._clone, renamed=step_function_sql
-            )
+            self.pool = SchemaPool(engine, names.prefix, schema_pool, self._clone)
             self.pool.sweep()  # pooled schemas a crashed process left behind
 
     def dispose(self) -> None:
