@@ -82,8 +82,7 @@ def _schema_view_on(conn, env, schema: str):  # type: ignore[no-untyped-def]
     # text would name the schema it was made for: postgres/db.py).
     view["functions"] = conn.execute(
         text(
-            "SELECT proname FROM pg_proc WHERE pronamespace = CAST(:s AS regnamespace) "
-            "ORDER BY 1"
+            "SELECT proname FROM pg_proc WHERE pronamespace = CAST(:s AS regnamespace) ORDER BY 1"
         ),
         {"s": schema},
     ).fetchall()
