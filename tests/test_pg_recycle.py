@@ -29,6 +29,11 @@ WRITES = [
 ]
 
 
+def _oid(engine, schema: str) -> int:  # type: ignore[no-untyped-def]
+    with engine.connect() as conn:
+        return int(conn.exec_driver_sql(f"SELECT '\"{schema}\"'::regnamespace::oid").scalar())
+
+
 def test_a_recycled_schema_equals_a_fresh_clone(tmp_path, pg_prefix):  # type: ignore[no-untyped-def]
     env = load_environment("retail")
     task = parse_seed_body(load_tasks(REPO / "fixtures" / "retail" / "tasks.jsonl")[0]).task
@@ -81,10 +86,14 @@ async def test_sessions_seeded_from_recycled_schemas_score_as_usual(tmp_path, pg
             await manager.call_tool(first, env.tool_named(call["name"]), call["arguments"])
         body = {**task, "response": response_object([], gold_answer(task))}
         assert (await manager.verify(first, body))["reward"] == 1.0
-        await manager.close(first)  # deleted: reset into the pool behind the fresh clone
+        before = set(_pooled(store.engine, store))
+        await manager.close(first)  # deleted: reset into the pool beside the fresh clone
         assert store.pool.ready_count()[template] == 2
-        await manager.seed(request)  # takes the fresh clone
-        second = (await manager.seed(request)).session_id  # takes the recycled schema
+        (recycled,) = set(_pooled(store.engine, store)) - before
+        recycled_oid = _oid(store.engine, recycled)
+        # The pool hands out the schema returned last (warm in every PostgreSQL backend).
+        second = (await manager.seed(request)).session_id
+        assert _oid(store.engine, store.names.session(second)) == recycled_oid
         out = await manager.verify(second, {**task, "response": response_object([], "")})
         assert out["reward"] == 0.0 and not out["verification"]["agent_changes"], json.dumps(
             out["verification"]["agent_changes"]
