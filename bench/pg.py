@@ -31,6 +31,8 @@ PG_URL = os.environ.get(
     "STATEGYM_BENCH_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 )
 SECRET = "bench-secret-0123456789-abcdefghijklmnopqrstuvwxyz"
+# Seconds of untimed rollout traffic at the timed concurrency before a timed run (steady state).
+WARM_S = 10.0
 
 
 def _median_ms(samples: list[float]) -> float:
@@ -303,6 +305,12 @@ def rollout_ratio(seconds: float = 20, retention: str = "keep", concurrency: int
             server = start_server(backend, work / backend, extra)
             try:  # every task once (templates, gold caches, pools), then measured
                 pool.submit(rollout.rollout_traffic, server.url, "retail", 4, 48, 30).result()
+                # Then the timed concurrency, untimed, on both backends: more sessions of a
+                # task at once than the first pass dip its schema pool and clone; a training
+                # run's steady state has those pools at their high-water mark.
+                pool.submit(
+                    rollout.rollout_traffic, server.url, "retail", concurrency, 10**6, WARM_S
+                ).result()
                 if backend == "postgres":  # steady state: the schema pools filled once
                     out["pool_settle_s"], out["pooled_schemas"] = _pool_settled(prefix)
                 pids = server.pids()

@@ -173,7 +173,18 @@ def postgres(gen: LoadGen, cfg: Config, work: Path) -> dict[str, Any]:
 
             def both(s: ServerProcess, backend: str) -> dict[str, Any]:
                 latency = gen(rollout.latency, s.url, "retail", 2, cfg.latency_tasks)
-                # Steady state: every task's schema pool filled once (a run pays it once).
+                concurrency = 16 if cfg.concurrency > 16 else cfg.concurrency
+                # Steady state: every task's schema pool at its high-water mark (untimed
+                # traffic at the timed concurrency, then the pools quiet; a run pays it once).
+                gen(
+                    rollout.rollout_traffic,
+                    s.url,
+                    "retail",
+                    concurrency,
+                    cfg.rollouts,
+                    min(pg.WARM_S, cfg.pg_rollout_seconds),
+                    cfg.latency_tasks,
+                )
                 settled = pg._pool_settled(prefix) if backend == "postgres" else None
                 return {
                     "latency": latency,
@@ -182,7 +193,7 @@ def postgres(gen: LoadGen, cfg: Config, work: Path) -> dict[str, Any]:
                         rollout.rollout_traffic,
                         s.url,
                         "retail",
-                        16 if cfg.concurrency > 16 else cfg.concurrency,
+                        concurrency,
                         cfg.rollouts,
                         cfg.pg_rollout_seconds,
                         cfg.latency_tasks,
