@@ -3,6 +3,7 @@ beside SQLite's (seed cold/warm, read/write tool calls, rollouts with 1 and 2 re
 
     PYTHONPATH=. python -m bench.pg [--quick]     # prints JSON; run() returns the same dict
     PYTHONPATH=. python -m bench.pg --ratio keep  # rollouts/s on both backends, CPU per rollout
+    PYTHONPATH=. python -m bench.pg --backend-caches  # PostgreSQL CPU, warm vs unseen schemas
 
 Needs a PostgreSQL at $STATEGYM_BENCH_PG_URL (default: the test server on 127.0.0.1:5432);
 every schema it creates is under a fresh prefix and dropped at the end.
@@ -413,6 +414,82 @@ def archived_reads(n: int = 12) -> dict[str, Any]:
         shutil.rmtree(work, ignore_errors=True)
 
 
+def backend_caches(n: int = 300) -> dict[str, Any]:
+    """PostgreSQL CPU (the backend's own, /proc) per tool-like transaction (a read, an update its
+    step trigger logs, a step row) on one connection: on one warm schema, on schemas the backend
+    has not touched yet, and on them again (what a backend pays for a schema it has not cached:
+    docs/postgres.md, "Schema renames and the backends' caches")."""
+    import asyncio
+
+    import psycopg
+
+    from app.registry import load_environment
+    from app.runtime.sessions import SessionManager
+    from app.server.models import parse_seed_body
+    from app.settings import Settings
+    from app.storage.backend import sync_pg_url
+    from app.storage.postgres.db import SchemaNames
+
+    env, task = load_environment("retail"), T.rollout_task()
+    work = Path(tempfile.mkdtemp(prefix="stategym-pgbench-"))
+    prefix = "b" + secrets.token_hex(4)
+    settings = Settings(
+        data_dir=work, database_url=PG_URL, pg_schema_prefix=prefix, pg_schema_pool=0
+    )
+    tick = os.sysconf("SC_CLK_TCK")
+
+    async def seed(count: int) -> tuple[SessionManager, list[str]]:
+        manager = SessionManager(settings, env)
+        ids = [(await manager.seed(parse_seed_body(task))).session_id for _ in range(count)]
+        return manager, [SchemaNames(prefix).session(i) for i in ids]
+
+    def cpu_s(pid: int) -> float:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / tick
+
+    url = sync_pg_url(PG_URL).replace("postgresql+psycopg://", "postgresql://")
+    out: dict[str, Any] = {}
+
+    def measure(schemas: list[str]) -> None:
+        with psycopg.connect(url) as conn:
+            pid = conn.execute("SELECT pg_backend_pid()").fetchone()[0]  # type: ignore[index]
+            conn.commit()
+
+            def timed(label: str, order: list[str]) -> None:
+                before = cpu_s(pid)
+                for i, schema in enumerate(order):
+                    with conn.transaction():
+                        conn.execute(f'SET LOCAL search_path TO "{schema}"')
+                        conn.execute("SELECT id, stock FROM variants WHERE id = %s", (1 + i % 5,))
+                        conn.execute(
+                            "UPDATE variants SET stock = stock + 1 WHERE id = %s", (1 + i % 5,)
+                        )
+                        conn.execute(
+                            "INSERT INTO _stategym_steps VALUES ((SELECT coalesce(max(idx), 0) "
+                            "+ 1 FROM _stategym_steps), 't', '{}', 'ok', '', '', 0, 0)"
+                        )
+                out[label] = round((cpu_s(pid) - before) * 1000 / len(order), 2)
+
+            timed("warm-up (one schema)", [schemas[0]] * 50)
+            timed("one warm schema, ms/transaction", [schemas[0]] * n)
+            timed("60 schemas, first visit, ms/transaction", schemas)
+            timed("60 schemas, second visit, ms/transaction", schemas)
+
+    async def main() -> None:
+        manager, schemas = await seed(60)
+        try:
+            measure(schemas)
+        finally:
+            await manager.aclose()
+
+    try:
+        asyncio.run(main())
+    finally:
+        _drop_prefix(prefix)
+        shutil.rmtree(work, ignore_errors=True)
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true")
@@ -426,7 +503,15 @@ def main() -> None:
     parser.add_argument(
         "--archived-reads", action="store_true", help="only inspection reads, kept vs archived"
     )
+    parser.add_argument(
+        "--backend-caches",
+        action="store_true",
+        help="only PostgreSQL's CPU per transaction on warm and unseen schemas",
+    )
     args = parser.parse_args()
+    if args.backend_caches:
+        print(json.dumps(backend_caches(), indent=1))
+        return
     if args.archived_reads:
         print(json.dumps(archived_reads(), indent=1))
         return

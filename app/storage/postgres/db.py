@@ -303,8 +303,8 @@ def ensure_step_function(conn: Connection, prefix: str) -> None:
 
 
 def legacy_step_function_sql(schema: str) -> str:
-    """SQL that drops the per-schema trigger function schemas from releases before round 7 kept
-    (and with it their triggers): the caller adds the current triggers (`Ddl.triggers`)."""
+    """SQL that drops `schema`'s own trigger function (releases before round 7 made one per
+    schema) and with it the triggers calling it: the caller re-creates them (`Ddl.triggers`)."""
     function = f"{quoted(checked_schema(schema))}.{STEP_TRIGGER_FUNCTION}()"
     return f"DROP FUNCTION IF EXISTS {function} CASCADE"
 
