@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from psycopg.pq import TransactionStatus
 from sqlalchemy import Connection, Engine, MetaData, Table, create_engine, event
 from sqlalchemy.dialects.postgresql import psycopg as pg_psycopg
 from sqlalchemy.exc import OperationalError
@@ -85,20 +86,33 @@ PLAIN = "stategym_plain"
 # An execution option, and the Connection.info key where the answer goes: read the status of the
 # session a transaction is pinned to under its lock, when the transaction begins.
 STATUS = "stategym_status"
+_IDLE = TransactionStatus.IDLE
 
 
 def make_engine(url: str, *, pool_size: int, statement_timeout_ms: int | None = None) -> Engine:
-    """A pooled psycopg engine; transactions of session-bound connections pin the search path."""
+    """A pooled psycopg engine; transactions of session-bound connections pin the search path.
+
+    The driver connections run in psycopg's autocommit mode and every SQLAlchemy transaction
+    sends its own BEGIN (`_begin`): a session's BEGIN then travels with its pin (search path,
+    lock, status) in one round trip, where psycopg would send BEGIN alone first. SQLAlchemy
+    begins a transaction before any statement (autobegin), so nothing runs outside one; COMMIT
+    and ROLLBACK are psycopg's own (sent whenever a transaction is open). One round trip less
+    per session transaction: ~6 a rollout (bench/README.md, round 8)."""
     engine = create_engine(
         sync_pg_url(url), pool_size=pool_size, max_overflow=pool_size, pool_recycle=1800
     )
 
     @event.listens_for(engine, "begin")
-    def _pin(conn: Connection) -> None:
+    def _begin(conn: Connection) -> None:
+        raw = conn.connection.driver_connection
+        assert raw is not None
+        if not raw.autocommit and raw.info.transaction_status == _IDLE:
+            raw.autocommit = True  # once per pooled connection (see the docstring)
         schema = schema_of(conn)
         if schema is None or conn.get_execution_options().get(PLAIN):
-            return  # templates, the control table: plain transactions
-        parts = [f"SET LOCAL search_path TO {quoted(checked_schema(schema))}"]
+            raw.execute(b"BEGIN")  # templates, the control table: plain transactions
+            return
+        parts = ["BEGIN", f"SET LOCAL search_path TO {quoted(checked_schema(schema))}"]
         if statement_timeout_ms:
             parts.append(f"SET LOCAL statement_timeout = {int(statement_timeout_ms)}")
         # The durability SQLite sessions have (WAL + synchronous=NORMAL): a killed StateGym
@@ -107,15 +121,13 @@ def make_engine(url: str, *, pool_size: int, statement_timeout_ms: int | None = 
         parts.append("SET LOCAL synchronous_commit = off")
         # Calls on one session are serialised across every replica, as BEGIN IMMEDIATE does.
         parts.append(f"SELECT pg_advisory_xact_lock({advisory_key(schema)})")
-        if not conn.get_execution_options().get(STATUS):
-            conn.exec_driver_sql("; ".join(parts))
-            return
-        # The session's status, read once the lock is held (its own statement: a snapshot
-        # taken after the lock), in the same round trip: a close by any replica is seen.
-        parts.append(f"SELECT value FROM {META_TABLE} WHERE key = 'status'")
-        raw = conn.connection.driver_connection
-        assert raw is not None
+        if conn.get_execution_options().get(STATUS):
+            # The session's status, read once the lock is held (its own statement: a snapshot
+            # taken after the lock), in the same round trip: a close by any replica is seen.
+            parts.append(f"SELECT value FROM {META_TABLE} WHERE key = 'status'")
         cursor = raw.execute("; ".join(parts).encode())  # one simple query, several results
+        if not conn.get_execution_options().get(STATUS):
+            return
         while cursor.nextset():
             pass
         row = cursor.fetchone()
