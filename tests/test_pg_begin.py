@@ -1,7 +1,8 @@
 """Transactions on `make_engine`'s connections (app/storage/postgres/db.py): the driver runs in
 psycopg's autocommit mode and SQLAlchemy's begin sends BEGIN, for a session in the same round
 trip as its pin. Both kinds of transaction stay all-or-nothing, and a session's takes one round
-trip before its first statement instead of two."""
+trip before its first statement instead of two. The control table's hot queries, one statement
+each, run without BEGIN: one round trip each instead of three."""
 
 from __future__ import annotations
 
@@ -11,8 +12,29 @@ import psycopg
 import pytest
 from sqlalchemy import Engine
 
+from app.storage.postgres.control import open_pg_control
 from app.storage.postgres.db import STATUS, make_engine, quoted, session_connection
 from tests.conftest import PG_URL
+
+
+def _count_round_trips(monkeypatch) -> list[str]:  # type: ignore[no-untyped-def]
+    """What psycopg sends from now on, a string per command: a cursor's statement, a
+    connection's `execute`, or a command of its own (BEGIN, COMMIT, ROLLBACK)."""
+    sent: list[str] = []
+
+    def counted(original):  # type: ignore[no-untyped-def]
+        def send(self, query, *args, **kwargs):  # type: ignore[no-untyped-def]
+            sent.append(query.decode() if isinstance(query, bytes) else str(query))
+            return original(self, query, *args, **kwargs)
+
+        return send
+
+    monkeypatch.setattr(psycopg.Cursor, "execute", counted(psycopg.Cursor.execute))
+    # Connection.execute runs Cursor.execute: counted there once.
+    monkeypatch.setattr(
+        psycopg.Connection, "_exec_command", counted(psycopg.Connection._exec_command)
+    )
+    return sent
 
 
 @pytest.fixture()
@@ -62,27 +84,50 @@ def test_a_session_transaction_is_one_round_trip_before_its_first_statement(  # 
     engine_and_schema, monkeypatch
 ) -> None:
     engine, schema = engine_and_schema
-    sent: list[str] = []
-    execute, command = psycopg.Connection.execute, psycopg.Connection._exec_command
-
-    def counted_execute(self, query, *args, **kwargs):  # type: ignore[no-untyped-def]
-        sent.append(query.decode() if isinstance(query, bytes) else str(query))
-        return execute(self, query, *args, **kwargs)
-
-    def counted_command(self, command_, *args, **kwargs):  # type: ignore[no-untyped-def]
-        sent.append(command_.decode() if isinstance(command_, bytes) else str(command_))
-        return command(self, command_, *args, **kwargs)
-
     with session_connection(engine, schema, status=True) as conn:
         conn.exec_driver_sql("SELECT 1").all()  # the pool's connection is made and set up
         conn.rollback()
-        monkeypatch.setattr(psycopg.Connection, "execute", counted_execute)
-        monkeypatch.setattr(psycopg.Connection, "_exec_command", counted_command)
+        sent = _count_round_trips(monkeypatch)
         with conn.begin():
             assert conn.info[STATUS] == "open"
             conn.exec_driver_sql("INSERT INTO t VALUES (4)")
-    assert len(sent) == 2, sent  # the pin (BEGIN included), then COMMIT (the INSERT is a cursor's)
+    assert len(sent) == 3, sent  # the pin (BEGIN included), the INSERT, COMMIT
     assert sent[0].startswith("BEGIN; SET LOCAL search_path TO ")
     assert "pg_advisory_xact_lock" in sent[0] and "_stategym_meta" in sent[0]
-    assert sent[1] == "COMMIT"
+    assert sent[1:] == ["INSERT INTO t VALUES (4)", "COMMIT"]
     assert _rows(engine, schema) == [4]
+
+
+def test_the_control_tables_hot_queries_are_one_round_trip_each_and_durable(  # type: ignore[no-untyped-def]
+    pg_prefix, monkeypatch
+) -> None:
+    engine = make_engine(PG_URL, pool_size=1)
+    control = open_pg_control(engine, f"{pg_prefix}_control")
+    sid = "cd" * 16
+    try:
+        sent = _count_round_trips(monkeypatch)
+        control.add(
+            session_id=sid, env="retail", task_id="t-1", snapshot_key="k", file="f",
+            resources_session_id=None, task={"task_id": "t-1"},
+        )  # fmt: skip
+        record = control.get(sid)
+        control.mark_verified(sid, 1.0, {"reward": 1.0})
+        assert control.mark_closed(sid) is True
+        assert control.mark_closed(sid) is False  # closed already: the WHERE saw it
+        assert len(sent) == 5, sent  # no BEGIN, COMMIT or ROLLBACK around any of them
+        assert record is not None and record.status == "open"
+        monkeypatch.undo()
+        # Committed, each on its own: another connection sees the last write.
+        other = make_engine(PG_URL, pool_size=1)
+        try:
+            with other.connect() as conn:
+                row = conn.exec_driver_sql(
+                    f"SELECT status, reward FROM {quoted(pg_prefix + '_control')}.sessions "
+                    "WHERE id = %(id)s",
+                    {"id": sid},
+                ).one()
+        finally:
+            other.dispose()
+        assert tuple(row) == ("closed", 1.0)
+    finally:
+        engine.dispose()

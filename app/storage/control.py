@@ -138,8 +138,12 @@ class ControlDB:
     `open_sqlite_control` and app/storage/postgres/control.py's `open_pg_control` create or
     upgrade the tables first."""
 
-    def __init__(self, engine: Engine):
+    def __init__(self, engine: Engine, one_statement: Engine | None = None):
         self.engine = engine
+        # Where the hot queries that are one statement each (add without a resources id, get,
+        # mark_verified, mark_closed) run when there is no raw SQLite path: on PostgreSQL an
+        # engine whose transactions send no BEGIN (app/storage/postgres/control.py).
+        self._one_statement = one_statement if one_statement is not None else engine
         self._lock = threading.Lock()
         # On SQLite, the hot queries (add, get, mark_verified, mark_closed) run prebuilt SQL on
         # a per-thread sqlite3 connection: SQLAlchemy built, cache-keyed and compiled each
@@ -196,7 +200,7 @@ class ControlDB:
             task_json=jsonio.dumps_text(task),
         )
         if resources_session_id is None:
-            with self.engine.begin() as conn:
+            with self._one_statement.begin() as conn:
                 conn.execute(row)
             return None
         try:
@@ -304,7 +308,7 @@ class ControlDB:
         if raw is not None:
             found = raw.execute(_RAW_GET, (session_id,)).fetchone()
             return _raw_record(found) if found else None
-        with self.engine.connect() as conn:
+        with self._one_statement.connect() as conn:
             query = select(sessions_table).where(sessions_table.c.id == session_id)
             row = conn.execute(query).first()
         return _record(row) if row else None
@@ -328,7 +332,7 @@ class ControlDB:
             raw.execute(_RAW_VERIFIED, values)
             return
         status = sessions_table.c.status
-        with self.engine.begin() as conn:
+        with self._one_statement.begin() as conn:
             conn.execute(
                 update(sessions_table)
                 .where(sessions_table.c.id == session_id)
@@ -346,7 +350,7 @@ class ControlDB:
         raw = self._raw()
         if raw is not None:
             return raw.execute(_RAW_CLOSED, (_sqlite_datetime(_utcnow()), session_id)).rowcount > 0
-        with self.engine.begin() as conn:
+        with self._one_statement.begin() as conn:
             result = conn.execute(
                 update(sessions_table)
                 .where(sessions_table.c.id == session_id)

@@ -15,7 +15,7 @@ from sqlalchemy import Engine, func, select, text
 from app.clock import naive_utcnow
 from app.storage.control import ControlDB, control_metadata
 from app.storage.migrations import CONTROL, head_revision
-from app.storage.postgres.db import PLAIN, VERSION_TABLE, advisory_key, quoted
+from app.storage.postgres.db import ONE_STATEMENT, PLAIN, VERSION_TABLE, advisory_key, quoted
 
 
 class PgControlDB(ControlDB):
@@ -23,7 +23,7 @@ class PgControlDB(ControlDB):
         # PLAIN: qualified names only; no session lock (it would serialise every control write
         # of every replica on one key) and a durable commit.
         mapped = engine.execution_options(schema_translate_map={None: schema}, **{PLAIN: True})
-        super().__init__(mapped)
+        super().__init__(mapped, mapped.execution_options(**{ONE_STATEMENT: True}))
         self.schema = schema
 
     def prepare(self) -> PgControlDB:

@@ -86,6 +86,11 @@ PLAIN = "stategym_plain"
 # An execution option, and the Connection.info key where the answer goes: read the status of the
 # session a transaction is pinned to under its lock, when the transaction begins.
 STATUS = "stategym_status"
+# An execution option for PLAIN connections whose every transaction is one statement (the control
+# table's hot reads and writes): no BEGIN is sent, so the statement runs in autocommit, atomic on
+# its own, in one round trip instead of three (BEGIN, it, COMMIT or ROLLBACK). Never on a
+# connection that runs two statements in a transaction: each would commit alone.
+ONE_STATEMENT = "stategym_one_statement"
 _IDLE = TransactionStatus.IDLE
 
 
@@ -108,9 +113,10 @@ def make_engine(url: str, *, pool_size: int, statement_timeout_ms: int | None = 
         assert raw is not None
         if not raw.autocommit and raw.info.transaction_status == _IDLE:
             raw.autocommit = True  # once per pooled connection (see the docstring)
-        schema = schema_of(conn)
-        if schema is None or conn.get_execution_options().get(PLAIN):
-            raw.execute(b"BEGIN")  # templates, the control table: plain transactions
+        schema, options = schema_of(conn), conn.get_execution_options()
+        if schema is None or options.get(PLAIN):
+            if not options.get(ONE_STATEMENT):
+                raw.execute(b"BEGIN")  # templates, the control table: plain transactions
             return
         parts = ["BEGIN", f"SET LOCAL search_path TO {quoted(checked_schema(schema))}"]
         if statement_timeout_ms:
@@ -121,12 +127,12 @@ def make_engine(url: str, *, pool_size: int, statement_timeout_ms: int | None = 
         parts.append("SET LOCAL synchronous_commit = off")
         # Calls on one session are serialised across every replica, as BEGIN IMMEDIATE does.
         parts.append(f"SELECT pg_advisory_xact_lock({advisory_key(schema)})")
-        if conn.get_execution_options().get(STATUS):
+        if options.get(STATUS):
             # The session's status, read once the lock is held (its own statement: a snapshot
             # taken after the lock), in the same round trip: a close by any replica is seen.
             parts.append(f"SELECT value FROM {META_TABLE} WHERE key = 'status'")
         cursor = raw.execute("; ".join(parts).encode())  # one simple query, several results
-        if not conn.get_execution_options().get(STATUS):
+        if not options.get(STATUS):
             return
         while cursor.nextset():
             pass
