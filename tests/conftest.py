@@ -220,3 +220,30 @@ def live_server(tmp_path: Path) -> Iterator[Callable[..., str]]:
     yield start
     for proc in procs:
         stop_server(proc)
+
+
+@pytest.fixture
+def depot(monkeypatch: pytest.MonkeyPatch) -> Iterator[Environment]:
+    """The `depot` test environment (tests/support/depot_env.py) registered for the test, with
+    its migration branch (tests/support/migrations/depot/) beside the shipped ones: the real
+    Alembic machinery upgrades and downgrades its databases."""
+    from alembic.script import ScriptDirectory
+
+    from app import registry
+    from app.storage import migrations
+    from app.storage.postgres import migrate as pg_migrate
+    from tests.support import depot_env
+
+    monkeypatch.setitem(registry.ENVIRONMENTS, "depot", depot_env.__name__)
+    config = migrations.alembic_config()
+    shipped = [str(migrations.MIGRATIONS_DIR / "versions" / t) for t in migrations.targets()]
+    locations = [p for p in shipped if not p.endswith("/depot")] + [str(depot_env.MIGRATIONS)]
+    config.set_main_option("version_locations", " ".join(locations))
+    script = ScriptDirectory.from_config(config)
+    for module in (migrations, pg_migrate):  # both hold the script directory's getter
+        monkeypatch.setattr(module, "_script", lambda: script)
+    migrations.head_revision.cache_clear()
+    migrations.branch_revisions.cache_clear()
+    yield depot_env.ENVIRONMENT
+    migrations.head_revision.cache_clear()
+    migrations.branch_revisions.cache_clear()

@@ -2,7 +2,10 @@
 
 Branch labels are the target names (`control`, `retail`, ...); each branch's scripts live in
 `migrations/versions/<target>/`. A new database is built with `create_all` and stamped at the
-branch head; migrations upgrade databases that already exist (templates, retained sessions).
+branch head; migrations upgrade databases that already exist (templates, retained sessions). In
+a database with a step log, the migration's own writes are no step, and an upgrade to the head
+puts the step log's triggers back on the tables it added or recreated, in the same transaction
+(app/storage/step_triggers.py).
 """
 
 from __future__ import annotations
@@ -24,6 +27,12 @@ from sqlalchemy.pool import NullPool
 
 from app.registry import environment_names, load_environment
 from app.storage.control_schema import control_metadata
+from app.storage.step_triggers import (
+    forget_changes_after,
+    last_logged_change,
+    remake_step_triggers,
+)
+from app.storage.steplog import has_step_log
 
 CONTROL = "control"
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -146,7 +155,18 @@ def _migrate(conn: Connection, target: str, destination: str, *, down: bool = Fa
         },
     )
     with Operations.context(context), context.begin_transaction():
+        raw = conn.connection.driver_connection
+        assert isinstance(raw, sqlite3.Connection)
+        revision, logged = revision_of(raw), has_step_log(raw)
+        last = last_logged_change(raw) if logged else 0
         context.run_migrations()
+        if not logged:
+            return
+        forget_changes_after(raw, last)  # the migration's own writes are no step
+        # At the head, the models describe the database: its step log as a snapshot's.
+        moved = revision_of(raw)
+        if moved != revision and moved == head_revision(target):
+            remake_step_triggers(raw, metadata_for(target))
 
 
 def upgrade_file(path: Path, target: str, revision: str = "head") -> None:

@@ -16,7 +16,8 @@ What SQLite's tracking triggers record, derived here from the log in the same re
   of the values, `row_to_json`).
 
 A schema whose log cannot be trusted is dumped whole: no step log or another version, another
-schema fingerprint than the running models' (a session migrated from an older release), or a
+schema fingerprint than the running models' (a session migrated from an older release), a
+migration run on it (`migrated` in its meta: what the migration wrote is in no log), or a
 table's log trigger missing or disabled. Tables without a primary key have no trigger: always
 read whole. Writes no row trigger sees (TRUNCATE) are caught by the row-count backstop.
 """
@@ -102,7 +103,7 @@ class PgChangeReader:
         # One round trip: the meta, the intact triggers, the distinct row changes.
         row = conn.exec_driver_sql(
             "SELECT (SELECT json_object_agg(key, value) FROM "
-            f"{s}.{META_TABLE} WHERE key IN ('template', 'snapshot', 'step_log')), "
+            f"{s}.{META_TABLE} WHERE key IN ('template', 'snapshot', 'step_log', 'migrated')), "
             "(SELECT count(*) FROM unnest(%(names)s::text[]) n JOIN pg_trigger g "
             "ON g.tgrelid = to_regclass(%(s)s || '.' || quote_ident(n)) "
             "AND g.tgname = %(prefix)s || n AND g.tgenabled <> 'D'), "
@@ -113,6 +114,8 @@ class PgChangeReader:
         ).one()
         meta, intact, log = row[0] or {}, row[1], row[2] or []
         if meta.get("step_log") != PG_STEP_LOG_VERSION or intact != len(with_trigger):
+            return None
+        if "migrated" in meta:  # a migration's writes are in no log (postgres/migrate.py)
             return None
         template = self.template_of(meta.get("template"), meta.get("snapshot"))
         if template is None:

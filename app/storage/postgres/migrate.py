@@ -3,7 +3,10 @@
 New schemas are stamped at the branch head (they copy their template's version row). A session
 schema at an older revision of its environment's branch is upgraded when a worker opens it, and
 `upgrade_sessions` upgrades every retained one in bulk; each schema in its own transaction
-(PostgreSQL DDL is transactional: a failing migration leaves the schema as it was).
+(PostgreSQL DDL is transactional: a failing migration leaves the schema as it was). An upgrade
+to the head re-makes the schema's step-log triggers in that transaction, as a clone of the
+models' template has them (tables a migration added or recreated included), and the migration's
+own writes are no step (app/storage/postgres/step_triggers.py).
 """
 
 from __future__ import annotations
@@ -20,12 +23,14 @@ from app.registry import load_environment
 from app.storage.migrations import _script, branch_revisions, head_revision, metadata_for
 from app.storage.postgres.archive import SessionArchive
 from app.storage.postgres.db import (
+    META_TABLE,
     VERSION_TABLE,
     SchemaNames,
     advisory_key,
     quoted,
     session_connection,
 )
+from app.storage.postgres.step_triggers import QUIET, keeps_step_log, remake_step_triggers
 from app.storage.postgres.templates import drop_stale_templates
 from app.storage.sqlite.store import schema_fingerprint
 
@@ -71,7 +76,23 @@ def migrate_schema(
         )
         with Operations.context(context), context.begin_transaction():
             conn.execute(select(func.pg_advisory_xact_lock(advisory_key(schema))))
+            revision, logged = schema_revision(conn, schema), keeps_step_log(conn, schema)
+            if logged:  # the migration's own writes are no step (postgres/step_triggers.py)
+                conn.exec_driver_sql(QUIET)
             context.run_migrations()
+            moved = schema_revision(conn, schema)
+            if moved == revision:
+                return
+            # Its rows now differ from its template's by more than its log (change tracking
+            # reads it whole: app/storage/postgres/changes.py).
+            conn.exec_driver_sql(
+                f"INSERT INTO {quoted(schema)}.{META_TABLE} (key, value) VALUES ('migrated', "
+                "%(v)s) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                {"v": f"{revision} -> {moved}"},
+            )
+            # At the head, the models describe the schema: its step log as a clone's.
+            if logged and moved == head_revision(target):
+                remake_step_triggers(conn, schema, metadata_for(target))
 
 
 def upgrade_schema(engine: Engine, schema: str, target: str) -> None:

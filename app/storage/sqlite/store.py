@@ -43,6 +43,7 @@ from app.storage.meta import (
 from app.storage.migrations import schema_state, stamp_new_database, upgrade_retained
 from app.storage.seeding import apply_seed, parse_seed_now
 from app.storage.sqlite import db as sqlite_db
+from app.storage.step_triggers import step_logged_tables
 from app.storage.steplog import STEP_LOG_VERSION, install_step_log
 
 SESSION_ID_RE = re.compile(r"^[0-9a-f]{32}$")
@@ -132,7 +133,7 @@ def snapshot_image(
         seeded = seed_changes_value(*take_changes(conn))
         write_meta(conn, {"snapshot": key, "now": now.isoformat(), SEED_CHANGES: seeded})
         if step_log:  # every tool call's row changes, before and after (app/storage/steplog.py)
-            install_step_log(conn, _step_logged(env))
+            install_step_log(conn, step_logged_tables(env.metadata))
         return sqlite_db.image_of(conn)
     finally:
         engine.dispose()
@@ -159,16 +160,6 @@ def _foreign_key_guarded(env: Environment) -> set[str]:
             if len(pk) != 1 or not tables[name].c[column].references(pk[0]):
                 guarded.discard(target)
     return guarded
-
-
-def _step_logged(env: Environment) -> dict[str, list[str]]:
-    """Every table with a rowid, and its columns in order (the step log's undo records)."""
-    skip = _without_rowid(env)
-    return {
-        t.name: [c.name for c in t.columns]
-        for t in env.metadata.sorted_tables
-        if t.name not in skip
-    }
 
 
 def _without_rowid(env: Environment) -> set[str]:

@@ -1,0 +1,94 @@
+"""The step log of a SQLite database a migration changed, made whole again in its transaction.
+
+A migration adds, recreates (a copy-and-move batch: a new table under the old name) and drops
+tables; SQLite drops a table's triggers with it, and nothing in a migration creates the step
+log's. So after the migration steps of an upgrade to the branch head (app/storage/migrations.py,
+same transaction), the step log's triggers and column records are put back as a snapshot of the
+models has them (`install_step_log` on every table with a rowid):
+
+- a table the log holds no change of gets them afresh, from its columns as they now are (its
+  old triggers, if any, are dropped first: they quote the columns they were created with);
+- a table the log holds changes of keeps its record, which those changes were logged with. Its
+  triggers are re-made only where nothing else changed: same columns, and its rowid is its
+  integer primary key (a copy keeps it, and the log identifies rows by rowid). Otherwise undo
+  stays refused for the session (docs/steps.md, "Limits"), as it was before.
+
+A dropped table took its triggers along; its column record goes too unless the log names it.
+
+The migration's own writes (a backfill) are no step: the rows the log gained while it ran are
+deleted, or they would be counted as the next tool call's. Change tracking (app/storage/meta.py)
+is left as the migration leaves it: a table that lost its tracking triggers makes verify read the
+database whole, which is always right. A database without a step log is left without one.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+
+from sqlalchemy import MetaData
+
+from app.storage.steplog import (
+    STEP_COLS_TABLE,
+    STEP_PREFIX,
+    STEP_ROWS_TABLE,
+    install_step_log,
+)
+
+_EVENTS = ("insert", "update", "delete")  # install_step_log's trigger per event
+
+
+def step_logged_tables(metadata: MetaData) -> dict[str, list[str]]:
+    """Every table with a rowid, and its columns in order (what a snapshot's step log covers;
+    a WITHOUT ROWID table has no identity the log can record: undo is refused for it)."""
+    return {
+        t.name: [c.name for c in t.columns]
+        for t in metadata.sorted_tables
+        if t.dialect_options["sqlite"].get("with_rowid", True) is not False
+    }
+
+
+def last_logged_change(conn: sqlite3.Connection) -> int:
+    return int(conn.execute(f"SELECT coalesce(max(seq), 0) FROM {STEP_ROWS_TABLE}").fetchone()[0])
+
+
+def forget_changes_after(conn: sqlite3.Connection, seq: int) -> None:
+    """The log's row changes after `seq` (a migration's own writes) deleted."""
+    conn.execute(f"DELETE FROM {STEP_ROWS_TABLE} WHERE seq > ?", (seq,))
+
+
+def _columns(conn: sqlite3.Connection, table: str) -> list[str]:
+    return [row[1] for row in conn.execute(f'PRAGMA table_info("{table}")')]
+
+
+def _rowid_is_key(conn: sqlite3.Connection, table: str) -> bool:
+    """Whether the table's rowid is its INTEGER PRIMARY KEY (kept by a copy of its rows)."""
+    keys = [row for row in conn.execute(f'PRAGMA table_info("{table}")') if row[5]]
+    return len(keys) == 1 and str(keys[0][2]).upper() == "INTEGER"
+
+
+def remake_step_triggers(conn: sqlite3.Connection, metadata: MetaData) -> None:
+    """In `conn`'s transaction: the step log's triggers and column records as a snapshot of
+    `metadata` has them, but for tables whose logged changes they would misread (see above)."""
+    tables = [t for t in step_logged_tables(metadata) if _columns(conn, t)]
+    changed = {row[0] for row in conn.execute(f"SELECT DISTINCT tbl FROM {STEP_ROWS_TABLE}")}
+    recorded = dict(conn.execute(f"SELECT tbl, cols FROM {STEP_COLS_TABLE}").fetchall())
+    triggers = conn.execute(
+        "SELECT name, tbl_name FROM sqlite_master WHERE type = 'trigger' "
+        "AND substr(name, 1, ?) = ?",
+        (len(STEP_PREFIX), STEP_PREFIX),
+    ).fetchall()
+    install: dict[str, Sequence[str]] = {}
+    for table in tables:
+        columns = _columns(conn, table)
+        if table not in changed:
+            install[table] = columns
+        elif recorded.get(table) == ",".join(columns) and _rowid_is_key(conn, table):
+            install[table] = columns  # creates only the triggers it lacks
+    for name, table in triggers:
+        own = name in {f"{STEP_PREFIX}{table}_{event}" for event in _EVENTS}
+        if not own or (table in install and table not in changed):
+            conn.execute(f'DROP TRIGGER "{name}"')  # a renamed table's, or re-made below
+    gone = [t for t in recorded if t not in tables and t not in changed]
+    conn.executemany(f"DELETE FROM {STEP_COLS_TABLE} WHERE tbl = ?", [(t,) for t in gone])
+    install_step_log(conn, install)
