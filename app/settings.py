@@ -42,11 +42,17 @@ class Settings(BaseSettings):
         ge=1,
         description="Open session-database connections kept per worker (LRU closes the rest).",
     )
-    # Two, not more: tool calls are CPU-bound Python under one GIL, so extra threads only add
-    # GIL hand-offs (4 threads: -15 % read and -20 % write throughput at c=64, bench/README.md);
-    # two keep one lane free while another call runs long (up to tool_time_limit_ms).
-    tool_threads: int = Field(
-        2, ge=1, le=64, description="Worker threads that run tool calls (one hop per call)."
+    # Unset, the backend's own number (Capabilities.threads). SQLite: two, not more: its calls are
+    # CPU-bound Python under one GIL, so extra threads only add GIL hand-offs (4 threads: -15 %
+    # read and -20 % write throughput at c=64, bench/README.md); two keep one lane free while
+    # another call runs long (up to tool_time_limit_ms). PostgreSQL: six, since a thread waits
+    # out each statement's round trip without the GIL (bench/README.md, round 8).
+    tool_threads: int | None = Field(
+        None,
+        ge=1,
+        le=64,
+        description="Worker threads that run tool calls (one hop per call), and as many for "
+        "seeds, verifies and closes; unset: 2 on SQLite, 6 on PostgreSQL.",
     )
     inline_tool_budget_ms: float = Field(
         2.0,
@@ -154,8 +160,13 @@ class Settings(BaseSettings):
             "`<prefix>_t_...`, `<prefix>_control`); lets several deployments share a database."
         ),
     )
-    pg_pool_size: int = Field(
-        4, ge=1, le=64, description="PostgreSQL connections kept per worker process."
+    pg_pool_size: int | None = Field(
+        None,
+        ge=1,
+        le=64,
+        description="PostgreSQL connections kept per worker process; unset: one per worker "
+        "thread of both pools (2 x tool_threads) plus one, so no thread waits for a connection "
+        "and none is opened and closed under load.",
     )
     pg_schema_pool: int = Field(
         4,

@@ -8,8 +8,11 @@ import pytest
 from pydantic import ValidationError
 
 from app.errors import NoSession
+from app.registry import load_environment
+from app.runtime.sessions import SessionManager
 from app.server.cookies import CookieSigner, load_or_create_secret
 from app.settings import Settings
+from tests.conftest import backend_settings
 
 
 def test_every_setting_is_documented():
@@ -46,3 +49,40 @@ def test_cookie_roundtrip_and_tampering():
         other.unsign(signer.sign(sid))
     with pytest.raises(NoSession):
         signer.unsign(signer.sign("cd" * 16).replace("cd" * 16, sid))
+
+
+def test_worker_threads_are_the_backends_unless_set(tmp_path):
+    env = load_environment("retail")
+    default = SessionManager(backend_settings("sqlite", tmp_path / "a", None), env)
+    chosen = SessionManager(backend_settings("sqlite", tmp_path / "b", None, tool_threads=3), env)
+    try:
+        assert default.threads == 2 and default.executor._max_workers == 2
+        assert default.tool_executor._max_workers == 2
+        assert chosen.threads == 3 and chosen.tool_executor._max_workers == 3
+    finally:
+        for manager in (default, chosen):
+            manager.executor.shutdown()
+            manager.tool_executor.shutdown()
+            manager.backend.dispose()
+
+
+def test_on_postgresql_more_threads_and_a_connection_for_each(tmp_path, pg_prefix):
+    env = load_environment("retail")
+    default = SessionManager(backend_settings("postgres", tmp_path / "a", pg_prefix), env)
+    chosen = SessionManager(
+        backend_settings("postgres", tmp_path / "b", pg_prefix, tool_threads=3, pg_pool_size=5),
+        env,
+    )
+    sized = SessionManager(
+        backend_settings("postgres", tmp_path / "c", pg_prefix, tool_threads=3), env
+    )
+    try:
+        assert default.threads == 6 and default.tool_executor._max_workers == 6
+        assert default.backend.engine.pool.size() == 13  # type: ignore[attr-defined]
+        assert chosen.threads == 3 and chosen.backend.engine.pool.size() == 5  # type: ignore[attr-defined]
+        assert sized.backend.engine.pool.size() == 7  # type: ignore[attr-defined]
+    finally:
+        for manager in (default, chosen, sized):
+            manager.executor.shutdown()
+            manager.tool_executor.shutdown()
+            manager.backend.dispose()

@@ -42,7 +42,7 @@ from app.runtime.steps import StepRecorder
 from app.runtime.tasks import SeedRequest, TaskSpec, task_from_data
 from app.sdk.environment import Environment, Tool
 from app.settings import Settings
-from app.storage.base import SessionBackend, SessionHandle
+from app.storage.base import SessionBackend, SessionHandle, worker_threads
 from app.storage.control import (
     CLAIM_CLOSED,
     CLAIM_OPEN,
@@ -77,10 +77,11 @@ class SessionManager:
         # Gold states replay on the SQLite snapshot images, whichever backend holds sessions.
         self.gold = GoldCache(self.backend.snapshots, settings.gold_cache_size)
         keep_at_most(settings.pristine_cache_size)  # the dumps verify patches (per process)
-        self.executor = ThreadPoolExecutor(settings.tool_threads, thread_name_prefix="stategym")
+        self.threads = worker_threads(settings, self.backend.capabilities)
+        self.executor = ThreadPoolExecutor(self.threads, thread_name_prefix="stategym")
         # Tool calls run on threads of their own: a call that runs to its time limit (agent SQL
         # can) never holds up seeds, verifies and closes, which keep `executor` to themselves.
-        self.tool_executor = _tool_executor(settings)
+        self.tool_executor = _tool_executor(self.threads)
         # Fast tools run on the event loop (app/runtime/inline.py); off for environments that opt
         # out and on backends where every statement is a round trip.
         self.inline: InlinePolicy | None = (
@@ -498,10 +499,10 @@ class SessionManager:
         self._open = self._open_sessions()
         old, self.executor = (
             self.executor,
-            ThreadPoolExecutor(self.settings.tool_threads, thread_name_prefix="stategym"),
+            ThreadPoolExecutor(self.threads, thread_name_prefix="stategym"),
         )
         old.shutdown(wait=True)
-        old_tools, self.tool_executor = self.tool_executor, _tool_executor(self.settings)
+        old_tools, self.tool_executor = self.tool_executor, _tool_executor(self.threads)
         old_tools.shutdown(wait=True)
         self.backend.dispose()
         if self.judge is not None:
@@ -566,5 +567,5 @@ def _check_owner(held: ResourcesClaim, episode: str | None, cookie_session_id: s
         )
 
 
-def _tool_executor(settings: Settings) -> ThreadPoolExecutor:
-    return ThreadPoolExecutor(settings.tool_threads, thread_name_prefix="stategym-tool")
+def _tool_executor(threads: int) -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(threads, thread_name_prefix="stategym-tool")

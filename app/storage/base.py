@@ -45,6 +45,7 @@ from sqlalchemy import Connection
 from app.errors import StateGymError
 from app.runtime.tasks import TaskSpec
 from app.sdk.environment import Environment, Tool, ToolContext
+from app.settings import Settings
 from app.storage.control import ResourcesClaim, SessionQuery, SessionRecord
 from app.storage.sqlite.store import Snapshot, Store
 
@@ -69,6 +70,9 @@ class Capabilities:
     # Every tool call is logged with its row changes (app/storage/steplog.py): step rewards,
     # rewind, forks as of an earlier step, export/restore (docs/steps.md).
     step_log: bool = False
+    # Worker threads per pool when STATEGYM_TOOL_THREADS is unset (app/settings.py): few where
+    # a call is CPU under the GIL (SQLite), more where a call mostly waits on round trips.
+    threads: int = 2
 
     def provides(self) -> frozenset[str]:
         """The names an environment's `requires` may use."""
@@ -94,6 +98,12 @@ class Unsupported(StateGymError, ValueError):
 
     status_code = 501
     error_type = "unsupported"
+
+
+def worker_threads(settings: Settings, capabilities: Capabilities) -> int:
+    """Threads per worker pool (tool calls; seeds, verifies and closes): the setting, else the
+    backend's own number."""
+    return settings.tool_threads or capabilities.threads
 
 
 def check_requirements(env: Environment, capabilities: Capabilities) -> None:

@@ -40,7 +40,14 @@ from app.registry import load_environment
 from app.runtime.tasks import TaskSpec
 from app.sdk.environment import Environment, Tool, ToolContext
 from app.settings import Settings
-from app.storage.base import Capabilities, NotOnDisk, SessionHandle, Unsupported, Work
+from app.storage.base import (
+    Capabilities,
+    NotOnDisk,
+    SessionHandle,
+    Unsupported,
+    Work,
+    worker_threads,
+)
 from app.storage.control import SessionRecord
 from app.storage.meta import CHANGE_READER
 from app.storage.postgres.archive import SessionArchive
@@ -71,7 +78,12 @@ _LAST_WRITE = "last_write"
 ORPHAN_GRACE = timedelta(minutes=10)
 # Every statement is a network round trip: calls never run on the event loop.
 CAPABILITIES = Capabilities(
-    name="postgres", inline_calls=False, raw_sqlite=False, file_copy=False, step_log=True
+    name="postgres",
+    inline_calls=False,
+    raw_sqlite=False,
+    file_copy=False,
+    step_log=True,
+    threads=6,
 )
 
 
@@ -99,7 +111,7 @@ class PgBackend:
         self.names = SchemaNames(settings.pg_schema_prefix)
         self.engine = make_engine(
             settings.database_url or "",
-            pool_size=settings.pg_pool_size,
+            pool_size=settings.pg_pool_size or 2 * worker_threads(settings, CAPABILITIES) + 1,
             statement_timeout_ms=settings.tool_time_limit_ms,
         )
         # Snapshot images are built (deterministically) by each replica in its own data dir;

@@ -91,6 +91,7 @@ STATUS = "stategym_status"
 # its own, in one round trip instead of three (BEGIN, it, COMMIT or ROLLBACK). Never on a
 # connection that runs two statements in a transaction: each would commit alone.
 ONE_STATEMENT = "stategym_one_statement"
+MAX_OVERFLOW = 4
 _IDLE = TransactionStatus.IDLE
 
 
@@ -103,8 +104,13 @@ def make_engine(url: str, *, pool_size: int, statement_timeout_ms: int | None = 
     begins a transaction before any statement (autobegin), so nothing runs outside one; COMMIT
     and ROLLBACK are psycopg's own (sent whenever a transaction is open). One round trip less
     per session transaction: ~6 a rollout (bench/README.md, round 8)."""
+    # A few connections beyond the pool for bursts (the default pool has one per worker thread
+    # already): per worker at most pool_size + 4 count against max_connections.
     engine = create_engine(
-        sync_pg_url(url), pool_size=pool_size, max_overflow=pool_size, pool_recycle=1800
+        sync_pg_url(url),
+        pool_size=pool_size,
+        max_overflow=min(pool_size, MAX_OVERFLOW),
+        pool_recycle=1800,
     )
 
     @event.listens_for(engine, "begin")
