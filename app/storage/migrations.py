@@ -4,7 +4,8 @@ Branch labels are the target names (`control`, `retail`, ...); each branch's scr
 `migrations/versions/<target>/`. A new database is built with `create_all` and stamped at the
 branch head; migrations upgrade databases that already exist (templates, retained sessions). In
 a database with a step log, the migration's own writes are no step, and an upgrade to the head
-puts the step log's triggers back on the tables it added or recreated, in the same transaction
+puts the step log's triggers back on the tables it added or recreated, in the same transaction,
+and any migration records the step the log was at: no undo goes back before it
 (app/storage/step_triggers.py).
 """
 
@@ -30,6 +31,7 @@ from app.storage.control_schema import control_metadata
 from app.storage.step_triggers import (
     forget_changes_after,
     last_logged_change,
+    mark_migrated,
     remake_step_triggers,
 )
 from app.storage.steplog import has_step_log
@@ -163,9 +165,12 @@ def _migrate(conn: Connection, target: str, destination: str, *, down: bool = Fa
         if not logged:
             return
         forget_changes_after(raw, last)  # the migration's own writes are no step
-        # At the head, the models describe the database: its step log as a snapshot's.
         moved = revision_of(raw)
-        if moved != revision and moved == head_revision(target):
+        if moved == revision:
+            return
+        mark_migrated(raw)  # the log's images so far predate the migration: no undo past them
+        # At the head, the models describe the database: its step log as a snapshot's.
+        if moved == head_revision(target):
             remake_step_triggers(raw, metadata_for(target))
 
 

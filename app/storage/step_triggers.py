@@ -19,6 +19,11 @@ The migration's own writes (a backfill) are no step: the rows the log gained whi
 deleted, or they would be counted as the next tool call's. Change tracking (app/storage/meta.py)
 is left as the migration leaves it: a table that lost its tracking triggers makes verify read the
 database whole, which is always right. A database without a step log is left without one.
+
+Every migration that moves a logged database's revision (up or down, to the head or not) records
+the step its log is at (`mark_migrated`: meta `migrated_at_step`, as PostgreSQL's): the row images
+of the steps up to it predate the migration, so no undo goes back before it (app/storage/
+steplog.py).
 """
 
 from __future__ import annotations
@@ -28,11 +33,14 @@ from collections.abc import Sequence
 
 from sqlalchemy import MetaData
 
+from app.storage.meta import write_meta
 from app.storage.steplog import (
+    MIGRATED_AT_STEP,
     STEP_COLS_TABLE,
     STEP_PREFIX,
     STEP_ROWS_TABLE,
     install_step_log,
+    step_count,
 )
 
 _EVENTS = ("insert", "update", "delete")  # install_step_log's trigger per event
@@ -55,6 +63,13 @@ def last_logged_change(conn: sqlite3.Connection) -> int:
 def forget_changes_after(conn: sqlite3.Connection, seq: int) -> None:
     """The log's row changes after `seq` (a migration's own writes) deleted."""
     conn.execute(f"DELETE FROM {STEP_ROWS_TABLE} WHERE seq > ?", (seq,))
+
+
+def mark_migrated(conn: sqlite3.Connection) -> None:
+    """Record that a migration ran after the log's last step (none yet: nothing to record)."""
+    steps = step_count(conn)
+    if steps:
+        write_meta(conn, {MIGRATED_AT_STEP: str(steps)})
 
 
 def _columns(conn: sqlite3.Connection, table: str) -> list[str]:

@@ -25,6 +25,13 @@ reverse order in one transaction. An environment's own triggers (the `sql` envir
 append-only rules) would refuse or repeat writes that only restore the past, so they are dropped
 for that transaction and re-created from their stored SQL before it ends (SQLite DDL is
 transactional: a failure restores them with everything else).
+
+A migration of the session (app/storage/migrations.py, app/storage/postgres/migrate.py) records
+the step the log was at in the meta (`migrated_at_step`, the same key on both backends; absent
+when it ran before the first step). The row images of steps up to it were taken before the
+migration changed the schema or its data, so writing them back would undo part of it (a backfill,
+a recreated or dropped table): an undo to an earlier step is refused (`check_step`: CannotRewind,
+saying so; `undo_to`: UndoUnavailable), an undo to it or later is as in any session.
 """
 
 from __future__ import annotations
@@ -49,6 +56,8 @@ STEP_COLS_TABLE = "_stategym_step_cols"
 STEP_PREFIX = "_stategym_step_"
 STEP_LOG_VERSION = "2"  # 2: no index on step_rows.step (one B-tree less per write)
 _OURS = "_stategym_"
+# Meta key: the step count when a migration last ran on the session (docs/migrations.md).
+MIGRATED_AT_STEP = "migrated_at_step"
 
 _CREATE = (
     f"CREATE TABLE IF NOT EXISTS {STEPS_TABLE} (idx INTEGER PRIMARY KEY, tool TEXT NOT NULL, "
@@ -206,6 +215,31 @@ def step_count(conn: sqlite3.Connection) -> int:
     return int(conn.execute(f"SELECT coalesce(max(idx), 0) FROM {STEPS_TABLE}").fetchone()[0])
 
 
+def migrated_at(conn: sqlite3.Connection) -> int:
+    """The step the log was at when a migration last ran on the database (0: none since the
+    first step)."""
+    row = conn.execute(
+        f"SELECT value FROM {META_TABLE} WHERE key = ?", (MIGRATED_AT_STEP,)
+    ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def migrated_refusal(migrated: int) -> str:
+    """Why a session migrated after step `migrated` cannot be taken back before it."""
+    return (
+        f"this session was migrated after step {migrated}: the step log's row images of steps "
+        f"1..{migrated} are from before the migration changed its schema or data, so it cannot "
+        f"be taken back before step {migrated}"
+    )
+
+
+def dropped_refusal(step: int, table: str) -> str:
+    return (
+        f"step {step} changed table {table!r}, which this session no longer has (a migration "
+        "dropped it)"
+    )
+
+
 def _columns(conn: sqlite3.Connection) -> dict[str, list[str]]:
     return {
         t: cols.split(",") if cols else []
@@ -302,6 +336,12 @@ def check_step(log: StepLog, to_step: int, tables: Iterable[str]) -> int:
             f"step {to_step} is not in this session's log (it has steps 0..{count})",
             hint="0 is the seeded state; `stategym sessions steps ID` lists the steps.",
         )
+    migrated = log.migrated_at()
+    if to_step < migrated:
+        raise CannotRewind(
+            migrated_refusal(migrated),
+            hint=f"Rewind or fork as of step {migrated} (the state the migration left) or later.",
+        )
     if to_step < count and not log.undo_supported(tables):
         raise CannotRewind(
             "this session's step log cannot undo its changes (a table changed shape since the "
@@ -331,6 +371,9 @@ def undo_supported(conn: sqlite3.Connection, tables: Iterable[str]) -> bool:
     return True
 
 
+_TABLES = "SELECT name FROM sqlite_master WHERE type = 'table'"
+
+
 def _env_triggers(conn: sqlite3.Connection) -> list[tuple[str, str]]:
     return conn.execute(
         "SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND name NOT LIKE ? "
@@ -346,20 +389,28 @@ def undo_to(conn: sqlite3.Connection, to_step: int) -> int:
     The caller holds a write transaction (BEGIN IMMEDIATE) or a savepoint, and commits or rolls
     back: a failure halfway leaves nothing done once it rolls back.
     """
+    migrated = migrated_at(conn)
+    if to_step < migrated:
+        raise UndoUnavailable(migrated_refusal(migrated))
     columns = _columns(conn)
     changes = conn.execute(
-        f"SELECT tbl, op, old_rid, new_rid, old_vals FROM {STEP_ROWS_TABLE} WHERE step > ? "
+        f"SELECT step, tbl, op, old_rid, new_rid, old_vals FROM {STEP_ROWS_TABLE} WHERE step > ? "
         "ORDER BY seq DESC",
         (to_step,),
     ).fetchall()
     undone = conn.execute(f"SELECT count(*) FROM {STEPS_TABLE} WHERE idx > ?", (to_step,))
     count = int(undone.fetchone()[0])
     if changes:
+        # A table a migration dropped (a session migrated before its step was recorded).
+        existing = {row[0] for row in conn.execute(_TABLES)}
+        for step, table, *_ in reversed(changes):
+            if table not in existing:
+                raise UndoUnavailable(dropped_refusal(step, table))
         triggers = _env_triggers(conn)
         conn.execute("PRAGMA defer_foreign_keys=ON")
         for name, _sql in triggers:
             conn.execute(f'DROP TRIGGER "{name}"')
-        for table, op, old_rid, new_rid, old_vals in changes:
+        for _step, table, op, old_rid, new_rid, old_vals in changes:
             cols = columns.get(table)
             if cols is None or (op != "i" and old_vals is None):
                 raise UndoUnavailable(f"no record of {table}'s columns")
@@ -394,6 +445,11 @@ class StepLog(Protocol):
 
     def steps(self, upto: int | None = None) -> list[StepRow]: ...
     def count(self) -> int: ...
+    def migrated_at(self) -> int:
+        """The step the log was at when a migration last ran on the session (0: none since
+        its first step); no undo goes back before it."""
+        ...
+
     def changed_steps(self) -> set[int]:
         """The steps that changed at least one row."""
         ...
@@ -436,6 +492,9 @@ class SqliteStepLog:
 
     def count(self) -> int:
         return step_count(self.conn)
+
+    def migrated_at(self) -> int:
+        return migrated_at(self.conn)
 
     def changed_steps(self) -> set[int]:
         query = f"SELECT DISTINCT step FROM {STEP_ROWS_TABLE}"

@@ -5,7 +5,9 @@ with that branch, only for the tests that ask for the `depot` fixture, tests/con
 
 - d0a1c0ffee01: `items`, `bins` (label up to 40 characters), `notes`;
 - d0a2c0ffee02: adds `moves` (a new table), recreates `bins` (a copy-and-move batch widening
-  its label to 60 characters), drops `notes`.
+  its label to 60 characters), drops `notes`;
+- d0a3c0ffee03: upper-cases every SKU (a data migration: no table changes shape; the seed's
+  SKUs already are, so only a task seeding a lower-case one sees it).
 
 `bins` has a text primary key (its step-log trigger records no integer key); the others have
 integer keys.

@@ -6,7 +6,9 @@ schema at an older revision of its environment's branch is upgraded when a worke
 (PostgreSQL DDL is transactional: a failing migration leaves the schema as it was). An upgrade
 to the head re-makes the schema's step-log triggers in that transaction, as a clone of the
 models' template has them (tables a migration added or recreated included), and the migration's
-own writes are no step (app/storage/postgres/step_triggers.py).
+own writes are no step. Any migration records the step the schema's log was at (no undo goes
+back before it) and makes the foreign keys it created deferrable, as a clone's (app/storage/
+postgres/step_triggers.py).
 """
 
 from __future__ import annotations
@@ -30,7 +32,13 @@ from app.storage.postgres.db import (
     quoted,
     session_connection,
 )
-from app.storage.postgres.step_triggers import QUIET, keeps_step_log, remake_step_triggers
+from app.storage.postgres.step_triggers import (
+    QUIET,
+    keeps_step_log,
+    make_foreign_keys_deferrable,
+    mark_migrated,
+    remake_step_triggers,
+)
 from app.storage.postgres.templates import drop_stale_templates
 from app.storage.sqlite.store import schema_fingerprint
 
@@ -90,6 +98,9 @@ def migrate_schema(
                 "%(v)s) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
                 {"v": f"{revision} -> {moved}"},
             )
+            make_foreign_keys_deferrable(conn, schema)  # as a clone's: an undo defers them
+            if logged:  # the log's images so far predate the migration: no undo past them
+                mark_migrated(conn, schema)
             # At the head, the models describe the schema: its step log as a clone's.
             if logged and moved == head_revision(target):
                 remake_step_triggers(conn, schema, metadata_for(target))

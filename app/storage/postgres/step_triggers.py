@@ -19,6 +19,18 @@ read back whatever its columns.
 The migration's own writes (a backfill) are no step: the step triggers are silenced while it runs
 (`stategym.quiet`, as an undo silences them), or they would be logged as the next tool call's.
 A schema without a step log (built before it existed) is left without one, as its forks are.
+
+After any migration that moves a schema's revision (app/storage/postgres/migrate.py):
+
+- `mark_migrated` records the step its log is at (meta `migrated_at_step`, as SQLite's): the
+  row images of the steps up to it predate the migration, so no undo goes back before it
+  (app/storage/steplog.py);
+- `make_foreign_keys_deferrable`: a foreign key a migration created (`op.create_table`,
+  `create_foreign_key`, a recreated table's) is NOT DEFERRABLE, where a clone's are `DEFERRABLE
+  INITIALLY IMMEDIATE` (db.py: `schema_ddl`). An undo defers every key (`SET CONSTRAINTS ALL
+  DEFERRED`), as it puts rows back in the log's reverse order: a child may come back before its
+  parent (a statement that deleted both). So every key of the schema is made as a clone's:
+  checked at each statement's end as before, deferred by an undo.
 """
 
 from __future__ import annotations
@@ -37,7 +49,13 @@ from app.storage.postgres.db import (
     step_logged,
 )
 from app.storage.postgres.steplog import PG_STEP_LOG_VERSION
-from app.storage.steplog import STEP_COLS_TABLE, STEP_PREFIX, STEP_ROWS_TABLE
+from app.storage.steplog import (
+    MIGRATED_AT_STEP,
+    STEP_COLS_TABLE,
+    STEP_PREFIX,
+    STEP_ROWS_TABLE,
+    STEPS_TABLE,
+)
 
 # Transaction-local: the step triggers log nothing until the transaction ends.
 QUIET = "SELECT set_config('stategym.quiet', 'on', true)"
@@ -79,3 +97,33 @@ def remake_step_triggers(conn: Connection, schema: str, metadata: MetaData) -> N
         f"FROM unnest(%(names)s::text[]) n WHERE {unlogged}n)",
         {"s": s, "names": list(step_logged(metadata))},
     )
+
+
+def mark_migrated(conn: Connection, schema: str) -> None:
+    """Record that a migration ran after the log's last step (none yet: nothing to record)."""
+    s = quoted(schema)
+    conn.exec_driver_sql(
+        f"INSERT INTO {s}.{META_TABLE} (key, value) SELECT %(key)s, max(idx)::text "
+        f"FROM {s}.{STEPS_TABLE} HAVING max(idx) > 0 "
+        "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        {"key": MIGRATED_AT_STEP},
+    )
+
+
+def make_foreign_keys_deferrable(conn: Connection, schema: str) -> None:
+    """Every foreign key of `schema` DEFERRABLE INITIALLY IMMEDIATE, as a clone's."""
+    s = quoted(schema)
+    keys = conn.exec_driver_sql(
+        "SELECT t.relname, c.conname FROM pg_constraint c JOIN pg_class t ON t.oid = c.conrelid "
+        "WHERE c.contype = 'f' AND c.connamespace = to_regnamespace(%(s)s) "
+        "AND NOT c.condeferrable ORDER BY 1, 2",
+        {"s": s},
+    ).all()
+    if keys:
+        conn.exec_driver_sql(
+            ";\n".join(
+                f"ALTER TABLE {s}.{quoted(table)} ALTER CONSTRAINT {quoted(name)} "
+                "DEFERRABLE INITIALLY IMMEDIATE"
+                for table, name in keys
+            )
+        )

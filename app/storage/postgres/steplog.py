@@ -15,7 +15,10 @@ Readers get `PgStepLog` through `step_log(conn)` (the backend puts its factory i
 verify dump reads them. Undo applies the before-images in reverse order as one script, with the
 step triggers silenced (`stategym.quiet`, transaction-local) and the foreign keys (DEFERRABLE)
 deferred, then drops the later steps; a rewind also moves each SERIAL sequence back to where a
-run of the kept steps leaves it, so the next insert gets the id a replay would give it.
+run of the kept steps leaves it, so the next insert gets the id a replay would give it. No undo
+goes back before the step a migration last ran after (meta `migrated_at_step`, app/storage/
+steplog.py); a logged table the models no longer have (a migration dropped it) is refused by
+name.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ from app.storage.postgres.db import (
 )
 from app.storage.steplog import (
     _OPS,
+    MIGRATED_AT_STEP,
     STEP_COLS_TABLE,
     STEP_PREFIX,
     STEP_ROWS_TABLE,
@@ -50,6 +54,8 @@ from app.storage.steplog import (
     RowImage,
     StepRow,
     UndoUnavailable,
+    dropped_refusal,
+    migrated_refusal,
     step_row_of,
 )
 
@@ -96,6 +102,13 @@ class PgStepLog:
 
     def count(self) -> int:
         return int(self._run(f"SELECT coalesce(max(idx), 0) FROM {self.s}.{STEPS_TABLE}").scalar())
+
+    def migrated_at(self) -> int:
+        found = self._run(
+            f"SELECT value FROM {self.s}.{META_TABLE} WHERE key = %(key)s",
+            {"key": MIGRATED_AT_STEP},
+        ).scalar()
+        return int(found) if found is not None else 0
 
     def changed_steps(self) -> set[int]:
         rows = self._run(f"SELECT DISTINCT step FROM {self.s}.{STEP_ROWS_TABLE}").all()
@@ -189,19 +202,26 @@ class PgStepLog:
         sequence back too (sequences are not transactional: never inside a savepoint that is
         rolled back, or the live session would reuse ids)."""
         k = int(to_step)
-        count = int(
-            self._run(f"SELECT count(*) FROM {self.s}.{STEPS_TABLE} WHERE idx > {k}").scalar()
-        )
+        count, migrated = self._run(
+            f"SELECT count(*), (SELECT value FROM {self.s}.{META_TABLE} WHERE key = %(key)s) "
+            f"FROM {self.s}.{STEPS_TABLE} WHERE idx > {k}",
+            {"key": MIGRATED_AT_STEP},
+        ).one()
+        if migrated is not None and k < int(migrated):
+            raise UndoUnavailable(migrated_refusal(int(migrated)))
         changes = self._run(
-            f"SELECT tbl, op, old_vals::text, new_vals::text FROM {self.s}.{STEP_ROWS_TABLE} "
+            f"SELECT step, tbl, op, old_vals::text, new_vals::text FROM {self.s}.{STEP_ROWS_TABLE} "
             f"WHERE step > {k} ORDER BY seq DESC"
         ).all()
         script = []
         if changes:
+            for step, name, *_ in reversed(changes):  # (a session migrated before its step
+                if name not in self.metadata.tables:  # was recorded)
+                    raise UndoUnavailable(dropped_refusal(step, name))
             columns = self._columns()
             raw = self.conn.connection.driver_connection
             script += [_QUIET.format("on"), "SET CONSTRAINTS ALL DEFERRED"]
-            for name, op, old, new in changes:
+            for _step, name, op, old, new in changes:
                 script.append(self._row_statement(name, op, old, new, columns, raw, forward=False))
             # Checked now (not at commit): a failure raises before any sequence moves.
             script += ["SET CONSTRAINTS ALL IMMEDIATE", _QUIET.format("off")]
@@ -213,9 +233,10 @@ class PgStepLog:
             script += self._sequences_sql(k)
         try:
             self._script(";\n".join(script))
-        except DBAPIError as exc:
-            raise UndoUnavailable(str(exc.orig or exc).splitlines()[0]) from exc
-        return count
+        except (DBAPIError, psycopg.Error) as exc:  # the script runs on the driver's connection
+            cause = exc.orig if isinstance(exc, DBAPIError) and exc.orig is not None else exc
+            raise UndoUnavailable(str(cause).splitlines()[0]) from exc
+        return int(count)
 
     def redo(self) -> None:
         """Apply the logged after-images in the order made, on this schema holding its template's

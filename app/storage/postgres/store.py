@@ -51,7 +51,7 @@ from app.storage.postgres.steplog import PG_STEP_LOG_VERSION, PgStepLog, restore
 from app.storage.postgres.templates import drop_stale_templates, template_name
 from app.storage.sqlite import db as sqlite_db
 from app.storage.sqlite.store import Snapshot, Store
-from app.storage.steplog import STEP_COLS_TABLE, check_step
+from app.storage.steplog import STEP_COLS_TABLE, UndoUnavailable, check_step
 
 
 class PgStore:
@@ -254,7 +254,12 @@ class PgStore:
                 clone_sql(self.env.metadata, source_schema, target, maxima, step_log=logged)
             )
             if logged and at_step is not None and at_step < step:
-                PgStepLog(conn, target, self.env.metadata).undo_to(at_step, sequences=True)
+                try:
+                    PgStepLog(conn, target, self.env.metadata).undo_to(at_step, sequences=True)
+                except UndoUnavailable as exc:  # the clone is rolled back with it
+                    raise CannotRewind(
+                        f"a fork as of step {at_step} failed and was rolled back: {exc}"
+                    ) from exc
                 step = at_step
         return target, step
 
