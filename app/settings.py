@@ -66,6 +66,12 @@ class Settings(BaseSettings):
         "answers, while the LRU of open sessions has room (app/runtime/open_sessions.py), so "
         "the rollout's first call does not wait for the open.",
     )
+    open_ahead_sessions: int | None = Field(
+        None,
+        ge=0,
+        description="At most this many seeded sessions opened ahead of their first call (with "
+        "open_on_seed); unset: as many as max_open_sessions has room for.",
+    )
     snapshot_cache_size: int = Field(
         256, ge=1, description="Seeded task snapshots kept in memory per worker."
     )

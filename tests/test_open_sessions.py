@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from app.registry import load_environment
-from app.runtime import open_sessions
 from app.runtime.sessions import SessionManager
 from app.sdk.environment import Tool
 from app.server.models import parse_seed_body
@@ -153,20 +152,36 @@ async def test_prefetch_never_evicts_a_session_in_use(tmp_path: Path) -> None:
         await mgr.aclose()
 
 
-async def test_seeds_nobody_calls_hold_a_bounded_number_of_connections(
-    manager: SessionManager, monkeypatch: pytest.MonkeyPatch
+async def test_seeds_nobody_calls_hold_at_most_open_ahead_sessions_connections(
+    tmp_path: Path,
 ) -> None:
-    monkeypatch.setattr(open_sessions, "MAX_UNCALLED", 2)
-    seeded = [await _seed(manager) for _ in range(4)]
-    await _until_open(manager, seeded[1])
-    await asyncio.sleep(0.05)
-    assert [s in manager._open for s in seeded] == [True, True, False, False]
-    await manager.call_tool(seeded[0], _read_tool(manager), READ["arguments"])  # now called
-    fifth = await _seed(manager)
-    await _until_open(manager, fifth)  # room for one more uncalled session
-    sixth = await _seed(manager)
-    await asyncio.sleep(0.05)
-    assert sixth not in manager._open
+    manager = await _manager(tmp_path, open_ahead_sessions=2)
+    try:
+        seeded = [await _seed(manager) for _ in range(4)]
+        await _until_open(manager, seeded[1])
+        await asyncio.sleep(0.05)
+        assert [s in manager._open for s in seeded] == [True, True, False, False]
+        await manager.call_tool(seeded[0], _read_tool(manager), READ["arguments"])  # now called
+        fifth = await _seed(manager)
+        await _until_open(manager, fifth)  # room for one more uncalled session
+        sixth = await _seed(manager)
+        await asyncio.sleep(0.05)
+        assert sixth not in manager._open
+    finally:
+        await manager.aclose()
+
+
+async def test_by_default_a_whole_batch_is_opened_ahead_up_to_the_lru(tmp_path: Path) -> None:
+    """More seeds than the old fixed cap (64) are all opened ahead, but never past the LRU."""
+    mgr = await _manager(tmp_path, max_open_sessions=70)
+    try:
+        seeded = [await _seed(mgr) for _ in range(72)]
+        for session_id in seeded[:70]:
+            await _until_open(mgr, session_id)
+        await asyncio.sleep(0.05)
+        assert [s in mgr._open for s in seeded[70:]] == [False, False]
+    finally:
+        await mgr.aclose()
 
 
 async def test_open_on_seed_off_opens_at_the_first_call(tmp_path: Path) -> None:

@@ -10,9 +10,14 @@ which the open ahead does too: after 50 ms of agent "thinking", the first call o
 6.0-6.6 ms, now 1.4-1.5 like the next ones (bench/README.md, "Issue 20, round 5"). An agent
 thinks for a while before its first call, so in a real rollout the open is done by then.
 Only while the LRU has room: a prefetch never closes a session in use to make room for one
-nobody has called yet. And at most `MAX_UNCALLED` prefetched sessions wait for their first
-call at a time: seeds nobody calls (10,000 seeded for a capacity test, a crashed trainer) hold
-at most that many open connections (~620 KB each on SQLite) beyond what calls opened.
+nobody has called yet. How many prefetched sessions may wait for their first call at once is
+`open_ahead_sessions` (unset: the LRU's whole room, `max_open_sessions`). A trainer seeds a batch,
+then calls every session of it within an LLM turn, so the batch is opened ahead whatever its size:
+2,000 first calls sent at once after 2,000 seeds took 15-18 s (p99) with the old fixed cap of 64
+and 3.5-3.8 s with every session opened ahead (bench/README.md, "Issue 20, round 9"). Seeds nobody
+ever calls (a capacity test, a crashed trainer) then hold open connections (~0.65 MB each for
+retail on SQLite, most of it the parsed schema and its triggers) up to `max_open_sessions`, the
+same bound calls have; set `open_ahead_sessions` lower to keep them cheaper.
 """
 
 from __future__ import annotations
@@ -26,15 +31,19 @@ from app.storage.base import SessionHandle
 
 # (session id, ahead): `ahead` is True for a prefetch (SessionBackend.open).
 Opener = Callable[[str, bool], Awaitable[SessionHandle]]
-# Rollouts a worker has seeded and not yet called, opened ahead: enough for the seeds of a
-# typical batch in flight (c=32-64 per worker); a bigger batch opens the rest on first call.
-MAX_UNCALLED = 64
 
 
 class OpenSessions:
     def __init__(
-        self, capacity: int, opener: Opener, on_evict: Callable[[str, SessionHandle], None]
+        self,
+        capacity: int,
+        opener: Opener,
+        on_evict: Callable[[str, SessionHandle], None],
+        ahead: int | None = None,
     ):
+        """`ahead`: at most this many prefetched sessions wait for a first call (None: as many
+        as the LRU has room for)."""
+
         def evicted(session_id: str, handle: SessionHandle) -> None:
             self._uncalled.discard(session_id)
             on_evict(session_id, handle)
@@ -43,6 +52,7 @@ class OpenSessions:
         self._opening: dict[str, asyncio.Future[SessionHandle]] = {}
         self._uncalled: set[str] = set()  # prefetched, no request has asked for them yet
         self._opener = opener
+        self._ahead = capacity if ahead is None else ahead
 
     def get(self, session_id: str) -> SessionHandle | None:
         """The handle when the session is open now (no waiting, no opening)."""
@@ -79,7 +89,7 @@ class OpenSessions:
         """Open the session in the background when there is room; True when it started."""
         if len(self._lru) + len(self._opening) >= self._lru.capacity:
             return False
-        if len(self._uncalled) >= MAX_UNCALLED:
+        if len(self._uncalled) >= self._ahead:
             return False
         if session_id in self._lru or session_id in self._opening:
             return False

@@ -304,7 +304,12 @@ class SessionManager:
         async def opener(session_id: str, ahead: bool) -> SessionHandle:
             return await self._run(partial(self.backend.open, session_id, ahead=ahead))
 
-        return OpenSessions(self.settings.max_open_sessions, opener, self._on_evict)
+        return OpenSessions(
+            self.settings.max_open_sessions,
+            opener,
+            self._on_evict,
+            ahead=self.settings.open_ahead_sessions,
+        )
 
     async def _handle(self, session_id: str) -> SessionHandle:
         return await self._open.handle(session_id)
