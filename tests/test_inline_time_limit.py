@@ -73,6 +73,8 @@ async def test_a_slow_call_of_an_inline_tool_holds_the_loop_only_briefly(tmp_pat
     assert "output" in answer, answer  # the thread run finished the call
     assert threads[-2] == loop_thread and threads[-1] != loop_thread  # tried inline, then thread
     assert took > 0.1  # the slow query really ran (in the thread)
-    # The loop was held for the inline try only: INLINE_TIME_LIMIT_MS plus a scheduling margin.
-    assert max(gaps) < INLINE_TIME_LIMIT_MS / 1000 + 0.1, max(gaps)
+    # The loop was held for the inline try only (INLINE_TIME_LIMIT_MS), not for the query: had
+    # the inline try run to the end, one gap would be about the whole call. Relative to the
+    # call, not absolute: on a loaded 2-core machine a scheduling gap alone reached 0.18 s.
+    assert max(gaps) < max(INLINE_TIME_LIMIT_MS / 1000 + 0.1, took / 2), (max(gaps), took)
     assert not manager.inline.allows(name)  # and the tool went back to threads
