@@ -16,7 +16,9 @@ WEAK_SECRETS = {"secret", "changeme", "change-me", "password", "stategym", "test
 class Settings(BaseSettings):
     """StateGym's configuration. Every field is documented (a test checks it)."""
 
-    model_config = SettingsConfigDict(env_prefix="STATEGYM_", extra="ignore")
+    # An empty variable (`STATEGYM_TOOL_THREADS=`, a blank line in a deploy template) means
+    # unset: the default, not a parse error at start.
+    model_config = SettingsConfigDict(env_prefix="STATEGYM_", extra="ignore", env_ignore_empty=True)
 
     env: str = Field("retail", description="Name of the environment to serve (see `envs/`).")
     data_dir: Path = Field(

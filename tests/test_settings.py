@@ -33,6 +33,15 @@ def test_settings_read_environment(monkeypatch, tmp_path):
     assert s.data_dir == tmp_path and s.max_open_sessions == 7
 
 
+def test_an_empty_variable_means_unset(monkeypatch, tmp_path):
+    monkeypatch.setenv("STATEGYM_DATA_DIR", str(tmp_path))
+    for name in ("TOOL_THREADS", "OPEN_AHEAD_SESSIONS", "MAX_OPEN_SESSIONS", "ADMIN_TOKEN"):
+        monkeypatch.setenv(f"STATEGYM_{name}", "")
+    s = Settings()
+    assert (s.tool_threads, s.open_ahead_sessions, s.admin_token) == (None, None, None)
+    assert s.max_open_sessions == Settings.model_fields["max_open_sessions"].default
+
+
 def test_generated_secret_is_kept_with_mode_0600(tmp_path):
     first = load_or_create_secret(None, tmp_path)
     assert len(first) >= 48
