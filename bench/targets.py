@@ -144,8 +144,17 @@ def run(cfg: Config, groups: tuple[str, ...], work: Path) -> dict[str, Any]:
             log(f"burst: {cfg.burst} sessions, {cfg.burst} requests in flight")
             _settle()
             sg = start_stategym(work / "sg-burst", max_open_sessions=2_048)
+            template = template_of(sg, "retail")
             res["burst"] = _with(
                 sg, lambda s: gen(rollout.burst, s.url, "retail", cfg.burst, cfg.burst_timeout)
+            )
+            # The same burst on the lean server: how far this harness (one client process, one
+            # uvicorn worker, 2,000 connections at once on the same cores) gets at all.
+            log("burst: lean")
+            _settle()
+            lean = start_lean(work / "lean-burst", "retail", template)
+            res["burst"]["lean"] = _with(
+                lean, lambda s: gen(rollout.burst, s.url, "retail", cfg.burst, cfg.burst_timeout)
             )
         if "postgres" in groups:
             res["postgres"] = postgres(gen, cfg, work)
@@ -284,6 +293,15 @@ def rows(res: dict[str, Any]) -> list[tuple[str, str, str, str]]:
             b.get("p99_ms") is not None and b["p99_ms"] <= 1000,
         )
         check("burst: errors", b["errors"], "0", b["errors"] == 0)
+        lean_burst = b.get("lean") or {}
+        if lean_burst.get("p99_ms") and b.get("p99_ms") is not None:
+            check(
+                f"  lean server, same burst: client p99 {_f(lean_burst['p99_ms'] / 1000)} s, "
+                f"{lean_burst['errors']} errors; StateGym / lean",
+                round(b["p99_ms"] / lean_burst["p99_ms"], 2),
+                "-",
+                None,
+            )
     pg = res.get("postgres")
     if pg and "skipped" in pg:
         check("postgres", "skipped: " + pg["skipped"][:60], "-", None)
