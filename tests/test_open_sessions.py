@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -225,3 +226,32 @@ async def test_shutdown_waits_for_a_prefetch_in_flight(tmp_path: Path) -> None:
     await mgr.aclose()  # the prefetch's handle is closed with the rest
     assert session_id not in mgr._open
     await mgr.aclose()
+
+
+async def test_an_evicted_session_closes_on_a_thread_of_its_own(tmp_path: Path) -> None:
+    """Not on the threads that open sessions: in a burst on a full LRU its close would wait
+    behind every queued open, and the worker would hold twice its connections at the peak."""
+    mgr = await _manager(tmp_path, max_open_sessions=1, open_on_seed=False)
+    try:
+        tool = _read_tool(mgr)
+        first, second = await _seed(mgr), await _seed(mgr)
+        await mgr.call_tool(first, tool, READ["arguments"])
+        handle = mgr._open.get(first)
+        assert handle is not None
+        closed_on: list[str] = []
+        real_close = handle.close
+
+        def close() -> None:
+            closed_on.append(threading.current_thread().name)
+            real_close()
+
+        handle.close = close  # type: ignore[method-assign]
+        await mgr.call_tool(second, tool, READ["arguments"])  # evicts the first
+        for _ in range(500):
+            if closed_on:
+                break
+            await asyncio.sleep(0.01)
+        assert first not in mgr._open and second in mgr._open
+        assert len(closed_on) == 1 and closed_on[0].startswith("stategym-close"), closed_on
+    finally:
+        await mgr.aclose()

@@ -89,6 +89,9 @@ class SessionManager:
             if env.inline_tool_calls and self.backend.capabilities.inline_calls
             else None
         )
+        # Evicted handles close on a thread of their own: queued behind the opens that evicted
+        # them, a burst on an LRU full of other sessions held twice the connections at its peak.
+        self._closer = _closer()
         self._open = self._open_sessions()
         # LLM-as-judge for tasks with a rubric (STATEGYM_JUDGE_*); unconfigured, a rubric task
         # is masked rather than scored on its state alone.
@@ -322,7 +325,7 @@ class SessionManager:
     def _on_evict(self, _key: str, handle: SessionHandle) -> None:
         async def close_when_idle() -> None:
             async with handle.lock:
-                await self._run(handle.close)
+                await asyncio.get_running_loop().run_in_executor(self._closer, handle.close)
 
         asyncio.get_running_loop().create_task(close_when_idle())
 
@@ -509,6 +512,8 @@ class SessionManager:
         old.shutdown(wait=True)
         old_tools, self.tool_executor = self.tool_executor, _tool_executor(self.threads)
         old_tools.shutdown(wait=True)
+        old_closer, self._closer = self._closer, _closer()
+        old_closer.shutdown(wait=True)
         self.backend.dispose()
         if self.judge is not None:
             await self.judge.aclose()
@@ -570,6 +575,10 @@ def _check_owner(held: ResourcesClaim, episode: str | None, cookie_session_id: s
             "the session cookie must carry the episode_id of its seed",
             hint="Send the episode_id the seed used, or the cookie the seed set.",
         )
+
+
+def _closer() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(1, thread_name_prefix="stategym-close")
 
 
 def _tool_executor(threads: int) -> ThreadPoolExecutor:
