@@ -249,8 +249,11 @@ def step_fields(
     calls = function_calls(response)
     a = align(calls, steps)
     # The row images in the log first (app/verify/step_states.py); undo + dump where they
-    # cannot tell (a referenced row's key changed, or the task has expected-state checks).
-    phi = from_log(log_, steps) if from_log is not None and steps else None
+    # cannot tell (a referenced row's key changed, or the task has expected-state checks), or
+    # cannot be trusted: those of steps before a migration predate what it changed, and only
+    # the undo knows how far back it may go (`migrated_at`).
+    fast = from_log is not None and steps and not log_.migrated_at()
+    phi = from_log(log_, steps) if fast and from_log is not None else None
     if phi is None:
         phi = potentials(log_, steps, tables, changed, final, potential_now)
     out: dict[str, Any] = {"trajectory": trajectory_report(calls, steps, a)}
