@@ -31,7 +31,8 @@ TIMED_S = 15.0
 CONCURRENCY = 16
 
 
-def _config(spec: str) -> tuple[str, dict[str, str]]:
+def parse_config(spec: str) -> tuple[str, dict[str, str]]:
+    """`label:KEY=VALUE,...` -> (label, environment variables)."""
     label, _, pairs = spec.partition(":")
     return label, dict(pair.split("=", 1) for pair in pairs.split(",") if pair)
 
@@ -84,7 +85,7 @@ def main() -> None:
     parser.add_argument("rounds", type=int)
     parser.add_argument("configs", nargs="+", help="label:KEY=VALUE,... (ROOT=<checkout>)")
     args = parser.parse_args()
-    configs = [_config(spec) for spec in args.configs]
+    configs = [parse_config(spec) for spec in args.configs]
     rates: dict[str, list[float]] = {label: [] for label, _ in configs}
     with ProcessPoolExecutor(1) as pool:  # the load generator, in its own process
         for r in range(args.rounds):
