@@ -76,8 +76,8 @@ def _dump(env, conn):  # type: ignore[no-untyped-def]
 
 def test_tracked_verify_dump_equals_a_full_dump(tmp_path: Path) -> None:
     from app.runtime.runner import run_tool
-    from app.storage.meta import tracked_changes
     from app.storage.sqlite import db as sqlite_db
+    from app.storage.tracking import tracked_changes
 
     env, task, snapshot, pristine, session = _retail_session(tmp_path)
     seed_state = _dump(env, pristine)  # a pristine clone: remembered for reuse
@@ -96,7 +96,7 @@ def test_tracked_verify_dump_equals_a_full_dump(tmp_path: Path) -> None:
     assert len(changes.rows["audit_log"]) == 1  # the gold's one audit entry
 
     reused = _dump(env, session)
-    session.execute("DROP TRIGGER _stategym_track_products_update")  # tracking now incomplete
+    session.execute("DROP TRIGGER _stategym_step_products_update")  # the log now incomplete
     assert tracked_changes(session, env.metadata.tables) is None
     full = _dump(env, session)
     assert reused == full
@@ -106,7 +106,7 @@ def test_tracked_verify_dump_equals_a_full_dump(tmp_path: Path) -> None:
 
 
 def test_a_rolled_back_or_renamed_table_is_never_trusted(tmp_path: Path) -> None:
-    from app.storage.meta import tracked_changes
+    from app.storage.tracking import tracked_changes
 
     env, _task, _snapshot, _pristine, session = _retail_session(tmp_path)
     session.execute("BEGIN")

@@ -20,9 +20,9 @@ from app.runtime.lru import LRU
 from app.runtime.runner import run_tool
 from app.runtime.tasks import task_from_data
 from app.sdk.environment import ToolContext
-from app.storage.meta import tracked_changes
 from app.storage.sqlite import db as sqlite_db
 from app.storage.sqlite.store import Store
+from app.storage.tracking import tracked_changes
 from app.verify.diff import diff_states
 from app.verify.state import dump_state
 from tests.conftest import ENV_NAMES, PORTABLE_ENVS

@@ -19,8 +19,8 @@ from sqlalchemy.exc import DBAPIError
 from app.registry import load_environment
 from app.runtime.sessions import SessionManager
 from app.server.models import parse_seed_body
-from app.storage.meta import tracked_changes
 from app.storage.postgres.db import quoted, session_connection
+from app.storage.tracking import tracked_changes
 from app.verify import patching
 from app.verify import state as state_module
 from app.verify.diff import _Delta, diff_states

@@ -73,6 +73,8 @@ TRACK_PREFIX = "_stategym_track_"
 # bodies that cannot conflict (see install_change_tracking).
 TRACKING_VERSION = "4"
 _ROW_VERSIONS = ("3", TRACKING_VERSION)
+# A database whose changes are read from its step log instead (app/storage/log_changes.py).
+LOG_TRACKING = "log1"
 _TRIGGERS = ("insert", "update", "delete", "keys")
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -137,6 +139,18 @@ def install_change_tracking(
     write_meta(conn, {"change_tracking": TRACKING_VERSION})
 
 
+def drop_change_tracking(conn: sqlite3.Connection) -> None:
+    """Remove the tracking triggers and records (a database whose step log takes over)."""
+    for (name,) in conn.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'trigger' AND substr(name, 1, ?) = ?",
+        (len(TRACK_PREFIX), TRACK_PREFIX),
+    ).fetchall():
+        conn.execute(f'DROP TRIGGER "{name}"')
+    conn.execute(f"DROP TABLE IF EXISTS {CHANGES_TABLE}")
+    conn.execute(f"DROP TABLE IF EXISTS {ROWS_TABLE}")
+    conn.execute(f"DELETE FROM {META_TABLE} WHERE key = 'change_tracking'")
+
+
 def reset_change_tracking(conn: Any, snapshot: str) -> str:
     """Forget what the database wrote so far and rename it snapshot `snapshot` (its template
     kept): from here on it tracks changes as a snapshot taken now would. Returns the tracking
@@ -178,36 +192,37 @@ class Changes:
 CHANGE_READER = "stategym.change_reader"
 
 
-def tracked_changes(conn: Any, tables: Iterable[str]) -> Changes | None:
-    """What the database wrote since its snapshot, or None when it does not track changes of
-    every one of `tables` (built before tracking existed, not from a snapshot, or a migration
-    recreated or renamed a table and so lost its triggers).
+def read_tracking_meta(conn: sqlite3.Connection) -> dict[str, str] | None:
+    """The meta keys change tracking reads (app/storage/tracking.py); None without a meta."""
+    try:
+        return dict(
+            conn.execute(
+                f"SELECT key, value FROM {META_TABLE} WHERE key IN ('template', 'snapshot', "
+                "'change_tracking', 'step_log', 'migrated', 'change_keys', 'change_guarded')"
+            ).fetchall()
+        )
+    except sqlite3.OperationalError:  # no meta table: not a StateGym database
+        return None
 
-    `conn` is a sqlite3 connection or a SQLAlchemy Connection (read in the caller's transaction).
-    """
-    if getattr(getattr(conn, "dialect", None), "name", "sqlite") != "sqlite":
-        reader = conn.info.get(CHANGE_READER)
-        found: Changes | None = reader(conn, tables) if reader is not None else None
-        return found
-    if hasattr(conn, "exec_driver_sql"):  # read on its sqlite3 connection: 5x cheaper a query
-        conn = conn.connection.driver_connection
+
+def changes_from_triggers(
+    conn: sqlite3.Connection, meta: Mapping[str, str], tables: Iterable[str]
+) -> Changes | None:
+    """`tracked_changes` for a database with the tracking triggers (`install_change_tracking`):
+    what they recorded, or None when any of `tables` lost them (a migration recreated or
+    renamed it) or the database predates them."""
+    tables = list(tables)
     run = conn.execute
     present = {
         row[0]
         for row in run(
-            "SELECT name FROM sqlite_master WHERE type = 'table' AND name IN (?, ?, ?)",
-            (META_TABLE, CHANGES_TABLE, ROWS_TABLE),
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name IN (?, ?)",
+            (CHANGES_TABLE, ROWS_TABLE),
         ).fetchall()
     }
-    if not {META_TABLE, CHANGES_TABLE} <= present:
-        return None
-    meta = dict(
-        run(
-            f"SELECT key, value FROM {META_TABLE} "
-            "WHERE key IN ('template', 'snapshot', 'change_tracking')"
-        ).fetchall()
-    )
     version = meta.get("change_tracking")
+    if CHANGES_TABLE not in present:
+        return None
     if version not in ("2", *_ROW_VERSIONS) or "snapshot" not in meta:
         return None
     # Only a trigger still named after the table it fires on records that table's name (its

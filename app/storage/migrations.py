@@ -28,6 +28,8 @@ from sqlalchemy.pool import NullPool
 
 from app.registry import environment_names, load_environment
 from app.storage.control_schema import control_metadata
+from app.storage.log_changes import MIGRATED
+from app.storage.meta import write_meta
 from app.storage.step_triggers import (
     forget_changes_after,
     last_logged_change,
@@ -169,6 +171,8 @@ def _migrate(conn: Connection, target: str, destination: str, *, down: bool = Fa
         if moved == revision:
             return
         mark_migrated(raw)  # the log's images so far predate the migration: no undo past them
+        # Its writes are in no log: change tracking read from the log no longer covers them.
+        write_meta(raw, {MIGRATED: moved or "base"})
         # At the head, the models describe the database: its step log as a snapshot's.
         if moved == head_revision(target):
             remake_step_triggers(raw, metadata_for(target))

@@ -9,13 +9,8 @@ from collections.abc import Mapping
 from sqlalchemy import Connection, Table
 
 from app.sdk.compare_spec import CompareSpec
-from app.storage.meta import (
-    META_TABLE,
-    Changes,
-    reset_change_tracking,
-    seed_changes,
-    tracked_changes,
-)
+from app.storage.meta import META_TABLE, Changes, reset_change_tracking, seed_changes
+from app.storage.tracking import tracked_changes
 from app.verify import table_reads
 from app.verify.patching import Pristine, patch_dump, remember, remembered
 from app.verify.table_state import DbState, Patch, Row, RowIndex, TableState

@@ -31,9 +31,11 @@ from app.errors import SessionNotFound, SessionUnavailable, StorageFull
 from app.runtime.lru import LRU
 from app.runtime.tasks import TaskSpec
 from app.sdk.environment import Environment
+from app.storage.log_changes import mark_log_tracked
 from app.storage.meta import (
+    LOG_TRACKING,
     SEED_CHANGES,
-    TRACKING_VERSION,
+    drop_change_tracking,
     install_change_tracking,
     read_meta,
     seed_changes_value,
@@ -113,9 +115,9 @@ def snapshot_image(
     *,
     step_log: bool = True,
 ) -> bytes:
-    """A snapshot's image, built in memory: `template` + the seed, then the change tracking and
-    (unless `step_log` is False: the task generator's base) the step log, so what sessions
-    cloned from it write is recorded from there on."""
+    """A snapshot's image, built in memory: `template` + the seed, then the step log (unless
+    `step_log` is False: the task generator's base, which keeps the change-tracking triggers
+    instead), so what sessions cloned from it write is recorded from there on."""
     conn = sqlite_db.memory_from_image(template)
     engine = sqlite_db.bind_engine(conn)
     try:
@@ -133,7 +135,11 @@ def snapshot_image(
         seeded = seed_changes_value(*take_changes(conn))
         write_meta(conn, {"snapshot": key, "now": now.isoformat(), SEED_CHANGES: seeded})
         if step_log:  # every tool call's row changes, before and after (app/storage/steplog.py)
+            # ... which is all change tracking needs: its own triggers go (app/storage/
+            # log_changes.py), and with them ~190 KB of every open connection.
+            drop_change_tracking(conn)
             install_step_log(conn, step_logged_tables(env.metadata))
+            mark_log_tracked(conn, _reference_keys(env), _foreign_key_guarded(env))
         return sqlite_db.image_of(conn)
     finally:
         engine.dispose()
@@ -244,9 +250,9 @@ class Store:
         now = parse_seed_now((task.seed or {}).get("now"), self.env.default_now)
         if path.exists():
             image = sqlite_db.image_of_file(path)
-            if _tracking_versions(image) == (TRACKING_VERSION, STEP_LOG_VERSION):
+            if _tracking_versions(image) == (LOG_TRACKING, STEP_LOG_VERSION):
                 return Snapshot(key, image, now)
-            # Built by an older release: its tracking triggers are rebuilt with the snapshot.
+            # Built by an older release: rebuilt, with today's step log and change tracking.
         image = snapshot_image(self.env, self.template_image(), task.seed, key, now)
         sqlite_db.write_image(path, image, wal=False)
         return Snapshot(key, image, now)

@@ -75,7 +75,7 @@ async def test_two_sessions_cannot_see_or_reach_each_other(server) -> None:
             f"VACUUM INTO '{escape}'",
             "SELECT * FROM _stategym_meta",
             "UPDATE _stategym_meta SET value = 'closed' WHERE key = 'status'",
-            "DELETE FROM _stategym_changes",
+            "DELETE FROM _stategym_step_rows",  # the step log: what verify reads changes from
             "SELECT load_extension('libc.so.6')",
         ):
             error = (await _sql(a, statement))["error"]
