@@ -5,7 +5,7 @@ prefetch) is opening waits for that open instead of starting its own.
 
 Prefetch: right after a seed answers, the new session is opened in the background, so the
 rollout's first tool call does not pay for the open. On SQLite that open is ~1.3 ms of parsing
-the schema (84 triggers in retail), and the first write creates the WAL and syncs it (~0.5 ms),
+the schema (36 step-log triggers in retail), and the first write creates the WAL and syncs it,
 which the open ahead does too: after 50 ms of agent "thinking", the first call of a rollout took
 6.0-6.6 ms, now 1.4-1.5 like the next ones (bench/README.md, "Issue 20, round 5"). An agent
 thinks for a while before its first call, so in a real rollout the open is done by then.
@@ -15,7 +15,7 @@ nobody has called yet. How many prefetched sessions may wait for their first cal
 then calls every session of it within an LLM turn, so the batch is opened ahead whatever its size:
 2,000 first calls sent at once after 2,000 seeds took 15-18 s (p99) with the old fixed cap of 64
 and 3.5-3.8 s with every session opened ahead (bench/README.md, "Issue 20, round 9"). Seeds nobody
-ever calls (a capacity test, a crashed trainer) then hold open connections (~0.65 MB each for
+ever calls (a capacity test, a crashed trainer) then hold open connections (~0.4 MB each for
 retail on SQLite, most of it the parsed schema and its triggers) up to `max_open_sessions`, the
 same bound calls have; set `open_ahead_sessions` lower to keep them cheaper.
 """

@@ -16,9 +16,10 @@ models has them (`install_step_log` on every table with a rowid):
 A dropped table took its triggers along; its column record goes too unless the log names it.
 
 The migration's own writes (a backfill) are no step: the rows the log gained while it ran are
-deleted, or they would be counted as the next tool call's. Change tracking (app/storage/meta.py)
-is left as the migration leaves it: a table that lost its tracking triggers makes verify read the
-database whole, which is always right. A database without a step log is left without one.
+deleted, or they would be counted as the next tool call's. The database is marked `migrated`
+(app/storage/migrations.py): change tracking read from the log (app/storage/log_changes.py) then
+makes verify read it whole, as a table that lost the older tracking triggers does, which is
+always right. A database without a step log is left without one.
 
 Every migration that moves a logged database's revision (up or down, to the head or not) records
 the step its log is at (`mark_migrated`: meta `migrated_at_step`, as PostgreSQL's): the row images

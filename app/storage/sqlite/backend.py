@@ -98,7 +98,7 @@ class SqliteBackend:
         if ahead:
             _create_wal(conn)
             # Nobody has called it yet, and many such sessions may wait (a whole batch): give
-            # back the pages the open read (the schema's), ~85 of ~650 KB a retail connection
+            # back the pages the open read (the schema's), ~85 KB of what a retail connection
             # holds; its first call reads what it needs again, from the OS's cache.
             conn.execute("PRAGMA shrink_memory")
         return handle
