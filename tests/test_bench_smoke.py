@@ -145,3 +145,20 @@ def test_quick_targets_produce_every_figure(tmp_path: Path) -> None:
         for kind in ("seed", "tool", "verify", "close"):
             assert res["latency"][server][kind]["p50_ms"] is not None
     assert res["burst"]["n"] == 20 and res["burst"]["errors"] == 0
+
+
+@pytest.mark.slow  # load test: make test-slow (CI runs it)
+def test_cpu_split_reads_every_thread_of_a_real_server(tmp_path: Path) -> None:
+    from bench.cpu_split import measure, report
+    from bench.servers import start_stategym
+
+    server = start_stategym(tmp_path / "sg", max_open_sessions=64)
+    try:
+        split = measure(server, "retail", concurrency=4, seconds=1.0, warm_seconds=0.5)
+    finally:
+        server.stop()
+    assert split["rollouts"] > 0 and split["errors"] == 0 and split["mean_reward"] == 1.0
+    # The event loop and the worker threads both ran: seeds, verifies and closes go to workers.
+    assert len(split["threads_ms"]) >= 2, split["threads_ms"]
+    assert sum(split["threads_ms"].values()) > 0 and split["client_ms"] > 0
+    assert "ms/rollout" in report("StateGym", split)
