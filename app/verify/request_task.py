@@ -76,3 +76,19 @@ def scored_task(stored: Mapping[str, Any], body: Mapping[str, Any]) -> ScoredTas
     if "responses_create_params" in body and "responses_create_params" not in judge_input:
         judge_input["responses_create_params"] = body["responses_create_params"]
     return ScoredTask(task_from_data(stored), judge_input, mismatch)
+
+
+# What a task row may ask verify to check besides SCORING_FIELDS: any `expected_*` field (an
+# expected answer or refusal, whatever its name) and a judge's rubric.
+_EXPECTED_PREFIX = "expected_"
+
+
+def has_something_to_score(data: Mapping[str, Any]) -> bool:
+    """Whether a task row asks verify to check anything: a reference solution, an expected
+    output, answer, refusal or state, or a rubric. A row with none of them matches an untouched
+    database, so scoring it would pay 1.0 for nothing."""
+    for field, value in data.items():
+        asks = field in ("ground_truth", "judge") or field.startswith(_EXPECTED_PREFIX)
+        if asks and value not in (None, "", [], {}):
+            return True
+    return False
