@@ -148,9 +148,10 @@ async def restore_session(request: Request) -> JSONResponse:
 
 
 @router.get("/session_tree")
-async def session_tree(request: Request) -> dict[str, Any]:
-    """The fork lineage holding the cookie's session, from its root."""
+async def session_tree(request: Request, resources_session_id: str | None = None) -> dict[str, Any]:
+    """The fork lineage holding the cookie's session (or the one `resources_session_id`
+    names, when the cookie is that session's), from its root."""
     proto = request.app.state.protocol
-    session_id = await proto.owned_session(request, None, None)
+    session_id = await proto.owned_session(request, resources_session_id, None)
     result: dict[str, Any] = await proto.branching.tree(session_id)
     return result
