@@ -21,7 +21,6 @@ from pydantic import BaseModel, ConfigDict
 from app import jsonio
 from app.errors import (
     BadRequest,
-    InvalidTask,
     MethodNotAllowed,
     NoSession,
     SessionExpired,
@@ -62,7 +61,7 @@ from app.server.models import (
 from app.settings import Settings
 from app.storage.sqlite.db import is_disk_full
 from app.verify.metrics import aggregate
-from app.verify.request_task import has_something_to_score
+from app.verify.request_task import require_something_to_score
 
 log = logging.getLogger("stategym.api")
 
@@ -309,14 +308,7 @@ async def verify(request: Request) -> JSONResponse:
     if session_id is None:
         # Stateless reverify: the task row in the body, its calls replayed on its snapshot. A
         # row that asks nothing would match any untouched database: refused, never 1.0.
-        if not has_something_to_score(body):
-            raise InvalidTask(
-                "verify without a session cookie scores the task row in the body by replaying "
-                "its response, and this body names nothing to score (no ground_truth, "
-                "expected_outputs, expected_state or other expected_* field, nor a judge)",
-                hint="Send the session cookie the seed set, or the task row's fields at the top "
-                "level of the body (as NeMo Gym's reverify does) for a stateless replay.",
-            )
+        require_something_to_score(body)
         return JSONResponse({**body, **await proto.sessions.reverify(body)})
     named = body.get("resources_session_id")
     if isinstance(named, str):

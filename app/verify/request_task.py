@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from app.errors import InvalidTask
 from app.runtime.tasks import TaskSpec, task_from_data
 
 # Every field that changes a reward: the reference solution, the answer check, the checks, the
@@ -92,3 +93,15 @@ def has_something_to_score(data: Mapping[str, Any]) -> bool:
         if asks and value not in (None, "", [], {}):
             return True
     return False
+
+
+def require_something_to_score(data: Mapping[str, Any]) -> None:
+    """InvalidTask (422) for a stateless verify whose task row asks nothing, saying what to send."""
+    if not has_something_to_score(data):
+        raise InvalidTask(
+            "verify without a session cookie scores the task row in the body by replaying its "
+            "response, and this body names nothing to score (no ground_truth, expected_outputs, "
+            "expected_state or other expected_* field, nor a judge)",
+            hint="Send the session cookie the seed set, or the task row's fields at the top "
+            "level of the body (as NeMo Gym's reverify does) for a stateless replay.",
+        )
