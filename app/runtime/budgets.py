@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -29,6 +30,9 @@ MIB = 2**20
 # Room always left on the data dir's disk: the control database, WAL checkpoints and logs
 # must still be writable after a fork.
 FREE_DISK_RESERVE = 64 * MIB
+# The server's state is measured again (a walk of the data dir) at most this often; writes of
+# this process in between are added as they finish. Others' seeds in between are not counted.
+MEASURE_SECONDS = 2.0
 
 _PG_SESSION_BYTES = text(
     "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
@@ -75,7 +79,11 @@ class DiskBudget:
         self.total_bytes = settings.data_max_mb * MIB if settings.data_max_mb else None
         self.backend = backend
         self._pg_pattern = settings.pg_schema_prefix + "\\_%"
-        self._pending = 0
+        self._pending = 0  # bytes of writes in flight
+        # The last measure of the server's state, and what this process wrote since: a fork
+        # does not walk every session file again when another one did a moment ago.
+        self._measured: tuple[float, int] | None = None
+        self._written_since = 0
         self._lock = threading.Lock()
 
     # --- sizes -----------------------------------------------------------------------------
@@ -94,14 +102,15 @@ class DiskBudget:
     def used(self) -> int:
         """The session state this server holds now: the data dir's files, plus this
         deployment's PostgreSQL schemas when sessions live there."""
-        used = directory_bytes(self.data_dir)
+        return directory_bytes(self.data_dir) + self._schemas_bytes()
+
+    def _schemas_bytes(self) -> int:
         engine = getattr(self.backend, "engine", None)
-        if isinstance(engine, Engine) and not self.backend.capabilities.raw_sqlite:
-            with engine.connect() as conn:
-                used += int(
-                    conn.execute(_PG_SCHEMAS_BYTES, {"pattern": self._pg_pattern}).scalar() or 0
-                )
-        return used
+        if not isinstance(engine, Engine) or self.backend.capabilities.raw_sqlite:
+            return 0
+        with engine.connect() as conn:
+            pattern = {"pattern": self._pg_pattern}
+            return int(conn.execute(_PG_SCHEMAS_BYTES, pattern).scalar() or 0)
 
     # --- checks ----------------------------------------------------------------------------
     def check_image(self, size: int) -> None:
@@ -128,12 +137,21 @@ class DiskBudget:
                 needed_bytes=need,
             )
 
+    def _used_now(self) -> int:
+        """`used()` with the data dir walked at most every MEASURE_SECONDS, plus this
+        process's writes to it since (called under the lock). PostgreSQL's schemas are one
+        query: read every time, so they include every fork and restore already done."""
+        now = time.monotonic()
+        if self._measured is None or now - self._measured[0] > MEASURE_SECONDS:
+            self._measured, self._written_since = (now, directory_bytes(self.data_dir)), 0
+        return self._measured[1] + self._written_since + self._schemas_bytes()
+
     @contextmanager
     def reserve(self, need: int, what: str) -> Iterator[None]:
         """Hold `need` bytes of the server's budget while `what` writes them; 507 (nothing
         written) when the budget or the data dir's disk has no room for them."""
         with self._lock:
-            used = self.used() + self._pending
+            used = self._used_now() + self._pending
             if self.total_bytes is not None and used + need > self.total_bytes:
                 raise StorageBudget(
                     f"{what} would write {_mib(need)}, and this server already holds "
@@ -148,11 +166,15 @@ class DiskBudget:
             if self.backend.capabilities.raw_sqlite:
                 self._check_free_disk(need + self._pending, what)
             self._pending += need
+        done = False
         try:
             yield
+            done = True
         finally:
             with self._lock:
                 self._pending -= need
+                if done and self.backend.capabilities.raw_sqlite:  # the data dir grew
+                    self._written_since += need
 
     def _check_free_disk(self, need: int, what: str) -> None:
         self.data_dir.mkdir(parents=True, exist_ok=True)
