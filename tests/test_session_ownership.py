@@ -311,8 +311,11 @@ async def test_cookieless_verify_still_scores_a_task_row(server) -> None:
     assert nothing["reward"] == 0.0
 
 
-async def test_many_cookieless_verifies_leave_bounded_disk(make_settings, tmp_path) -> None:
-    async for server in _server(make_settings(replay_cache_files=6, replay_cache_mb=64)):
+@pytest.mark.parametrize("files,mib", [(6, 64), (64, 1)], ids=["by_count", "by_bytes"])
+async def test_many_cookieless_verifies_leave_bounded_disk(
+    make_settings, tmp_path, files: int, mib: int
+) -> None:
+    async for server in _server(make_settings(replay_cache_files=files, replay_cache_mb=mib)):
 
         def replay_files(data: Path = tmp_path / "data") -> list[Path]:
             return [*(data / "snapshots").rglob("*.sqlite"), *(data / "gold").rglob("*.sqlite")]
@@ -323,9 +326,10 @@ async def test_many_cookieless_verifies_leave_bounded_disk(make_settings, tmp_pa
             body = {**TASK, "task_id": f"wh-{i}", "seed": seed, "response": {"output": []}}
             assert (await server.post("/verify", json=body)).status_code == 200
             counts.append(len(replay_files()))
-        assert max(counts) <= 6, counts
+        assert max(counts) <= files and counts[-1] >= min(files, 2), counts
         cache = server.app.state.protocol.sessions.replay_files  # type: ignore[attr-defined]
-        assert cache.files == len(replay_files()) and cache.bytes <= 64 * 2**20
+        assert cache.files == len(replay_files())
+        assert cache.bytes == sum(p.stat().st_size for p in replay_files()) <= mib * 2**20
         # A seeded task's files are not the cache's: they stay.
         owner = fresh_client(server)
         assert (await owner.post("/seed_session", json=TASK)).status_code == 200
