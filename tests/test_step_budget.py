@@ -23,6 +23,7 @@ from app.settings import Settings
 from app.storage.sqlite.store import Store
 from app.verify import session_verify
 from app.verify.gold import GoldCache
+from app.verify.state import dump_state
 from app.verify.step_budget import StepBudget
 from tests.conftest import REPO, TEST_SECRET
 from tests.support.rollouts import load_tasks, response_object
@@ -95,6 +96,11 @@ def test_row_image_potentials_equal_undo_and_dump_when_referenced_keys_change(
 ):
     live, task, gold, response = _run(tmp_path, _mixed_calls(seed, kinds))
     try:
+        # The dump patched with the rows referencing a re-keyed row is the table read whole.
+        with live.bind.begin():
+            tables, compare = live.env.metadata.tables, live.env.compare
+            patched = dump_state(live.bind, tables, compare)
+            assert patched == dump_state(live.bind, tables, compare, reuse=False)
         logged = live.verify(task, gold, response)
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(session_verify, "potentials_from_log", lambda *a, **k: None)

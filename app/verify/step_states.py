@@ -76,6 +76,11 @@ def potentials_from_log(
     values: list[float] = []
     # Before any writing step the state is the seed's (the potential of no change at all).
     phi, current = potential_of({}), dict(seed)
+    # A state is known by the rows whose content is not the seed's (contents are interned, and
+    # references resolve by contents too): one seen before (a key toggled back and forth) is
+    # not normalised nor diffed again.
+    off_seed: dict[Key, int] = {}
+    known: dict[frozenset[tuple[Key, int]], float] = {frozenset(): phi}
     for step in steps:
         if step.idx == steps[-1].idx:
             values.append(final)
@@ -85,9 +90,17 @@ def potentials_from_log(
             for key, before, after in changes:
                 current[key] = after
                 refs.move(key[0], before, after)
-            differ = [k for k in current if current[k] is not seed[k] or k in sensitive]
-            state_rows = refs.normalised(current, differ)
-            phi = potential_of(_mini_diff(differ, state_rows, seed_rows, tables, compare))
+                if after is seed[key]:
+                    off_seed.pop(key, None)
+                else:
+                    off_seed[key] = id(after)
+            seen = frozenset(off_seed.items())
+            if seen not in known:
+                differ = [k for k in current if current[k] is not seed[k] or k in sensitive]
+                state_rows = refs.normalised(current, differ, rekeyed)
+                diff = _mini_diff(differ, state_rows, seed_rows, tables, compare)
+                known[seen] = potential_of(diff)
+            phi = known[seen]
             if meter is not None:
                 meter.tick()
         values.append(phi)
@@ -96,8 +109,19 @@ def potentials_from_log(
 
 def _moves(images: Sequence[RowImage]) -> dict[int, Moves] | None:
     """Per step, each row change as (row, content before, content after); a rowid change is
-    the row leaving one rowid and taking another. None when an image has no rowid."""
+    the row leaving one rowid and taking another. None when an image has no rowid. Equal
+    contents of a row are one object (`is` tells a row back at an earlier content)."""
     out: dict[int, Moves] = {}
+    interned: dict[tuple[Key, tuple[Any, ...]], dict[str, Any]] = {}
+
+    def intern(key: Key, content: Content) -> Content:
+        if content is None:
+            return None
+        try:
+            return interned.setdefault((key, tuple(content.items())), content)
+        except TypeError:  # an unhashable value (PostgreSQL JSON): kept as it is
+            return content
+
     for image in images:
         changes = out.setdefault(image.step, [])
         if image.op == "i":
@@ -111,7 +135,8 @@ def _moves(images: Sequence[RowImage]) -> dict[int, Moves] | None:
         for rid, before, after in pairs:
             if rid is None:
                 return None
-            changes.append(((image.table, rid), before, after))
+            key = (image.table, rid)
+            changes.append((key, intern(key, before), intern(key, after)))
     return out
 
 
@@ -130,6 +155,7 @@ class _References:
         self.maps: dict[str, dict[Any, tuple[Any, ...]]] = {}
         # Built once the maps are loaded: their converters read the maps, updated in place.
         self._normalisers: dict[str, Callable[[dict[str, Any]], tuple[Any, ...]]] = {}
+        self._rows: dict[tuple[Any, ...], tuple[Content, tuple[Any, ...]]] = {}
 
     def _key(self, table: str, content: Mapping[str, Any]) -> tuple[Any, ...]:
         _pk, key, reads = self.targets[table]
@@ -197,8 +223,14 @@ class _References:
         if after is not None:
             mapping[after[pk]] = self._key(table, after)
 
-    def normalised(self, state: Mapping[Key, Content], keys: Any) -> dict[Key, tuple[Any, ...]]:
-        """The rows at `keys` of `state` (those that exist) as `dump_state` normalises them."""
+    def normalised(
+        self,
+        state: Mapping[Key, Content],
+        keys: Any,
+        rekeyed: Mapping[str, set[Any]] | None = None,
+    ) -> dict[Key, tuple[Any, ...]]:
+        """The rows at `keys` of `state` (those that exist) as `dump_state` normalises them;
+        a row is normalised again only when its content or a re-keyed reference of it moved."""
         converters = self._normalisers
         out = {}
         for key in keys:
@@ -206,11 +238,31 @@ class _References:
             if content is None:
                 continue
             table = key[0]
+            # The contents live as long as this verify (in the log's moves): id() is theirs.
+            mark = (key, id(content), self._resolved(table, content, rekeyed))
+            hit = self._rows.get(mark)
+            if hit is not None and hit[0] is content:
+                out[key] = hit[1]
+                continue
             normalise = converters.get(table)
             if normalise is None:
                 normalise = converters[table] = self._normaliser(table)
             out[key] = normalise(content)
+            self._rows[mark] = (content, out[key])
         return out
+
+    def _resolved(
+        self, table: str, content: dict[str, Any], rekeyed: Mapping[str, set[Any]] | None
+    ) -> tuple[Any, ...]:
+        """What the row's references to re-keyed rows resolve to now."""
+        if not rekeyed:
+            return ()
+        refs = self.compare.for_table(table).references
+        return tuple(
+            self.maps.get(t, {}).get(content.get(c))
+            for c, t in refs.items()
+            if content.get(c) in rekeyed.get(t, ())
+        )
 
     def _normaliser(self, name: str) -> Callable[[dict[str, Any]], tuple[Any, ...]]:
         spec = self.compare.for_table(name)
