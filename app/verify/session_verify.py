@@ -12,7 +12,7 @@ from app.sdk.environment import Environment
 from app.storage.steplog import StepLog
 from app.verify.answers import hedged_outputs
 from app.verify.checks import checked_tables, compile_checks, run_checks
-from app.verify.diff import diff_states
+from app.verify.diff import against_gold, diff_states
 from app.verify.evidence import cap_evidence
 from app.verify.gold import GoldCache
 from app.verify.outputs import final_assistant_text, missing_outputs
@@ -55,7 +55,7 @@ def verify_state(
 
     def potential(state: Any, checks: Any) -> float:
         """The state part of the reward for `state` (step rewards' potential)."""
-        seed_to_state = diff_states(seed_state, state, compare)
+        seed_to_state = diff_states(seed_state, state, compare, exact=True)
         return state_credit(
             seed_to_gold=seed_to_gold,
             seed_to_final=seed_to_state,
@@ -68,7 +68,7 @@ def verify_state(
         final = dump_state(conn, tables, compare)
         violations = _invariant_violations(env, db)
         results = run_checks(conn, compiled, compare, seed_state, final)
-        seed_to_final = diff_states(seed_state, final, compare)
+        seed_to_final = diff_states(seed_state, final, compare, exact=True)
         if with_steps:
             # No budget (direct callers, tests): every state is scored, however long it takes.
             meter = (step_budget or UNLIMITED).meter()
@@ -111,7 +111,11 @@ def verify_state(
     missing = missing_outputs(task.expected_outputs, answer)
     hedged = hedged_outputs(task.expected_outputs, answer, task.data.get("answer_kind"), seed_state)
     verdict = score(
-        gold_vs_final=diff_states(reference.state, final, compare) if reference else None,
+        gold_vs_final=(
+            against_gold(reference.state, final, compare, reference.seed_to_gold, seed_to_final)
+            if reference
+            else None
+        ),
         seed_to_gold=reference.seed_to_gold if reference else None,
         seed_to_final=seed_to_final,
         missing=missing,

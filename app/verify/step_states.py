@@ -85,9 +85,9 @@ def potentials_from_log(
         if step.idx == steps[-1].idx:
             values.append(final)
             break
-        changes = moves.get(step.idx)
-        if changes:
-            for key, before, after in changes:
+        made = moves.get(step.idx)
+        if made:
+            for key, before, after in made:
                 current[key] = after
                 refs.move(key[0], before, after)
                 if after is seed[key]:
@@ -124,6 +124,7 @@ def _moves(images: Sequence[RowImage]) -> dict[int, Moves] | None:
 
     for image in images:
         changes = out.setdefault(image.step, [])
+        pairs: list[tuple[int | None, Content, Content]]
         if image.op == "i":
             pairs = [(image.new_rid, None, image.after)]
         elif image.op == "d":
@@ -335,4 +336,4 @@ def _mini_diff(
         new_state[name] = TableState(
             name, columns, tuple(spec.key), tuple(sorted(after.get(name, []), key=repr))
         )
-    return diff_states(old_state, new_state, compare)
+    return diff_states(old_state, new_state, compare, exact=True)
