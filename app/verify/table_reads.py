@@ -159,7 +159,9 @@ def value_converters(
             if read is not plain_scalar:
                 convert = partial(_read_then, read, convert)
         elif read is not plain_scalar:  # the column's type converts: read raw, tag what fails
-            convert = partial(_read_exact, read)
+            convert = partial(_read_exact, read, col in spec.money)
+        elif col in spec.money:
+            convert = _money_exact
         else:
             convert = plain
         converters.append(convert)
@@ -177,16 +179,23 @@ def _read_then(read: Callable[[Any], Any], convert: Callable[[Any], Any], value:
     return got if isinstance(got, UnreadableValue) else convert(got)
 
 
-def _read_exact(read: Callable[[Any], Any], value: Any) -> Any:
+def _read_exact(read: Callable[[Any], Any], money: bool, value: Any) -> Any:
     """A raw value read by its column's type; text its type reads as a number stays that text
     (StoredText): stored another way, it is another value."""
     got = read(value)
     if isinstance(got, UnreadableValue):
         return got
-    out = plain(got)
+    out = _money_exact(got) if money else plain(got)
     if type(value) is str and type(out) in (int, float):
         return StoredText.of(value, out)
     return out
+
+
+def _money_exact(value: Any) -> Any:
+    """Money to the last digit, always a float (SQLite hands back 25800, PostgreSQL 25800.0:
+    one value, one form, so dumps of both sort alike)."""
+    out = plain(value)
+    return float(out) if type(out) is int else out
 
 
 # SQL text of the dump's parameterless statements, per (kind, table objects, columns): on SQLite
