@@ -20,7 +20,7 @@ from app.verify.reward import score, state_credit
 from app.verify.state import dump_state
 from app.verify.step_budget import UNLIMITED, StepBudget
 from app.verify.step_rewards import step_fields
-from app.verify.step_states import potentials_from_log
+from app.verify.step_states import logged_changes, potentials_from_log
 from app.verify.tool_calls import with_plain_tool_names
 
 
@@ -88,6 +88,7 @@ def verify_state(
             def from_log(log: StepLog, logged: list[Any]) -> list[float] | None:
                 if compiled:  # checks run SQL on each state: undo and dump instead
                     return None
+                meter.rows(logged_changes(log))  # before reading them all
                 return potentials_from_log(
                     conn,
                     tables,

@@ -22,7 +22,7 @@ from typing import Any
 from sqlalchemy import Connection, Table, select
 
 from app.sdk.compare_spec import CompareSpec
-from app.storage.steplog import RowImage, StepRow
+from app.storage.steplog import RowImage, StepLog, StepRow
 from app.verify.diff import StateDiff, diff_states
 from app.verify.step_budget import Meter
 from app.verify.table_reads import (
@@ -105,6 +105,12 @@ def potentials_from_log(
                 meter.tick()
         values.append(phi)
     return values
+
+
+def logged_changes(log: StepLog) -> int:
+    """How many row changes the log holds: a floor of the rows `potentials_from_log` compares
+    (each is one row at one writing step), known without reading them."""
+    return sum(n for per_table in log.change_counts().values() for n in per_table.values())
 
 
 def _moves(images: Sequence[RowImage]) -> dict[int, Moves] | None:
