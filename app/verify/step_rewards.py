@@ -252,7 +252,7 @@ def step_fields(
     calls = function_calls(response)
     a = align(calls, steps)
     # The row images in the log first (app/verify/step_states.py); undo + dump where they
-    # cannot tell (a referenced row's key changed, or the task has expected-state checks), or
+    # cannot tell (the task has expected-state checks, SQL on each state), or
     # cannot be trusted: those of steps before a migration predate what it changed, and only
     # the undo knows how far back it may go (`migrated_at`).
     fast = from_log is not None and steps and not log_.migrated_at()
