@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.storage.steplog import StepLog, StepRow, UndoUnavailable, canonical, digest, step_log
+from app.verify.step_budget import Meter, StepBudgetExceeded
 
 log = logging.getLogger("stategym.verify")
 
@@ -238,9 +239,11 @@ def step_fields(
     final: float,
     potential_now: Callable[[], float],
     from_log: Callable[[StepLog, list[StepRow]], list[float] | None] | None = None,
+    meter: Meter | None = None,
 ) -> dict[str, Any] | None:
     """`step_rewards`, `turn_rewards` and the trajectory check for a session that keeps a step
-    log, read in the caller's transaction on `conn` (a SQLAlchemy Connection); None without."""
+    log, read in the caller's transaction on `conn` (a SQLAlchemy Connection); None without.
+    Past `meter`'s budget the rewards are left out and `step_rewards_skipped` says why."""
     log_ = step_log(conn)
     if log_ is None:
         return None
@@ -249,14 +252,19 @@ def step_fields(
     calls = function_calls(response)
     a = align(calls, steps)
     # The row images in the log first (app/verify/step_states.py); undo + dump where they
-    # cannot tell (a referenced row's key changed, or the task has expected-state checks), or
+    # cannot tell (the task has expected-state checks, SQL on each state), or
     # cannot be trusted: those of steps before a migration predate what it changed, and only
     # the undo knows how far back it may go (`migrated_at`).
     fast = from_log is not None and steps and not log_.migrated_at()
-    phi = from_log(log_, steps) if fast and from_log is not None else None
-    if phi is None:
-        phi = potentials(log_, steps, tables, changed, final, potential_now)
     out: dict[str, Any] = {"trajectory": trajectory_report(calls, steps, a)}
+    try:
+        phi = from_log(log_, steps) if fast and from_log is not None else None
+        if phi is None:
+            if meter is not None:
+                meter.states(len(changed - {steps[-1].idx if steps else 0}))
+            phi = potentials(log_, steps, tables, changed, final, potential_now)
+    except StepBudgetExceeded as exc:  # the reward stays exact; the answer says why
+        phi, out["step_rewards_skipped"] = None, str(exc)
     if phi is not None:
         rewards, turns = distribute(calls, steps, a, phi, turn_count(response))
         out["step_rewards"] = [round(r, 6) for r in rewards]
