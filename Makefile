@@ -7,7 +7,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 DATA_DIR ?= var
 
-.PHONY: install run test test-browser test-nemo-gym lint bench bench-targets bench-profile bench-taskgen shipped-tasks clean
+.PHONY: install run test test-browser test-nemo-gym test-openenv lint bench bench-targets bench-profile bench-taskgen shipped-tasks clean
 
 $(BIN)/stategym-installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -66,6 +66,20 @@ test-nemo-gym: $(GYM_VENV)/stategym-installed
 	$(GYM_VENV)/bin/python -m pytest -p no:cacheprovider -o addopts=-ra tests/nemo_gym_conformance \
 		tests/test_nemo_gym_kit.py::test_nemo_gym_reads_the_configs_when_installed
 
+# OpenEnv's own clients drive `stategym serve --protocol openenv` (tests/openenv/) in a virtualenv
+# with the stategym[openenv] extra (the real openenv package from the registry).
+OPENENV_PYTHON ?= $(shell command -v python3.11 || command -v python3)
+OPENENV_VENV ?= .venv-openenv
+
+$(OPENENV_VENV)/stategym-installed: pyproject.toml
+	test -x $(OPENENV_VENV)/bin/python || $(OPENENV_PYTHON) -m venv $(OPENENV_VENV)
+	$(OPENENV_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(OPENENV_VENV)/bin/python -m pip install --quiet -e '.[openenv]' 'pytest>=8' 'pytest-asyncio>=0.23'
+	touch $@
+
+test-openenv: $(OPENENV_VENV)/stategym-installed
+	$(OPENENV_VENV)/bin/python -m pytest -p no:cacheprovider -o addopts=-ra tests/openenv
+
 # The types gate CI too: mypy's settings are in pyproject.toml ([tool.mypy]: app, envs, bench).
 lint: install
 	$(BIN)/ruff check .
@@ -97,4 +111,4 @@ shipped-tasks: install
 		$(BIN)/stategym tasks generate --env $$env --shipped fixtures/$$env/tasks.jsonl || exit 1; done
 
 clean:
-	rm -rf $(VENV) $(GYM_VENV) $(DATA_DIR) .pytest_cache
+	rm -rf $(VENV) $(GYM_VENV) $(OPENENV_VENV) $(DATA_DIR) .pytest_cache
