@@ -66,8 +66,8 @@ test-nemo-gym: $(GYM_VENV)/stategym-installed
 	$(GYM_VENV)/bin/python -m pytest -p no:cacheprovider -o addopts=-ra tests/nemo_gym_conformance \
 		tests/test_nemo_gym_kit.py::test_nemo_gym_reads_the_configs_when_installed
 
-# OpenEnv's own clients drive `stategym serve --protocol openenv` (tests/openenv/) in a virtualenv
-# with the stategym[openenv] extra (the real openenv package from the registry).
+# OpenEnv's own clients drive `stategym serve --protocol openenv` (tests/openenv_clients/) in a
+# virtualenv with the stategym[openenv] extra (the real openenv package from the registry).
 OPENENV_PYTHON ?= $(shell command -v python3.11 || command -v python3)
 OPENENV_VENV ?= .venv-openenv
 
@@ -78,7 +78,7 @@ $(OPENENV_VENV)/stategym-installed: pyproject.toml
 	touch $@
 
 test-openenv: $(OPENENV_VENV)/stategym-installed
-	$(OPENENV_VENV)/bin/python -m pytest -p no:cacheprovider -o addopts=-ra tests/openenv
+	$(OPENENV_VENV)/bin/python -m pytest -p no:cacheprovider -o addopts=-ra tests/openenv_clients
 
 # The types gate CI too: mypy's settings are in pyproject.toml ([tool.mypy]: app, envs, bench).
 lint: install

@@ -26,9 +26,9 @@ REPO = Path(__file__).resolve().parent.parent
 ENV_NAMES = tuple(environment_names())
 PORTABLE_ENVS = tuple(n for n in ENV_NAMES if "sqlite" not in load_environment(n).requires)
 TEST_SECRET = "test-secret-0123456789-abcdefghijklmnopqrstuvwxyz"
-# tests/openenv/ drives OpenEnv servers with OpenEnv's own client: it runs in its own virtualenv
-# (make test-openenv), and is not collected where the openenv package is missing.
-collect_ignore = [] if importlib.util.find_spec("openenv") else ["openenv"]
+# tests/openenv_clients/ drives OpenEnv servers with OpenEnv's own clients: it runs in its own
+# virtualenv (make test-openenv), and is not collected where the openenv package is missing.
+collect_ignore = [] if importlib.util.find_spec("openenv") else ["openenv_clients"]
 
 
 @pytest.fixture

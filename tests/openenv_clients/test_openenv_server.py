@@ -15,7 +15,7 @@ from openenv.core.generic_client import GenericEnvClient
 from openenv.core.mcp_client import MCPToolClient
 
 from app.registry import load_environment
-from tests.openenv.conftest import ENV_NAMES, OpenEnvServer
+from tests.openenv_clients.conftest import ENV_NAMES, OpenEnvServer
 
 # Replays in flight at once per test: enough to overlap sessions, few enough for two cores.
 PARALLEL = 8
