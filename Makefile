@@ -67,18 +67,22 @@ test-nemo-gym: $(GYM_VENV)/stategym-installed
 		tests/test_nemo_gym_kit.py::test_nemo_gym_reads_the_configs_when_installed
 
 # OpenEnv's own clients drive `stategym serve --protocol openenv` (tests/openenv_clients/) in a
-# virtualenv with the stategym[openenv] extra (the real openenv package from the registry).
+# virtualenv with the stategym[openenv] extra (the real openenv package from the registry). The
+# same virtualenv has transformers (no torch), whose get_json_schema is how TRL reads the tools of
+# app/integrations/trl.py; trl itself needs torch, too heavy for CI (docs/integrations.md).
 OPENENV_PYTHON ?= $(shell command -v python3.11 || command -v python3)
 OPENENV_VENV ?= .venv-openenv
 
 $(OPENENV_VENV)/stategym-installed: pyproject.toml
 	test -x $(OPENENV_VENV)/bin/python || $(OPENENV_PYTHON) -m venv $(OPENENV_VENV)
 	$(OPENENV_VENV)/bin/python -m pip install --quiet --upgrade pip
-	$(OPENENV_VENV)/bin/python -m pip install --quiet -e '.[openenv]' 'pytest>=8' 'pytest-asyncio>=0.23'
+	$(OPENENV_VENV)/bin/python -m pip install --quiet -e '.[openenv]' 'pytest>=8' 'pytest-asyncio>=0.23' \
+		'transformers>=5.2'
 	touch $@
 
 test-openenv: $(OPENENV_VENV)/stategym-installed
-	$(OPENENV_VENV)/bin/python -m pytest -p no:cacheprovider -o addopts=-ra tests/openenv_clients
+	$(OPENENV_VENV)/bin/python -m pytest -p no:cacheprovider -o addopts=-ra tests/openenv_clients \
+		tests/test_trl_environment.py
 
 # The types gate CI too: mypy's settings are in pyproject.toml ([tool.mypy]: app, envs, bench).
 lint: install

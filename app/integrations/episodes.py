@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import random
 import uuid
-from collections.abc import Collection, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -31,48 +31,20 @@ from typing import Any
 
 from app import jsonio
 from app.errors import InvalidTask, StateGymError
+from app.integrations.rollout import (
+    FINISH_TOOL,
+    Trace,
+    finish_schema,
+    prompt_messages,
+    terminal_tools,
+)
 from app.runtime.lifecycle import check_capacity
 from app.runtime.sessions import SessionManager
 from app.runtime.tasks import SeedRequest, task_from_data
 from app.sdk.environment import Environment
 
-FINISH_TOOL = "finish"
-# The framework's answer tools (app/sdk): terminal where an environment has them.
-ANSWER_TOOLS = ("submit_answer", "decline_request")
 # The split of the environment's shipped evaluation set (`Environment.tasks_path`).
 SHIPPED_SPLIT = "test"
-_FINISH_DESCRIPTION = (
-    "End the conversation: call this once you are done. `message` is your final reply to the "
-    "user (state the answer there when the user asked a question). The episode is then scored "
-    "on the final state of the database."
-)
-
-
-def terminal_tools(tool_names: Collection[str]) -> frozenset[str]:
-    """The tools whose successful call ends an episode: `finish` always, and the answer tools the
-    environment actually has (so this holds before and after they are added to an env)."""
-    return frozenset({FINISH_TOOL, *(name for name in ANSWER_TOOLS if name in tool_names)})
-
-
-def finish_schema() -> dict[str, Any]:
-    """`finish` as an OpenAI function tool, in the shape of `Environment.tool_schemas()`."""
-    return {
-        "type": "function",
-        "name": FINISH_TOOL,
-        "description": _FINISH_DESCRIPTION,
-        "parameters": {
-            "type": "object",
-            "properties": {
-                "message": {
-                    "type": "string",
-                    "description": "Your final reply to the user.",
-                }
-            },
-            "required": [],
-            "additionalProperties": False,
-        },
-        "strict": False,
-    }
 
 
 def episode_tool_schemas(env: Environment) -> list[dict[str, Any]]:
@@ -81,18 +53,6 @@ def episode_tool_schemas(env: Environment) -> list[dict[str, Any]]:
     if env.tool_named(FINISH_TOOL) is None:
         schemas.append(finish_schema())
     return schemas
-
-
-def prompt_messages(row: Mapping[str, Any]) -> list[dict[str, str]]:
-    """The row's `responses_create_params.input` as chat messages `[{role, content}]`."""
-    raw = (row.get("responses_create_params") or {}).get("input") or []
-    if isinstance(raw, str):
-        return [{"role": "user", "content": raw}]
-    messages = []
-    for item in raw:
-        if isinstance(item, Mapping) and isinstance(item.get("content"), str):
-            messages.append({"role": str(item.get("role", "user")), "content": item["content"]})
-    return messages
 
 
 class TaskSets:
@@ -182,33 +142,6 @@ class StepOutcome:
     verdict: dict[str, Any] = field(default_factory=dict)
 
 
-class Trace:
-    """The episode's calls as a Responses API `response`, which verify reads."""
-
-    def __init__(self) -> None:
-        self.items: list[dict[str, Any]] = []
-
-    def add(self, name: str, arguments: Mapping[str, Any], result: Any) -> None:
-        call_id = f"call_{len(self.items) // 2}"
-        self.items.append(
-            {
-                "type": "function_call",
-                "call_id": call_id,
-                "name": name,
-                "arguments": json.dumps(arguments),
-            }
-        )
-        output = jsonio.dumps(result).decode()
-        self.items.append({"type": "function_call_output", "call_id": call_id, "output": output})
-
-    def response(self, message: str) -> dict[str, Any]:
-        output = list(self.items)
-        if message:
-            content = [{"type": "output_text", "text": message}]
-            output.append({"type": "message", "role": "assistant", "content": content})
-        return {"id": f"resp_{uuid.uuid4().hex}", "object": "response", "output": output}
-
-
 class Episode:
     """One episode at a time over a SessionManager; `start` again for the next one."""
 
@@ -263,7 +196,7 @@ class Episode:
         except StateGymError as exc:  # the session is gone (reaped, closed): a protocol error
             return StepOutcome(name, error_kind="execution_error", error=exc.message)
         result = jsonio.loads(jsonio.dumps(raw))  # exactly the JSON POST /<tool> answers
-        self.trace.add(name, arguments, result)
+        self.trace.add(name, arguments, jsonio.dumps(result).decode())
         if name in self.terminal and not (isinstance(result, dict) and "error" in result):
             return await self._finish(name, "", result)
         return StepOutcome(name, result=result)

@@ -47,7 +47,8 @@ from openenv.core.env_server.types import (
 )
 from pydantic import Field
 
-from app.integrations.episodes import Episode, TaskSets, episode_tool_schemas, prompt_messages
+from app.integrations.episodes import Episode, TaskSets, episode_tool_schemas
+from app.integrations.rollout import prompt_messages
 from app.registry import load_environment
 from app.runtime.lifecycle import reaper_loop
 from app.runtime.sessions import SessionManager
