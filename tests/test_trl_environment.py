@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import inspect
 import json
+import os
 import re
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,7 +18,7 @@ import pytest
 
 from app.integrations.trl import bind_tools, environment_class, tool_method
 from app.registry import load_environment
-from tests.conftest import ENV_NAMES, start_server, stop_server
+from tests.conftest import ENV_NAMES, REPO, start_server, stop_server
 from tests.support.rollouts import gold_answer, load_tasks
 
 RETAIL_ROWS = load_tasks(load_environment("retail").tasks_path)
@@ -152,3 +155,18 @@ def test_transformers_reads_the_tools_of_every_environment(env_name):
     for tool in load_environment(env_name).tool_schemas():
         schema = transformers_utils.get_json_schema(tool_method(tool))["function"]
         assert set(schema["parameters"]["properties"]) == set(tool["parameters"]["properties"])
+
+
+def test_the_example_script_runs_rollouts_as_grpo_trainer_does(retail):
+    cls, _ = retail
+    environ = {**os.environ, "STATEGYM_URL": cls.url, "PYTHONPATH": str(REPO)}
+    script = REPO / "scripts" / "trl_rollouts.py"
+    done = subprocess.run(
+        [sys.executable, str(script), "--env", "retail", "--limit", "2"],
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "mean reward 1.000 over 2 rollouts" in done.stdout
