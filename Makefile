@@ -7,7 +7,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 DATA_DIR ?= var
 
-.PHONY: install run test test-browser test-nemo-gym test-openenv lint bench bench-targets bench-profile bench-taskgen shipped-tasks clean
+.PHONY: install run test test-browser test-nemo-gym test-openenv test-verifiers lint bench bench-targets bench-profile bench-taskgen shipped-tasks clean
 
 $(BIN)/stategym-installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -84,6 +84,24 @@ test-openenv: $(OPENENV_VENV)/stategym-installed
 	$(OPENENV_VENV)/bin/python -m pytest -p no:cacheprovider -o addopts=-ra tests/openenv_clients \
 		tests/test_trl_environment.py
 
+# verifiers' own NeMoGymTaskset against a live StateGym (tests/verifiers_taskset/). verifiers pins
+# mcp 2.x and StateGym needs mcp 1.x, so verifiers gets a virtualenv of its own and the server
+# runs from the project's ($(BIN)/python); --noconftest keeps StateGym's fixtures out of it.
+VERIFIERS_PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VERIFIERS_VENV ?= .venv-verifiers
+VERIFIERS_VERSION ?= 0.4.0
+
+$(VERIFIERS_VENV)/installed:
+	test -x $(VERIFIERS_VENV)/bin/python || $(VERIFIERS_PYTHON) -m venv $(VERIFIERS_VENV)
+	$(VERIFIERS_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(VERIFIERS_VENV)/bin/python -m pip install --quiet 'verifiers==$(VERIFIERS_VERSION)' \
+		'pytest>=8' 'pytest-asyncio>=0.23'
+	touch $@
+
+test-verifiers: install $(VERIFIERS_VENV)/installed
+	STATEGYM_PYTHON=$(abspath $(BIN)/python) $(VERIFIERS_VENV)/bin/python -m pytest --noconftest \
+		-p no:cacheprovider -o addopts=-ra tests/verifiers_taskset
+
 # The types gate CI too: mypy's settings are in pyproject.toml ([tool.mypy]: app, envs, bench).
 lint: install
 	$(BIN)/ruff check .
@@ -115,4 +133,4 @@ shipped-tasks: install
 		$(BIN)/stategym tasks generate --env $$env --shipped fixtures/$$env/tasks.jsonl || exit 1; done
 
 clean:
-	rm -rf $(VENV) $(GYM_VENV) $(OPENENV_VENV) $(DATA_DIR) .pytest_cache
+	rm -rf $(VENV) $(GYM_VENV) $(OPENENV_VENV) $(VERIFIERS_VENV) $(DATA_DIR) .pytest_cache
