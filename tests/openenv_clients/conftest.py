@@ -10,7 +10,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +33,7 @@ class OpenEnvServer:
     data_dir: Path
     proc: subprocess.Popen[bytes]
     log: Path
+    extra_env: dict[str, str] = field(default_factory=dict)
 
     def rows(self) -> list[dict[str, Any]]:
         path = load_environment(self.env).tasks_path
@@ -43,18 +44,22 @@ class OpenEnvServer:
         from app.cli.sessions import inspector
         from app.storage.control import SessionQuery
 
-        environ = os.environ.get("STATEGYM_DATABASE_URL")
-        os.environ.pop("STATEGYM_DATABASE_URL", None)
+        names = {"STATEGYM_DATABASE_URL", "STATEGYM_PG_SCHEMA_PREFIX", *self.extra_env}
+        saved = {name: os.environ.pop(name, None) for name in names}
+        os.environ.update(self.extra_env)  # the server's backend (SQLite files or PostgreSQL)
         try:
             with inspector(self.data_dir) as insp:
                 records = insp.query(SessionQuery(env=self.env, limit=10_000))
         finally:
-            if environ is not None:
-                os.environ["STATEGYM_DATABASE_URL"] = environ
+            for name, value in saved.items():
+                os.environ.pop(name, None)
+                if value is not None:
+                    os.environ[name] = value
         return {r.id: r.status for r in records if r.status != "closed"}
 
 
-def _spawn(env: str, root: Path) -> OpenEnvServer:
+def spawn(env: str, root: Path, extra_env: dict[str, str] | None = None) -> OpenEnvServer:
+    """Start a server (it answers once `wait` returns)."""
     port = free_port()
     data_dir = root / env
     log = root / f"{env}.log"
@@ -66,12 +71,13 @@ def _spawn(env: str, root: Path) -> OpenEnvServer:
         "STATEGYM_LOG_LEVEL": "warning",
     }
     environ.pop("STATEGYM_DATABASE_URL", None)
+    environ.update(extra_env or {})
     with log.open("wb") as out:
         proc = subprocess.Popen(cmd, cwd=REPO, env=environ, stdout=out, stderr=subprocess.STDOUT)
-    return OpenEnvServer(env, f"http://127.0.0.1:{port}", data_dir, proc, log)
+    return OpenEnvServer(env, f"http://127.0.0.1:{port}", data_dir, proc, log, extra_env or {})
 
 
-def _wait(server: OpenEnvServer, deadline: float) -> None:
+def wait(server: OpenEnvServer, deadline: float) -> None:
     while time.monotonic() < deadline:
         if server.proc.poll() is not None:
             raise RuntimeError(f"{server.env} server exited:\n{server.log.read_text()}")
@@ -88,18 +94,22 @@ def _wait(server: OpenEnvServer, deadline: float) -> None:
 def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, OpenEnvServer]]:
     """One OpenEnv server per environment, started together, stopped at the end."""
     root = tmp_path_factory.mktemp("openenv")
-    started = {env: _spawn(env, root) for env in ENV_NAMES}
+    started = {env: spawn(env, root) for env in ENV_NAMES}
     try:
         deadline = time.monotonic() + START_TIMEOUT_S
         for server in started.values():
-            _wait(server, deadline)
+            wait(server, deadline)
         yield started
     finally:
-        for server in started.values():
-            server.proc.terminate()
-        for server in started.values():
-            try:
-                server.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                server.proc.kill()
-                server.proc.wait()
+        stop(*started.values())
+
+
+def stop(*servers: OpenEnvServer) -> None:
+    for server in servers:
+        server.proc.terminate()
+    for server in servers:
+        try:
+            server.proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            server.proc.kill()
+            server.proc.wait()

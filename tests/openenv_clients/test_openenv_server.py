@@ -15,7 +15,8 @@ from openenv.core.generic_client import GenericEnvClient
 from openenv.core.mcp_client import MCPToolClient
 
 from app.registry import load_environment
-from tests.openenv_clients.conftest import ENV_NAMES, OpenEnvServer
+from tests.conftest import PG_URL
+from tests.openenv_clients.conftest import ENV_NAMES, OpenEnvServer, spawn, stop, wait
 
 # Replays in flight at once per test: enough to overlap sessions, few enough for two cores.
 PARALLEL = 8
@@ -202,3 +203,20 @@ async def test_errors_are_readable_and_the_episode_goes_on(servers):
         assert "over" in after.observation["error"]["message"]
         reset = await env.reset(task_id=row["task_id"])  # the same socket, a new episode
         assert not reset.done and (await env.state())["step_count"] == 0
+
+
+async def test_postgres_backend(tmp_path, pg_prefix):
+    """The same episodes with sessions as PostgreSQL schemas: gold 1.0, no-op 0.0, closed."""
+    pg = {"STATEGYM_DATABASE_URL": PG_URL, "STATEGYM_PG_SCHEMA_PREFIX": pg_prefix}
+    server = spawn("retail", tmp_path, pg)
+    try:
+        wait(server, time.monotonic() + 180)
+        rows = [r for r in server.rows() if len(r["ground_truth"]) > 1][:3]
+        gold = await play_all(server.url, rows, gold=True)
+        noop = await play_all(server.url, rows, gold=False)
+        assert [run["end"].reward for run in gold] == [1.0, 1.0, 1.0]
+        assert [run["end"].reward for run in noop] == [0.0, 0.0, 0.0]
+        ids = {run["state"]["session_id"] for run in gold + noop}
+        assert await _wait_until_closed(server, ids) == {}
+    finally:
+        stop(server)
