@@ -192,7 +192,11 @@ async def test_errors_are_readable_and_the_episode_goes_on(servers):
     async with GenericEnvClient(base_url=server.url) as env:
         early = await env.step(call("list_products", {}))
         assert "reset" in early.observation["error"]["message"]
-        await env.reset(task_id=row["task_id"])
+        with pytest.raises(RuntimeError, match="no task 'retail-999'"):
+            await env.reset(task_id="retail-999")
+        with pytest.raises(RuntimeError, match="outside split"):
+            await env.reset(split="test", index=999)
+        await env.reset(task_id=row["task_id"])  # the socket survived both refusals
         unknown = await env.step(call("no_such_tool", {}))
         assert unknown.observation["error"]["error_type"] == "tool_not_found"
         bad_args = await env.step(call("get_order_details", {"order_id": 12}))
