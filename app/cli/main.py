@@ -82,8 +82,16 @@ def serve(
         str | None,
         typer.Option(help="postgresql+psycopg://... to keep sessions in PostgreSQL."),
     ] = None,
+    protocol: Annotated[
+        str,
+        typer.Option(
+            help="nemo-gym: NeMo Gym's Resources Server routes. openenv: an OpenEnv server "
+            "(needs the stategym[openenv] extra; docs/integrations.md)."
+        ),
+    ] = "nemo-gym",
 ) -> None:
-    """Serve one environment as a NeMo Gym Resources Server."""
+    """Serve one environment as a NeMo Gym Resources Server (or, with --protocol openenv, as an
+    OpenEnv environment)."""
     import os
 
     import uvicorn
@@ -97,13 +105,14 @@ def serve(
         database_url=database_url,
     )
     environment = environment_or_exit(settings.env)  # fail fast on a bad name, before forking
+    factory = _app_factory(protocol)
     _prepare_shared_files(settings, environment)
     # Workers rebuild Settings from the environment, so pass the resolved values down.
     os.environ.update(STATEGYM_ENV=settings.env, STATEGYM_DATA_DIR=str(settings.data_dir.resolve()))
     if settings.database_url:
         os.environ["STATEGYM_DATABASE_URL"] = settings.database_url
     uvicorn.run(
-        "app.server.asgi:app_from_env",
+        factory,
         factory=True,
         host=settings.host,
         port=settings.port,
@@ -113,6 +122,25 @@ def serve(
         # connection a client is just reusing: that race fails a request it never saw.
         timeout_keep_alive=75,
     )
+
+
+def _app_factory(protocol: str) -> str:
+    """uvicorn's import string for the protocol; exit 2 when it is unknown or not installed."""
+    if protocol == "nemo-gym":
+        return "app.server.asgi:app_from_env"
+    if protocol == "openenv":
+        import importlib.util
+
+        if importlib.util.find_spec("openenv") is None:
+            typer.echo(
+                "error: --protocol openenv needs the openenv package: "
+                "pip install 'stategym[openenv]'",
+                err=True,
+            )
+            raise typer.Exit(2)
+        return "app.integrations.openenv_server:app_from_env"
+    typer.echo(f"error: unknown protocol {protocol!r} (nemo-gym, openenv)", err=True)
+    raise typer.Exit(2)
 
 
 def _prepare_shared_files(settings: Settings, environment) -> None:  # noqa: ANN001
