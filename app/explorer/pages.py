@@ -24,7 +24,6 @@ from app.runtime.tasks import task_from_data
 from app.runtime.timeline import timeline
 from app.sdk.environment import Environment
 from app.storage.inspection import Inspector, jsonable
-from app.storage.sqlite.store import Store
 from app.storage.steplog import canonical
 from app.verify.gold import GoldCache
 
@@ -49,7 +48,7 @@ class Explorer:
         with self._lock:
             cache = self._gold.get(env.name)
             if cache is None:
-                cache = self._gold[env.name] = GoldCache(Store(self.data_dir, env), capacity=16)
+                cache = self._gold[env.name] = self.insp.gold_cache(env)
             return cache
 
     def prompt(self, env: Environment, task_id: str | None) -> list[dict[str, Any]] | None:
