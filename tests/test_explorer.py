@@ -269,7 +269,8 @@ async def test_host_check_and_admin_token(runs):
         assert wrong.status_code == 401
         signed = await c.post("/-/login", content=f"token={token}&next=/tasks/retail/retail-020",
                               headers=FORM)  # fmt: skip
-        assert signed.status_code == 303 and signed.headers["location"] == "/tasks/retail/retail-020"
+        assert signed.status_code == 303
+        assert signed.headers["location"] == "/tasks/retail/retail-020"
         assert (await c.get("/tasks/retail/retail-020")).status_code == 200  # the cookie
         assert token not in signed.headers["set-cookie"]
 
