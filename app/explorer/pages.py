@@ -19,9 +19,8 @@ from typing import Any
 from app.errors import BadRequest, SessionNotFound
 from app.explorer.filters import RunFilter
 from app.explorer.queries import PASS, RunQueries, headline
-from app.explorer.steps_view import row_changes, table_at_step, task_calls
+from app.explorer.steps_view import rollout_steps, row_changes, table_at_step, task_calls
 from app.runtime.tasks import task_from_data
-from app.runtime.timeline import timeline
 from app.sdk.environment import Environment
 from app.storage.inspection import Inspector, jsonable
 from app.storage.steplog import canonical
@@ -92,9 +91,8 @@ def _messages(messages: list[dict[str, Any]] | None) -> list[dict[str, str]]:
 # --- runs ------------------------------------------------------------------------------------
 def runs_page(x: Explorer, f: RunFilter) -> dict[str, Any]:
     rows, cursor = x.queries.page(f)
-    total = x.queries.count(f)
-    bins, unverified = x.queries.histogram(f)
-    stats = x.queries.task_stats(f)
+    summary = x.queries.summary(f)
+    stats, total, bins, unverified = summary.tasks, summary.total, summary.bins, summary.unverified
     groups: dict[str, dict[str, dict[str, float]]] = {"difficulty": {}, "family": {}}
     for s in stats:
         for key in groups:
@@ -154,14 +152,11 @@ def rollout_page(x: Explorer, session_id: str) -> dict[str, Any]:
     task = task_from_data(record.task)
     present = x.insp.file_present(record)
     steps: list[dict[str, Any]] = []
-    step_log = False
+    step_log, rewards_from = False, "none"
     if present:
-        with x.insp.scratch(record) as conn:
-            result = timeline(env, x.gold(env), task, conn)
-        step_log = bool(result["step_log"])
-        for step in result["steps"]:
+        step_log, steps, rewards_from = rollout_steps(x.insp, record, x.gold(env))
+        for step in steps:
             step["changes"] = [row_changes(c) for c in step.get("changes", [])]
-            steps.append(step)
     verify = record.verify or {}
     verification = dict(verify.get("verification") or {})
     state_diff = verification.pop("state_diff", None) or {}
@@ -186,6 +181,7 @@ def rollout_page(x: Explorer, session_id: str) -> dict[str, Any]:
         "gold_calls": [{"name": c.name, "arguments": c.arguments} for c in task.ground_truth],
         "step_log": step_log,
         "steps": steps,
+        "step_rewards_from": rewards_from,
         "verify": None
         if not verify
         else {

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Engine, and_, case, false, func, or_, select, tuple_
+from sqlalchemy import JSON, Engine, and_, cast, false, func, or_, select, tuple_, type_coerce
 
 from app import jsonio
 from app.explorer.filters import RunFilter
@@ -24,6 +25,7 @@ from app.storage.control_schema import lineage_table, sessions_table
 
 PASS = 1.0  # a run passes when its reward reaches this (the strict success bit)
 BINS = 10  # reward histogram: [0, 0.1), ..., [0.9, 1.0] (1.0 counts in the last bin)
+ENV_TTL = 30.0  # seconds the list of environments is reused
 FAILURE_SAMPLE = 2000  # failure headlines are counted over the newest failed runs this many
 t = sessions_table
 
@@ -59,6 +61,14 @@ class TaskStat:
         return self.passed / self.verified if self.verified else None
 
 
+@dataclass(frozen=True)
+class Summary:
+    total: int
+    bins: list[int]  # verified runs per reward bin
+    unverified: int
+    tasks: list[TaskStat]
+
+
 def headline(reason: str | None) -> str | None:
     """A failure reason's first clause: what runs fail *for*, without the per-run detail."""
     if not reason:
@@ -92,6 +102,7 @@ class RunQueries:
         self.engine = engine
         self._meta: dict[tuple[str, str | None], tuple[str | None, str | None]] = {}
         self._lock = threading.Lock()
+        self._envs: tuple[float, list[str]] = (-ENV_TTL - 1.0, [])
 
     # --- difficulty and family, per task ------------------------------------------------------
     def task_meta(
@@ -111,6 +122,15 @@ class RunQueries:
                         self._meta[(env, task_id)] = found
         return {p: self._meta[p] for p in pairs}
 
+    def envs(self) -> list[str]:
+        """The environments with sessions (kept for ENV_TTL seconds)."""
+        now = time.monotonic()
+        if now - self._envs[0] > ENV_TTL:
+            with self.engine.connect() as conn:
+                found = [r.env for r in conn.execute(select(t.c.env).distinct())]
+            self._envs = (now, found or [""])
+        return self._envs[1]
+
     def all_tasks(self) -> list[tuple[str, str | None]]:
         with self.engine.connect() as conn:
             rows = conn.execute(select(t.c.env, t.c.task_id).group_by(t.c.env, t.c.task_id))
@@ -123,6 +143,8 @@ class RunQueries:
             out.append(t.c.env == f.env)
         if f.task:
             out.append(t.c.task_id == f.task)
+            if not f.env:  # lets the (env, task_id) indexes serve a task filter alone
+                out.append(t.c.env.in_(self.envs()))
         if f.status:
             out.append(t.c.status == f.status)
         if f.reward_min is not None:
@@ -153,11 +175,6 @@ class RunQueries:
         return out
 
     # --- the runs page ---------------------------------------------------------------------------
-    def count(self, f: RunFilter) -> int:
-        with self.engine.connect() as conn:
-            query = select(func.count()).select_from(t).where(*self.conditions(f))
-            return int(conn.execute(query).scalar_one())
-
     def page(self, f: RunFilter) -> tuple[list[RunRow], tuple[datetime, str] | None]:
         """One page of runs and the cursor of the next (None on the last page)."""
         columns = (t.c.id, t.c.env, t.c.task_id, t.c.status, t.c.reward, t.c.created_at,
@@ -171,7 +188,13 @@ class RunQueries:
                 )
             query = query.order_by(t.c.created_at.desc(), t.c.id)
         else:
-            query = query.order_by(*_order(f)).offset(f.offset)
+            # Sort and skip on the narrow columns first, then read the page's wide rows: a
+            # sort carrying every row's verify JSON was seconds at 100,000 sessions.
+            ids = (
+                select(t.c.id).where(*self.conditions(f)).order_by(*_order(f))
+                .offset(f.offset).limit(f.limit + 1).subquery()
+            )  # fmt: skip
+            query = select(*columns).join(ids, ids.c.id == t.c.id).order_by(*_order(f))
         with self.engine.connect() as conn:
             rows = conn.execute(query.limit(f.limit + 1)).all()
         more = len(rows) > f.limit
@@ -199,67 +222,70 @@ class RunQueries:
         cursor = (out[-1].created_at, out[-1].id) if more and f.keyset and out else None
         return out, cursor
 
-    def histogram(self, f: RunFilter) -> tuple[list[int], int]:
-        """Counts of verified runs per reward bin, and the count of runs not verified."""
-        r = t.c.reward
-        bins = []
-        for i in range(BINS):
-            low, high = i / BINS, (i + 1) / BINS
-            if i == 0:
-                cond = r < high
-            elif i == BINS - 1:
-                cond = r >= low
-            else:
-                cond = and_(r >= low, r < high)
-            bins.append(func.coalesce(func.sum(case((cond, 1), else_=0)), 0))
-        unverified = func.coalesce(func.sum(case((r.is_(None), 1), else_=0)), 0)
-        with self.engine.connect() as conn:
-            row = conn.execute(select(*bins, unverified).where(*self.conditions(f))).one()
-        return [int(v) for v in row[:BINS]], int(row[BINS])
-
-    def task_stats(self, f: RunFilter) -> list[TaskStat]:
-        """Runs, verified runs, passes and mean reward per (env, task) under the filter."""
-        r = t.c.reward
+    def summary(self, f: RunFilter) -> Summary:
+        """Runs, the reward histogram and per-task sums under the filter, from one grouped
+        read of (env, task_id, reward): an index scan (ix_sessions_env_task_reward), whatever
+        the number of sessions, returning a row per task and distinct reward."""
         query = (
-            select(
-                t.c.env, t.c.task_id, func.count().label("runs"), func.count(r).label("verified"),
-                func.coalesce(func.sum(case((r >= PASS, 1), else_=0)), 0).label("passed"),
-                func.avg(r).label("mean"),
-            )
+            select(t.c.env, t.c.task_id, t.c.reward, func.count().label("n"))
             .where(*self.conditions(f))
-            .group_by(t.c.env, t.c.task_id)
-        )  # fmt: skip
+            .group_by(t.c.env, t.c.task_id, t.c.reward)
+        )
         with self.engine.connect() as conn:
             rows = conn.execute(query).all()
-        meta = self.task_meta([(row.env, row.task_id) for row in rows])
-        return [
+        bins = [0] * BINS
+        unverified = 0
+        sums: dict[tuple[str, str | None], list[float]] = {}  # runs, verified, passed, total
+        for row in rows:
+            n = int(row.n)
+            acc = sums.setdefault((row.env, row.task_id), [0, 0, 0, 0.0])
+            acc[0] += n
+            if row.reward is None:
+                unverified += n
+                continue
+            reward = float(row.reward)
+            bins[min(BINS - 1, max(0, int(reward * BINS)))] += n
+            acc[1] += n
+            acc[2] += n if reward >= PASS else 0
+            acc[3] += reward * n
+        meta = self.task_meta(list(sums))
+        stats = [
             TaskStat(
-                row.env,
-                row.task_id,
-                int(row.runs),
-                int(row.verified),
-                int(row.passed),
-                None if row.mean is None else float(row.mean),
-                *meta[(row.env, row.task_id)],
+                env,
+                task_id,
+                int(a[0]),
+                int(a[1]),
+                int(a[2]),
+                a[3] / a[1] if a[1] else None,
+                *meta[(env, task_id)],
             )  # fmt: skip
-            for row in rows
+            for (env, task_id), a in sums.items()
         ]
+        return Summary(sum(int(a[0]) for a in sums.values()), bins, unverified, stats)
 
     def failure_headlines(self, f: RunFilter) -> list[tuple[str, int]]:
-        """The most common failure headlines among the newest failed runs under the filter."""
-        query = (
-            select(t.c.verify_json)
+        """The most common failure headlines among the newest failed runs under the filter
+        (the reason is read out of the stored JSON by the database, not parsed here)."""
+        newest = (
+            select(self._reason().label("reason"))
             .where(*self.conditions(f), t.c.reward < PASS)
             .order_by(t.c.created_at.desc())
             .limit(FAILURE_SAMPLE)
+            .subquery()
         )
+        query = select(newest.c.reason, func.count().label("n")).group_by(newest.c.reason)
         counts: dict[str, int] = {}
         with self.engine.connect() as conn:
             for row in conn.execute(query):
-                verify = jsonio.loads_text(row.verify_json) if row.verify_json else {}
-                head = headline(verify.get("failure_reason")) or "(no reason recorded)"
-                counts[head] = counts.get(head, 0) + 1
+                head = headline(row.reason) or "(no reason recorded)"
+                counts[head] = counts.get(head, 0) + int(row.n)
         return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:12]
+
+    def _reason(self) -> Any:
+        """verify_json's failure_reason as text (a TEXT column: PostgreSQL casts it to JSON)."""
+        if self.engine.dialect.name == "postgresql":
+            return cast(t.c.verify_json, JSON)["failure_reason"].as_string()
+        return type_coerce(t.c.verify_json, JSON)["failure_reason"].as_string()
 
     # --- tasks and lineage -----------------------------------------------------------------------
     def task_runs(self, env: str, task_id: str, limit: int) -> tuple[list[str], int]:

@@ -7,14 +7,18 @@ either backend.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from sqlalchemy import and_, func, or_, select
 
 from app.errors import BadRequest, CannotRewind
+from app.runtime.tasks import task_from_data
+from app.runtime.timeline import timeline
 from app.storage.control import SessionRecord
 from app.storage.inspection import Inspector, jsonable
 from app.storage.steplog import UndoUnavailable, step_log
+from app.verify.gold import GoldCache
 from app.verify.raw_values import raw_column, reader
 
 
@@ -34,6 +38,46 @@ def row_changes(change: dict[str, Any]) -> dict[str, Any]:
         columns.append({"name": name, "before": b, "after": a, "changed": changed})
     updated = [c["name"] for c in columns if c["changed"]] if before and after else []
     return {"table": change["table"], "op": change["op"], "columns": columns, "changed": updated}
+
+
+def rollout_steps(
+    insp: Inspector, record: SessionRecord, gold: GoldCache
+) -> tuple[bool, list[dict[str, Any]], str]:
+    """(keeps a step log, its steps as the timeline shows them, where the step rewards come
+    from). A session verified after its last step shows the step rewards verify paid (stored
+    with its result); any other has them computed again (app/runtime/timeline.py), which
+    replays each step's state and costs a verify."""
+    env = insp.env_of(record)
+    stored = (record.verify or {}).get("step_rewards")
+    with insp.scratch(record) as conn:
+        log = step_log(conn)
+        if log is None:
+            return False, [], "none"
+        steps = log.steps()
+        if not (isinstance(stored, list) and steps and len(stored) == len(steps)):
+            result = timeline(env, gold, task_from_data(record.task), conn)
+            return True, list(result["steps"]), "recomputed"
+        counts = log.change_counts()
+        changes = log.changes()
+    out = []
+    for step, reward in zip(steps, stored, strict=True):
+        out.append({
+            "step": step.idx, "tool": step.tool, "arguments": json.loads(step.args),
+            "outcome": step.outcome,
+            "output": json.loads(step.output) if step.output is not None else None,
+            "output_digest": step.output_digest, "output_bytes": step.output_bytes,
+            "duration_ms": step.duration_ms, "rows_changed": counts.get(step.idx, {}),
+            "step_reward": reward,
+            "changes": [
+                {"table": c.table, "op": c.op, "before": _plain(c.before), "after": _plain(c.after)}
+                for c in changes.get(step.idx, [])
+            ],
+        })  # fmt: skip
+    return True, out, "verify"
+
+
+def _plain(row: dict[str, Any] | None) -> dict[str, Any] | None:
+    return None if row is None else {k: jsonable(v) for k, v in row.items()}
 
 
 def task_calls(insp: Inspector, record: SessionRecord) -> list[dict[str, Any]] | None:

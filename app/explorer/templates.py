@@ -177,7 +177,7 @@ _ROLLOUT = (
 {% if not s.present %}<p class="notice">This session's database is gone (retention); its record and verify result remain.</p>
 {% elif not step_log %}<p class="notice">This session keeps no step log (seeded before step logging).</p>
 {% else %}
-{% if steps %}<figure>{{ steps_svg(steps|map(attribute='step_reward')|list) }}<figcaption class="muted">Step rewards (bars) and their running sum (line).</figcaption></figure>{% endif %}
+{% if steps %}<figure>{{ steps_svg(steps|map(attribute='step_reward')|list) }}<figcaption class="muted">Step rewards (bars) and their running sum (line), {{ 'as verify paid them' if step_rewards_from == 'verify' else 'computed again from the step log (not verified after its last step)' }}.</figcaption></figure>{% endif %}
 <ol class="steps">{% for st in steps %}
 <li class="step{% if st.outcome != 'ok' %} failed{% endif %}" id="step-{{ st.step }}"><div class="step-head">
 <h3>Step {{ st.step }}: <span class="mono">{{ st.tool }}</span></h3>

@@ -1,4 +1,4 @@
-"""`stategym browse` in headless Chromium: a session's rows are on the page.
+"""`stategym browse` in headless Chromium: a session's rows are on Datasette's raw SQL view.
 
 Needs the Debian packages `chromium` and `chromium-driver` (never a downloaded browser);
 run it with `scripts/test-browser.sh`.
@@ -56,23 +56,24 @@ def test_session_rows_show_in_chromium(tmp_path, chromium):
     data_dir = tmp_path / "data"
     ids = build_rollouts(data_dir)
     proc, url = start_browse(data_dir)
+    sql = f"{url}/-/datasette"
     try:
-        chromium.get(f"{url}/")
-        assert ids["gold"] in chromium.page_source  # each session is listed by its id
+        chromium.get(f"{sql}/")
+        assert ids["gold"] in chromium.page_source  # the newest sessions are listed by id
         # The order the gold rollout cancelled, as that session's database holds it.
-        chromium.get(f"{url}/{ids['gold']}/orders?id=102002")
+        chromium.get(f"{sql}/{ids['gold']}/orders?id=102002")
         table = chromium.find_element(By.CSS_SELECTOR, "table.rows-and-columns").text
         assert "#W9020002" in table and "cancelled" in table
         # The same order in the rollout that did nothing is still pending.
-        chromium.get(f"{url}/{ids['noop']}/orders?id=102002")
+        chromium.get(f"{sql}/{ids['noop']}/orders?id=102002")
         table = chromium.find_element(By.CSS_SELECTOR, "table.rows-and-columns").text
         assert "#W9020002" in table and "pending" in table and "cancelled" not in table
     finally:
         stop_server(proc)
 
 
-def test_rollout_timeline_shows_in_chromium(tmp_path, chromium):
-    """The timeline page: each step's call, output, rows before -> after and step reward."""
+def test_old_timeline_address_shows_the_rollout_in_chromium(tmp_path, chromium):
+    """/-/timeline/<id> leads to the rollout page: each step's call, rows, step reward."""
     from selenium.webdriver.common.by import By
 
     data_dir = tmp_path / "data"
@@ -80,12 +81,12 @@ def test_rollout_timeline_shows_in_chromium(tmp_path, chromium):
     proc, url = start_browse(data_dir)
     try:
         chromium.get(f"{url}/-/timeline/{ids['gold']}")
-        steps = chromium.find_elements(By.CSS_SELECTOR, "table.timeline tr.step")
+        steps = chromium.find_elements(By.CSS_SELECTOR, "li.step")
         assert len(steps) == 3
         cancel = steps[-1].text
         assert "cancel_pending_order" in cancel and "#W9020002" in cancel
         assert "pending" in cancel and "cancelled" in cancel  # the order's row, before -> after
-        rewards = [e.text for e in chromium.find_elements(By.CSS_SELECTOR, "td.reward")]
+        rewards = [e.text for e in chromium.find_elements(By.CSS_SELECTOR, "strong.reward")]
         assert rewards[-1] == "+1"
     finally:
         stop_server(proc)
