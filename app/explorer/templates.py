@@ -67,6 +67,7 @@ details > summary { cursor: pointer; color: var(--accent); }
 .pager { display: flex; gap: 16px; margin: 8px 0; } .cli code { user-select: all; }
 .msg { border-left: 3px solid var(--line); padding-left: 8px; margin: 6px 0; }
 .msg .role { font-weight: 600; color: var(--muted); text-transform: uppercase; font-size: 11px; }
+.change-head { margin: 10px 0 2px; } caption { text-align: left; font-weight: 600; }
 .notice { background: var(--bg2); border: 1px solid var(--line); padding: 8px; }
 """
 
@@ -186,7 +187,7 @@ _ROLLOUT = (
 <span>step reward <strong class="reward">{{ st.step_reward|signed }}</strong></span></div>
 <pre aria-label="arguments">{{ st.arguments|pretty }}</pre>
 <details><summary>Output ({{ st.output_bytes }} bytes)</summary>{% if st.output is not none %}<pre>{{ st.output|pretty }}</pre>{% else %}<p>Over the size cap: sha256 <code>{{ st.output_digest }}</code></p>{% endif %}</details>
-{% for c in st.changes %}<div class="wide"><table class="change"><caption>{{ c.table }} · row {{ c.op }}d{% if c.changed %} · changed: {{ c.changed|join(', ') }}{% endif %} · <a href="/rollouts/{{ s.id }}/tables/{{ c.table }}?step={{ st.step }}">table as of step {{ st.step }}</a></caption>
+{% for c in st.changes %}<div class="wide"><p class="change-head"><strong>{{ c.table }}</strong>: row {{ {'insert': 'inserted', 'update': 'updated', 'delete': 'deleted'}.get(c.op, c.op) }}{% if c.changed %} · changed: {{ c.changed|join(', ') }}{% endif %} · <a href="/rollouts/{{ s.id }}/tables/{{ c.table }}?step={{ st.step }}">{{ c.table }} as of step {{ st.step }}</a></p><table class="change" aria-label="{{ c.table }} row {{ c.op }}">
 <thead><tr><th scope="col">column</th><th scope="col">before</th><th scope="col">after</th></tr></thead><tbody>
 {% for col in c.columns %}{% if col.changed or c.columns|length <= 8 %}<tr{% if col.changed and c.op == 'update' %} class="changed"{% endif %}><th scope="row">{{ col.name }}</th><td>{{ col.before|compact if c.op != 'insert' else '' }}</td><td>{{ col.after|compact if c.op != 'delete' else '' }}</td></tr>{% endif %}{% endfor %}
 </tbody></table>{% if c.columns|length > 8 and c.op == 'update' %}<details><summary>{{ c.columns|rejectattr('changed')|list|length }} unchanged column(s)</summary><table><tbody>{% for col in c.columns if not col.changed %}<tr><th scope="row">{{ col.name }}</th><td>{{ col.before|compact }}</td></tr>{% endfor %}</tbody></table></details>{% endif %}</div>
