@@ -118,7 +118,7 @@ def runs_page(x: Explorer, f: RunFilter) -> dict[str, Any]:
     return {
         "filter": {k: jsonable(v) for k, v in asdict(f).items() if k != "after"},
         "total": total,
-        "runs": [{**asdict(r), "failure_headline": headline(r.failure)} for r in rows],
+        "runs": [{**vars(r), "failure_headline": headline(r.failure)} for r in rows],
         "next": None if cursor is None else f.params(after=cursor, offset=0),
         "summary": {
             "verified": verified,
@@ -128,7 +128,8 @@ def runs_page(x: Explorer, f: RunFilter) -> dict[str, Any]:
             "unverified": unverified,
         },
         "histogram": {"bins": bins, "width": 1 / len(bins), "unverified": unverified},
-        "by_task": [{**asdict(s), "pass_rate": s.pass_rate} for s in by_task],
+        # vars(): shallow (asdict deep-copies; a quarter of the page at 200 tasks).
+        "by_task": [{**vars(s), "pass_rate": s.pass_rate} for s in by_task],
         "by_difficulty": _rates(groups["difficulty"]),
         "by_family": _rates(groups["family"]),
         "failures": [{"headline": h, "runs": n} for h, n in x.queries.failure_headlines(f)],
