@@ -309,3 +309,14 @@ async def test_browsing_writes_nothing(runs):
 
 def _digests(folder: Path) -> dict[str, str]:
     return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.iterdir())}
+
+
+def test_browse_refuses_another_interface_without_the_admin_token(runs):
+    from typer.testing import CliRunner
+
+    from app.cli.main import cli
+
+    settings, _ids = runs
+    args = ["browse", "--data-dir", str(settings.data_dir), "--host", "0.0.0.0"]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 1 and "without authentication" in result.output

@@ -135,7 +135,7 @@ def browse(
         with explorer_for(settings, session, limit) as (x, ds):
             if ds is not None:
                 asyncio.run(ds.invoke_startup())
-            app = browse_app(x, ds, settings)
+            app = browse_app(x, ds, settings, host)
             typer.echo(
                 f"exploring runs on http://{host}:{port}/ ({x.backend} backend"
                 + (f", raw SQL at {DATASETTE_PREFIX}/" if ds is not None else "")
@@ -158,9 +158,9 @@ def check_host(host: str, token: str | None) -> None:
         )
 
 
-def browse_app(x: Explorer, ds: Any, settings: Settings) -> Any:
+def browse_app(x: Explorer, ds: Any, settings: Settings, host: str = HOST) -> Any:
     """The explorer (and Datasette) behind the Host check: a page whose name was rebound to
-    127.0.0.1 (DNS rebinding) gets 400, as /admin does; with an admin token, every page needs
-    it."""
+    127.0.0.1 (DNS rebinding) gets 400, as /admin does (names besides the loopback ones and
+    `host`: STATEGYM_ALLOWED_HOSTS); with an admin token, every page needs it."""
     app = explorer_app(x, settings.admin_token, ds)
-    return HostCheckMiddleware(app, allowed_host_names(settings.allowed_hosts, HOST))
+    return HostCheckMiddleware(app, allowed_host_names(settings.allowed_hosts, host))
