@@ -16,12 +16,15 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy import select
+
 from app.errors import BadRequest, SessionNotFound
 from app.explorer.filters import RunFilter
 from app.explorer.queries import PASS, RunQueries, headline
 from app.explorer.steps_view import rollout_steps, row_changes, table_at_step, task_calls
 from app.runtime.tasks import task_from_data
 from app.sdk.environment import Environment
+from app.storage.control import SessionRecord
 from app.storage.inspection import Inspector, jsonable
 from app.storage.steplog import canonical
 from app.verify.gold import GoldCache
@@ -76,6 +79,22 @@ class Explorer:
     def cli(self, *args: str) -> str:
         """The `stategym` command that prints the same data in a terminal."""
         return shlex.join(["stategym", *args, "--data-dir", str(self.data_dir)])
+
+
+ANSWER_TABLE = "stategym_answer"  # what submit_answer / decline_request write (one row)
+
+
+def submitted_answer(
+    insp: Inspector, record: SessionRecord, env: Environment
+) -> dict[str, Any] | None:
+    """The answer or decline the session submitted as state, when its environment has the
+    framework's answer table; None otherwise."""
+    table = env.metadata.tables.get(ANSWER_TABLE)
+    if table is None:
+        return None
+    with insp.connection(record) as conn:
+        row = conn.execute(select(table)).first()
+    return None if row is None else {k: jsonable(v) for k, v in row._mapping.items()}
 
 
 def _messages(messages: list[dict[str, Any]] | None) -> list[dict[str, str]]:
@@ -163,6 +182,7 @@ def rollout_page(x: Explorer, session_id: str) -> dict[str, Any]:
     state_diff = verification.pop("state_diff", None) or {}
     answer = verification.pop("answer", None) or verification.pop("decline", None)
     tables = x.insp.tables(record)["tables"] if present else {}
+    submitted = submitted_answer(x.insp, record, env) if present else None
     sid = record.id
     return {
         "session": {
@@ -191,6 +211,7 @@ def rollout_page(x: Explorer, session_id: str) -> dict[str, Any]:
             "failure_reason": verify.get("failure_reason"),
             "state_diff": state_diff,
             "answer": answer,
+            "submitted": submitted,
             "evidence": verification,
             "step_rewards": verify.get("step_rewards"),
         },  # fmt: skip

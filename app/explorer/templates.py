@@ -196,7 +196,8 @@ _ROLLOUT = (
 {% if not verify %}<p class="notice">Not verified yet.</p>{% else %}
 <p>Reward <strong class="{{ 'pass' if verify.reward is not none and verify.reward >= 1 else 'fail' }}">{{ verify.reward|reward }}</strong>{% if verify.failure_reason %} · <span class="error">{{ verify.failure_reason }}</span>{% endif %}</p>
 <table><caption>Reward components</caption><tbody>{% for k, v in verify.components.items() %}<tr><th scope="row">{{ k }}</th><td class="num">{{ v|reward }}</td></tr>{% endfor %}</tbody></table>
-{% if verify.answer %}<h3>Answer or decline submitted</h3><pre>{{ verify.answer|pretty }}</pre>{% endif %}
+{% if verify.submitted %}<h3>Answer or decline submitted</h3><dl class="facts">{% for k, v in verify.submitted.items() %}<dt>{{ k }}</dt><dd>{{ v|compact if v is not none else '–' }}</dd>{% endfor %}</dl>{% endif %}
+{% if verify.answer %}<h3>Answer check</h3><pre>{{ verify.answer|pretty }}</pre>{% endif %}
 <h3>Final state against gold</h3>
 {% if not verify.state_diff %}<p class="pass">Matches the gold state.</p>{% else %}
 <p class="muted">Expected is the gold state (the reference solution replayed); found is this rollout's final state.</p>
