@@ -137,7 +137,7 @@ _RUNS = """{% extends "base" %}{% block main %}
 <td>{{ r.env }}</td><td>{% if r.task_id %}<a href="/tasks/{{ r.env }}/{{ r.task_id|urlencode }}">{{ r.task_id }}</a>{% else %}–{% endif %}</td>
 <td>{{ r.difficulty or '–' }}</td><td>{{ r.family or '–' }}</td><td>{{ r.status }}</td>
 <td class="num {{ 'pass' if r.reward is not none and r.reward >= pass_threshold else 'fail' if r.reward is not none else '' }}">{{ r.reward|reward }}</td>
-<td title="{{ r.failure or '' }}">{{ r.failure_headline or '' }}</td>
+<td title="{{ r.failure or '' }}">{% if r.failure_headline %}<a href="/?{{ link(failure=r.failure_headline) }}">{{ r.failure_headline }}</a>{% endif %}</td>
 <td class="num">{{ r.calls if r.calls is not none else '–' }}</td>
 <td>{{ r.created_at|when }}</td><td>{{ r.ended_at|when }}</td></tr>
 {% else %}<tr><td colspan="11">No runs match.</td></tr>{% endfor %}
