@@ -273,6 +273,9 @@ async def test_host_check_and_admin_token(runs):
         assert signed.headers["location"] == "/tasks/retail/retail-020"
         assert (await c.get("/tasks/retail/retail-020")).status_code == 200  # the cookie
         assert token not in signed.headers["set-cookie"]
+        for away in ("//evil.example/", "/\\evil.example", "https://evil.example/"):
+            moved = await c.post("/-/login", content=f"token={token}&next={away}", headers=FORM)
+            assert moved.headers["location"] == "/", away
 
 
 FORM = {"content-type": "application/x-www-form-urlencoded"}

@@ -127,7 +127,8 @@ def explorer_app(x: Explorer, token: str | None = None, datasette: Any = None) -
             given = (form.get("token") or [""])[0]
             nxt = (form.get("next") or ["/"])[0]
             if token and hmac.compare_digest(given.encode(), token.encode()):
-                target = nxt if nxt.startswith("/") and not nxt.startswith("//") else "/"
+                # Only a path of this site: never //host or /\\host, which browsers follow out.
+                target = nxt if re.fullmatch(r"/(?:[^/\\].*)?", nxt) else "/"
                 response = RedirectResponse(target, 303)
                 response.set_cookie(COOKIE, cookie_value(token), httponly=True, samesite="strict")
                 return response
