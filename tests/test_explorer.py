@@ -323,3 +323,23 @@ def test_browse_refuses_another_interface_without_the_admin_token(runs):
     args = ["browse", "--data-dir", str(settings.data_dir), "--host", "0.0.0.0"]
     result = CliRunner().invoke(cli, args)
     assert result.exit_code == 1 and "without authentication" in result.output
+
+
+async def test_a_session_whose_file_is_gone_still_shows_its_record(runs, tmp_path):
+    import shutil
+
+    settings, ids = runs
+    if settings.database_url is not None:
+        pytest.skip("retention of files: the SQLite backend")
+    copy = settings.model_copy(update={"data_dir": tmp_path / "data"})
+    shutil.copytree(settings.data_dir, copy.data_dir)
+    (copy.data_dir / "sessions" / "retail" / f"{ids['fail']}.sqlite").unlink()
+    async with explorer(copy) as c:
+        page = await c.get(f"/rollouts/{ids['fail']}")
+        assert page.status_code == 200 and "database is gone" in page.text
+        assert "final state differs from gold" in page.text  # the stored verify result
+        table = await c.get(f"/rollouts/{ids['fail']}/tables/orders")
+        assert table.status_code == 400 and "gone" in table.text
+        group = json_of(await c.get("/tasks/retail/retail-020?format=json"))
+        gone = next(r for r in group["runs"] if r["id"] == ids["fail"])
+        assert gone["calls"] is None and gone["diverges_from_gold"] is None
