@@ -7,17 +7,12 @@ run it with `scripts/test-browser.sh`.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from tests.conftest import stop_server
 from tests.test_browse import start_browse
 from tests.test_sessions_cli import build_rollouts
-
-CHROMIUM = "/usr/bin/chromium"
-CHROMEDRIVER = "/usr/bin/chromedriver"
 
 pytestmark = [
     pytest.mark.browser,
@@ -26,28 +21,6 @@ pytestmark = [
         reason="browser test: run scripts/test-browser.sh (sets STATEGYM_BROWSER_TESTS=1)",
     ),
 ]
-
-
-@pytest.fixture
-def chromium(tmp_path: Path) -> Iterator[object]:
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    for path in (CHROMIUM, CHROMEDRIVER):
-        assert Path(path).exists(), f"{path} missing: apt-get install chromium chromium-driver"
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-                 "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync",
-                 f"--user-data-dir={tmp_path / 'chromium-profile'}"):  # fmt: skip
-        options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-    driver.set_page_load_timeout(30)
-    try:
-        yield driver
-    finally:
-        driver.quit()
 
 
 def test_session_rows_show_in_chromium(tmp_path, chromium):

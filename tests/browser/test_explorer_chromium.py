@@ -19,7 +19,6 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.browser.test_browse_chromium import chromium  # noqa: F401 - the driver fixture
 from tests.conftest import (
     PG_URL,
     REPO,
@@ -117,7 +116,7 @@ def _check_page(driver: Any, url: str, name: str, backend: str) -> None:
         Image.open(path).convert("RGB").quantize(256).save(path, optimize=True)
 
 
-def test_every_explorer_page_in_chromium(served, chromium):  # noqa: F811 - the fixture
+def test_every_explorer_page_in_chromium(served, chromium):
     from selenium.webdriver.common.by import By
 
     url, ids, backend = served
