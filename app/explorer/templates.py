@@ -168,6 +168,7 @@ _ROLLOUT = (
 <dt>Task</dt><dd>{% if s.task_id %}<a href="/tasks/{{ s.env }}/{{ s.task_id|urlencode }}">{{ s.task_id }}</a>{% else %}–{% endif %}
 {% if s.difficulty is not none %} · difficulty {{ s.difficulty }}{% endif %}{% if s.family %} · family {{ s.family }}{% endif %}</dd>
 <dt>Status</dt><dd>{{ s.status }}</dd>
+<dt>Origin</dt><dd>{% if lineage.parent %}{{ lineage.parent.kind }} of <a class="mono" href="/rollouts/{{ lineage.parent.session_id }}">{{ lineage.parent.session_id[:12] }}</a> at step {{ lineage.parent.step }}{% else %}seeded{% endif %}{% if lineage.children %} · {{ lineage.children|length }} fork(s) made from it (<a href="#lineage">lineage</a>){% endif %}</dd>
 <dt>Reward</dt><dd class="{{ 'pass' if s.reward is not none and s.reward >= 1 else 'fail' if s.reward is not none else '' }}">{{ s.reward|reward }}</dd>
 <dt>Started</dt><dd>{{ s.created_at|when }}</dd><dt>Verified</dt><dd>{{ s.verified_at|when }}</dd><dt>Closed</dt><dd>{{ s.closed_at|when }}</dd></dl>
 <nav aria-label="Sections"><a href="#prompt">Prompt</a> · <a href="#steps">Steps</a> · <a href="#verify">Verify</a> · <a href="#lineage">Lineage</a> · <a href="#tables">Tables</a> · <a href="#reproduce">JSON and CLI</a></nav>
