@@ -131,12 +131,13 @@ async def _measure(settings: Settings, paths: dict[str, str], requests: int) -> 
     return out
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="10000,100000", help="Session counts (comma list).")
     parser.add_argument("--requests", type=int, default=50, help="Requests per page.")
     parser.add_argument("--steps", type=int, default=50, help="Calls in the rollout page.")
-    args = parser.parse_args()
+    parser.add_argument("--out", type=Path, default=REPO / "bench" / "results", help="JSON dir.")
+    args = parser.parse_args(argv)
     results: dict[str, Any] = {"load_average_at_start": os.getloadavg()[0]}
     with tempfile.TemporaryDirectory(prefix="bench-explorer-") as tmp:
         data_dir = Path(tmp) / "data"
@@ -157,10 +158,10 @@ def main() -> None:
                 f"{args.steps // 2}",
             }
             results[str(size)] = asyncio.run(_measure(settings, paths, args.requests))
-    out = REPO / "bench" / "results"
-    out.mkdir(exist_ok=True)
+    args.out.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    (out / f"explorer-{stamp}.json").write_text(json.dumps(results, indent=2))
+    (args.out / f"explorer-{stamp}.json").write_text(json.dumps(results, indent=2))
+    return results
 
 
 if __name__ == "__main__":
