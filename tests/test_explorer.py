@@ -106,6 +106,7 @@ async def test_runs_page_filters_sorts_and_pages(runs):
             seen += [r["id"] for r in data["runs"]]
             query = data["next"]
         assert seen == everything and len(seen) == 4
+        assert await listed("limit=2&offset=2") == everything[2:]
         # Offset paging on another sort.
         by_reward = await listed("sort=reward&limit=50")
         assert await listed("sort=reward&limit=2&offset=2") == by_reward[2:]
@@ -343,3 +344,33 @@ async def test_a_session_whose_file_is_gone_still_shows_its_record(runs, tmp_pat
         group = json_of(await c.get("/tasks/retail/retail-020?format=json"))
         gone = next(r for r in group["runs"] if r["id"] == ids["fail"])
         assert gone["calls"] is None and gone["diverges_from_gold"] is None
+
+
+async def test_markup_in_stored_text_is_shown_as_text(runs, tmp_path):
+    """A task id or failure reason holding HTML is escaped on every page that shows it."""
+    import json
+    import shutil
+    import sqlite3
+
+    settings, ids = runs
+    if settings.database_url is not None:
+        pytest.skip("one backend is enough: the templates are the same")
+    copy = settings.model_copy(update={"data_dir": tmp_path / "data"})
+    shutil.copytree(settings.data_dir, copy.data_dir)
+    evil = "<script>alert(1)</script>"
+    conn = sqlite3.connect(copy.data_dir / "control.sqlite")
+    with conn:
+        verify = json.dumps({"reward": 0.0, "failure_reason": f"{evil} (detail)"})
+        task = json.dumps({"task_id": evil, "env": "retail", "family": evil})
+        conn.execute(
+            "UPDATE sessions SET task_id = ?, verify_json = ?, task_json = ? WHERE id = ?",
+            (evil, verify, task, ids["refusal"]),
+        )
+    conn.close()
+    async with explorer(copy) as c:
+        for path in ("/", f"/rollouts/{ids['refusal']}", "/?failure=%3Cscript%3E"):
+            page = await c.get(path)
+            assert page.status_code == 200, page.text[:300]
+            assert evil not in page.text and "&lt;script&gt;" in page.text
+        group = await c.get("/tasks/retail/%3Cscript%3Ealert(1)%3C%2Fscript%3E")
+        assert group.status_code == 200 and evil not in group.text

@@ -186,7 +186,8 @@ class RunQueries:
                 query = query.where(
                     or_(t.c.created_at < at, and_(t.c.created_at == at, t.c.id > sid))
                 )
-            query = query.order_by(t.c.created_at.desc(), t.c.id)
+            # An explicit offset still works here; the "next page" links use the cursor.
+            query = query.order_by(t.c.created_at.desc(), t.c.id).offset(f.offset)
         else:
             # Sort and skip on the narrow columns first, then read the page's wide rows: a
             # sort carrying every row's verify JSON was seconds at 100,000 sessions.
