@@ -4,6 +4,7 @@ ASGI app: routing, queries, templates; no socket).
 
     PYTHONPATH=. python -m bench.explorer_pages               # SQLite, 10k and 100k (≈ 3 min)
     PYTHONPATH=. python -m bench.explorer_pages --sizes 10000 --requests 20   # quicker
+    PYTHONPATH=. python -m bench.explorer_pages --postgres    # on $STATEGYM_TEST_PG_URL
 
 The control rows are synthesised (copies of a real verified row: real task and verify JSON,
 200 task ids with 8 families and 5 difficulties, rewards 0 / 0.5 / 1 / unverified, one second
@@ -21,6 +22,8 @@ import statistics
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -66,9 +69,20 @@ async def _rollout(settings: Settings, steps: int) -> str:
             return str(verified.json()["session_id"])
 
 
-def synthesise(control_path: Path, n: int, seed: int = 7) -> None:
+def _control(settings: Settings) -> Any:
+    """The control store of `settings`' backend (a SQLite file, or a PostgreSQL schema)."""
+    if settings.database_url is None:
+        return open_sqlite_control(settings.data_dir / "control.sqlite")
+    from app.storage.postgres.control import open_pg_control
+    from app.storage.postgres.db import SchemaNames, make_engine
+
+    engine = make_engine(settings.database_url, pool_size=1)
+    return open_pg_control(engine, SchemaNames(settings.pg_schema_prefix).control)
+
+
+def synthesise(settings: Settings, n: int, seed: int = 7) -> None:
     """`n` control rows copied from the real one, varied in task, reward and time."""
-    control = open_sqlite_control(control_path)
+    control = _control(settings)
     try:
         with control.engine.begin() as conn:
             model = conn.execute(select(sessions_table)).first()
@@ -103,7 +117,8 @@ def synthesise(control_path: Path, n: int, seed: int = 7) -> None:
 async def _measure(settings: Settings, paths: dict[str, str], requests: int) -> dict[str, Any]:
     out: dict[str, Any] = {}
     with explorer_for(settings) as (x, ds):
-        await ds.invoke_startup()
+        if ds is not None:
+            await ds.invoke_startup()
         transport = httpx.ASGITransport(app=browse_app(x, ds, settings))
         async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as c:
             for name, path in paths.items():
@@ -131,21 +146,39 @@ async def _measure(settings: Settings, paths: dict[str, str], requests: int) -> 
     return out
 
 
+@contextmanager
+def _backend(args: argparse.Namespace) -> Iterator[dict[str, Any]]:
+    """Settings of the backend to measure: none for SQLite; a fresh PostgreSQL prefix, dropped
+    at the end, with --postgres."""
+    if not args.postgres:
+        yield {}
+        return
+    from tests.conftest import PG_URL, drop_pg_schemas, new_pg_prefix
+
+    prefix = new_pg_prefix()
+    try:
+        yield {"database_url": PG_URL, "pg_schema_prefix": prefix, "pg_schema_pool": 0}
+    finally:
+        drop_pg_schemas(prefix)
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="10000,100000", help="Session counts (comma list).")
     parser.add_argument("--requests", type=int, default=50, help="Requests per page.")
     parser.add_argument("--steps", type=int, default=50, help="Calls in the rollout page.")
+    parser.add_argument("--postgres", action="store_true", help="On $STATEGYM_TEST_PG_URL.")
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results", help="JSON dir.")
     args = parser.parse_args(argv)
     results: dict[str, Any] = {"load_average_at_start": os.getloadavg()[0]}
-    with tempfile.TemporaryDirectory(prefix="bench-explorer-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="bench-explorer-") as tmp, _backend(args) as extra:
         data_dir = Path(tmp) / "data"
-        settings = Settings(data_dir=data_dir, secret_key=SECRET)
+        settings = Settings(data_dir=data_dir, secret_key=SECRET, **extra)
+        results["backend"] = "postgres" if extra else "sqlite"
         sid = asyncio.run(_rollout(settings, args.steps))
         have = 1
         for size in (int(s) for s in args.sizes.split(",")):
-            synthesise(data_dir / "control.sqlite", size - have)
+            synthesise(settings, size - have)
             have = size
             print(f"{size} sessions:")
             paths = {
