@@ -374,3 +374,18 @@ async def test_markup_in_stored_text_is_shown_as_text(runs, tmp_path):
             assert evil not in page.text and "&lt;script&gt;" in page.text
         group = await c.get("/tasks/retail/%3Cscript%3Ealert(1)%3C%2Fscript%3E")
         assert group.status_code == 200 and evil not in group.text
+
+
+def test_a_filters_summary_is_reused_while_fresh_only(runs):
+    from app.explorer.filters import parse_filter
+
+    settings, _ids = runs
+    with explorer_for(settings) as (x, _ds):
+        first = x.queries.overview(parse_filter({"task": "retail-020"}))
+        paged = x.queries.overview(parse_filter({"task": "retail-020", "offset": "1"}))
+        assert paged[0] is first[0]  # turning a page reuses the filter's summary
+        other = x.queries.overview(parse_filter({"task": "retail-011"}))
+        assert other[0].total == 1 and first[0].total == 3
+        x.queries.summary_ttl = 0.0
+        again = x.queries.overview(parse_filter({"task": "retail-020"}))
+        assert again[0] is not first[0] and again[0] == first[0]

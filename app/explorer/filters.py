@@ -82,6 +82,11 @@ class RunFilter:
             out["after"] = f"{f.after[0].isoformat()}~{f.after[1]}"
         return urlencode(out)
 
+    def summary_key(self) -> tuple[object, ...]:
+        """The fields that choose the runs (not their order or page)."""
+        return (self.env, self.task, self.status, self.reward_min, self.reward_max, self.failure,
+                self.since, self.until, self.family, self.difficulty)  # fmt: skip
+
     def active(self) -> bool:
         return any(
             getattr(self, n) not in (None, "")

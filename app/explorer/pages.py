@@ -13,6 +13,7 @@ import shlex
 import statistics
 import threading
 from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -110,7 +111,7 @@ def _messages(messages: list[dict[str, Any]] | None) -> list[dict[str, str]]:
 # --- runs ------------------------------------------------------------------------------------
 def runs_page(x: Explorer, f: RunFilter) -> dict[str, Any]:
     rows, cursor = x.queries.page(f)
-    summary = x.queries.summary(f)
+    summary, failures, as_of = x.queries.overview(f)
     stats, total, bins, unverified = summary.tasks, summary.total, summary.bins, summary.unverified
     groups: dict[str, dict[str, dict[str, float]]] = {"difficulty": {}, "family": {}}
     for s in stats:
@@ -151,7 +152,8 @@ def runs_page(x: Explorer, f: RunFilter) -> dict[str, Any]:
         "by_task": [{**vars(s), "pass_rate": s.pass_rate} for s in by_task],
         "by_difficulty": _rates(groups["difficulty"]),
         "by_family": _rates(groups["family"]),
-        "failures": [{"headline": h, "runs": n} for h, n in x.queries.failure_headlines(f)],
+        "failures": [{"headline": h, "runs": n} for h, n in failures],
+        "summary_as_of": datetime.fromtimestamp(as_of, UTC).isoformat(timespec="seconds"),
         "cli": x.cli(*args),
         "pass_threshold": PASS,
     }

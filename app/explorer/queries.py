@@ -26,6 +26,7 @@ from app.storage.control_schema import lineage_table, sessions_table
 PASS = 1.0  # a run passes when its reward reaches this (the strict success bit)
 BINS = 10  # reward histogram: [0, 0.1), ..., [0.9, 1.0] (1.0 counts in the last bin)
 ENV_TTL = 30.0  # seconds the list of environments is reused
+SUMMARY_TTL = 10.0  # seconds a filter's counts, histogram and failure reasons are reused
 FAILURE_SAMPLE = 2000  # failure headlines are counted over the newest failed runs this many
 t = sessions_table
 
@@ -98,8 +99,12 @@ def _like_text(text: str) -> str:
 class RunQueries:
     """Control-database reads for the explorer, over the control store's engine."""
 
-    def __init__(self, engine: Engine):
+    def __init__(self, engine: Engine, summary_ttl: float = SUMMARY_TTL):
         self.engine = engine
+        # (filter fields) -> (when, summary, failure headlines): turning pages of one filter
+        # reads only the page, not the whole filtered set again.
+        self.summary_ttl = summary_ttl
+        self._summaries: dict[tuple[Any, ...], tuple[float, Summary, list[tuple[str, int]]]] = {}
         self._meta: dict[tuple[str, str | None], tuple[str | None, str | None]] = {}
         self._lock = threading.Lock()
         self._envs: tuple[float, list[str]] = (-ENV_TTL - 1.0, [])
@@ -222,6 +227,22 @@ class RunQueries:
             )
         cursor = (out[-1].created_at, out[-1].id) if more and f.keyset and out else None
         return out, cursor
+
+    def overview(self, f: RunFilter) -> tuple[Summary, list[tuple[str, int]], float]:
+        """The filter's summary and failure headlines, and the time.time() they were read: kept
+        `summary_ttl` seconds per filter (paging and sorting do not change them)."""
+        key = f.summary_key()
+        now = time.monotonic()
+        with self._lock:
+            hit = self._summaries.get(key)
+        if hit is not None and now - hit[0] <= self.summary_ttl:
+            return hit[1], hit[2], time.time() - (now - hit[0])
+        summary, failures = self.summary(f), self.failure_headlines(f)
+        with self._lock:
+            if len(self._summaries) >= 256:  # a bounded cache: drop the oldest
+                del self._summaries[min(self._summaries, key=lambda k: self._summaries[k][0])]
+            self._summaries[key] = (now, summary, failures)
+        return summary, failures, time.time()
 
     def summary(self, f: RunFilter) -> Summary:
         """Runs, the reward histogram and per-task sums under the filter, from one grouped

@@ -93,7 +93,7 @@ _RUNS = """{% extends "base" %}{% block main %}
 <p>{{ total }} run(s){% if f_active %} matching the filters{% endif %} ·
 {{ summary.verified }} verified · pass rate {{ summary.pass_rate|pct }}
 (reward ≥ {{ pass_threshold }}) · mean reward {{ summary.mean_reward|reward }}
-· {{ summary.unverified }} not verified</p>
+· {{ summary.unverified }} not verified <span class="muted">(counts and charts as of {{ summary_as_of|when }} UTC)</span></p>
 <form class="filters" method="get" action="/" aria-label="Filter runs">
 <label>Environment<input name="env" value="{{ filter.env or '' }}" list="envs" size="9"></label>
 <label>Task<input name="task" value="{{ filter.task or '' }}" size="12"></label>
