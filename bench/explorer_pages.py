@@ -110,6 +110,20 @@ def synthesise(settings: Settings, n: int, seed: int = 7) -> None:
                     batch = []
             if batch:
                 conn.execute(insert(sessions_table), batch)
+        if settings.database_url is not None:
+            # What autovacuum does soon after a bulk insert: without it the visibility map is
+            # empty and PostgreSQL reads the table instead of the covering index.
+            from sqlalchemy import create_engine
+
+            from app.storage.backend import sync_pg_url
+
+            schema = f"{settings.pg_schema_prefix}_control"
+            plain = create_engine(sync_pg_url(settings.database_url), isolation_level="AUTOCOMMIT")
+            try:
+                with plain.connect() as conn:
+                    conn.exec_driver_sql(f'VACUUM ANALYZE "{schema}".sessions')
+            finally:
+                plain.dispose()
     finally:
         control.dispose()
 
