@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import functools
 import logging
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
@@ -33,28 +32,8 @@ cli.add_typer(tasks_cli, name="tasks")
 cli.add_typer(migrate_cli, name="migrate")
 
 
-def _browse_needs_files() -> None:
-    """Datasette serves SQLite files: on a backend without them, say so instead of finding none."""
-    from app.storage.factory import capabilities_of
-
-    if not capabilities_of(settings_or_exit()).file_copy:
-        typer.echo(
-            "stategym browse serves SQLite session files in Datasette; with "
-            "STATEGYM_DATABASE_URL on PostgreSQL, use `stategym sessions list/show/diff` or psql "
-            "(docs/postgres.md).",
-            err=True,
-        )
-        raise typer.Exit(2)
-
-
-@functools.wraps(browse)
-def _browse(*args: Any, **kwargs: Any) -> None:
-    _browse_needs_files()
-    browse(*args, **kwargs)
-
-
 cli.add_typer(sessions_app, name="sessions")
-cli.command(name="browse")(_browse)
+cli.command(name="browse")(browse)
 cli.command()(report)
 cli.command()(reverify)
 cli.command(name="mcp")(mcp)
