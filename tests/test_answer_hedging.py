@@ -69,7 +69,7 @@ def test_honest_answers_pass(expected, answer):
 @pytest.mark.parametrize(
     "expected, answer, rival",
     [
-        (["233.00"], "The refund is 233.00 or maybe $240.00.", "240"),
+        (["233.00"], "The refund is 233.00 or maybe $240.00.", "240.00"),
         (["65"], "Somewhere between 0, 1, 2, ... 65, 66 employees.", "66"),
         (["E90110"], "It is E90110 or E1001.", "e1001"),
         (["XMV377"], "Your code: XMV377 or ABC123.", "abc123"),
