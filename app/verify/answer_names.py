@@ -147,12 +147,40 @@ def _names_found(
         if n not in grams:
             grams[n] = {tuple(words[i : i + n]) for i in range(len(words) - n + 1)}
         if cand not in grams[n]:
+            if _glued(words, cand):
+                found.add(cand)
             continue
         starts = [i for i in range(len(words) - n + 1) if tuple(words[i : i + n]) == cand]
         covering = [c for c in longer if len(c) > n and set(cand) <= set(c)]
         if any(not _inside(words, i, n, covering) for i in starts):
             found.add(cand)
     return found
+
+
+_PLURAL = ("", "s", "es")
+
+
+def _glued(words: Sequence[str], cand: tuple[str, ...]) -> bool:
+    """Whether the answer names `cand` glued to letters ("qfarid nowakq", "abcblenderdef"):
+    its first word ending an answer word, its last word starting the next one's, and letters
+    added on either side (a plural "s" or "es" is English, not glue)."""
+    n, first, last = len(cand), cand[0], cand[-1]
+    if n == 1 and len(first) < 4:
+        return False
+    for i in range(len(words) - n + 1):
+        head, tail = words[i], words[i + n - 1]
+        if n == 1:
+            at = head.find(first)
+            if at > 0 or (at == 0 and head[len(first) :] not in _PLURAL):
+                return True
+            continue
+        if not (head.endswith(first) and tail.startswith(last)):
+            continue
+        if tuple(words[i + 1 : i + n - 1]) == cand[1:-1] and (
+            head != first or tail[len(last) :] not in _PLURAL
+        ):
+            return True
+    return False
 
 
 def _inside(words: Sequence[str], start: int, n: int, covering: list[tuple[str, ...]]) -> bool:

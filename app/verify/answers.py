@@ -278,6 +278,7 @@ def hedged_outputs(
     if len(answer) > MAX_ANSWER_CHARS:
         return [Hedge("length", [f"<= {MAX_ANSWER_CHARS} chars"], [f"{len(answer)} chars"])]
     reading = _Reading.of(answer)
+    stated = {_norm(e) for e in expected}  # an expected output is never another one's rival
     by_kind: dict[str, list[str]] = {}
     for e, kind in zip(expected, _kinds(expected, declared), strict=True):
         by_kind.setdefault(_value(kind, e)[0], []).append(e)
@@ -291,7 +292,13 @@ def hedged_outputs(
             continue
         wanted = {_value(kind, e)[1] for e in values}
         ids = [_inside_pattern(w) for w in wanted] if kind == "id" else []
-        extra = sorted({_show(t) for t in reading.toks if _rival(kind, t, wanted, ids)})
+        extra = sorted(
+            {
+                _show(t)
+                for t in reading.toks
+                if t.text.casefold() not in stated and _rival(kind, t, wanted, ids)
+            }
+        )
         if extra:
             hedges.append(Hedge(kind, list(values), extra[:20]))
     return hedges
