@@ -37,7 +37,7 @@ _SPECS: list[tuple[str, re.Pattern[str]]] = [
         ("word", g.WORD, 0),
     )
 ]
-_OPAQUE = re.compile(r"[$€£#\-]?\w+(?:[.'’\-/@+]+\w+)*")
+_OPAQUE = re.compile(r"[$€£#\-]?\w+(?:(?:[.'’\-/@+]+|(?<=[0-9]):(?=[0-9]))\w+)*")
 _POSSESSIVE = re.compile(r"['’]s(?!\w)")
 _JOINERS = ".'’-/@+"
 _STARTS = "$€£#-"
