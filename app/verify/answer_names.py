@@ -7,6 +7,7 @@ position of values, or word by word); the column's other values are its rivals. 
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
 from collections import Counter
@@ -160,12 +161,24 @@ def _names_found(
 _PLURAL = ("", "s", "es")
 
 
+@functools.lru_cache(maxsize=8)
+def _joined_cached(words: tuple[str, ...]) -> str:
+    return " ".join(words)
+
+
+def _joined(words: Sequence[str]) -> str:
+    return _joined_cached(tuple(words))
+
+
 def _glued(words: Sequence[str], cand: tuple[str, ...]) -> bool:
     """Whether the answer names `cand` glued to letters ("qfarid nowakq", "abcblenderdef"):
     its first word ending an answer word, its last word starting the next one's, and letters
     added on either side (a plural "s" or "es" is English, not glue)."""
     n, first, last = len(cand), cand[0], cand[-1]
     if n == 1 and len(first) < 4:
+        return False
+    joined = _joined(words)
+    if first not in joined or last not in joined:  # most candidates: one C-level search
         return False
     for i in range(len(words) - n + 1):
         head, tail = words[i], words[i + n - 1]

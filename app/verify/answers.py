@@ -12,8 +12,9 @@ expected value is present: values are whole tokens, compared by value.
   still name database values as rivals; they never match.
 
 Candidates, per kind:
-- amount, number: every amount and number token, spelled-out number words, opaque tokens with
-  digits, codes with digits between letters (`X66Y`);
+- amount, number: every amount and number token (`2 items` names the number 2), spelled-out
+  number words, opaque tokens with digits, ids with digits between letters (`X66Y`) or made of
+  digit groups (`66-67`);
 - id: ids and 6+ digit numbers of the expected id's pattern or letter prefix (`E90110`,
   `E1001`), tokens holding such an id (`QE90111Q`), opaque tokens with digits;
 - date, time, datetime: every date, time and datetime token (a datetime's date and time count
@@ -34,6 +35,7 @@ other words ("less than a day" for `24 hours`) is missing. Use the answer tools
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -73,7 +75,8 @@ __all__ = [
 MAX_ANSWER_CHARS = 4000
 KINDS = (*VALUE_KINDS, "refusal")  # refusal: a legacy keyword kind, read as text
 _DIGIT_KINDS = ("amount", "number", "id", "date", "time", "datetime")
-_CODE_DIGITS = re.compile(r"[A-Za-z][0-9]+[A-Za-z]")
+# Ids that read as numbers: digits between letters (`X66Y`), digit groups (`2-3`, `66_67`).
+_NUMBERISH_ID = re.compile(r"[A-Za-z][0-9]+[A-Za-z]|^#?[0-9]+(?:[-_][0-9]+)+$")
 
 
 def id_families(token: str) -> set[tuple[str, ...]]:
@@ -155,12 +158,13 @@ class _Reading:
     """The answer read once: its tokens, its clean words (None where an opaque token breaks
     them) for presence, and every word (glued ones split out) for naming rivals."""
 
-    toks: list[Token]
-    clean: list[str | None]
-    loose: list[str]
+    toks: tuple[Token, ...]
+    clean: tuple[str | None, ...]
+    loose: tuple[str, ...]
 
-    @classmethod
-    def of(cls, text: str) -> _Reading:
+    @staticmethod
+    @functools.lru_cache(maxsize=16)  # missing_outputs and hedged_outputs read the same text
+    def of(text: str) -> _Reading:
         toks = tokens(text)
         clean: list[str | None] = []
         loose: list[str] = []
@@ -172,7 +176,7 @@ class _Reading:
                 words = _WORD.findall(t.text.casefold())
                 clean.extend(words)
                 loose.extend(words)
-        return cls(toks, clean, loose)
+        return _Reading(tuple(toks), tuple(clean), tuple(loose))
 
 
 def _value(kind: str, expected: str) -> tuple[str, Any]:
@@ -222,7 +226,7 @@ def _rival(kind: str, t: Token, wanted: set[Any], ids: list[re.Pattern[str]]) ->
             return t.value not in wanted
         if t.kind == "word":
             return any(w in g.NUMBER_WORDS for w in re.split(r"[-'’.]", t.value))
-        return t.kind == "id" and bool(_CODE_DIGITS.search(t.text))
+        return t.kind == "id" and bool(_NUMBERISH_ID.search(t.text))
     if kind == "id":
         if t.kind not in ("id", "number"):
             return False
