@@ -133,6 +133,7 @@ REJECTED = [
     ("id", "E90110, E90111", "two ids"),
     ("id", "E90110.x", "glued"),
     ("date", "2026-05-07 10:00", "is a datetime, not a date"),
+    ("name", 7, "no letters"),
     ("date", "05/07/2026", "not a date"),
     ("date", "May 7", "not a date"),
     ("date", "2026-02-30", "not a calendar date"),
@@ -322,6 +323,14 @@ def test_glued_ids_are_never_the_id(ident, glue):
     except NotOneValue:
         pass
     assert all(t.value != ident.casefold() for t in tokens(glued))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(min_value=-(10**12), max_value=10**12), st.sampled_from(["{}", "{:,}", "{}.0"]))
+def test_any_number_rendering_parses_back_equal(n, shape):
+    assert parse_value("number", shape.format(n)) == n
+    found = tokens(f"There are {shape.format(n)} rows.")
+    assert [t.value for t in found if t.kind in ("number", "amount")] == [D(n)]
 
 
 def test_every_kind_has_an_accepted_case():

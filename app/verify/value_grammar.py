@@ -65,7 +65,7 @@ _ORD = r"(?:st|nd|rd|th)?"
 _WORD_END = r"(?![^\W\d_])"  # a month or weekday name is a whole word
 
 DATE_FORMS = {
-    "iso": r"(?P<y>[0-9]{4})-(?P<m>[0-9]{2})-(?P<d>[0-9]{2})",
+    "iso": r"(?P<y>[0-9]{4})-(?P<m>[0-9]{1,2})-(?P<d>[0-9]{1,2})",
     "slash": r"(?P<y>[0-9]{4})/(?P<m>[0-9]{1,2})/(?P<d>[0-9]{1,2})",
     "mdy": rf"(?:(?P<wd>{_WEEKDAY}))?(?P<mon>{_MONTH}){_WORD_END}\s*"
     rf"(?P<d>[0-9]{{1,2}}){_ORD},?\s+(?P<y>[0-9]{{4}})",

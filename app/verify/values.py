@@ -143,8 +143,10 @@ def _from_number(kind: str, raw: int | float) -> Any:
         raise NotOneValue(f"{raw} is not {_a(kind)}")
     if kind in ("amount", "number"):
         return Decimal(repr(raw)) if isinstance(raw, float) else Decimal(raw)
-    if kind in ("id", "text", "name") and isinstance(raw, int):
+    if kind == "id" and isinstance(raw, int):
         return str(raw)
+    if kind in ("text", "name"):
+        return _words(repr(raw), kind)
     raise NotOneValue(f"the number {raw} is not {_a(kind)}")
 
 
