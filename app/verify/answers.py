@@ -18,7 +18,7 @@ Candidates, per kind:
 - id: ids and 6+ digit numbers of the expected id's pattern or letter prefix (`E90110`,
   `E1001`), tokens holding such an id (`QE90111Q`), opaque tokens with digits;
 - date, time, datetime: every date, time and datetime token (a datetime's date and time count
-  as a date and a time), opaque tokens with digits;
+  as a date and a time), days without a year (`May 8`), opaque tokens with digits;
 - email: every address, opaque tokens with `@`;
 - name: the values of the database column holding the expected name;
 - boolean: yes/no/true/false words;
@@ -236,6 +236,11 @@ def _rival(kind: str, t: Token, wanted: set[Any], ids: list[re.Pattern[str]]) ->
         families = set().union(*(id_families(w) for w in wanted))
         return bool(id_families(v) & families) or any(p.search(v) for p in ids)
     if kind in ("date", "time", "datetime"):
+        if t.kind == "monthday":  # "May 8": a day of the kind, its year unsaid
+            if kind == "time":
+                return False
+            days = wanted if kind == "date" else {w.date() for w in wanted}
+            return t.value not in {(d.month, d.day) for d in days}
         values = _parts(t)
         if kind == "datetime":
             dates, times = {w.date() for w in wanted}, {w.time() for w in wanted}

@@ -88,6 +88,11 @@ DATE = "(?:" + "|".join(_anonymous(p) for p in DATE_FORMS.values()) + ")"
 TIME = "(?:" + "|".join(_anonymous(p) for p in TIME_FORMS.values()) + ")"
 DATETIME_SEP = r"(?:T|\s*,?\s*(?:(?:at|@)\s*)?)"
 DATETIME = rf"(?P<date>{DATE}){DATETIME_SEP}(?P<time>{TIME})"
+# A day without a year ("May 7", "7th of May"): not a date value, but not a number either.
+MONTHDAY = (
+    rf"(?:{_WEEKDAY})?(?:{_MONTH}){_WORD_END}\s*[0-9]{{1,2}}{_ORD}(?![0-9])"
+    rf"|[0-9]{{1,2}}{_ORD}\s+(?:of\s+)?(?:{_MONTH}){_WORD_END}"
+)
 
 _NUM = r"(?:[0-9]{1,3}(?:,[0-9]{3})+|[0-9]+)(?:\.[0-9]+)?"
 _CODE = rf"(?:{_alt(CURRENCY_CODES)})(?![^\W\d_])"
@@ -166,6 +171,15 @@ def read_datetime(text: str) -> dt.datetime:
     if not m:
         raise Unreadable(f"'{text}' is not a date and time")
     return dt.datetime.combine(read_date(m.group("date")), read_time(m.group("time")))
+
+
+def read_monthday(text: str) -> tuple[int, int]:
+    """(month, day) of a day written without a year."""
+    month = next(MONTHS[w] for w in re.findall(r"[a-z]+", text.lower()) if w in MONTHS)
+    day = int(re.findall(r"[0-9]+", text)[0])
+    if not 1 <= day <= 31:
+        raise Unreadable(f"'{text}' is not a day of the month")
+    return month, day
 
 
 def read_decimal(text: str) -> Decimal:

@@ -1,10 +1,10 @@
 """The one tokenizer of the text answer path: typed values found in free text as WHOLE tokens.
 
 `tokens(text)` scans once, left to right. At each start it takes the first of these that
-matches as a whole token: email, datetime, date, time, amount, number (and ordinals: `3rd`),
-id, word. A whole token is bounded by non-word characters on both sides; a joiner
-(`. - / @ + '`) followed by a word character glues (`233.00.5`, `E90110-x` is one id), a
-possessive `'s` does not. Anything else with word characters is ONE `opaque` token: a value glued
+matches as a whole token: email, datetime, date, monthday (a day without a year: `May 7`),
+time, amount, number (and ordinals: `3rd`), id, word. A whole token is bounded by non-word
+characters on both sides; a joiner (`. - / @ + '`) followed by a word character glues
+(`233.00.5`; `E90110-x` is one id), a possessive `'s` does not. Anything else with word characters is ONE `opaque` token: a value glued
 to letters (`q233.00q`, `_Anna`, `qE90110q`, `abc123def`), other scripts' digits (`٢٣٣`), a
 malformed date (`2026-02-30`). An opaque token is never the expected value; the answer check
 (app/verify/answers.py) counts one that carries digits as a rival of the digit-bearing kinds.
@@ -30,6 +30,7 @@ _SPECS: list[tuple[str, re.Pattern[str]]] = [
         ("email", g.EMAIL, 0),
         ("datetime", g.DATETIME, re.I),
         ("date", g.DATE, re.I),
+        ("monthday", g.MONTHDAY, re.I),
         ("time", g.TIME, re.I),
         ("amount", g.AMOUNT, re.I),
         ("number", f"{g.ORDINAL}|{g.NUMBER}", re.I),
@@ -69,6 +70,8 @@ def _value(kind: str, text: str) -> Any:
         return g.read_time(text)
     if kind == "datetime":
         return g.read_datetime(text)
+    if kind == "monthday":
+        return g.read_monthday(text)
     if kind == "id":
         return text.lstrip("#").casefold()
     return text.casefold()
