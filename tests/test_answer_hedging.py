@@ -84,6 +84,7 @@ def test_kinds_are_inferred(expected, kind):
         (["Leila Mansour"], "The contact is Leila Mansour."),
         (["Blender"], "Blenders ship tomorrow; your Blender is in stock."),
         (["514.00", "TQJ5KV"], "Booking TQJ5KV was refunded 514.00."),
+        (["SG160", "SG150"], "Flights SG160/SG150."),
     ],
 )
 def test_honest_answers_pass(expected, answer):

@@ -3,7 +3,7 @@
 `tokens(text)` scans once, left to right. At each start it takes the first of these that matches
 as a whole token: email, datetime, date, monthday (a day without a year: `May 7`), time, amount,
 number (and ordinals: `3rd`), id, word. A whole token is bounded by non-word characters on both
-sides; a joiner (`. - / @ + '`) followed by a word character glues (`233.00.5`; `E90110-x` is
+sides; a joiner (`. - @ + '`) followed by a word character glues (`233.00.5`; `E90110-x` is
 one id), a possessive `'s` does not. Anything else with word characters is ONE `opaque` token: a
 value glued to letters (`q233.00q`, `_Anna`, `qE90110q`, `abc123def`), other scripts' digits
 (`٢٣٣`), a malformed date (`2026-02-30`). An opaque token is never the expected value; the
@@ -39,12 +39,12 @@ _SPECS: list[tuple[str, re.Pattern[str]]] = [
         ("word", g.WORD, 0),
     )
 ]
-_OPAQUE = re.compile(r"[$€£#\-]?\w+(?:(?:[.'’\-/@+]+|(?<=[0-9]):(?=[0-9]))\w+)*")
+_OPAQUE = re.compile(r"[$€£#\-]?\w+(?:(?:[.'’\-@+]+|(?<=[0-9]):(?=[0-9]))\w+)*")
 # Fast path: a plain word that cannot start a typed value (a month, weekday or currency code can).
 _PLAIN_WORD = re.compile(f"(?:{g.WORD}){g.END}")
 _VALUE_WORDS = frozenset([*g.MONTHS, *g.WEEKDAYS, *g.CURRENCY_CODES])
 _POSSESSIVE = re.compile(r"['’]s(?!\w)")
-_JOINERS = ".'’-/@+"
+_JOINERS = ".'’-@+"  # a slash separates: "SG160/SG150" names two ids
 _STARTS = "$€£#-"
 
 
