@@ -73,6 +73,7 @@ __all__ = [
 ]
 
 MAX_ANSWER_CHARS = 4000
+MAX_READ_CHARS = 16 * MAX_ANSWER_CHARS  # longer answers fail on length; reading stops here
 KINDS = (*VALUE_KINDS, "refusal")  # refusal: a legacy keyword kind, read as text
 _DIGIT_KINDS = ("amount", "number", "id", "date", "time", "datetime")
 # Ids that read as numbers: digits between letters (`X66Y`), digit groups (`2-3`, `66_67`).
@@ -165,7 +166,7 @@ class _Reading:
     @staticmethod
     @functools.lru_cache(maxsize=16)  # missing_outputs and hedged_outputs read the same text
     def of(text: str) -> _Reading:
-        toks = tokens(text)
+        toks = tokens(text[:MAX_READ_CHARS])
         clean: list[str | None] = []
         loose: list[str] = []
         for t in toks:

@@ -25,13 +25,16 @@ from typing import Any
 
 from app.verify import value_grammar as g
 
+# A cheap test before the date patterns' month alternations: a year, or a day then a word, or
+# a word (a weekday or month name) must start here.
+_DAY_AHEAD = r"(?=[0-9]{4}[-/]|[0-9]{1,2}(?:st|nd|rd|th)?\s+(?:of\s+)?[^\W\d_]{3}|[^\W\d_]{3})"
 _SPECS: list[tuple[str, re.Pattern[str]]] = [
     (kind, re.compile(f"(?:{pattern}){g.END}", flags))
     for kind, pattern, flags in (
         ("email", g.EMAIL, 0),
-        ("datetime", g.DATETIME, re.I),
-        ("date", g.DATE, re.I),
-        ("monthday", g.MONTHDAY, re.I),
+        ("datetime", _DAY_AHEAD + g.DATETIME, re.I),
+        ("date", _DAY_AHEAD + g.DATE, re.I),
+        ("monthday", _DAY_AHEAD + f"(?:{g.MONTHDAY})", re.I),
         ("time", g.TIME, re.I),
         ("amount", g.AMOUNT, re.I),
         ("number", f"{g.ORDINAL}|{g.NUMBER}", re.I),
