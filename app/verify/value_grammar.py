@@ -99,7 +99,7 @@ _CODE = rf"(?:{_alt(CURRENCY_CODES)})(?![^\W\d_])"
 _CUR_AFTER = rf"(?:{_alt(CURRENCY_CODES + CURRENCY_WORDS)})(?![^\W\d_])"
 # amount: a number with a currency sign or code, or a fraction, or thousands separators.
 AMOUNT_FORMS = {
-    "sign": rf"-?[$€£]\s?-?{_NUM}(?:\s?{_CODE})?",
+    "sign": rf"(?:-[$€£]\s?|[$€£]\s?-?){_NUM}(?:\s?{_CODE})?",
     "code_first": rf"{_CODE}\s?[$€£]?-?{_NUM}",
     "code_after": rf"-?{_NUM}\s?(?:[$€£]|{_CUR_AFTER})",
     "money_like": r"-?(?:[0-9]{1,3}(?:,[0-9]{3})+(?:\.[0-9]+)?|[0-9]+\.[0-9]+)",

@@ -185,10 +185,10 @@ def _why_not(kind: str, text: str) -> str:
     glued = [t for t in found if t.kind == "opaque"]
     if glued:
         return f"'{glued[0].text}' is not {_a(kind)}: a value glued to other characters"
-    if len(found) == 1 and found[0].kind in _TYPED + ("id",):
+    if same:
+        return f"'{text}' is not {_a(kind)}: {same[0].text} with other text around it"
+    if len(found) == 1 and found[0].kind in (*_TYPED, "id"):
         return f"'{text}' is {_a(found[0].kind)}, not {_a(kind)}"
-    if len(found) > 1 and same:
-        return f"'{text}' is not {_a(kind)}: {same[0].text} with other words around it"
     return f"'{text}' is not {_a(kind)}"
 
 
