@@ -194,6 +194,12 @@ def test_a_very_long_answer_fails_whatever_it_says():
     assert hedges and hedges[0].kind == "length"
 
 
+def test_a_declared_kind_the_value_does_not_fit_falls_back_to_its_inferred_kind():
+    answer = "It is on 2026-05-07 at 10:00."
+    assert missing_outputs(["2026-05-07 10:00"], answer, declared="date") == []
+    assert hedged_outputs(["2026-05-07 10:00"], "2026-05-07 at 10:00 or 11:00", declared="date")
+
+
 def test_declared_kinds_win_and_are_validated():
     # Declared "text": containment only, rivals allowed (e.g. a refusal's reason word).
     assert hedged_outputs(["65"], "65 or 66", declared="text") == []

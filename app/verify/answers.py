@@ -181,14 +181,18 @@ class _Reading:
 
 
 def _value(kind: str, expected: str) -> tuple[str, Any]:
-    """The expected output's kind and value; text when it does not parse as its kind."""
+    """The expected output's kind and value: its declared kind, else its inferred kind, else
+    text (whole words)."""
     kind = "text" if kind == "refusal" else kind
     if kind in ("name", "text"):
         return kind, name_words(expected)
-    try:
-        return kind, parse_value(kind, expected)
-    except NotOneValue:
-        return "text", name_words(expected)
+    for each in (kind, infer_kind(expected)):  # a declared "date" holding a datetime, say
+        if each not in ("name", "text"):
+            try:
+                return each, parse_value(each, expected)
+            except NotOneValue:
+                pass
+    return "text", name_words(expected)
 
 
 def _contains(words: Sequence[str | None], wanted: tuple[str, ...]) -> bool:
