@@ -42,7 +42,7 @@ from app.runtime.steps import StepRecorder
 from app.runtime.tasks import SeedRequest, TaskSpec, check_decline_code, task_from_data
 from app.sdk.environment import Environment, Tool
 from app.settings import Settings
-from app.storage.base import SessionBackend, SessionHandle, worker_threads
+from app.storage.base import SessionBackend, SessionHandle, verify_threads, worker_threads
 from app.storage.control import (
     CLAIM_CLOSED,
     CLAIM_OPEN,
@@ -59,6 +59,7 @@ from app.verify.judge import Judge, JudgeSettings, JudgeSpec, apply_judge
 from app.verify.patching import keep_at_most
 from app.verify.request_task import ScoredTask, scored_task
 from app.verify.session_verify import verify_state
+from app.verify.step_budget import StepBudget
 
 log = logging.getLogger("stategym.sessions")
 T = TypeVar("T")
@@ -82,6 +83,15 @@ class SessionManager:
         # Tool calls run on threads of their own: a call that runs to its time limit (agent SQL
         # can) never holds up seeds, verifies and closes, which keep `executor` to themselves.
         self.tool_executor = _tool_executor(self.threads)
+        # Verifies run on threads of their own too: one whose cost the agent drove up (a key
+        # toggled hundreds of times) never queues another rollout's seed or close behind it.
+        self.verify_threads = verify_threads(settings, self.backend.capabilities)
+        self.verify_executor = _verify_executor(self.verify_threads)
+        self.step_budget = StepBudget(
+            max_rows=settings.step_reward_max_rows,
+            max_states=settings.step_reward_max_states,
+            max_ms=settings.step_reward_budget_ms,
+        )
         # Fast tools run on the event loop (app/runtime/inline.py); off for environments that opt
         # out and on backends where every statement is a round trip.
         self.inline: InlinePolicy | None = (
@@ -102,6 +112,9 @@ class SessionManager:
 
     async def _run_tool(self, fn: Callable[..., T], *args: Any) -> T:
         return await asyncio.get_running_loop().run_in_executor(self.tool_executor, fn, *args)
+
+    async def _run_verify(self, fn: Callable[..., T], *args: Any) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self.verify_executor, fn, *args)
 
     # --- lifecycle ---------------------------------------------------------------------------
     async def seed(self, request: SeedRequest) -> Seeded:
@@ -389,7 +402,7 @@ class SessionManager:
             # The common case (seed opened it): the record read, the verify and, for a task
             # without a judge, the record's update in one hop to a worker.
             async with handle.lock:
-                done = await self._run(self._verify_open, session_id, handle, body)
+                done = await self._run_verify(self._verify_open, session_id, handle, body)
             if done is not None:
                 return await self._verified(session_id, *done, body)
         record = await self._run(self.control.get, session_id)
@@ -407,12 +420,12 @@ class SessionManager:
                 handle = None
             if handle is not None:
                 async with handle.lock:
-                    result = await self._run(
+                    result = await self._run_verify(
                         self._verify, handle, record, task, body.get("response")
                     )
         if result is None:
             # Closed or gone: scored by replaying its calls on the snapshot (app/runtime/reverify).
-            result = await self._run(self._replay_verify, task, body.get("response"))
+            result = await self._run_verify(self._replay_verify, task, body.get("response"))
         return await self._verified(session_id, record, scored, result, False, body)
 
     def _verify_open(
@@ -462,7 +475,7 @@ class SessionManager:
         task = task_from_data(body)
         compile_checks(self.env.metadata.tables, self.env.compare, task.expected_state)
         check_decline_code(task, self.env.decline_codes, self.env.name)
-        result = await self._run(self._replay_verify, task, body.get("response"))
+        result = await self._run_verify(self._replay_verify, task, body.get("response"))
         if self.judge is not None:
             result = await apply_judge(result, dict(body), body.get("response"), self.judge, "")
         return result
@@ -482,6 +495,7 @@ class SessionManager:
             response=response,
             diff_limit=self.settings.verify_diff_limit,
             time_limit_ms=self.settings.tool_time_limit_ms,
+            step_budget=self.step_budget,
         )
 
     def _verify(
@@ -497,6 +511,7 @@ class SessionManager:
                 task=task,
                 response=response,
                 diff_limit=self.settings.verify_diff_limit,
+                step_budget=self.step_budget,
             )
 
         return self.backend.read(handle, work)
@@ -514,6 +529,11 @@ class SessionManager:
         old.shutdown(wait=True)
         old_tools, self.tool_executor = self.tool_executor, _tool_executor(self.threads)
         old_tools.shutdown(wait=True)
+        old_verify, self.verify_executor = (
+            self.verify_executor,
+            _verify_executor(self.verify_threads),
+        )
+        old_verify.shutdown(wait=True)
         old_closer, self._closer = self._closer, _closer()
         old_closer.shutdown(wait=True)
         self.backend.dispose()
@@ -585,3 +605,7 @@ def _closer() -> ThreadPoolExecutor:
 
 def _tool_executor(threads: int) -> ThreadPoolExecutor:
     return ThreadPoolExecutor(threads, thread_name_prefix="stategym-tool")
+
+
+def _verify_executor(threads: int) -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(threads, thread_name_prefix="stategym-verify")
