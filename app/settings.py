@@ -149,6 +149,38 @@ class Settings(BaseSettings):
         description="Largest a SQLite session database may grow (MiB, `PRAGMA max_page_count`); "
         "a write past it is refused with a `size_limit` tool error and nothing changes.",
     )
+    fork_max_mb: int = Field(
+        256,
+        ge=1,
+        description="Most one /fork_session request may write (MiB): n children times the "
+        "parent's size; a fork asking for more is refused whole (413), nothing written.",
+    )
+    data_max_mb: int | None = Field(
+        16 * 1024,
+        ge=1,
+        description="Most session state this server keeps (MiB): the data dir's files, and on "
+        "PostgreSQL its session schemas too. A fork or restore that would pass it is refused "
+        "whole (507), as is one the data dir's disk has no room for. Unset: the disk's free "
+        "space is the only bound.",
+    )
+    export_ttl_seconds: int = Field(
+        24 * 3600,
+        ge=60,
+        description="An /export_session blob restores for this long (its expiry is inside its "
+        "signature); an older or altered blob is refused.",
+    )
+    replay_cache_files: int = Field(
+        64,
+        ge=1,
+        description="Snapshot and gold files a verify without a session (stateless reverify) "
+        "keeps for tasks no session was seeded with; the least recently used are deleted.",
+    )
+    replay_cache_mb: int = Field(
+        256,
+        ge=1,
+        description="Most bytes (MiB) of those files kept; past it the least recently used are "
+        "deleted.",
+    )
     close_on_verify: bool = Field(False, description="Close the session as soon as it is verified.")
     retention: Literal["keep", "keep_days", "delete_on_close", "keep_failed"] = Field(
         "keep",

@@ -36,6 +36,8 @@ from app.errors import (
 )
 from app.runtime.inline import InlinePolicy
 from app.runtime.open_sessions import OpenSessions
+from app.runtime.ownership import check_owner, owned_session_id
+from app.runtime.replay_cache import ReplayFiles
 from app.runtime.reverify import replay_verify
 from app.runtime.runner import run_tool
 from app.runtime.steps import StepRecorder
@@ -77,6 +79,10 @@ class SessionManager:
         self.control = self.backend.control
         # Gold states replay on the SQLite snapshot images, whichever backend holds sessions.
         self.gold = GoldCache(self.backend.snapshots, settings.gold_cache_size)
+        # Files a verify without a session writes for tasks no session uses: bounded.
+        self.replay_files = ReplayFiles(
+            settings.replay_cache_files, settings.replay_cache_mb * 2**20
+        )
         keep_at_most(settings.pristine_cache_size)  # the dumps verify patches (per process)
         self.threads = worker_threads(settings, self.backend.capabilities)
         self.executor = ThreadPoolExecutor(self.threads, thread_name_prefix="stategym")
@@ -285,7 +291,7 @@ class SessionManager:
                 return False
         if held.session_id is None:
             return False  # a tombstone already
-        _check_owner(held, episode, cookie_session_id)
+        check_owner(held, episode, cookie_session_id)
         if held.state == CLAIM_SEEDING:
             return None
         return self.control.get(held.session_id)  # None: gone, so only the claim is closed
@@ -315,6 +321,17 @@ class SessionManager:
                 hint="Retry /close_session.",
             ) from exc
         return self.control.mark_closed(record.id)
+
+    async def owned(
+        self, rsid: str | None, episode: str | None, cookie_session_id: str | None
+    ) -> str:
+        """The session a request may act on: its cookie's, or the one `rsid` names when the
+        request owns it (app/runtime/ownership.py, the rule of every session route)."""
+        if rsid is None:
+            return owned_session_id(self.control, self.env.name, None, None, cookie_session_id)
+        return await self._run(
+            owned_session_id, self.control, self.env.name, rsid, episode, cookie_session_id
+        )
 
     # --- open handles ------------------------------------------------------------------------
     def _open_sessions(self) -> OpenSessions:
@@ -475,10 +492,21 @@ class SessionManager:
         task = task_from_data(body)
         compile_checks(self.env.metadata.tables, self.env.compare, task.expected_state)
         check_decline_code(task, self.env.decline_codes, self.env.name)
-        result = await self._run_verify(self._replay_verify, task, body.get("response"))
+        result = await self._run_verify(self._stateless_replay, task, body.get("response"))
         if self.judge is not None:
             result = await apply_judge(result, dict(body), body.get("response"), self.judge, "")
         return result
+
+    def _stateless_replay(self, task: TaskSpec, response: Any) -> dict[str, Any]:
+        """`_replay_verify` for a task in a request body: the snapshot and gold files it
+        creates go to the bounded replay cache (app/runtime/replay_cache.py)."""
+        paths = [self.backend.snapshots.snapshot_path(task.snapshot_key), self.gold.gold_path(task)]
+        created = [p for p in paths if not p.exists()]
+        try:
+            return self._replay_verify(task, response)
+        finally:
+            self.replay_files.touch(paths)
+            self.replay_files.keep(created)
 
     def _replay_verify(self, task: TaskSpec, response: Any) -> dict[str, Any]:
         try:
@@ -578,25 +606,6 @@ def _issued(created_at: datetime) -> int:
 
 def _age_seconds(stamp: datetime) -> float:
     return time.time() - stamp.replace(tzinfo=UTC).timestamp()
-
-
-def _check_owner(held: ResourcesClaim, episode: str | None, cookie_session_id: str | None) -> None:
-    rsid = held.resources_session_id
-    if cookie_session_id is not None:
-        if cookie_session_id != held.session_id:
-            raise NotOwner(
-                f"resources_session_id {rsid!r} belongs to another session than this "
-                "request's session cookie",
-                hint="Close it with the cookie its seed set, or without a cookie and the "
-                "episode_id of its seed.",
-            )
-        return
-    if episode != held.episode:
-        raise NotOwner(
-            f"resources_session_id {rsid!r} was seeded by another episode; a close without "
-            "the session cookie must carry the episode_id of its seed",
-            hint="Send the episode_id the seed used, or the cookie the seed set.",
-        )
 
 
 def _closer() -> ThreadPoolExecutor:
