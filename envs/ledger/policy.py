@@ -1,4 +1,31 @@
-"""The bank's policy: the system prompt every ledger task starts with."""
+"""The bank's policy: the system prompt every ledger task starts with, and the reason codes a
+refusal names (one per rule of the policy a request can break)."""
+
+# decline_request's `reason` enum: code -> the rule, one line (goes into the tool description).
+DECLINE_REASONS: dict[str, str] = {
+    "not_identified": "the customer's email and date of birth do not both match a customer",
+    "other_customer": "the account belongs to another customer",
+    "kyc_incomplete": "the customer's KYC is not verified: no transfers, withdrawals or new "
+    "beneficiaries",
+    "account_frozen": "the account is frozen or closed and accepts no postings",
+    "currency_mismatch": "the two accounts have different currencies (no exchange)",
+    "not_a_beneficiary": "the other customer's account is not a saved beneficiary",
+    "insufficient_funds": "the available balance (and overdraft) does not cover the amount",
+    "daily_limit": "the amount would exceed the account's daily limit for transfers and "
+    "withdrawals",
+    "loan_rules": "money never leaves a loan account, and a repayment is at most what is "
+    "outstanding",
+    "fee_not_allowed": "a fee is charged only for a service the customer asks for, per schedule",
+    "already_reversed": "the transaction was already reversed, or is itself a reversal",
+    "reversal_window": "the transaction is more than 30 days old",
+    "reversal_not_allowed": "a transfer to another customer is never reversed",
+    "freeze_not_liftable": "a suspected_fraud or legal_order freeze can only be lifted by the "
+    "fraud or legal team",
+    "balance_not_zero": "an account can be closed only with a balance of exactly 0.00",
+    "active_holds": "an account with an active hold cannot be closed",
+    "hold_not_expired": "a hold can be released only once it has expired",
+    "unrelated_request": "the request has nothing to do with the customer's banking",
+}
 
 POLICY = """\
 You are a customer service agent of Harbor Federal Bank. You help one customer per conversation \
