@@ -172,14 +172,18 @@ def gold_run(
             seeded_key = "taskgen-seed-" + hashlib.sha256(key[1].encode()).hexdigest()[:32]
             seed_state = rebase(c, env.metadata.tables, env.compare, seeded_key)
         seeded = raw.serialize()
-        written = raw.total_changes
-        outcomes = run_calls(env, c, gold, now)
+        outcomes, changed = [], False
+        for call in gold:
+            written = raw.total_changes
+            outcomes += run_calls(env, c, [call], now)
+            tool = env.tool_named(call["name"])
+            # The answer tools write only the answer row, never the environment's state.
+            changed |= raw.total_changes != written and not (tool and tool.framework)
     except BaseException:
         c.close()
         raw.close()
         raise
     names = tuple(str(call["name"]) for call in gold)
-    changed = raw.total_changes != written
     run = GoldRun(seeded, seed_state, c, names, tuple(outcomes), changed, now)
     _runs.put(key, run)
     return run

@@ -43,6 +43,10 @@ class Draft:
     expect_from: Expect | None = None
     # Facts of the prompt a draw may leave out for the agent to look up (app/taskgen/details).
     omissions: tuple[Omission, ...] = ()
+    # A question: (kind, value) the gold's submit_answer submits (the row's expected_answer).
+    answer: tuple[str, Any] | None = None
+    # A refusal: the reason code the gold's decline_request names (the row's expected_decline).
+    decline: str | None = None
 
 
 def call(env: Environment, name: str, **arguments: Any) -> dict[str, Any]:
@@ -182,6 +186,10 @@ def build_row(
         expected += draft.expect_from(outputs)
     if expected:
         task["expected_outputs"] = expected
+    if draft.answer is not None:
+        task["expected_answer"] = {"kind": draft.answer[0], "value": draft.answer[1]}
+    if draft.decline is not None:
+        task["expected_decline"] = draft.decline
     if after is not None:
         after(task, outputs)
     if omitted:
@@ -224,9 +232,13 @@ class TaskGenerator:
 
 
 def writes(gen: TaskGenerator, call: dict[str, Any]) -> bool:
+    """Whether a gold call changes the environment's state (the framework's answer tools write
+    only the answer row, which is scored apart from the state)."""
+    tool = gen.env.tool_named(call["name"])
+    if tool is not None and tool.framework:
+        return False
     if gen.writes is not None:
         return gen.writes(call)
-    tool = gen.env.tool_named(call["name"])
     return not (tool and tool.read_only)
 
 
