@@ -304,14 +304,13 @@ GO = "Please go ahead, you have my confirmation."
 
 
 def asked(family: str, prompt: str, gold: list[dict[str, Any]], kind: str, value: Any) -> Draft:
-    """A question: the gold reads, then submits `value` (a `kind` of app/verify/values.py)."""
-    return Draft(family, prompt, [*gold, C("submit_answer", answer=value)], False,
-                 answer=(kind, value))  # fmt: skip
+    """A question: the gold reads; build_row ends it submitting `value` (a `kind` of
+    app/verify/values.py)."""
+    return Draft(family, prompt, gold, False, answer=(kind, value))
 
 
 def refused(family: str, prompt: str, gold: list[dict[str, Any]], code: str, message: str) -> Draft:
     """A request the policy forbids (all of it, or the rest after the gold's writes): the gold
     ends declining it with reason `code` (envs/airline/policy.py DECLINE_REASONS)."""
     writes = any(not ENVIRONMENT.tool_named(c["name"]).read_only for c in gold)  # type: ignore[union-attr]
-    return Draft(family, prompt, [*gold, C("decline_request", reason=code, message=message)],
-                 writes, decline=code)  # fmt: skip
+    return Draft(family, prompt, gold, writes, decline=code, decline_message=message)

@@ -235,13 +235,12 @@ GO = "Please go ahead, you have my confirmation."
 
 
 def asked(family: str, prompt: str, gold: list[dict[str, Any]], kind: str, value: Any) -> Draft:
-    """A question: the gold reads, then submits `value` (a `kind` of app/verify/values.py)."""
-    return Draft(family, prompt, [*gold, C("submit_answer", answer=value)], False,
-                 answer=(kind, value))  # fmt: skip
+    """A question: the gold reads; build_row ends it submitting `value` (a `kind` of
+    app/verify/values.py)."""
+    return Draft(family, prompt, gold, False, answer=(kind, value))
 
 
 def refused(family: str, prompt: str, gold: list[dict[str, Any]], code: str, message: str) -> Draft:
     """A request the policy forbids: the gold reads, then declines it with reason `code`
     (envs/ledger/policy.py DECLINE_REASONS)."""
-    return Draft(family, prompt, [*gold, C("decline_request", reason=code, message=message)],
-                 False, decline=code)  # fmt: skip
+    return Draft(family, prompt, gold, False, decline=code, decline_message=message)
