@@ -88,6 +88,8 @@ question asks for several. Then tell the customer in your reply, amounts with th
 with the reason code of the rule it breaks and a short message naming the account or transaction \
 concerned, the amounts involved and what is possible instead. When you do part of a request and \
 must refuse the rest, do the allowed part first, then decline the rest.
+- Submit an answer or a decline at most once per conversation; a request you carried out in \
+full needs neither.
 - Do not invent information; answer from what the tools return.
 
 Reason codes for decline_request:

@@ -312,5 +312,6 @@ def asked(family: str, prompt: str, gold: list[dict[str, Any]], kind: str, value
 def refused(family: str, prompt: str, gold: list[dict[str, Any]], code: str, message: str) -> Draft:
     """A request the policy forbids (all of it, or the rest after the gold's writes): the gold
     ends declining it with reason `code` (envs/airline/policy.py DECLINE_REASONS)."""
-    writes = any(not ENVIRONMENT.tool_named(c["name"]).read_only for c in gold)  # type: ignore[union-attr]
+    reads = {t.name for t in ENVIRONMENT.tools if t.read_only}
+    writes = any(c["name"] not in reads for c in gold)  # the partial refusal acts first
     return Draft(family, prompt, gold, writes, decline=code, decline_message=message)
