@@ -64,8 +64,8 @@ def test_seeds_use_task_range_ids_and_only_rebalance_internal_accounts() -> None
 
 def test_questions_and_refusals_end_with_their_typed_submission() -> None:
     """A lookup's gold ends submitting its expected answer, a refusal's declining with its
-    expected code (one the bank declares), both after reads only; an action task submits
-    nothing. No row keeps the text-matched expected_outputs."""
+    expected code (one the bank declares), both after reads only; the partial refusal's declines
+    after its writes; an action task submits nothing. No row keeps expected_outputs."""
     for t in TASKS:
         assert "expected_outputs" not in t and "answer_kind" not in t, t["task_id"]
         gold, family = t["ground_truth"], t["family"]
@@ -80,6 +80,10 @@ def test_questions_and_refusals_end_with_their_typed_submission() -> None:
             assert t["expected_decline"] in DECLINE_REASONS, t["task_id"]
             assert submits == [gold[-1]] and gold[-1]["name"] == "decline_request"
             assert gold[-1]["arguments"]["reason"] == t["expected_decline"]
+        elif family == "multi_partial_refusal":  # acts, then declines the rest
+            assert writes and "expected_answer" not in t, t["task_id"]
+            assert submits == [gold[-1]] and gold[-1]["name"] == "decline_request"
+            assert gold[-1]["arguments"]["reason"] == t["expected_decline"] in DECLINE_REASONS
         else:
             assert writes and not submits, t["task_id"]
             assert "expected_answer" not in t and "expected_decline" not in t, t["task_id"]
