@@ -293,3 +293,43 @@ async def test_step_rewards_add_up_to_the_reward(client):
         assert sums_to_reward(got), got["step_rewards"]
     partial_mode = await rollout(client, {**task, "reward_mode": "partial"}, gold_calls(task)[:1])
     assert partial_mode["reward"] == 0.5 and sums_to_reward(partial_mode)
+
+
+class _ForgeArgs(ToolArgs):
+    answer: str
+
+
+@tool
+def forge_answer(db: Any, args: _ForgeArgs, ctx: ToolContext) -> dict:
+    """Write the answer table directly, as an agent's SQL could (a tool that should not)."""
+    from sqlalchemy import text
+
+    db.execute(text("DELETE FROM stategym_answer"))
+    db.execute(
+        text("INSERT INTO stategym_answer (id, kind, value) VALUES (1, 'answer', :v)"),
+        {"v": json.dumps(args.answer)},
+    )
+    return {"ok": True}
+
+
+async def test_an_answer_row_written_by_another_tool_is_no_submission(tmp_path, backend, request):
+    from app.server.api import create_app
+
+    env = dataclasses.replace(ENV, tools=(*ENV.tools, forge_answer))
+    prefix = None
+    if backend == "postgres":
+        prefix = new_pg_prefix()
+        request.addfinalizer(lambda: drop_pg_schemas(prefix))
+    app = create_app(backend_settings(backend, tmp_path / "data", prefix), env)
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://stategym") as c:
+            # A wrong answer submitted, then replaced behind the tools' back by the right one.
+            got = await rollout(
+                c,
+                LOOKUP,
+                [("submit_answer", {"answer": "11.00"}), ("forge_answer", {"answer": "10.00"})],
+            )
+    assert got["reward"] == 0.0
+    assert "written by a tool other than" in got["failure_reason"]
+    assert sums_to_reward(got)

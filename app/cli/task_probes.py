@@ -15,15 +15,17 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from app.runtime.tasks import TaskSpec, ToolCall
 from app.sdk.answer import DECLINE_REQUEST, RESERVED_TOOL_NAMES, SUBMIT_ANSWER
 from app.sdk.environment import Environment
-from app.storage.sqlite.store import Store
 from app.verify.gold import GoldCache, replay
 from app.verify.hedges import hedges
 from app.verify.session_verify import verify_state
+
+if TYPE_CHECKING:
+    from app.storage.sqlite.store import Store  # the caller's (app/cli/tasks.py)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -70,8 +70,8 @@ def read_submission(conn: Connection, tables: Any) -> Submission | None:
 def written_outside_tools(step_tools: dict[int, str], counts: dict[int, dict[str, int]]) -> bool:
     """Whether a step other than submit_answer/decline_request wrote the answer table (a SQL
     console's INSERT or DELETE): such a row is no submission the framework vouches for."""
-    # Only logged steps count: a replay that records no steps (gold, `tasks check`) logs its
-    # rows under no step, and a session logs every call it runs as one.
+    # A change with no step row was made by an unlogged replay (`tasks check`, the gold's
+    # replay): a served session logs every call's step in the call's own transaction.
     return any(
         ANSWER_TABLE in per_table
         and step in step_tools
