@@ -11,6 +11,7 @@ import typer
 
 from app.cli.browse import browse
 from app.cli.common import environment_or_exit, settings_or_exit
+from app.cli.envs import envs_cli
 from app.cli.export import export_cli
 from app.cli.generate import generate_command
 from app.cli.mcp import mcp
@@ -19,7 +20,6 @@ from app.cli.report import report
 from app.cli.reverify import reverify
 from app.cli.sessions import sessions_app
 from app.cli.tasks import tasks_cli
-from app.registry import DEFAULT_ENVIRONMENT, environment_names, load_environment
 from app.settings import Settings
 
 cli = typer.Typer(
@@ -31,6 +31,7 @@ cli.add_typer(export_cli, name="export")
 tasks_cli.command("generate")(generate_command)
 cli.add_typer(tasks_cli, name="tasks")
 cli.add_typer(migrate_cli, name="migrate")
+cli.add_typer(envs_cli, name="envs")
 
 
 def _browse_needs_files() -> None:
@@ -141,14 +142,6 @@ def prepare(env: EnvOption = None, data_dir: DataDirOption = None) -> None:
         f"{settings.env}: template {store.template_path} ready "
         f"({len(image) / 1024:.0f} KiB, {time.perf_counter() - started:.2f}s)"
     )
-
-
-@cli.command("envs")
-def list_envs() -> None:
-    """List the environments this installation can serve."""
-    for name in environment_names():
-        marker = " (default)" if name == DEFAULT_ENVIRONMENT else ""
-        typer.echo(f"{name}{marker}: {load_environment(name).description}")
 
 
 def main() -> None:

@@ -166,6 +166,10 @@ class Environment:
     # Bump when build_base's output changes, so cached templates are rebuilt.
     data_version: str = "1"
     base_seed: int = 20260101
+    # The environment's own Alembic version directory (its migration branch, labelled with its
+    # name). None: `migrations/versions/<name>/` of this repository, where the shipped five keep
+    # theirs. A plugin package keeps its branch inside itself (`stategym new-env` writes one).
+    migrations_path: Path | None = None
     # "strict": reward is the success bit; "partial": reward is partial credit.
     reward_mode: Literal["strict", "partial"] = "strict"
     # Checked on the final state at verify; any violation makes the reward 0.

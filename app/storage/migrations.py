@@ -56,10 +56,20 @@ def metadata_for(target: str) -> MetaData:
     return load_environment(target).metadata
 
 
+def version_location(target: str) -> Path:
+    """Where a target's migration branch lives: the environment's own `migrations_path` (a
+    plugin package), else `migrations/versions/<target>/` of this repository."""
+    if target != CONTROL:
+        own = load_environment(target).migrations_path
+        if own is not None:
+            return own
+    return MIGRATIONS_DIR / "versions" / target
+
+
 def alembic_config(target: str | None = None) -> Config:
     cfg = Config(str(REPO_ROOT / "alembic.ini"))
     cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
-    locations = " ".join(str(MIGRATIONS_DIR / "versions" / t) for t in targets())
+    locations = " ".join(str(version_location(t)) for t in targets())
     cfg.set_main_option("version_locations", locations)
     cfg.set_main_option("path_separator", "space")
     if target:
