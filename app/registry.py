@@ -75,6 +75,6 @@ def load_environment(name: str) -> Environment:
 def _unknown(name: str) -> str:
     known = ", ".join(environment_names()) or "none"
     return (
-        f"unknown environment {name!r}; known: {known}. An environment is installed as a package "
-        f"that registers it in the {ENTRY_POINT_GROUP!r} entry-point group (docs/new_environment.md)"
+        f"unknown environment {name!r}; known: {known}. An environment is a package that "
+        f"registers in the {ENTRY_POINT_GROUP!r} entry-point group (docs/new_environment.md)"
     )

@@ -43,7 +43,7 @@ def tool_failures(env: Environment) -> Iterator[str]:
     for tool in env.tools:
         schema = tool.openai_schema()
         if not (schema.get("description") or "").strip():
-            yield f"tool {tool.name}: no description (write a docstring: it is the tool's description)"
+            yield f"tool {tool.name}: no description (its docstring becomes the description)"
         params = schema.get("parameters", {})
         if params.get("additionalProperties") is not False:
             yield f"tool {tool.name}: its schema is not strict (arguments must subclass ToolArgs)"
@@ -71,14 +71,14 @@ def migration_failures(env: Environment) -> Iterator[str]:
 
     if head_revision(env.name) is None:
         yield (
-            f"no migration branch {env.name!r} in {version_location(env.name)}: sessions could never "
-            f"be upgraded (write its initial revision: `stategym new-env` shows one)"
+            f"no migration branch {env.name!r} in {version_location(env.name)}: its sessions could "
+            "never be upgraded (write its initial revision: `stategym new-env` shows one)"
         )
         return
     try:
         differences = schema_differences(env.name)
     except Exception as exc:  # noqa: BLE001
-        yield f"the migration branch does not upgrade an empty database: {type(exc).__name__}: {exc}"
+        yield f"the migration branch cannot upgrade an empty database: {type(exc).__name__}: {exc}"
         return
     if differences:
         shown = "; ".join(str(d) for d in differences[:3])
@@ -123,8 +123,8 @@ def _nudged(arguments: dict[str, Any]) -> Iterator[dict[str, Any]]:
 
 
 def nudge_failures(env: Environment, rows: list[dict[str, Any]], data_dir: Path) -> Iterator[str]:
-    """Gold, then each gold write again with one argument nudged: if any nudge changed the state,
-    the reward must drop below 1. A tool that refuses every nudge is the best case, not a failure."""
+    """Gold, then each gold write again with one argument nudged: if a nudge changed the state,
+    the reward must drop below 1. A tool refusing every nudge is the best case, not a failure."""
     from app.runtime.tasks import task_from_data
     from app.sdk.environment import ToolContext
     from app.storage.sqlite.store import Store
