@@ -20,6 +20,7 @@ from app.storage.migrations import (
     branch_revisions,
     downgrade_file,
     head_revision,
+    new_revision,
     revision_of,
     schema_differences,
     targets,
@@ -119,12 +120,28 @@ def history(env: TargetOption = None, as_json: JsonOption = False) -> None:
 
 
 @migrate_cli.command()
+def revision(
+    env: Annotated[str, typer.Option("--env", help="Environment (or 'control').")],
+    message: Annotated[str, typer.Option("-m", "--message", help="What the revision changes.")],
+) -> None:
+    """Write the next revision of a branch from the models (autogenerate, ruff-formatted); the
+    first one starts the branch, in the environment's own `migrations_path` if it has one."""
+    if env not in targets():
+        raise typer.BadParameter(f"unknown target {env!r}; known: {', '.join(targets())}")
+    path = new_revision(env, message)
+    console.print(f"{env}: wrote {path}; read it, then `stategym migrate check --env {env}`")
+
+
+@migrate_cli.command()
 def check(env: TargetOption = None) -> None:
     """Fail when models and migrations disagree (Alembic autogenerate finds a difference)."""
     failed = False
     for target in _chosen(env):
         if head_revision(target) is None:
-            console.print(f"[red]{target}: no migrations[/] (python scripts/new_migration.py)")
+            console.print(
+                f"[red]{target}: no migrations[/] (stategym migrate revision --env {target} "
+                '-m "initial schema")'
+            )
             failed = True
             continue
         diffs = schema_differences(target)

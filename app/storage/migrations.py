@@ -69,7 +69,10 @@ def version_location(target: str) -> Path:
 def alembic_config(target: str | None = None) -> Config:
     cfg = Config(str(REPO_ROOT / "alembic.ini"))
     cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
-    locations = " ".join(str(version_location(t)) for t in targets())
+    # A branch directory that does not exist yet (an environment with no revision) is skipped:
+    # Alembic refuses a missing version location.
+    existing = [version_location(t) for t in targets()]
+    locations = " ".join(str(p) for p in existing if p.is_dir())
     cfg.set_main_option("version_locations", locations)
     cfg.set_main_option("path_separator", "space")
     if target:
@@ -259,3 +262,70 @@ def prepare_control_database(engine: Any, path: Path) -> None:
         state = schema_state(dbapi, CONTROL)
     if state == "older":
         upgrade_file(path, CONTROL)
+
+
+def new_revision(target: str, message: str) -> Path:
+    """Write the target's next revision by comparing its models with its branch head (the first
+    one starts the branch, labelled with the target's name); returns the script's path.
+
+    The script is ruff-formatted when ruff is installed, so a generated file passes the same
+    format check as a hand-written one.
+    """
+    import tempfile
+
+    from alembic import command
+
+    head = head_revision(target)
+    version_path = version_location(target)
+    version_path.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "autogen.sqlite"
+        sqlite3.connect(path).close()
+        if head:
+            upgrade_file(path, target)
+        # Autogenerate insists the database sits at every head of the script directory, so
+        # record the other branches' heads too (their tables are not compared).
+        conn = sqlite3.connect(path)
+        conn.execute(
+            f"CREATE TABLE IF NOT EXISTS {VERSION_TABLE} (version_num VARCHAR(32) NOT NULL, "
+            f"CONSTRAINT {VERSION_TABLE}_pkc PRIMARY KEY (version_num))"
+        )
+        for other in targets():
+            other_head = head_revision(other)
+            if other != target and other_head:
+                conn.execute(f"INSERT INTO {VERSION_TABLE} VALUES (?)", (other_head,))
+        conn.commit()
+        conn.close()
+        with connection_to(path) as connection:
+            cfg = alembic_config(target)
+            locations = cfg.get_main_option("version_locations") or ""
+            if str(version_path) not in locations.split():
+                cfg.set_main_option("version_locations", f"{locations} {version_path}".strip())
+            cfg.attributes["connection"] = connection
+            script = command.revision(
+                cfg,
+                message=message,
+                autogenerate=True,
+                head=f"{target}@head" if head else "base",
+                branch_label=None if head else target,
+                version_path=str(version_path),
+            )
+    _script.cache_clear()
+    head_revision.cache_clear()
+    branch_revisions.cache_clear()
+    written = Path(script.path)  # type: ignore[union-attr]
+    _ruff_format(written)
+    return written
+
+
+def _ruff_format(path: Path) -> None:
+    import shutil
+    import subprocess
+    import sys
+
+    ruff = shutil.which("ruff") or str(Path(sys.executable).with_name("ruff"))
+    if Path(ruff).exists():
+        subprocess.run([ruff, "format", "--quiet", str(path)], check=False)
+        subprocess.run(
+            [ruff, "check", "--quiet", "--fix", "--select", "I,F401", str(path)], check=False
+        )
