@@ -16,6 +16,7 @@ from app.cli.export import export_cli
 from app.cli.generate import generate_command
 from app.cli.mcp import mcp
 from app.cli.migrate import migrate_cli
+from app.cli.new_env import new_env
 from app.cli.report import report
 from app.cli.reverify import reverify
 from app.cli.sessions import sessions_app
@@ -59,6 +60,7 @@ cli.command(name="browse")(_browse)
 cli.command()(report)
 cli.command()(reverify)
 cli.command(name="mcp")(mcp)
+cli.command(name="new-env")(new_env)
 
 DataDirOption = Annotated[
     Path | None,
