@@ -118,10 +118,26 @@ def serve(
     )
 
 
+def warn_without_migration_branch(environment: Any) -> None:
+    """Sessions made while an environment has no migration branch carry no revision: say so."""
+    from app.storage.migrations import head_revision, version_location
+
+    if head_revision(environment.name) is None:
+        typer.secho(
+            f"WARNING: environment {environment.name!r} has no migration branch (none in "
+            f"{version_location(environment.name)}): the sessions served now can be upgraded "
+            "later only with `stategym migrate sessions --adopt`. Write its first revision: "
+            f'stategym migrate revision --env {environment.name} -m "initial schema"',
+            err=True,
+            fg="yellow",
+        )
+
+
 def _prepare_shared_files(settings: Settings, environment) -> None:  # noqa: ANN001
     """Build what every worker shares (control DB, template) once, so workers never race."""
     from app.storage.factory import prepare_shared
 
+    warn_without_migration_branch(environment)
     try:
         prepare_shared(settings, environment)
     except ValueError as exc:  # an environment the backend cannot serve (Unsupported)
@@ -137,7 +153,9 @@ def prepare(env: EnvOption = None, data_dir: DataDirOption = None) -> None:
     from app.storage.sqlite.store import Store
 
     settings = make_settings(env=env, data_dir=data_dir)
-    store = Store(settings.data_dir, environment_or_exit(settings.env))
+    environment = environment_or_exit(settings.env)
+    warn_without_migration_branch(environment)
+    store = Store(settings.data_dir, environment)
     started = time.perf_counter()
     image = store.template_image()
     typer.echo(

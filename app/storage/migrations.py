@@ -109,12 +109,17 @@ def stamp_new_database(conn: sqlite3.Connection, target: str) -> None:
     head = head_revision(target)
     if head is None:
         return
+    stamp_revision(conn, head)
+
+
+def stamp_revision(conn: sqlite3.Connection, revision: str) -> None:
+    """Record `revision` as the database's one Alembic revision."""
     conn.execute(
         f"CREATE TABLE IF NOT EXISTS {VERSION_TABLE} (version_num VARCHAR(32) NOT NULL, "
         f"CONSTRAINT {VERSION_TABLE}_pkc PRIMARY KEY (version_num))"
     )
     conn.execute(f"DELETE FROM {VERSION_TABLE}")
-    conn.execute(f"INSERT INTO {VERSION_TABLE} (version_num) VALUES (?)", (head,))
+    conn.execute(f"INSERT INTO {VERSION_TABLE} (version_num) VALUES (?)", (revision,))
 
 
 def revision_of(conn: sqlite3.Connection) -> str | None:
