@@ -147,6 +147,7 @@ class Environment:
 def _source_digest(fn: Callable[..., Any]) -> str:
     """sha256 over the source of `fn`'s module and of the same-package modules it refers to."""
     import hashlib
+    import inspect
     import sys
     import types
 
