@@ -137,8 +137,8 @@ def framework_tools(
     decline_args = create_model(
         "DeclineRequestArgs",
         __base__=ToolArgs,
-        reason=(
-            Literal[tuple(codes)],  # type: ignore[valid-type]  # the env's codes, an enum
+        reason=(  # type: ignore[arg-type]  # a Literal built from the env's codes (an enum)
+            Literal[tuple(codes)],
             Field(
                 description="The code of the rule that forbids the request.",
                 json_schema_extra=_as_enum,
