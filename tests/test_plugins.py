@@ -218,3 +218,40 @@ def test_the_published_task_row_schema_is_the_models() -> None:
 
     published = json.loads((REPO / "docs" / "task_row.schema.json").read_text())
     assert published == TaskRow.model_json_schema()
+
+
+def test_a_missing_generator_is_one_clear_line(depot, tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from app.cli.main import cli
+
+    result = CliRunner().invoke(
+        cli, ["tasks", "generate", "--env", "depot", "--count", "1", str(tmp_path / "o.jsonl")]
+    )
+    assert result.exit_code == 2
+    assert "has no task generator" in result.output and "Traceback" not in result.output
+
+
+def test_a_failing_shipped_story_is_one_line(monkeypatch, tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from app.cli import generate
+    from app.cli.main import cli
+    from app.taskgen.kit import TaskGenerator
+
+    def broken(index, fn, k, rng, names):  # noqa: ANN001, ANN202
+        raise AssertionError("gold call 2 (cancel_pending_order) failed\nlong detail")
+
+    def family() -> None: ...
+
+    real = generate.load_generator("retail")
+    fake = TaskGenerator(env=real.env, plan=[(family, 1)], names=[("A", "B")], build=broken)
+    monkeypatch.setattr(generate, "load_generator", lambda name: fake)
+    out = tmp_path / "shipped.jsonl"
+    result = CliRunner().invoke(
+        cli, ["tasks", "generate", "--env", "retail", "--shipped", str(out)]
+    )
+    assert result.exit_code == 1
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1, result.output
+    assert "shipped story 1 (family, variant 0) failed: AssertionError: gold call 2" in lines[0]
