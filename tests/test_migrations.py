@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from app.cli.main import cli
-from app.registry import load_environment
+from app.registry import ENVIRONMENTS, load_environment
 from app.storage.migrations import (
     branch_revisions,
     downgrade_file,
@@ -37,9 +37,18 @@ def test_upgrade_from_empty_gives_exactly_the_model_schema(target):
     assert schema_differences(target) == []
 
 
-@pytest.mark.parametrize("target", [t for t in targets() if t != "control"])
-def test_every_environment_has_a_second_migration(target):
-    assert len(branch_revisions(target)) >= 2
+SHIPPED = [t for t in targets() if t != "control" and ENVIRONMENTS[t].startswith("envs.")]
+
+
+@pytest.mark.parametrize("target", SHIPPED)
+def test_every_shipped_environment_has_an_upgrade_to_exercise(target):
+    """This repository's own environments each carry an upgrade past their initial revision,
+    so the upgrade paths (templates, retained sessions, step logs) run on every schema. The
+    environment contract asks a new environment only for its initial revision."""
+    assert len(branch_revisions(target)) >= 2, (
+        f"{target} has only its initial revision: the shipped environments keep an upgrade to "
+        "exercise (docs/migrations.md)"
+    )
 
 
 def _rows(path, table: str) -> list[tuple]:

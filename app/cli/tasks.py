@@ -234,3 +234,12 @@ def check(
     else:
         _summary(console, file, name, reports)
     raise typer.Exit(1 if bad else 0)
+
+
+@tasks_cli.command("schema")
+def schema() -> None:
+    """Print the JSON Schema of a task row (docs/tasks.md), generated from the model that
+    validates every row (app/runtime/tasks.py); keys it does not name pass through."""
+    from app.runtime.tasks import TaskRow
+
+    typer.echo(json.dumps(TaskRow.model_json_schema(), indent=2))

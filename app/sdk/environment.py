@@ -77,6 +77,10 @@ class Environment:
     # Bump when build_base's output changes, so cached templates are rebuilt.
     data_version: str = "1"
     base_seed: int = 20260101
+    # The environment's own Alembic version directory (its migration branch, labelled with its
+    # name). None: `migrations/versions/<name>/` of this repository, where the shipped five keep
+    # theirs. A plugin package keeps its branch inside itself (`stategym new-env` writes one).
+    migrations_path: Path | None = None
     # "strict": reward is the success bit; "partial": reward is partial credit.
     reward_mode: Literal["strict", "partial"] = "strict"
     # Checked on the final state at verify; any violation makes the reward 0.
@@ -126,5 +130,40 @@ class Environment:
             object.__setattr__(self, "_tool_index", cached)
         return cached
 
+    def base_data_digest(self) -> str:
+        """A digest of the source that builds the base data: `build_base`'s module and the
+        modules of the environment's own package it uses. Cached templates key on it, so a
+        changed builder rebuilds them even when `data_version` was not bumped."""
+        cached = self.__dict__.get("_base_data_digest")
+        if cached is None:
+            cached = _source_digest(self.build_base)
+            object.__setattr__(self, "_base_data_digest", cached)
+        return cached
+
     def tool_schemas(self) -> list[dict[str, Any]]:
         return [t.openai_schema() for t in self.tools]
+
+
+def _source_digest(fn: Callable[..., Any]) -> str:
+    """sha256 over the source of `fn`'s module and of the same-package modules it refers to."""
+    import hashlib
+    import inspect
+    import sys
+    import types
+
+    home = sys.modules.get(fn.__module__)
+    if home is None:
+        return "unknown"
+    package = fn.__module__.split(".")[0]
+    modules = {home.__name__: home}
+    for value in vars(home).values():
+        owner = value if isinstance(value, types.ModuleType) else inspect.getmodule(value)
+        if owner is not None and owner.__name__.split(".")[0] == package:
+            modules.setdefault(owner.__name__, owner)
+    digest = hashlib.sha256()
+    for name in sorted(modules):
+        try:
+            digest.update(inspect.getsource(modules[name]).encode())
+        except (OSError, TypeError):  # no source on disk (a frozen module): its name only
+            digest.update(name.encode())
+    return digest.hexdigest()[:16]

@@ -132,6 +132,13 @@ def tool(fn: ToolFunction | None = None, *, read_only: bool = False) -> Any:
         doc = inspect.getdoc(f)
         if not doc:
             raise TypeError(f"tool {f.__name__}: a docstring is required (it is the description)")
+        bare = [n for n, field in args_model.model_fields.items() if not field.description]
+        if bare:
+            # The agent reads only the schema: an undescribed argument is a guess for it.
+            raise TypeError(
+                f"tool {f.__name__}: describe argument(s) {', '.join(bare)} "
+                f"(Field(description=...) on {args_model.__name__})"
+            )
         return Tool(
             name=f.__name__, description=doc, args_model=args_model, fn=f, read_only=read_only
         )

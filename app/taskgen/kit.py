@@ -75,6 +75,10 @@ def call(env: Environment, name: str, **arguments: Any) -> dict[str, Any]:
     return {"name": name, "arguments": full}
 
 
+class StoryFailed(RuntimeError):
+    """A shipped story could not be built: the message names it in one line."""
+
+
 class GoldFailed(AssertionError):
     """A gold call of a story returned an error: the story is dropped."""
 
@@ -245,7 +249,14 @@ class TaskGenerator:
             for k in range(variants):
                 index = len(tasks) + 1
                 rng = random.Random(f"{self.env.name}-{index}")
-                tasks.append(self.build(index, fn, k, rng, names))
+                try:
+                    tasks.append(self.build(index, fn, k, rng, names))
+                except Exception as exc:  # noqa: BLE001 - one line that names the story
+                    first = (str(exc).strip().splitlines() or [""])[0][:300]
+                    raise StoryFailed(
+                        f"shipped story {index} ({fn.__name__}, variant {k}) failed: "
+                        f"{type(exc).__name__}: {first}"
+                    ) from exc
         return tasks
 
     def shipped(self) -> list[str]:
