@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 from importlib.metadata import entry_points
+from typing import Any
 
 from app.sdk.environment import Environment
 
@@ -59,8 +60,7 @@ def load_environment(name: str) -> Environment:
     if target is None:
         raise KeyError(_unknown(name))
     module_name, _, attribute = target.partition(":")
-    module = importlib.import_module(module_name)
-    env = module
+    env: Any = importlib.import_module(module_name)
     for part in (attribute or "ENVIRONMENT").split("."):
         env = getattr(env, part, None)
         if env is None:
