@@ -39,7 +39,7 @@ from app.runtime.open_sessions import OpenSessions
 from app.runtime.reverify import replay_verify
 from app.runtime.runner import run_tool
 from app.runtime.steps import StepRecorder
-from app.runtime.tasks import SeedRequest, TaskSpec, task_from_data
+from app.runtime.tasks import SeedRequest, TaskSpec, check_decline_code, task_from_data
 from app.sdk.environment import Environment, Tool
 from app.settings import Settings
 from app.storage.base import SessionBackend, SessionHandle, worker_threads
@@ -173,6 +173,7 @@ class SessionManager:
         task, rsid = request.task, request.resources_session_id
         # Checks naming unknown tables or columns are refused now, not at verify.
         compile_checks(self.env.metadata.tables, self.env.compare, task.expected_state)
+        check_decline_code(task, self.env.decline_codes, self.env.name)
         try:
             snapshot = self.backend.snapshot(task)
         except SeedError as exc:
@@ -460,6 +461,7 @@ class SessionManager:
         is scored by replaying `body.response`'s calls on the task's snapshot."""
         task = task_from_data(body)
         compile_checks(self.env.metadata.tables, self.env.compare, task.expected_state)
+        check_decline_code(task, self.env.decline_codes, self.env.name)
         result = await self._run(self._replay_verify, task, body.get("response"))
         if self.judge is not None:
             result = await apply_judge(result, dict(body), body.get("response"), self.judge, "")
