@@ -1,0 +1,131 @@
+"""The one tokenizer of the text answer path: typed values found in free text as WHOLE tokens.
+
+`tokens(text)` scans once, left to right. At each start it takes the first of these that
+matches as a whole token: email, datetime, date, time, amount, number (and ordinals: `3rd`),
+id, word. A whole token is bounded by non-word characters on both sides; a joiner
+(`. - / @ + '`) followed by a word character glues (`233.00.5`, `E90110-x` is one id), a
+possessive `'s` does not. Anything else with word characters is ONE `opaque` token: a value glued
+to letters (`q233.00q`, `_Anna`, `qE90110q`, `abc123def`), other scripts' digits (`٢٣٣`), a
+malformed date (`2026-02-30`). An opaque token is never the expected value; the answer check
+(app/verify/answers.py) counts one that carries digits as a rival of the digit-bearing kinds.
+
+Values use app/verify/value_grammar.py, as `parse_value` does, so "2026-05-07 at 10:00" here
+equals `parse_value("datetime", "2026-05-07 10:00")`. Invisible format characters (zero-width
+spaces and joiners) are removed first: they glue, they never separate; positions index the text
+without them.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+from typing import Any
+
+from app.verify import value_grammar as g
+
+_SPECS: list[tuple[str, re.Pattern[str]]] = [
+    (kind, re.compile(f"(?:{pattern}){g.END}", flags))
+    for kind, pattern, flags in (
+        ("email", g.EMAIL, 0),
+        ("datetime", g.DATETIME, re.I),
+        ("date", g.DATE, re.I),
+        ("time", g.TIME, re.I),
+        ("amount", g.AMOUNT, re.I),
+        ("number", f"{g.ORDINAL}|{g.NUMBER}", re.I),
+        ("id", g.ID, 0),
+        ("word", g.WORD, 0),
+    )
+]
+_OPAQUE = re.compile(r"[$€£#\-]?\w+(?:[.'’\-/@+]+\w+)*")
+_POSSESSIVE = re.compile(r"['’]s(?!\w)")
+_JOINERS = ".'’-/@+"
+_STARTS = "$€£#-"
+
+
+@dataclass(frozen=True)
+class Token:
+    """One whole token: its kind, its value (Decimal, date, time, datetime or casefolded str;
+    an opaque token's value is its casefolded text with every digit read as 0-9), its span."""
+
+    kind: str
+    value: Any
+    start: int
+    end: int
+    text: str
+
+
+def _value(kind: str, text: str) -> Any:
+    if kind in ("amount", "number"):
+        if re.fullmatch(g.ORDINAL, text, re.I):
+            return g.read_decimal(text[:-2])
+        return g.read_decimal(text)
+    if kind == "date":
+        return g.read_date(text)
+    if kind == "time":
+        return g.read_time(text)
+    if kind == "datetime":
+        return g.read_datetime(text)
+    if kind == "id":
+        return text.lstrip("#").casefold()
+    return text.casefold()
+
+
+def ascii_digits(text: str) -> str:
+    """`text` with every decimal digit of any script read as 0-9 (for opaque tokens only)."""
+    return "".join(
+        str(unicodedata.digit(c)) if c.isdigit() and unicodedata.digit(c, None) is not None else c
+        for c in text
+    )
+
+
+def visible(text: str) -> str:
+    """`text` without invisible format characters (zero-width space, joiners, BOM)."""
+    return "".join(c for c in text if unicodedata.category(c) != "Cf")
+
+
+def _glued_left(text: str, pos: int) -> bool:
+    if pos == 0:
+        return False
+    before = text[pos - 1]
+    if before.isalnum() or before == "_":
+        return True
+    return before in _JOINERS and pos >= 2 and (text[pos - 2].isalnum() or text[pos - 2] == "_")
+
+
+def tokens(text: str) -> list[Token]:
+    """Every whole token of `text`, in order (see the module docstring)."""
+    text = visible(text)
+    out: list[Token] = []
+    pos, n = 0, len(text)
+    while pos < n:
+        c = text[pos]
+        if not (c.isalnum() or c == "_" or c in _STARTS):
+            pos += 1
+            continue
+        token = None if _glued_left(text, pos) else _typed(text, pos)
+        if token is None:
+            m = _OPAQUE.match(text, pos)
+            if m is None:  # a lone sign or symbol
+                pos += 1
+                continue
+            raw = m.group(0)
+            token = Token("opaque", ascii_digits(raw).casefold(), pos, m.end(), raw)
+        out.append(token)
+        pos = token.end
+        possessive = _POSSESSIVE.match(text, pos)
+        if possessive and token.kind != "opaque":
+            pos = possessive.end()
+    return out
+
+
+def _typed(text: str, pos: int) -> Token | None:
+    for kind, pattern in _SPECS:
+        m = pattern.match(text, pos)
+        if m is None:
+            continue
+        try:
+            return Token(kind, _value(kind, m.group(0)), pos, m.end(), m.group(0))
+        except g.Unreadable:
+            return None  # the shape of a value that is none: opaque
+    return None
