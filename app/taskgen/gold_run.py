@@ -55,7 +55,9 @@ class GoldRun:
     final: Connection
     names: tuple[str, ...]  # the calls' tool names
     outcomes: tuple[dict[str, Any], ...]
-    changed: bool  # SQLite counted rows written by the calls (triggers fire only on writes)
+    # SQLite counted rows written by the calls (triggers fire only on writes), but for the
+    # framework's answer tools: submitting an answer or a decline changes no state.
+    changed: bool
     now: datetime
 
     @property
@@ -173,13 +175,19 @@ def gold_run(
             seed_state = rebase(c, env.metadata.tables, env.compare, seeded_key)
         seeded = raw.serialize()
         written = raw.total_changes
-        outcomes = run_calls(env, c, gold, now)
+        outcomes, answered = [], 0
+        for call in gold:
+            before = raw.total_changes
+            outcomes += run_calls(env, c, [call], now)
+            tool = env.tool_named(str(call["name"]))
+            if tool is not None and tool.framework:
+                answered += raw.total_changes - before  # the answer row is no state change
     except BaseException:
         c.close()
         raw.close()
         raise
     names = tuple(str(call["name"]) for call in gold)
-    changed = raw.total_changes != written
+    changed = raw.total_changes - answered != written
     run = GoldRun(seeded, seed_state, c, names, tuple(outcomes), changed, now)
     _runs.put(key, run)
     return run

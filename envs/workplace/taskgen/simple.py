@@ -338,3 +338,32 @@ def refuse_won_without_amount(s: Story, k: int) -> Draft:
     )
     no = (C("update_deal_stage", code=code, stage="won"), "amount_required")
     return Draft("refuse_won_without_amount", prompt, [C("get_deal", code=code)], False, [code], no)
+
+
+def lookup_open_deals(s: Story, k: int) -> Draft:
+    """A list answer: the codes of the user's open deals (won and lost ones are closed)."""
+    user, mate = s.user(), s.person()
+    cid, _, _ = s.company()
+    cid2, _, _ = s.company(1)
+    codes = [
+        s.deal(cid, user, "lead", None),
+        s.deal(cid2, user, "proposal", 18000.0, "Support plan"),
+        s.deal(cid, user, "qualified", 42000.0, "Expansion"),
+    ]
+    s.deal(cid, user, "won", 9000.0, "Pilot")
+    s.deal(cid2, user, "lost", 25000.0, "Training")
+    s.deal(cid2, mate, "proposal", 12000.0)
+    prompt = "Which of my deals are still open? Give me their codes."
+    gold = [C("get_current_user"), C("list_deals", owner_email=user.email)]
+    return Draft("lookup_open_deals", prompt, gold, False, codes)
+
+
+def refuse_not_organizer(s: Story, k: int) -> Draft:
+    user, a = s.user(), s.person()
+    code = s.event(a, "Vendor demo", at(1, 15), 60, [a, user])
+    tue = TUESDAY.isoformat()
+    prompt = "Move the Vendor demo tomorrow to 16:00, same length; that suits me better."
+    gold = [C("list_events", start_date=tue, end_date=tue)]
+    no = (C("reschedule_event", code=code, new_start=iso(at(1, 16)), new_end=iso(at(1, 17))),
+          "forbidden")  # fmt: skip
+    return Draft("refuse_not_organizer", prompt, gold, False, [code], no)
