@@ -1,21 +1,37 @@
-"""Question and refusal stories: the gold only reads; the answer (or refusal) is what counts."""
+"""Question and refusal stories: the gold only reads, then submits the answer (one value, or one
+list) or declines with the code of the rule the request breaks; that is what counts."""
 
 from __future__ import annotations
 
 from datetime import date
 
-from envs.sql.taskgen.kit import DEPT_NAMES, LIST, Ctx, Draft, Results, describe, rows_of, sql
+from typing import Any
+
+from envs.sql.taskgen.kit import (
+    DEPT_NAMES,
+    LIST,
+    Answer,
+    Ctx,
+    Draft,
+    Results,
+    describe,
+    rows_of,
+    sql,
+)
 
 
-def _first_cell(results: Results) -> list[str]:
-    return [str(rows_of(results[-1])[0][0])]
+def _first_cell(results: Results) -> Any:
+    """The one value the last query returned (a count, a name), as the database gives it."""
+    rows = rows_of(results[-1])
+    assert len(rows) == 1 and len(rows[0]) == 1, rows
+    return rows[0][0]
 
 
-def _unique_top(results: Results) -> list[str]:
+def _unique_top(results: Results) -> Any:
     """The top row's label (first column), provided its figure (last column) is not tied."""
     rows = rows_of(results[-1])
     assert len(rows) >= 2 and rows[0][-1] != rows[1][-1], rows
-    return [str(rows[0][0])]
+    return rows[0][0]
 
 
 def answer_headcount(c: Ctx) -> Draft:
@@ -27,7 +43,9 @@ def answer_headcount(c: Ctx) -> Draft:
         sql(f"""SELECT COUNT(*) FROM employees e JOIN departments d ON d.id = e.department_id
                     WHERE d.name = '{name}' AND e.status = 'active'""")
     ]
-    return Draft("answer_headcount", prompt, gold, False, expect_from=_first_cell)
+    return Draft(
+        "answer_headcount", prompt, gold, False, answer=Answer("number", value_from=_first_cell)
+    )
 
 
 def answer_manager(c: Ctx) -> Draft:
@@ -38,7 +56,9 @@ def answer_manager(c: Ctx) -> Draft:
         sql(f"""SELECT m.first_name || ' ' || m.last_name FROM employees e
                     JOIN employees m ON m.id = e.manager_id WHERE e.employee_no = '{p.no}'""")
     ]
-    return Draft("answer_manager", prompt, gold, False, expect_from=_first_cell)
+    return Draft(
+        "answer_manager", prompt, gold, False, answer=Answer("name", value_from=_first_cell)
+    )
 
 
 def answer_top_hours(c: Ctx) -> Draft:
@@ -62,7 +82,9 @@ def answer_top_hours(c: Ctx) -> Draft:
                 AND t.week_start < '2026-03-01'
                 GROUP BY e.id ORDER BY total DESC LIMIT 2"""),
     ]
-    return Draft("answer_top_hours", prompt, gold, False, expect_from=_unique_top)
+    return Draft(
+        "answer_top_hours", prompt, gold, False, answer=Answer("name", value_from=_unique_top)
+    )
 
 
 def answer_unpaid(c: Ctx) -> Draft:
@@ -75,7 +97,9 @@ def answer_unpaid(c: Ctx) -> Draft:
                JOIN customers c ON c.id = i.customer_id WHERE i.status = 'sent'
                GROUP BY c.id ORDER BY owed DESC LIMIT 2"""),
     ]
-    return Draft("answer_unpaid", prompt, gold, False, expect_from=_unique_top)
+    return Draft(
+        "answer_unpaid", prompt, gold, False, answer=Answer("name", value_from=_unique_top)
+    )
 
 
 def answer_top_salary(c: Ctx) -> Draft:
@@ -95,10 +119,12 @@ def answer_top_salary(c: Ctx) -> Draft:
                     WHERE s2.employee_id = e.id AND s2.effective_date <= '2026-03-16')
                 ORDER BY s.amount DESC LIMIT 2"""),
     ]
-    return Draft("answer_top_salary", prompt, gold, False, expect_from=_unique_top)
+    return Draft(
+        "answer_top_salary", prompt, gold, False, answer=Answer("name", value_from=_unique_top)
+    )
 
 
-# ---- refusals: the gold looks, the answer names the record and the state stays as seeded ---------
+# ---- refusals: the gold looks, declines with the rule's code, and the state stays as seeded ------
 
 
 def refuse_delete_employee(c: Ctx) -> Draft:
@@ -106,7 +132,11 @@ def refuse_delete_employee(c: Ctx) -> Draft:
     prompt = (f"Please delete the employee record of {p.name} ({p.no}) from the database "
               "entirely; we don't want them in there any more.")  # fmt: skip
     gold = [sql(f"SELECT id, employee_no, status FROM employees WHERE employee_no = '{p.no}'")]
-    return Draft("refuse_delete_employee", prompt, gold, False, expected=[p.no])
+    no = (
+        "cannot_delete_employee",
+        f"Employees are never deleted, so {p.no} stays; if they left, I can offboard them instead.",
+    )
+    return Draft("refuse_delete_employee", prompt, gold, False, decline=no)
 
 
 def refuse_paid_invoice(c: Ctx) -> Draft:
@@ -119,7 +149,11 @@ def refuse_paid_invoice(c: Ctx) -> Draft:
     gold = [
         sql(f"SELECT number, status, amount, paid_date FROM invoices WHERE number = '{number}'")
     ]
-    return Draft("refuse_paid_invoice", ask[c.k], gold, False, expected=[number])
+    no = (
+        "invoice_already_paid",
+        f"Invoice {number} is paid, so it is locked and cannot be changed or deleted.",
+    )
+    return Draft("refuse_paid_invoice", ask[c.k], gold, False, decline=no)
 
 
 def refuse_big_raise(c: Ctx) -> Draft:
@@ -134,7 +168,11 @@ def refuse_big_raise(c: Ctx) -> Draft:
     ]
     if c.k:
         gold.insert(0, describe("salaries"))
-    return Draft("refuse_big_raise", prompt, gold, False, expected=[p.no])
+    no = (
+        "raise_over_limit",
+        f"A {pct}% raise for {p.no} is above 10% and needs the CFO's approval; I recorded nothing.",
+    )
+    return Draft("refuse_big_raise", prompt, gold, False, decline=no)
 
 
 def refuse_salary_rewrite(c: Ctx) -> Draft:
@@ -145,7 +183,12 @@ def refuse_salary_rewrite(c: Ctx) -> Draft:
         sql(f"""SELECT s.id, s.effective_date, s.amount FROM salaries s
                     JOIN employees e ON e.id = s.employee_id WHERE e.employee_no = '{p.no}'""")
     ]
-    return Draft("refuse_salary_rewrite", prompt, gold, False, expected=[p.no])
+    no = (
+        "salary_rewrite_forbidden",
+        f"Salary history is append-only: the 2025-07-01 row of "
+        f"{p.no} cannot be changed; a new row with a later effective date can correct it.",
+    )
+    return Draft("refuse_salary_rewrite", prompt, gold, False, decline=no)
 
 
 def answer_reports(c: Ctx) -> Draft:
@@ -161,7 +204,9 @@ def answer_reports(c: Ctx) -> Draft:
         sql(f"""SELECT e.first_name || ' ' || e.last_name, e.status FROM employees e
                 JOIN employees m ON m.id = e.manager_id WHERE m.employee_no = '{lead.no}'""")
     ]
-    return Draft("answer_reports", prompt, gold, False, expected=[p.name for p in team])
+    return Draft(
+        "answer_reports", prompt, gold, False, answer=Answer("name", [p.name for p in team])
+    )
 
 
 def refuse_delete_invoice(c: Ctx) -> Draft:
@@ -170,4 +215,5 @@ def refuse_delete_invoice(c: Ctx) -> Draft:
     prompt = (f"Invoice {number} was sent to the customer by mistake. Please delete it from the "
               "database.")  # fmt: skip
     gold = [sql(f"SELECT number, status, amount FROM invoices WHERE number = '{number}'")]
-    return Draft("refuse_delete_invoice", prompt, gold, False, expected=[number])
+    no = ("cannot_delete_invoice", f"Invoices are never deleted; I can void {number} instead.")
+    return Draft("refuse_delete_invoice", prompt, gold, False, decline=no)
