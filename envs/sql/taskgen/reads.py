@@ -4,7 +4,6 @@ list) or declines with the code of the rule the request breaks; that is what cou
 from __future__ import annotations
 
 from datetime import date
-
 from typing import Any
 
 from envs.sql.taskgen.kit import (
