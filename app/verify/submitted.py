@@ -70,8 +70,12 @@ def read_submission(conn: Connection, tables: Any) -> Submission | None:
 def written_outside_tools(step_tools: dict[int, str], counts: dict[int, dict[str, int]]) -> bool:
     """Whether a step other than submit_answer/decline_request wrote the answer table (a SQL
     console's INSERT or DELETE): such a row is no submission the framework vouches for."""
+    # A change with no step row was made by an unlogged replay (`tasks check`, the gold's
+    # replay): a served session logs every call's step in the call's own transaction.
     return any(
-        ANSWER_TABLE in per_table and step_tools.get(step) not in RESERVED_TOOL_NAMES
+        ANSWER_TABLE in per_table
+        and step in step_tools
+        and step_tools[step] not in RESERVED_TOOL_NAMES
         for step, per_table in counts.items()
     )
 
