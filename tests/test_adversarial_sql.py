@@ -96,7 +96,7 @@ def _dumps_agree(env: Environment, path: Path) -> None:
 async def test_sql_adversary_earns_nothing(tmp_path: Path) -> None:
     env = load_environment("sql")
     read_only = [t for t in _tasks(env) if t["family"].startswith(("answer_", "refuse_"))]
-    assert len(read_only) == 16
+    assert len(read_only) == 18
     async for shared in _client(env, tmp_path / "data"):
         for task in read_only:
             client = fresh_client(shared)  # a rollout's own cookie jar
@@ -119,11 +119,12 @@ async def test_sql_adversary_earns_nothing(tmp_path: Path) -> None:
 @pytest.mark.parametrize("env_name", PORTABLE_ENVS)
 async def test_typed_tool_adversary_earns_nothing(env_name: str, tmp_path: Path) -> None:
     env = load_environment(env_name)
-    writing = [
-        t
-        for t in _tasks(env)
-        if any(not env.tool_named(c["name"]).read_only for c in t["ground_truth"])
-    ]
+
+    def writes(name: str) -> bool:  # the answer tools write the answer row, no state
+        tool = env.tool_named(name)
+        return not tool.read_only and not tool.framework
+
+    writing = [t for t in _tasks(env) if any(writes(c["name"]) for c in t["ground_truth"])]
     caught = 0
     async for shared in _client(env, tmp_path / "data"):
         for task in writing[:12]:
@@ -136,7 +137,7 @@ async def test_typed_tool_adversary_earns_nothing(env_name: str, tmp_path: Path)
             repeated = [
                 await _call(client, c["name"], nudged)
                 for c in calls
-                if not env.tool_named(c["name"]).read_only
+                if writes(c["name"])
                 for nudged in _nudged(c["arguments"])
             ]
             body = {**task, "response": response_object([], gold_answer(task))}
