@@ -193,8 +193,13 @@ def reward_potential(
     via_text = task.expected_answer is not None and task.answer_via == "text"
 
     def shape(credit: float, answered: bool) -> float:
-        if match is not None and match.voids and answered:
-            return 0.0  # declined a task that needed an action
+        if match is not None and match.voids:
+            # A decline on a task that needed an action: no share, the reward is 0 from then.
+            return (
+                0.0
+                if answered
+                else partial_reward(credit, [0.0] if text_outputs else [], state_work)
+            )
         shares = [0.0] if text_outputs else []
         if match is not None:
             shares.append(float(match.ok and answered and not via_text))

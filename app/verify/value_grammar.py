@@ -57,8 +57,8 @@ def _alt(words: object) -> str:
 
 # A value ends where no word character follows, and no joiner (. - / @ + ') that is itself
 # followed by a word character: `233.00q`, `233.00.5`, `E90110-x` and `a@b.org_x` are glued.
-# A possessive `'s` does not glue ("E90110's manager").
-END = r"(?!\w|[.\-/@+]\w|['’](?!s(?!\w))\w)"
+# A colon between digits glues too (`x15:30`). A possessive `'s` does not ("E90110's boss").
+END = r"(?!\w|[.\-/@+]\w|(?<=[0-9]):[0-9]|['’](?!s(?!\w))\w)"
 _MONTH = rf"(?:{_alt(MONTHS)})\.?"
 _WEEKDAY = rf"(?:{_alt(WEEKDAYS)})\.?,?\s+"
 _ORD = r"(?:st|nd|rd|th)?"

@@ -37,7 +37,10 @@ _SPECS: list[tuple[str, re.Pattern[str]]] = [
         ("word", g.WORD, 0),
     )
 ]
-_OPAQUE = re.compile(r"[$€£#\-]?\w+(?:[.'’\-/@+]+\w+)*")
+_OPAQUE = re.compile(r"[$€£#\-]?\w+(?:(?:[.'’\-/@+]+|(?<=[0-9]):(?=[0-9]))\w+)*")
+# Fast path: a plain word that cannot start a typed value (a month, weekday or currency code can).
+_PLAIN_WORD = re.compile(f"(?:{g.WORD}){g.END}")
+_VALUE_WORDS = frozenset([*g.MONTHS, *g.WEEKDAYS, *g.CURRENCY_CODES])
 _POSSESSIVE = re.compile(r"['’]s(?!\w)")
 _JOINERS = ".'’-/@+"
 _STARTS = "$€£#-"
@@ -81,6 +84,8 @@ def ascii_digits(text: str) -> str:
 
 def visible(text: str) -> str:
     """`text` without invisible format characters (zero-width space, joiners, BOM)."""
+    if text.isascii():
+        return text
     return "".join(c for c in text if unicodedata.category(c) != "Cf")
 
 
@@ -120,6 +125,9 @@ def tokens(text: str) -> list[Token]:
 
 
 def _typed(text: str, pos: int) -> Token | None:
+    word = _PLAIN_WORD.match(text, pos)
+    if word and word.group(0).casefold().rstrip(".") not in _VALUE_WORDS:
+        return Token("word", word.group(0).casefold(), pos, word.end(), word.group(0))
     for kind, pattern in _SPECS:
         m = pattern.match(text, pos)
         if m is None:
