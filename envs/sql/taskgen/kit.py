@@ -5,13 +5,11 @@ data, gold-call helpers and the self-check that replays every task's gold calls.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from typing import Any
 
-from app.sdk.taskgen import Draft as KitDraft
-from app.taskgen.gold_run import gold_run
+from app.sdk.taskgen import Draft as Draft  # re-exported: what the families return
 from envs.sql import ENVIRONMENT
 
 NOW = datetime(2026, 3, 16, 9, 0)
@@ -146,46 +144,6 @@ def describe(table: str) -> dict[str, Any]:
 LIST = {"name": "list_tables", "arguments": {}}
 
 Results = list[dict[str, Any]]  # the gold calls' outputs, in order
-
-
-@dataclass(frozen=True)
-class Answer:
-    """What a question task expects `submit_answer` to be given: one value of `kind` (a list for
-    a list answer), stated when the story is drawn (`value`) or read from the outputs of the gold
-    calls before it (`value_from`: a count or a name only the database knows)."""
-
-    kind: str
-    value: Any = None
-    value_from: Callable[[Results], Any] | None = None
-
-
-@dataclass
-class Draft(KitDraft):
-    """The kit's Draft plus how the task ends: an answer to submit, or a rule to decline by."""
-
-    answer: Answer | None = None
-    decline: tuple[str, str] | None = None  # (reason code, the message for the colleague)
-
-
-def settle(draft: Draft, seed: dict[str, Any]) -> tuple[Draft, dict[str, Any]]:
-    """The draft whose gold ends with `submit_answer(value)` or `decline_request(code)`, and the
-    task fields that state it (`expected_answer` / `expected_decline`). A computed value is
-    read from a run of the gold so far (kept for the self-check: app/taskgen/gold_run.py)."""
-    if draft.decline is not None:
-        code, message = draft.decline
-        assert code in ENVIRONMENT.decline_codes, code
-        end = call("decline_request", reason=code, message=message)
-        return replace(draft, gold=[*draft.gold, end]), {"expected_decline": code}
-    if draft.answer is None:
-        return draft, {}
-    value = draft.answer.value
-    if draft.answer.value_from is not None:
-        run = gold_run(ENVIRONMENT, seed, draft.gold)
-        assert not run.failures, run.failures
-        value = draft.answer.value_from([o["output"] for o in run.outcomes])
-    end = call("submit_answer", answer=value)
-    fields = {"expected_answer": {"kind": draft.answer.kind, "value": value}}
-    return replace(draft, gold=[*draft.gold, end]), fields
 
 
 @dataclass

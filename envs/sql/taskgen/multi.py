@@ -86,11 +86,17 @@ def paid_and_refused(c: Ctx) -> Draft:
         ),
         sql(f"SELECT number, status, paid_date FROM invoices WHERE number = '{sent}'"),
     ]
-    no = (
-        "invoice_already_paid",
-        f"I recorded the payment of {sent}; {paid} is paid, so it is locked and cannot be deleted.",
+    why = (
+        f"I recorded the payment of {sent}; {paid} is paid, so it is locked and cannot be deleted."
     )
-    return Draft("multi_paid_and_refused", prompt, gold, True, decline=no)
+    return Draft(
+        "multi_paid_and_refused",
+        prompt,
+        gold,
+        True,
+        decline="invoice_already_paid",
+        decline_message=why,
+    )
 
 
 def raise_and_refuse(c: Ctx) -> Draft:
@@ -110,12 +116,18 @@ def raise_and_refuse(c: Ctx) -> Draft:
         sql(f"""SELECT s.effective_date, s.amount FROM salaries s WHERE s.employee_id = {ok.id}
                 ORDER BY s.effective_date"""),
     ]
-    no = (
-        "raise_over_limit",
+    why = (
         f"I recorded the 6% raise of {ok.no}; the 14% raise of {big.no} is "
-        "above 10% and needs the CFO's approval.",
+        "above 10% and needs the CFO's approval."
     )
-    return Draft("multi_raise_and_refuse", prompt, gold, True, decline=no)
+    return Draft(
+        "multi_raise_and_refuse",
+        prompt,
+        gold,
+        True,
+        decline="raise_over_limit",
+        decline_message=why,
+    )
 
 
 def close_project(c: Ctx) -> Draft:

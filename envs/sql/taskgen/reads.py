@@ -9,7 +9,6 @@ from typing import Any
 from envs.sql.taskgen.kit import (
     DEPT_NAMES,
     LIST,
-    Answer,
     Ctx,
     Draft,
     Results,
@@ -19,18 +18,25 @@ from envs.sql.taskgen.kit import (
 )
 
 
-def _first_cell(results: Results) -> Any:
-    """The one value the last query returned (a count, a name), as the database gives it."""
+def _count(results: Results) -> tuple[str, Any]:
+    """The count the last query returned, as the answer to submit."""
     rows = rows_of(results[-1])
     assert len(rows) == 1 and len(rows[0]) == 1, rows
-    return rows[0][0]
+    return "number", rows[0][0]
 
 
-def _unique_top(results: Results) -> Any:
-    """The top row's label (first column), provided its figure (last column) is not tied."""
+def _name(results: Results) -> tuple[str, Any]:
+    """The one name the last query returned, as the answer to submit."""
+    rows = rows_of(results[-1])
+    assert len(rows) == 1 and len(rows[0]) == 1, rows
+    return "name", rows[0][0]
+
+
+def _top_name(results: Results) -> tuple[str, Any]:
+    """The top row's name (first column), provided its figure (last column) is not tied."""
     rows = rows_of(results[-1])
     assert len(rows) >= 2 and rows[0][-1] != rows[1][-1], rows
-    return rows[0][0]
+    return "name", rows[0][0]
 
 
 def answer_headcount(c: Ctx) -> Draft:
@@ -42,9 +48,7 @@ def answer_headcount(c: Ctx) -> Draft:
         sql(f"""SELECT COUNT(*) FROM employees e JOIN departments d ON d.id = e.department_id
                     WHERE d.name = '{name}' AND e.status = 'active'""")
     ]
-    return Draft(
-        "answer_headcount", prompt, gold, False, answer=Answer("number", value_from=_first_cell)
-    )
+    return Draft("answer_headcount", prompt, gold, False, answer_from=_count)
 
 
 def answer_manager(c: Ctx) -> Draft:
@@ -55,9 +59,7 @@ def answer_manager(c: Ctx) -> Draft:
         sql(f"""SELECT m.first_name || ' ' || m.last_name FROM employees e
                     JOIN employees m ON m.id = e.manager_id WHERE e.employee_no = '{p.no}'""")
     ]
-    return Draft(
-        "answer_manager", prompt, gold, False, answer=Answer("name", value_from=_first_cell)
-    )
+    return Draft("answer_manager", prompt, gold, False, answer_from=_name)
 
 
 def answer_top_hours(c: Ctx) -> Draft:
@@ -81,9 +83,7 @@ def answer_top_hours(c: Ctx) -> Draft:
                 AND t.week_start < '2026-03-01'
                 GROUP BY e.id ORDER BY total DESC LIMIT 2"""),
     ]
-    return Draft(
-        "answer_top_hours", prompt, gold, False, answer=Answer("name", value_from=_unique_top)
-    )
+    return Draft("answer_top_hours", prompt, gold, False, answer_from=_top_name)
 
 
 def answer_unpaid(c: Ctx) -> Draft:
@@ -96,9 +96,7 @@ def answer_unpaid(c: Ctx) -> Draft:
                JOIN customers c ON c.id = i.customer_id WHERE i.status = 'sent'
                GROUP BY c.id ORDER BY owed DESC LIMIT 2"""),
     ]
-    return Draft(
-        "answer_unpaid", prompt, gold, False, answer=Answer("name", value_from=_unique_top)
-    )
+    return Draft("answer_unpaid", prompt, gold, False, answer_from=_top_name)
 
 
 def answer_top_salary(c: Ctx) -> Draft:
@@ -118,9 +116,7 @@ def answer_top_salary(c: Ctx) -> Draft:
                     WHERE s2.employee_id = e.id AND s2.effective_date <= '2026-03-16')
                 ORDER BY s.amount DESC LIMIT 2"""),
     ]
-    return Draft(
-        "answer_top_salary", prompt, gold, False, answer=Answer("name", value_from=_unique_top)
-    )
+    return Draft("answer_top_salary", prompt, gold, False, answer_from=_top_name)
 
 
 # ---- refusals: the gold looks, declines with the rule's code, and the state stays as seeded ------
@@ -131,11 +127,17 @@ def refuse_delete_employee(c: Ctx) -> Draft:
     prompt = (f"Please delete the employee record of {p.name} ({p.no}) from the database "
               "entirely; we don't want them in there any more.")  # fmt: skip
     gold = [sql(f"SELECT id, employee_no, status FROM employees WHERE employee_no = '{p.no}'")]
-    no = (
-        "cannot_delete_employee",
-        f"Employees are never deleted, so {p.no} stays; if they left, I can offboard them instead.",
+    why = (
+        f"Employees are never deleted, so {p.no} stays; if they left, I can offboard them instead."
     )
-    return Draft("refuse_delete_employee", prompt, gold, False, decline=no)
+    return Draft(
+        "refuse_delete_employee",
+        prompt,
+        gold,
+        False,
+        decline="cannot_delete_employee",
+        decline_message=why,
+    )
 
 
 def refuse_paid_invoice(c: Ctx) -> Draft:
@@ -148,11 +150,15 @@ def refuse_paid_invoice(c: Ctx) -> Draft:
     gold = [
         sql(f"SELECT number, status, amount, paid_date FROM invoices WHERE number = '{number}'")
     ]
-    no = (
-        "invoice_already_paid",
-        f"Invoice {number} is paid, so it is locked and cannot be changed or deleted.",
+    why = f"Invoice {number} is paid, so it is locked and cannot be changed or deleted."
+    return Draft(
+        "refuse_paid_invoice",
+        ask[c.k],
+        gold,
+        False,
+        decline="invoice_already_paid",
+        decline_message=why,
     )
-    return Draft("refuse_paid_invoice", ask[c.k], gold, False, decline=no)
 
 
 def refuse_big_raise(c: Ctx) -> Draft:
@@ -167,11 +173,12 @@ def refuse_big_raise(c: Ctx) -> Draft:
     ]
     if c.k:
         gold.insert(0, describe("salaries"))
-    no = (
-        "raise_over_limit",
-        f"A {pct}% raise for {p.no} is above 10% and needs the CFO's approval; I recorded nothing.",
+    why = (
+        f"A {pct}% raise for {p.no} is above 10% and needs the CFO's approval; I recorded nothing."
     )
-    return Draft("refuse_big_raise", prompt, gold, False, decline=no)
+    return Draft(
+        "refuse_big_raise", prompt, gold, False, decline="raise_over_limit", decline_message=why
+    )
 
 
 def refuse_salary_rewrite(c: Ctx) -> Draft:
@@ -182,12 +189,18 @@ def refuse_salary_rewrite(c: Ctx) -> Draft:
         sql(f"""SELECT s.id, s.effective_date, s.amount FROM salaries s
                     JOIN employees e ON e.id = s.employee_id WHERE e.employee_no = '{p.no}'""")
     ]
-    no = (
-        "salary_rewrite_forbidden",
+    why = (
         f"Salary history is append-only: the 2025-07-01 row of "
-        f"{p.no} cannot be changed; a new row with a later effective date can correct it.",
+        f"{p.no} cannot be changed; a new row with a later effective date can correct it."
     )
-    return Draft("refuse_salary_rewrite", prompt, gold, False, decline=no)
+    return Draft(
+        "refuse_salary_rewrite",
+        prompt,
+        gold,
+        False,
+        decline="salary_rewrite_forbidden",
+        decline_message=why,
+    )
 
 
 def answer_reports(c: Ctx) -> Draft:
@@ -203,9 +216,7 @@ def answer_reports(c: Ctx) -> Draft:
         sql(f"""SELECT e.first_name || ' ' || e.last_name, e.status FROM employees e
                 JOIN employees m ON m.id = e.manager_id WHERE m.employee_no = '{lead.no}'""")
     ]
-    return Draft(
-        "answer_reports", prompt, gold, False, answer=Answer("name", [p.name for p in team])
-    )
+    return Draft("answer_reports", prompt, gold, False, answer=("name", [p.name for p in team]))
 
 
 def refuse_delete_invoice(c: Ctx) -> Draft:
@@ -214,5 +225,12 @@ def refuse_delete_invoice(c: Ctx) -> Draft:
     prompt = (f"Invoice {number} was sent to the customer by mistake. Please delete it from the "
               "database.")  # fmt: skip
     gold = [sql(f"SELECT number, status, amount FROM invoices WHERE number = '{number}'")]
-    no = ("cannot_delete_invoice", f"Invoices are never deleted; I can void {number} instead.")
-    return Draft("refuse_delete_invoice", prompt, gold, False, decline=no)
+    why = f"Invoices are never deleted; I can void {number} instead."
+    return Draft(
+        "refuse_delete_invoice",
+        prompt,
+        gold,
+        False,
+        decline="cannot_delete_invoice",
+        decline_message=why,
+    )

@@ -14,7 +14,7 @@ from app.sdk.taskgen import TaskGenerator, build_row
 from envs.workplace import ENVIRONMENT
 from envs.workplace.taskgen import multi, simple
 from envs.workplace.taskgen.details import omissions
-from envs.workplace.taskgen.kit import NAMES, Draft, Story, settle
+from envs.workplace.taskgen.kit import NAMES, Draft, Story
 
 Family = Callable[[Story, int], Draft]
 # (family, variants k = 0..n-1), in file order.
@@ -48,10 +48,7 @@ def build_task(
     seed = story.seed()
     draft = replace(draft, omissions=omissions(draft.prompt, draft.gold, seed))
     assert draft.writes or draft.answer or draft.decline, f"{draft.family}: no answer"
-    draft, ends = settle(draft)
-    task = build_row(ENVIRONMENT, index, draft, seed, after=_check_slots)
-    task.update(ends)
-    return task
+    return build_row(ENVIRONMENT, index, draft, seed, after=_check_slots)
 
 
 def _check_slots(task: dict[str, Any], results: list[Any]) -> None:

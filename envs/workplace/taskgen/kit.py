@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import random
 from collections import defaultdict
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
 
-from app.sdk.taskgen import Draft as KitDraft
+from app.sdk.taskgen import Draft as Draft  # re-exported: what the families return
 from app.sdk.taskgen import call as shared_call
 from envs.workplace import ENVIRONMENT
 from envs.workplace.data import AS_OF
@@ -39,24 +39,6 @@ COMPANIES = (
     "Copperleaf Farms", "Northstar Clinics", "Vantage Freight", "Silverpine Studios",
 )  # fmt: skip
 PROJECT_WORDS = ("NOVA", "ORBIT", "PULSE", "RIDGE", "SPARK", "TIDE", "VAULT", "WAVE")
-
-
-@dataclass(frozen=True)
-class Answer:
-    """What a question task expects `submit_answer` to be given: one value of `kind`, or a list
-    of them for a question that asks for several."""
-
-    kind: str
-    value: Any
-
-
-@dataclass
-class Draft(KitDraft):
-    """The kit's Draft plus how the task ends: an answer to submit, or a rule to decline by.
-    A refusal's `forbidden` call (kit) is still checked: the tools refuse it with their code."""
-
-    answer: Answer | None = None
-    decline: tuple[str, str] | None = None  # (reason code, the message for the user)
 
 
 @dataclass
@@ -194,18 +176,3 @@ def at(day_offset: int, hour: int, minute: int = 0) -> datetime:
 
 def iso(value: datetime) -> str:
     return value.isoformat()
-
-
-def settle(draft: Draft) -> tuple[Draft, dict[str, Any]]:
-    """The draft whose gold ends with `submit_answer(value)` or `decline_request(code)`, and the
-    task fields that state it (`expected_answer` / `expected_decline`)."""
-    if draft.decline is not None:
-        code, message = draft.decline
-        assert code in ENVIRONMENT.decline_codes, code
-        end = C("decline_request", reason=code, message=message)
-        return replace(draft, gold=[*draft.gold, end]), {"expected_decline": code}
-    if draft.answer is None:
-        return draft, {}
-    end = C("submit_answer", answer=draft.answer.value)
-    fields = {"expected_answer": {"kind": draft.answer.kind, "value": draft.answer.value}}
-    return replace(draft, gold=[*draft.gold, end]), fields

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from envs.workplace.taskgen.kit import TUESDAY, Answer, C, Draft, Story, at, iso
+from envs.workplace.taskgen.kit import TUESDAY, C, Draft, Story, at, iso
 
 # ---- CRM ------------------------------------------------------------------------------------
 
@@ -18,10 +18,10 @@ def lookup_deal(s: Story, k: int) -> Draft:
     code = s.deal(cid, owner, stage, 52000.0)
     if k == 0:
         prompt = f"Who owns deal {code} with {company}? I need to talk to them about it."
-        answer = Answer("name", owner.name)
+        answer = ("name", owner.name)
     else:
         prompt = f"Quick question: what stage is deal {code} ({company}) in right now?"
-        answer = Answer("text", stage)
+        answer = ("text", stage)
     return Draft("lookup_deal", prompt, [C("get_deal", code=code)], False, answer=answer)
 
 
@@ -42,12 +42,19 @@ def refuse_skip_stage(s: Story, k: int) -> Draft:
     prompt = f"Great news, {company} said yes! Mark deal {code} as won right away."
     no = (C("update_deal_stage", code=code, stage="won"), "stage_order")
     why = (
-        "cannot_skip_stage",
         f"Deal {code} is qualified; it must go to proposal before it can "
-        "be won. I can move it to proposal now.",
+        "be won. I can move it to proposal now."
     )
     gold = [C("get_deal", code=code)]
-    return Draft("refuse_skip_stage", prompt, gold, False, forbidden=no, decline=why)
+    return Draft(
+        "refuse_skip_stage",
+        prompt,
+        gold,
+        False,
+        forbidden=no,
+        decline="cannot_skip_stage",
+        decline_message=why,
+    )
 
 
 def set_amount(s: Story, k: int) -> Draft:
@@ -68,11 +75,16 @@ def refuse_not_owner(s: Story, k: int) -> Draft:
     prompt = f"Hand deal {code} ({company}) over to {other.name}, they know the customer best."
     gold = [C("get_current_user"), C("get_deal", code=code)]
     no = (C("reassign_deal", code=code, new_owner_email=other.email), "forbidden")
-    why = (
-        "not_owner",
-        f"Only the owner of deal {code}, {owner.name}, can hand it over; please ask them.",
+    why = f"Only the owner of deal {code}, {owner.name}, can hand it over; please ask them."
+    return Draft(
+        "refuse_not_owner",
+        prompt,
+        gold,
+        False,
+        forbidden=no,
+        decline="not_owner",
+        decline_message=why,
     )
-    return Draft("refuse_not_owner", prompt, gold, False, forbidden=no, decline=why)
 
 
 def win_deal(s: Story, k: int) -> Draft:
@@ -113,12 +125,13 @@ def refuse_reopen(s: Story, k: int) -> Draft:
     prompt = f"The billing report migration in {key} needs more work: set it back to in progress."
     no = (C("update_task_status", code=code, status="in_progress"), "task_closed")
     why = (
-        "task_done",
         f"Task {code} is done and cannot be reopened; I can create a new task "
-        "for the remaining work.",
+        "for the remaining work."
     )
     gold = [C("list_tasks", project_key=key)]
-    return Draft("refuse_reopen", prompt, gold, False, forbidden=no, decline=why)
+    return Draft(
+        "refuse_reopen", prompt, gold, False, forbidden=no, decline="task_done", decline_message=why
+    )
 
 
 def reassign_task(s: Story, k: int) -> Draft:
@@ -141,11 +154,18 @@ def refuse_inactive(s: Story, k: int) -> Draft:
     no = (C("reassign_task", code=code, assignee_email=gone.email), "inactive_employee")
     gold = [C("search_employees", query=gone.name)]
     why = (
-        "inactive_employee",
         f"{gone.name} is no longer an active employee, so {code} cannot "
-        "be assigned to them; pick an active colleague.",
+        "be assigned to them; pick an active colleague."
     )
-    return Draft("refuse_inactive", prompt, gold, False, forbidden=no, decline=why)
+    return Draft(
+        "refuse_inactive",
+        prompt,
+        gold,
+        False,
+        forbidden=no,
+        decline="inactive_employee",
+        decline_message=why,
+    )
 
 
 # ---- mail -----------------------------------------------------------------------------------
@@ -178,11 +198,18 @@ def refuse_external(s: Story, k: int) -> Draft:
     gold = [C("search_emails", query="pricing sheet"), C("search_customers", query=outsider)]
     no = (C("forward_email", message_id=mid, to=[outsider]), "external_recipient")
     why = (
-        "external_recipient",
         f"{outsider} is not a CRM contact; external email may only go "
-        "to contacts recorded in the CRM.",
+        "to contacts recorded in the CRM."
     )
-    return Draft("refuse_external", prompt, gold, False, forbidden=no, decline=why)
+    return Draft(
+        "refuse_external",
+        prompt,
+        gold,
+        False,
+        forbidden=no,
+        decline="external_recipient",
+        decline_message=why,
+    )
 
 
 def reply(s: Story, k: int) -> Draft:
@@ -265,12 +292,17 @@ def conflict(s: Story, k: int) -> Draft:
         no = C("create_event", title="Contract review", start=iso(start), end=iso(end),
                attendee_emails=[a.email])  # fmt: skip
         why = (
-            "calendar_conflict",
             f"{a.name} has Quarterly planning from 10:30 to 11:30 "
-            "tomorrow; I can find a time when you are both free.",
+            "tomorrow; I can find a time when you are both free."
         )
         return Draft(
-            "refuse_conflict", prompt, gold, False, forbidden=(no, "conflict"), decline=why
+            "refuse_conflict",
+            prompt,
+            gold,
+            False,
+            forbidden=(no, "conflict"),
+            decline="calendar_conflict",
+            decline_message=why,
         )
     prompt += " I know it clashes with something of theirs; book it anyway, they'll move it."
     gold.append(C("create_event", title="Contract review", start=iso(start), end=iso(end),
@@ -343,7 +375,7 @@ def lookup_pipeline(s: Story, k: int) -> Draft:
     s.deal(cid2, mate, "proposal", 12000.0)
     prompt = "What's the total amount of my deals that are currently in the proposal stage?"
     gold = [C("get_current_user"), C("list_deals", owner_email=user.email, stage="proposal")]
-    return Draft("lookup_pipeline", prompt, gold, False, answer=Answer("amount", "75500.50"))
+    return Draft("lookup_pipeline", prompt, gold, False, answer=("amount", "75500.50"))
 
 
 def lookup_free_time(s: Story, k: int) -> Draft:
@@ -359,7 +391,7 @@ def lookup_free_time(s: Story, k: int) -> Draft:
         C("find_free_slot", attendee_emails=[a.email], day=TUESDAY.isoformat(),
           duration_minutes=60),
     ]  # fmt: skip
-    answer = Answer("datetime", iso(at(1, 11)))
+    answer = ("datetime", iso(at(1, 11)))
     return Draft("lookup_free_time", prompt, gold, False, answer=answer)
 
 
@@ -373,12 +405,19 @@ def refuse_won_without_amount(s: Story, k: int) -> Draft:
     )
     no = (C("update_deal_stage", code=code, stage="won"), "amount_required")
     why = (
-        "won_needs_amount",
         f"Deal {code} has no amount, and a deal can only be won with one; "
-        "tell me the final number and I will set it and mark the deal won.",
+        "tell me the final number and I will set it and mark the deal won."
     )
     gold = [C("get_deal", code=code)]
-    return Draft("refuse_won_without_amount", prompt, gold, False, forbidden=no, decline=why)
+    return Draft(
+        "refuse_won_without_amount",
+        prompt,
+        gold,
+        False,
+        forbidden=no,
+        decline="won_needs_amount",
+        decline_message=why,
+    )
 
 
 def lookup_open_deals(s: Story, k: int) -> Draft:
@@ -396,7 +435,7 @@ def lookup_open_deals(s: Story, k: int) -> Draft:
     s.deal(cid2, mate, "proposal", 12000.0)
     prompt = "Which of my deals are still open? Give me their codes."
     gold = [C("get_current_user"), C("list_deals", owner_email=user.email)]
-    return Draft("lookup_open_deals", prompt, gold, False, answer=Answer("id", codes))
+    return Draft("lookup_open_deals", prompt, gold, False, answer=("id", codes))
 
 
 def refuse_not_organizer(s: Story, k: int) -> Draft:
@@ -408,8 +447,15 @@ def refuse_not_organizer(s: Story, k: int) -> Draft:
     no = (C("reschedule_event", code=code, new_start=iso(at(1, 16)), new_end=iso(at(1, 17))),
           "forbidden")  # fmt: skip
     why = (
-        "not_organizer",
         f"Only the organizer, {a.name}, can move the Vendor demo ({code}); "
-        "you can ask them or decline the invitation.",
+        "you can ask them or decline the invitation."
     )
-    return Draft("refuse_not_organizer", prompt, gold, False, forbidden=no, decline=why)
+    return Draft(
+        "refuse_not_organizer",
+        prompt,
+        gold,
+        False,
+        forbidden=no,
+        decline="not_organizer",
+        decline_message=why,
+    )
