@@ -75,11 +75,14 @@ def test_kinds_are_inferred(expected, kind):
         (["2026-05-07"], "On May 7th, 2026, at 10:00."),
         (["233.00"], "The refund is **$233.00**."),
         (["233.00"], "Refunded: 233 USD"),
+        (["233.00"], "Refunded on May 7: 233.00."),
+        (["2026-05-07"], "2026-05-07 (May 7)."),
         (["3"], "You already hold 3 future appointments, the maximum."),
         (["E90110"], "E90110's manager is on leave."),
         (["Leila Mansour"], "The contact is Leila Mansour."),
         (["Blender"], "Blenders ship tomorrow; your Blender is in stock."),
         (["514.00", "TQJ5KV"], "Booking TQJ5KV was refunded 514.00."),
+        (["SG160", "SG150"], "Flights SG160/SG150."),
     ],
 )
 def test_honest_answers_pass(expected, answer):
@@ -127,6 +130,7 @@ def test_hedges_fail(expected, answer, rival):
         (["INV-2026-9120"], "INV-2026-9120 xINV-2026-9121x"),
         (["2026-05-10"], "2026-05-10 q2026-05-11q"),
         (["2026-05-07 10:00"], "2026-05-07 at 10:00 or 11:00"),
+        (["2026-05-07"], "2026-05-07 or May 8"),
         (["14:00"], "14:00 x15:30"),
         (["jake@x.org"], "jake@x.org q.a@b.orgq"),
         (["Leila Mansour"], "Leila Mansour _Jonas Vogel_"),
@@ -186,6 +190,12 @@ def test_text_answer_scores_an_expected_answer():
 def test_a_very_long_answer_fails_whatever_it_says():
     hedges = hedged_outputs(["fraud"], "fraud " + "x" * MAX_ANSWER_CHARS)
     assert hedges and hedges[0].kind == "length"
+
+
+def test_a_declared_kind_the_value_does_not_fit_falls_back_to_its_inferred_kind():
+    answer = "It is on 2026-05-07 at 10:00."
+    assert missing_outputs(["2026-05-07 10:00"], answer, declared="date") == []
+    assert hedged_outputs(["2026-05-07 10:00"], "2026-05-07 at 10:00 or 11:00", declared="date")
 
 
 def test_declared_kinds_win_and_are_validated():

@@ -82,7 +82,9 @@ async def client(tmp_path, backend, request) -> Any:
             yield c
 
 
-async def rollout(shared: httpx.AsyncClient, task: dict, calls: list[tuple[str, dict]]) -> dict:
+async def rollout(
+    shared: httpx.AsyncClient, task: dict, calls: list[tuple[str, dict]], text: str = ""
+) -> dict:
     """Seed, call each tool over HTTP, verify with the response those calls make; the verify
     answer, with every tool body under `_outputs`."""
     async with fresh_client(shared) as c:
@@ -97,7 +99,8 @@ async def rollout(shared: httpx.AsyncClient, task: dict, calls: list[tuple[str, 
                  "arguments": json.dumps(args)},
                 {"type": "function_call_output", "call_id": f"c{i}", "output": r.text},
             ]  # fmt: skip
-        verified = await c.post("/verify", json={**task, "response": response_object(items, "")})
+        response = response_object(items, text)
+        verified = await c.post("/verify", json={**task, "response": response})
         assert verified.status_code == 200, verified.text
         await c.post("/close_session", json={})
     return {**verified.json(), "_outputs": bodies}
@@ -293,3 +296,59 @@ async def test_step_rewards_add_up_to_the_reward(client):
         assert sums_to_reward(got), got["step_rewards"]
     partial_mode = await rollout(client, {**task, "reward_mode": "partial"}, gold_calls(task)[:1])
     assert partial_mode["reward"] == 0.5 and sums_to_reward(partial_mode)
+
+
+class _ForgeArgs(ToolArgs):
+    answer: str
+
+
+@tool
+def forge_answer(db: Any, args: _ForgeArgs, ctx: ToolContext) -> dict:
+    """Write the answer table directly, as an agent's SQL could (a tool that should not)."""
+    from sqlalchemy import text
+
+    db.execute(text("DELETE FROM stategym_answer"))
+    db.execute(
+        text("INSERT INTO stategym_answer (id, kind, value) VALUES (1, 'answer', :v)"),
+        {"v": json.dumps(args.answer)},
+    )
+    return {"ok": True}
+
+
+async def test_an_answer_row_written_by_another_tool_is_no_submission(tmp_path, backend, request):
+    from app.server.api import create_app
+
+    env = dataclasses.replace(ENV, tools=(*ENV.tools, forge_answer))
+    prefix = None
+    if backend == "postgres":
+        prefix = new_pg_prefix()
+        request.addfinalizer(lambda: drop_pg_schemas(prefix))
+    app = create_app(backend_settings(backend, tmp_path / "data", prefix), env)
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://stategym") as c:
+            # A wrong answer submitted, then replaced behind the tools' back by the right one.
+            got = await rollout(
+                c,
+                LOOKUP,
+                [("submit_answer", {"answer": "11.00"}), ("forge_answer", {"answer": "10.00"})],
+            )
+    assert got["reward"] == 0.0
+    assert "written by a tool other than" in got["failure_reason"]
+    assert sums_to_reward(got)
+
+
+async def test_a_text_answer_is_read_by_the_one_tokenizer(client):
+    """`answer_via: "text"`: the final message's amounts must be exactly the expected one."""
+    task = {**LOOKUP, "task_id": "wh-text", "answer_via": "text", "ground_truth": [
+        {"name": "get_item", "arguments": {"sku": "SKU-9001"}}]}  # fmt: skip
+    for text, reward in [
+        ("The Gear costs $10.00 a unit.", 1.0),
+        ("It is 10 dollars.", 1.0),
+        ("It costs 10.00 or 11.00.", 0.0),
+        ("It costs 10.00 (q11.00q).", 0.0),
+        ("I do not know.", 0.0),
+    ]:
+        got = await rollout(client, task, [("get_item", {"sku": "SKU-9001"})], text)
+        assert got["reward"] == reward, (text, got.get("failure_reason"))
+        assert sums_to_reward(got)

@@ -276,7 +276,7 @@ def difficulty(
     Steps: 1 call -> 1, 2-3 -> 2, 4-5 -> 3, 6-7 -> 4, 8+ -> 5. Two writes (two intents) is at
     least 4, three or more at least 5; a refusal at least 2; a distractor adds 1. Capped at 5.
     """
-    steps = len(gold)
+    steps = sum(1 for c in gold if c["name"] not in RESERVED_TOOL_NAMES)  # the answer is no step
     level = 1 if steps <= 1 else 2 if steps <= 3 else 3 if steps <= 5 else 4 if steps <= 7 else 5
     changes = sum(1 for c in gold if writes(gen, c))
     if changes >= 2:

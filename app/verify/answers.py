@@ -18,7 +18,7 @@ Candidates, per kind:
 - id: ids and 6+ digit numbers of the expected id's pattern or letter prefix (`E90110`,
   `E1001`), tokens holding such an id (`QE90111Q`), opaque tokens with digits;
 - date, time, datetime: every date, time and datetime token (a datetime's date and time count
-  as a date and a time), opaque tokens with digits;
+  as a date and a time), days without a year (`May 8`), opaque tokens with digits;
 - email: every address, opaque tokens with `@`;
 - name: the values of the database column holding the expected name;
 - boolean: yes/no/true/false words;
@@ -73,6 +73,7 @@ __all__ = [
 ]
 
 MAX_ANSWER_CHARS = 4000
+MAX_READ_CHARS = 16 * MAX_ANSWER_CHARS  # longer answers fail on length; reading stops here
 KINDS = (*VALUE_KINDS, "refusal")  # refusal: a legacy keyword kind, read as text
 _DIGIT_KINDS = ("amount", "number", "id", "date", "time", "datetime")
 # Ids that read as numbers: digits between letters (`X66Y`), digit groups (`2-3`, `66_67`).
@@ -165,7 +166,7 @@ class _Reading:
     @staticmethod
     @functools.lru_cache(maxsize=16)  # missing_outputs and hedged_outputs read the same text
     def of(text: str) -> _Reading:
-        toks = tokens(text)
+        toks = tokens(text[:MAX_READ_CHARS])
         clean: list[str | None] = []
         loose: list[str] = []
         for t in toks:
@@ -180,14 +181,18 @@ class _Reading:
 
 
 def _value(kind: str, expected: str) -> tuple[str, Any]:
-    """The expected output's kind and value; text when it does not parse as its kind."""
+    """The expected output's kind and value: its declared kind, else its inferred kind, else
+    text (whole words)."""
     kind = "text" if kind == "refusal" else kind
     if kind in ("name", "text"):
         return kind, name_words(expected)
-    try:
-        return kind, parse_value(kind, expected)
-    except NotOneValue:
-        return "text", name_words(expected)
+    for each in (kind, infer_kind(expected)):  # a declared "date" holding a datetime, say
+        if each not in ("name", "text"):
+            try:
+                return each, parse_value(each, expected)
+            except NotOneValue:
+                pass
+    return "text", name_words(expected)
 
 
 def _contains(words: Sequence[str | None], wanted: tuple[str, ...]) -> bool:
@@ -236,6 +241,11 @@ def _rival(kind: str, t: Token, wanted: set[Any], ids: list[re.Pattern[str]]) ->
         families = set().union(*(id_families(w) for w in wanted))
         return bool(id_families(v) & families) or any(p.search(v) for p in ids)
     if kind in ("date", "time", "datetime"):
+        if t.kind == "monthday":  # "May 8": a day of the kind, its year unsaid
+            if kind == "time":
+                return False
+            days = wanted if kind == "date" else {w.date() for w in wanted}
+            return t.value not in {(d.month, d.day) for d in days}
         values = _parts(t)
         if kind == "datetime":
             dates, times = {w.date() for w in wanted}, {w.time() for w in wanted}

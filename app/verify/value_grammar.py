@@ -55,17 +55,17 @@ def _alt(words: object) -> str:
     return "|".join(sorted(map(re.escape, words), key=len, reverse=True))  # type: ignore[call-overload]
 
 
-# A value ends where no word character follows, and no joiner (. - / @ + ') that is itself
+# A value ends where no word character follows, and no joiner (. - @ + ') that is itself
 # followed by a word character: `233.00q`, `233.00.5`, `E90110-x` and `a@b.org_x` are glued.
 # A colon between digits glues too (`x15:30`). A possessive `'s` does not ("E90110's boss").
-END = r"(?!\w|[.\-/@+]\w|(?<=[0-9]):[0-9]|['’](?!s(?!\w))\w)"
+END = r"(?!\w|[.\-@+]\w|(?<=[0-9]):[0-9]|['’](?!s(?!\w))\w)"
 _MONTH = rf"(?:{_alt(MONTHS)})\.?"
 _WEEKDAY = rf"(?:{_alt(WEEKDAYS)})\.?,?\s+"
 _ORD = r"(?:st|nd|rd|th)?"
 _WORD_END = r"(?![^\W\d_])"  # a month or weekday name is a whole word
 
 DATE_FORMS = {
-    "iso": r"(?P<y>[0-9]{4})-(?P<m>[0-9]{2})-(?P<d>[0-9]{2})",
+    "iso": r"(?P<y>[0-9]{4})-(?P<m>[0-9]{1,2})-(?P<d>[0-9]{1,2})",
     "slash": r"(?P<y>[0-9]{4})/(?P<m>[0-9]{1,2})/(?P<d>[0-9]{1,2})",
     "mdy": rf"(?:(?P<wd>{_WEEKDAY}))?(?P<mon>{_MONTH}){_WORD_END}\s*"
     rf"(?P<d>[0-9]{{1,2}}){_ORD},?\s+(?P<y>[0-9]{{4}})",
@@ -88,13 +88,18 @@ DATE = "(?:" + "|".join(_anonymous(p) for p in DATE_FORMS.values()) + ")"
 TIME = "(?:" + "|".join(_anonymous(p) for p in TIME_FORMS.values()) + ")"
 DATETIME_SEP = r"(?:T|\s*,?\s*(?:(?:at|@)\s*)?)"
 DATETIME = rf"(?P<date>{DATE}){DATETIME_SEP}(?P<time>{TIME})"
+# A day without a year ("May 7", "7th of May"): not a date value, but not a number either.
+MONTHDAY = (
+    rf"(?:{_WEEKDAY})?(?:{_MONTH}){_WORD_END}\s*[0-9]{{1,2}}{_ORD}(?![0-9])"
+    rf"|[0-9]{{1,2}}{_ORD}\s+(?:of\s+)?(?:{_MONTH}){_WORD_END}"
+)
 
 _NUM = r"(?:[0-9]{1,3}(?:,[0-9]{3})+|[0-9]+)(?:\.[0-9]+)?"
 _CODE = rf"(?:{_alt(CURRENCY_CODES)})(?![^\W\d_])"
 _CUR_AFTER = rf"(?:{_alt(CURRENCY_CODES + CURRENCY_WORDS)})(?![^\W\d_])"
 # amount: a number with a currency sign or code, or a fraction, or thousands separators.
 AMOUNT_FORMS = {
-    "sign": rf"-?[$€£]\s?-?{_NUM}(?:\s?{_CODE})?",
+    "sign": rf"(?:-[$€£]\s?|[$€£]\s?-?){_NUM}(?:\s?{_CODE})?",
     "code_first": rf"{_CODE}\s?[$€£]?-?{_NUM}",
     "code_after": rf"-?{_NUM}\s?(?:[$€£]|{_CUR_AFTER})",
     "money_like": r"-?(?:[0-9]{1,3}(?:,[0-9]{3})+(?:\.[0-9]+)?|[0-9]+\.[0-9]+)",
@@ -166,6 +171,15 @@ def read_datetime(text: str) -> dt.datetime:
     if not m:
         raise Unreadable(f"'{text}' is not a date and time")
     return dt.datetime.combine(read_date(m.group("date")), read_time(m.group("time")))
+
+
+def read_monthday(text: str) -> tuple[int, int]:
+    """(month, day) of a day written without a year."""
+    month = next(MONTHS[w] for w in re.findall(r"[a-z]+", text.lower()) if w in MONTHS)
+    day = int(re.findall(r"[0-9]+", text)[0])
+    if not 1 <= day <= 31:
+        raise Unreadable(f"'{text}' is not a day of the month")
+    return month, day
 
 
 def read_decimal(text: str) -> Decimal:

@@ -1,13 +1,14 @@
 """The one tokenizer of the text answer path: typed values found in free text as WHOLE tokens.
 
-`tokens(text)` scans once, left to right. At each start it takes the first of these that
-matches as a whole token: email, datetime, date, time, amount, number (and ordinals: `3rd`),
-id, word. A whole token is bounded by non-word characters on both sides; a joiner
-(`. - / @ + '`) followed by a word character glues (`233.00.5`, `E90110-x` is one id), a
-possessive `'s` does not. Anything else with word characters is ONE `opaque` token: a value glued
-to letters (`q233.00q`, `_Anna`, `qE90110q`, `abc123def`), other scripts' digits (`٢٣٣`), a
-malformed date (`2026-02-30`). An opaque token is never the expected value; the answer check
-(app/verify/answers.py) counts one that carries digits as a rival of the digit-bearing kinds.
+`tokens(text)` scans once, left to right. At each start it takes the first of these that matches
+as a whole token: email, datetime, date, monthday (a day without a year: `May 7`), time, amount,
+number (and ordinals: `3rd`), id, word. A whole token is bounded by non-word characters on both
+sides; a joiner (`. - @ + '`) followed by a word character glues (`233.00.5`; `E90110-x` is
+one id), a possessive `'s` does not. Anything else with word characters is ONE `opaque` token: a
+value glued to letters (`q233.00q`, `_Anna`, `qE90110q`, `abc123def`), other scripts' digits
+(`٢٣٣`), a malformed date (`2026-02-30`). An opaque token is never the expected value; the
+answer check (app/verify/answers.py) counts one that carries digits as a rival of the
+digit-bearing kinds.
 
 Values use app/verify/value_grammar.py, as `parse_value` does, so "2026-05-07 at 10:00" here
 equals `parse_value("datetime", "2026-05-07 10:00")`. Invisible format characters (zero-width
@@ -24,12 +25,16 @@ from typing import Any
 
 from app.verify import value_grammar as g
 
+# A cheap test before the date patterns' month alternations: a year, or a day then a word, or
+# a word (a weekday or month name) must start here.
+_DAY_AHEAD = r"(?=[0-9]{4}[-/]|[0-9]{1,2}(?:st|nd|rd|th)?\s+(?:of\s+)?[^\W\d_]{3}|[^\W\d_]{3})"
 _SPECS: list[tuple[str, re.Pattern[str]]] = [
     (kind, re.compile(f"(?:{pattern}){g.END}", flags))
     for kind, pattern, flags in (
         ("email", g.EMAIL, 0),
-        ("datetime", g.DATETIME, re.I),
-        ("date", g.DATE, re.I),
+        ("datetime", _DAY_AHEAD + g.DATETIME, re.I),
+        ("date", _DAY_AHEAD + g.DATE, re.I),
+        ("monthday", _DAY_AHEAD + f"(?:{g.MONTHDAY})", re.I),
         ("time", g.TIME, re.I),
         ("amount", g.AMOUNT, re.I),
         ("number", f"{g.ORDINAL}|{g.NUMBER}", re.I),
@@ -37,12 +42,12 @@ _SPECS: list[tuple[str, re.Pattern[str]]] = [
         ("word", g.WORD, 0),
     )
 ]
-_OPAQUE = re.compile(r"[$€£#\-]?\w+(?:(?:[.'’\-/@+]+|(?<=[0-9]):(?=[0-9]))\w+)*")
+_OPAQUE = re.compile(r"[$€£#\-]?\w+(?:(?:[.'’\-@+]+|(?<=[0-9]):(?=[0-9]))\w+)*")
 # Fast path: a plain word that cannot start a typed value (a month, weekday or currency code can).
 _PLAIN_WORD = re.compile(f"(?:{g.WORD}){g.END}")
 _VALUE_WORDS = frozenset([*g.MONTHS, *g.WEEKDAYS, *g.CURRENCY_CODES])
 _POSSESSIVE = re.compile(r"['’]s(?!\w)")
-_JOINERS = ".'’-/@+"
+_JOINERS = ".'’-@+"  # a slash separates: "SG160/SG150" names two ids
 _STARTS = "$€£#-"
 
 
@@ -69,6 +74,8 @@ def _value(kind: str, text: str) -> Any:
         return g.read_time(text)
     if kind == "datetime":
         return g.read_datetime(text)
+    if kind == "monthday":
+        return g.read_monthday(text)
     if kind == "id":
         return text.lstrip("#").casefold()
     return text.casefold()

@@ -143,8 +143,10 @@ def _from_number(kind: str, raw: int | float) -> Any:
         raise NotOneValue(f"{raw} is not {_a(kind)}")
     if kind in ("amount", "number"):
         return Decimal(repr(raw)) if isinstance(raw, float) else Decimal(raw)
-    if kind in ("id", "text", "name") and isinstance(raw, int):
+    if kind == "id" and isinstance(raw, int):
         return str(raw)
+    if kind in ("text", "name"):
+        return _words(repr(raw), kind)
     raise NotOneValue(f"the number {raw} is not {_a(kind)}")
 
 
@@ -183,10 +185,10 @@ def _why_not(kind: str, text: str) -> str:
     glued = [t for t in found if t.kind == "opaque"]
     if glued:
         return f"'{glued[0].text}' is not {_a(kind)}: a value glued to other characters"
-    if len(found) == 1 and found[0].kind in _TYPED + ("id",):
+    if same:
+        return f"'{text}' is not {_a(kind)}: {same[0].text} with other text around it"
+    if len(found) == 1 and found[0].kind in (*_TYPED, "id"):
         return f"'{text}' is {_a(found[0].kind)}, not {_a(kind)}"
-    if len(found) > 1 and same:
-        return f"'{text}' is not {_a(kind)}: {same[0].text} with other words around it"
     return f"'{text}' is not {_a(kind)}"
 
 
