@@ -96,7 +96,7 @@ def _dumps_agree(env: Environment, path: Path) -> None:
 async def test_sql_adversary_earns_nothing(tmp_path: Path) -> None:
     env = load_environment("sql")
     read_only = [t for t in _tasks(env) if t["family"].startswith(("answer_", "refuse_"))]
-    assert len(read_only) == 18
+    assert len(read_only) == 19
     async for shared in _client(env, tmp_path / "data"):
         for task in read_only:
             client = fresh_client(shared)  # a rollout's own cookie jar

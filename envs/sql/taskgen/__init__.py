@@ -30,6 +30,7 @@ PLAN: list[tuple[Family, int]] = [
     (multi.raise_and_refuse, 1), (multi.close_project, 1),
     # Appended so earlier task ids stay stable (verifier cases name them).
     (reads.answer_reports, 1), (reads.refuse_delete_invoice, 1),
+    (reads.refuse_approve_rejected, 1),
 ]  # fmt: skip
 
 

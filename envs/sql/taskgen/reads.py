@@ -234,3 +234,25 @@ def refuse_delete_invoice(c: Ctx) -> Draft:
         decline="cannot_delete_invoice",
         decline_message=why,
     )
+
+
+def refuse_approve_rejected(c: Ctx) -> Draft:
+    proj = c.s.project(kind="Data Platform")
+    p = c.s.person()
+    week = date(2026, 3, 2)
+    c.s.sheet(p, proj, week, 52, "rejected")
+    c.s.sheet(p, proj, date(2026, 3, 9), 40, "submitted")
+    prompt = (
+        f"{p.name} ({p.no}) says their rejected timesheet on project {proj.code} for the "
+        f"week starting {week.isoformat()} was fine after all. Please approve it."
+    )
+    gold = [
+        sql(f"""SELECT t.id, t.week_start, t.hours, t.status FROM timesheets t
+                JOIN employees e ON e.id = t.employee_id WHERE e.employee_no = '{p.no}'""")
+    ]
+    why = (f"The timesheet of {p.no} for the week of {week.isoformat()} is rejected; only "
+           "submitted timesheets can be approved, so it must be submitted again.")  # fmt: skip
+    return Draft(
+        "refuse_approve_rejected", prompt, gold, False, decline="timesheet_not_submitted",
+        decline_message=why,
+    )  # fmt: skip

@@ -29,7 +29,7 @@ PLAN: list[tuple[Family, int]] = [
     # Appended (not grouped above) so earlier task ids stay stable for verifier cases.
     (simple.lookup_pipeline, 1), (simple.lookup_free_time, 1),
     (simple.refuse_won_without_amount, 1), (simple.lookup_open_deals, 1),
-    (simple.refuse_not_organizer, 1),
+    (simple.refuse_not_organizer, 1), (simple.refuse_closed_deal, 1),
 ]  # fmt: skip
 
 

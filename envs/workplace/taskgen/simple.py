@@ -459,3 +459,21 @@ def refuse_not_organizer(s: Story, k: int) -> Draft:
         decline="not_organizer",
         decline_message=why,
     )
+
+
+def refuse_closed_deal(s: Story, k: int) -> Draft:
+    user = s.user()
+    cid, company, _ = s.company()
+    code = s.deal(cid, user, "lost", 30000.0)
+    s.deal(cid, user, "qualified", 15000.0, "Support plan")
+    prompt = (
+        f"{company} came back after all: set the amount on my deal {code} to 32000.00 dollars, "
+        "please."
+    )
+    no = (C("update_deal_amount", code=code, amount=32000.0), "deal_closed")
+    why = f"Deal {code} is lost, and closed deals cannot change; I can open a new deal instead."
+    gold = [C("get_deal", code=code)]
+    return Draft(
+        "refuse_closed_deal", prompt, gold, False, forbidden=no, decline="deal_closed",
+        decline_message=why,
+    )  # fmt: skip
