@@ -42,6 +42,13 @@ class InvalidExport(StateGymError):
     error_type = "invalid_export"
 
 
+class ExportExpired(InvalidExport):
+    """A genuine /export_session blob past its expiry (STATEGYM_EXPORT_TTL_SECONDS)."""
+
+    status_code = 410
+    error_type = "export_expired"
+
+
 class InvalidTask(StateGymError):
     """The task row in a seed or verify body does not fit the environment."""
 
@@ -83,7 +90,7 @@ class SeedConflict(StateGymError):
 
 
 class NotOwner(StateGymError):
-    """A close of a session that belongs to another rollout (another cookie or episode)."""
+    """A request on a session that belongs to another rollout (another cookie or episode)."""
 
     status_code = 403
     error_type = "forbidden"
@@ -130,6 +137,20 @@ class StorageFull(StateGymError):
 
     status_code = 507
     error_type = "insufficient_storage"
+
+
+class RequestOverBudget(StateGymError):
+    """A request that asks to write more than one request may (a fork's n copies, an image
+    larger than a session may be): refused whole, nothing written."""
+
+    status_code = 413
+    error_type = "over_budget"
+
+
+class StorageBudget(StorageFull):
+    """The server's disk budget (STATEGYM_DATA_MAX_MB) has no room for this write."""
+
+    error_type = "storage_budget"
 
 
 def validation_message(route: str, exc: Any) -> str:

@@ -93,6 +93,32 @@ class Settings(BaseSettings):
     verify_diff_limit: int = Field(
         20, ge=0, description="Most differing rows listed per table in a verify response."
     )
+    step_reward_max_rows: int = Field(
+        200_000,
+        ge=0,
+        description="Step rewards are left out of a verify (`verification.step_rewards_skipped` "
+        "says why; the reward stays exact) when scoring every intermediate state from the step "
+        "log would compare more rows than this (logged or referencing rows x writing steps).",
+    )
+    step_reward_max_states: int = Field(
+        200,
+        ge=0,
+        description="Likewise when the intermediate states must be rebuilt by undoing the log "
+        "(tasks with expected-state checks, migrated sessions) and there are more than this.",
+    )
+    step_reward_budget_ms: float | None = Field(
+        500.0,
+        ge=0,
+        description="Likewise when step rewards take longer than this (a backstop for a loaded "
+        "machine; the two limits above are decided from the log alone). Unset: no time limit.",
+    )
+    verify_threads: int | None = Field(
+        None,
+        ge=1,
+        description="Threads that run verifies, apart from those of seeds, closes and tool "
+        "calls, so a costly verify never delays another rollout's seed. Unset: half the worker "
+        "threads, at least one.",
+    )
     session_idle_ttl_seconds: int | None = Field(
         3600,
         ge=1,
@@ -122,6 +148,38 @@ class Settings(BaseSettings):
         ge=1,
         description="Largest a SQLite session database may grow (MiB, `PRAGMA max_page_count`); "
         "a write past it is refused with a `size_limit` tool error and nothing changes.",
+    )
+    fork_max_mb: int = Field(
+        256,
+        ge=1,
+        description="Most one /fork_session request may write (MiB): n children times the "
+        "parent's size; a fork asking for more is refused whole (413), nothing written.",
+    )
+    data_max_mb: int | None = Field(
+        16 * 1024,
+        ge=1,
+        description="Most session state this server keeps (MiB): the data dir's files, and on "
+        "PostgreSQL its session schemas too. A fork or restore that would pass it is refused "
+        "whole (507), as is one the data dir's disk has no room for. Unset: the disk's free "
+        "space is the only bound.",
+    )
+    export_ttl_seconds: int = Field(
+        24 * 3600,
+        ge=60,
+        description="An /export_session blob restores for this long (its expiry is inside its "
+        "signature); an older or altered blob is refused.",
+    )
+    replay_cache_files: int = Field(
+        64,
+        ge=1,
+        description="Snapshot and gold files a verify without a session (stateless reverify) "
+        "keeps for tasks no session was seeded with; the least recently used are deleted.",
+    )
+    replay_cache_mb: int = Field(
+        256,
+        ge=1,
+        description="Most bytes (MiB) of those files kept; past it the least recently used are "
+        "deleted.",
     )
     close_on_verify: bool = Field(False, description="Close the session as soon as it is verified.")
     retention: Literal["keep", "keep_days", "delete_on_close", "keep_failed"] = Field(
@@ -173,7 +231,8 @@ class Settings(BaseSettings):
         ge=1,
         le=64,
         description="PostgreSQL connections kept per worker process; unset: one per worker "
-        "thread of both pools (2 x tool_threads) plus one, so no thread waits for a connection "
+        "thread of all pools (2 x tool_threads + verify_threads) plus one, so no thread waits "
+        "for a connection "
         "and none is opened and closed under load.",
     )
     pg_schema_pool: int = Field(

@@ -80,7 +80,8 @@ async def drive(passes: int, profiled: bool) -> tuple[dict[str, list[float]], di
                 times[kind].append((time.perf_counter() - started) * 1000)
 
     if profiled:
-        mgr.executor = mgr.tool_executor = InlineExecutor()  # type: ignore[assignment]
+        inline = InlineExecutor()
+        mgr.executor = mgr.tool_executor = mgr.verify_executor = inline  # type: ignore[assignment]
     try:
         for n in range(passes + 1):
             record = n > 0  # pass 0 is the warm-up

@@ -26,7 +26,9 @@ from app.settings import Settings
 from app.storage.sqlite import db as sqlite_db
 from app.verify.state import dump_state
 from tests.conftest import PORTABLE_ENVS, TEST_SECRET
+from tests.support import strict_env
 from tests.support.rollouts import fresh_client, gold_answer, response_object
+from tests.support.strict_env import ENVIRONMENT as STRICT
 
 TIMESHEET = "id, employee_id, project_id, week_start, hours, billable, status, invoice_id"
 # Each statement tries to change the database by a path the old change tracking missed or a
@@ -116,6 +118,45 @@ async def test_sql_adversary_earns_nothing(tmp_path: Path) -> None:
             await client.aclose()
 
 
+async def _nudging_adversary(
+    env: Environment, tasks: list[dict[str, Any]], data_dir: Path
+) -> tuple[int, int]:
+    """Each task's gold calls, then every gold write again with one argument nudged at a time,
+    then verify with the gold answer. Per rollout: a state that left the gold one earns 0; a
+    state that stayed the gold one (every nudged call refused, or changing nothing) earns 1,
+    since refusing is what a sound environment should do. Returns (left gold, stayed gold)."""
+    caught = held = 0
+    async for shared in _client(env, data_dir):
+        for task in tasks:
+            client = fresh_client(shared)
+            seeded = (await client.post("/seed_session", json=task)).json()
+            calls = task["ground_truth"]
+            for call in calls:
+                assert "output" in await _call(client, call["name"], call["arguments"])
+            nudged_calls = [
+                (c["name"], nudged)
+                for c in calls
+                if not env.tool_named(c["name"]).read_only
+                for nudged in _nudged(c["arguments"])
+            ]
+            assert nudged_calls, f"{task['task_id']}: no gold write to nudge"
+            for name, arguments in nudged_calls:
+                await _call(client, name, arguments)  # a refusal is a 200 tool error
+            body = {**task, "response": response_object([], gold_answer(task))}
+            verified = (await client.post("/verify", json=body)).json()
+            path = data_dir / "sessions" / env.name / f"{seeded['session_id']}.sqlite"
+            _dumps_agree(env, path)
+            if verified["verification"]["state_diff"]:
+                assert verified["reward"] == 0.0, verified
+                caught += 1
+            else:  # the gold state stands: the refusals (or no-op writes) cost nothing
+                assert verified["reward"] == 1.0, verified
+                held += 1
+            assert (await client.post("/close_session", json={})).status_code == 200
+            await client.aclose()
+    return caught, held
+
+
 @pytest.mark.parametrize("env_name", PORTABLE_ENVS)
 async def test_typed_tool_adversary_earns_nothing(env_name: str, tmp_path: Path) -> None:
     env = load_environment(env_name)
@@ -125,30 +166,12 @@ async def test_typed_tool_adversary_earns_nothing(env_name: str, tmp_path: Path)
         return not tool.read_only and not tool.framework
 
     writing = [t for t in _tasks(env) if any(writes(c["name"]) for c in t["ground_truth"])]
-    caught = 0
-    async for shared in _client(env, tmp_path / "data"):
-        for task in writing[:12]:
-            client = fresh_client(shared)
-            seeded = (await client.post("/seed_session", json=task)).json()
-            calls = task["ground_truth"]
-            for call in calls:
-                await _call(client, call["name"], call["arguments"])
-            # The adversary's extra: each gold write again, one argument nudged at a time.
-            repeated = [
-                await _call(client, c["name"], nudged)
-                for c in calls
-                if writes(c["name"])
-                for nudged in _nudged(c["arguments"])
-            ]
-            body = {**task, "response": response_object([], gold_answer(task))}
-            verified = (await client.post("/verify", json=body)).json()
-            path = tmp_path / "data" / "sessions" / env_name / f"{seeded['session_id']}.sqlite"
-            _dumps_agree(env, path)
-            if verified["verification"]["state_diff"]:
-                assert verified["reward"] == 0.0, verified
-                caught += 1
-            else:  # every repeated call was refused or changed nothing: the gold state stands
-                assert verified["reward"] == 1.0 or not any("output" in r for r in repeated)
-            assert (await client.post("/close_session", json={})).status_code == 200
-            await client.aclose()
-    assert caught >= 1, f"no repeated gold call of {env_name} changed anything"
+    caught, held = await _nudging_adversary(env, writing[:12], tmp_path / "data")
+    assert caught + held == len(writing[:12])
+
+
+async def test_an_environment_refusing_every_nudge_passes(tmp_path: Path) -> None:
+    """The adversary test never asks an environment to be weaker: one whose tools refuse every
+    nudged call (tests/support/strict_env.py) keeps the gold state and the full reward."""
+    caught, held = await _nudging_adversary(STRICT, strict_env.TASKS, tmp_path / "data")
+    assert (caught, held) == (0, len(strict_env.TASKS))

@@ -191,18 +191,25 @@ async def test_fork_of_a_typed_session_by_resources_id(app):
     }
     async with _client(app) as c:
         assert (await c.post("/seed_session", json=seed)).status_code == 200
+    episode = seed["episode_id"]
     async with _client(app) as bare:
+        # A bare id proves nothing; the seed's episode proves the request owns the session.
+        refused = await bare.post(
+            "/fork_session", json={"resources_session_id": "rs-parent", "n": 1}
+        )
+        assert refused.status_code == 403, refused.text
         forked = await bare.post(
             "/fork_session",
-            json={"resources_session_id": "rs-parent", "n": 2,
+            json={"resources_session_id": "rs-parent", "episode_id": episode, "n": 2,
                   "resources_session_ids": ["rs-a", "rs-b"]},
         )  # fmt: skip
         assert forked.status_code == 200, forked.text
         assert [s["resources_session_id"] for s in forked.json()["sessions"]] == ["rs-a", "rs-b"]
         clash = await bare.post(
             "/fork_session",
-            json={"resources_session_id": "rs-parent", "resources_session_ids": ["rs-a"]},
-        )
+            json={"resources_session_id": "rs-parent", "episode_id": episode,
+                  "resources_session_ids": ["rs-a"]},
+        )  # fmt: skip
         assert clash.status_code == 409
         closed = await bare.post(
             "/close_session",

@@ -9,7 +9,7 @@ from sqlalchemy import insert, update
 from sqlalchemy.orm import Session
 
 from app.storage.sqlite import db as sqlite_db
-from app.verify.diff import change_units, diff_states
+from app.verify.diff import against_gold, change_units, diff_states
 from app.verify.reward import partial_credit
 from app.verify.state import dump_state
 from tests.support.warehouse_env import ENVIRONMENT, Item, Move, build_base
@@ -120,3 +120,39 @@ def test_diff_reports_added_removed_changed():
     assert [r["sku"] for r in diff.added] == ["X-1"]
     assert [r["sku"] for r in diff.removed] == ["SKU-0002"]
     assert diff.changed[0]["changes"]["quantity"][1] == 999
+
+
+def test_what_changed_is_decided_as_stored_and_what_matches_as_normalised():
+    """A case change or a sub-cent change is a change (exact diff, collateral, a gold mismatch)
+    where the gold leaves the value alone, and matches where the gold writes that value."""
+    compare = ENVIRONMENT.compare
+    _, seed = fresh_db()
+    _, gold = fresh_db()
+    fix = update(Item).where(Item.id == 5).values(price=19.99)
+    write(gold, fix)
+    seed_to_gold = diff_states(state(seed), state(gold), compare, exact=True)
+    for hidden in (
+        update(Item).where(Item.id == 6).values(name=Item.name + " "),
+        update(Item).where(Item.id == 6).values(price=Item.price + 0.004),
+    ):
+        _, agent = fresh_db()
+        write(agent, fix, hidden)
+        assert diff_states(state(gold), state(agent), compare) == {}  # equal as matched ...
+        seed_to_agent = diff_states(state(seed), state(agent), compare, exact=True)
+        assert seed_to_agent["items"].count == 2  # ... yet two rows changed as stored
+        credit, reproduced, collateral = partial_credit(
+            change_units(seed_to_gold), change_units(seed_to_agent)
+        )
+        assert (reproduced, collateral, credit) == (1, 1, 0.0)
+        mismatch = against_gold(state(gold), state(agent), compare, seed_to_gold, seed_to_agent)
+        assert [r["key"] for r in mismatch["items"].changed] == [{"sku": "SKU-0006"}]
+    # The gold's own change spelled another way matches, and is no collateral.
+    _, agent = fresh_db()
+    write(agent, update(Item).where(Item.id == 5).values(price=19.991))
+    seed_to_agent = diff_states(state(seed), state(agent), compare, exact=True)
+    assert against_gold(state(gold), state(agent), compare, seed_to_gold, seed_to_agent) == {}
+    assert partial_credit(change_units(seed_to_gold), change_units(seed_to_agent))[:3] == (
+        1.0,
+        1,
+        0,
+    )

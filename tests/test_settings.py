@@ -68,10 +68,14 @@ def test_worker_threads_are_the_backends_unless_set(tmp_path):
         assert default.threads == 2 and default.executor._max_workers == 2
         assert default.tool_executor._max_workers == 2
         assert chosen.threads == 3 and chosen.tool_executor._max_workers == 3
+        # Verifies on a pool of their own: half the worker threads, at least one.
+        assert default.verify_executor._max_workers == 1
+        assert chosen.verify_executor._max_workers == 1
     finally:
         for manager in (default, chosen):
             manager.executor.shutdown()
             manager.tool_executor.shutdown()
+            manager.verify_executor.shutdown()
             manager.backend.dispose()
 
 
@@ -87,11 +91,14 @@ def test_on_postgresql_more_threads_and_a_connection_for_each(tmp_path, pg_prefi
     )
     try:
         assert default.threads == 6 and default.tool_executor._max_workers == 6
-        assert default.backend.engine.pool.size() == 13  # type: ignore[attr-defined]
+        # One connection per thread of the three pools (6 + 6 + 3 verify threads), plus one.
+        assert default.verify_executor._max_workers == 3
+        assert default.backend.engine.pool.size() == 16  # type: ignore[attr-defined]
         assert chosen.threads == 3 and chosen.backend.engine.pool.size() == 5  # type: ignore[attr-defined]
-        assert sized.backend.engine.pool.size() == 7  # type: ignore[attr-defined]
+        assert sized.backend.engine.pool.size() == 8  # type: ignore[attr-defined]
     finally:
         for manager in (default, chosen, sized):
             manager.executor.shutdown()
             manager.tool_executor.shutdown()
+            manager.verify_executor.shutdown()
             manager.backend.dispose()

@@ -7,6 +7,10 @@
 - export: the session's database image (with its step log) and its task, signed by the server,
   as a JSON-able blob; restore: a new session from such a blob (a blob this server did not sign
   is refused: restoring an arbitrary database would let a client choose the state verify scores).
+  A blob carries its expiry inside its signature (`export_ttl_seconds`); the signature is the
+  proof of ownership a restore needs (app/runtime/ownership.py).
+- budgets: forks and restores are checked against the per-session, per-request and server-wide
+  disk budgets before anything is written (app/runtime/budgets.py).
 
 Each child or restored session gets its control row first, then its file (written whole, by
 rename; a schema cloned in one transaction on PostgreSQL): a crash in between leaves a row
@@ -21,6 +25,7 @@ from __future__ import annotations
 import base64
 import json
 import secrets
+import time
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -29,14 +34,16 @@ from typing import TYPE_CHECKING, Any
 from app.clock import naive_utcnow
 from app.errors import (
     BadRequest,
+    ExportExpired,
     InvalidExport,
     NotOwner,
     SeedConflict,
     SessionClosed,
     SessionNotFound,
 )
+from app.runtime.budgets import DiskBudget
 from app.storage import lineage
-from app.storage.base import Unsupported
+from app.storage.base import SessionHandle, Unsupported
 from app.storage.control import SessionRecord
 
 if TYPE_CHECKING:  # the manager imports this module; the type is only for annotations
@@ -60,6 +67,8 @@ class Branching:
     def __init__(self, sessions: SessionManager, sign: Callable[[bytes], str]):
         self.sessions = sessions
         self.sign = sign
+        self.budget = DiskBudget(sessions.settings, sessions.backend)
+        self.export_ttl = sessions.settings.export_ttl_seconds
 
     def _check_step_log(self, what: str) -> None:
         if not self.sessions.backend.capabilities.step_log:
@@ -107,12 +116,22 @@ class Branching:
         ids = [c.session_id for c in children]
         try:
             async with handle.lock:
-                step = await manager._run(manager.backend.fork, handle, ids, at_step)
+                step = await manager._run(self._fork_within_budget, handle, ids, at_step)
         except BaseException:
             await manager._run(self._remove_rows, record, children)
             raise
         await manager._run(self._opened, record, children, parent_id, step, lineage.FORK)
         return step, children
+
+    def _fork_within_budget(
+        self, handle: SessionHandle, ids: list[str], at_step: int | None
+    ) -> int:
+        """The copies, once they fit the request's and the server's budgets (the parent's size
+        read under its lock, so it cannot grow in between); refused whole otherwise."""
+        each = self.budget.size_of(handle)
+        self.budget.check_fork(len(ids), each)
+        with self.budget.reserve(len(ids) * each, f"a fork of {len(ids)} children"):
+            return self.sessions.backend.fork(handle, ids, at_step)
 
     def _add_rows(
         self, record: SessionRecord, rsids: list[str | None], episode: str | None
@@ -187,6 +206,8 @@ class Branching:
             "snapshot_key": record.snapshot_key,
             "task": record.task,
             "image": base64.b64encode(zlib.compress(image, 1)).decode(),
+            # Inside the signature: a blob restores until then, never after.
+            "expires_at": int(time.time()) + self.export_ttl,
         }
         blob["signature"] = self.sign(_signed_bytes(blob))
         return blob
@@ -195,15 +216,20 @@ class Branching:
         self._check_step_log("restore")
         image, record = self._check_blob(blob)
         manager = self.sessions
+        self.budget.check_image(len(image))
         [child] = await manager._run(self._add_rows, record, [rsid], None)
         try:
-            await manager._run(manager.backend.restore_image, child.session_id, image)
+            await manager._run(self._restore_within_budget, child.session_id, image)
         except BaseException:
             await manager._run(self._remove_rows, record, [child])
             raise
         parent, steps = str(blob["session_id"]), int(blob["steps"])
         await manager._run(self._opened, record, [child], parent, steps, lineage.RESTORE)
         return child
+
+    def _restore_within_budget(self, session_id: str, image: bytes) -> None:
+        with self.budget.reserve(len(image), "this restore"):
+            self.sessions.backend.restore_image(session_id, image)
 
     def _check_blob(self, blob: Any) -> tuple[bytes, SessionRecord]:
         if not isinstance(blob, dict) or blob.get("format") != EXPORT_FORMAT:
@@ -216,6 +242,16 @@ class Branching:
                 "the export's signature does not match: it was altered, or exported by a server "
                 "with another secret key",
                 hint="Restore on a server sharing the exporting server's STATEGYM_SECRET_KEY.",
+            )
+        expires = blob.get("expires_at")
+        if not isinstance(expires, int) or isinstance(expires, bool):
+            raise InvalidExport(
+                "the export carries no expiry (made by an older release); export the session again"
+            )
+        if expires < time.time():
+            raise ExportExpired(
+                f"the export expired {int(time.time() - expires)} s ago "
+                "(STATEGYM_EXPORT_TTL_SECONDS); export the session again",
             )
         if blob.get("env") != self.sessions.env.name:
             raise NotOwner(

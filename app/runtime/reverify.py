@@ -24,6 +24,7 @@ from app.sdk.environment import Environment, ToolContext
 from app.storage.sqlite import db as sqlite_db
 from app.verify.gold import GoldCache
 from app.verify.session_verify import verify_state
+from app.verify.step_budget import StepBudget
 from app.verify.step_rewards import function_calls
 from app.verify.tool_calls import with_plain_tool_names
 
@@ -55,6 +56,7 @@ def replay_verify(
     diff_limit: int,
     time_limit_ms: int | None = None,
     session_id: str = REPLAY_SESSION_ID,
+    step_budget: StepBudget | None = None,
 ) -> dict[str, Any]:
     """Verify's answer for `response` replayed on a fresh clone of `snapshot` (the task's)."""
     calls = replayed_calls(env, response)
@@ -83,6 +85,7 @@ def replay_verify(
             task=task,
             response=response,
             diff_limit=diff_limit,
+            step_budget=step_budget,
         )
     finally:
         bind.close()

@@ -36,13 +36,15 @@ from app.errors import (
 )
 from app.runtime.inline import InlinePolicy
 from app.runtime.open_sessions import OpenSessions
+from app.runtime.ownership import check_owner, owned_session_id
+from app.runtime.replay_cache import ReplayFiles
 from app.runtime.reverify import replay_verify
 from app.runtime.runner import run_tool
 from app.runtime.steps import StepRecorder
 from app.runtime.tasks import SeedRequest, TaskSpec, check_decline_code, task_from_data
 from app.sdk.environment import Environment, Tool
 from app.settings import Settings
-from app.storage.base import SessionBackend, SessionHandle, worker_threads
+from app.storage.base import SessionBackend, SessionHandle, verify_threads, worker_threads
 from app.storage.control import (
     CLAIM_CLOSED,
     CLAIM_OPEN,
@@ -59,6 +61,7 @@ from app.verify.judge import Judge, JudgeSettings, JudgeSpec, apply_judge
 from app.verify.patching import keep_at_most
 from app.verify.request_task import ScoredTask, scored_task
 from app.verify.session_verify import verify_state
+from app.verify.step_budget import StepBudget
 
 log = logging.getLogger("stategym.sessions")
 T = TypeVar("T")
@@ -76,12 +79,25 @@ class SessionManager:
         self.control = self.backend.control
         # Gold states replay on the SQLite snapshot images, whichever backend holds sessions.
         self.gold = GoldCache(self.backend.snapshots, settings.gold_cache_size)
+        # Files a verify without a session writes for tasks no session uses: bounded.
+        self.replay_files = ReplayFiles(
+            settings.replay_cache_files, settings.replay_cache_mb * 2**20
+        )
         keep_at_most(settings.pristine_cache_size)  # the dumps verify patches (per process)
         self.threads = worker_threads(settings, self.backend.capabilities)
         self.executor = ThreadPoolExecutor(self.threads, thread_name_prefix="stategym")
         # Tool calls run on threads of their own: a call that runs to its time limit (agent SQL
         # can) never holds up seeds, verifies and closes, which keep `executor` to themselves.
         self.tool_executor = _tool_executor(self.threads)
+        # Verifies run on threads of their own too: one whose cost the agent drove up (a key
+        # toggled hundreds of times) never queues another rollout's seed or close behind it.
+        self.verify_threads = verify_threads(settings, self.backend.capabilities)
+        self.verify_executor = _verify_executor(self.verify_threads)
+        self.step_budget = StepBudget(
+            max_rows=settings.step_reward_max_rows,
+            max_states=settings.step_reward_max_states,
+            max_ms=settings.step_reward_budget_ms,
+        )
         # Fast tools run on the event loop (app/runtime/inline.py); off for environments that opt
         # out and on backends where every statement is a round trip.
         self.inline: InlinePolicy | None = (
@@ -102,6 +118,9 @@ class SessionManager:
 
     async def _run_tool(self, fn: Callable[..., T], *args: Any) -> T:
         return await asyncio.get_running_loop().run_in_executor(self.tool_executor, fn, *args)
+
+    async def _run_verify(self, fn: Callable[..., T], *args: Any) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self.verify_executor, fn, *args)
 
     # --- lifecycle ---------------------------------------------------------------------------
     async def seed(self, request: SeedRequest) -> Seeded:
@@ -272,7 +291,7 @@ class SessionManager:
                 return False
         if held.session_id is None:
             return False  # a tombstone already
-        _check_owner(held, episode, cookie_session_id)
+        check_owner(held, episode, cookie_session_id)
         if held.state == CLAIM_SEEDING:
             return None
         return self.control.get(held.session_id)  # None: gone, so only the claim is closed
@@ -302,6 +321,17 @@ class SessionManager:
                 hint="Retry /close_session.",
             ) from exc
         return self.control.mark_closed(record.id)
+
+    async def owned(
+        self, rsid: str | None, episode: str | None, cookie_session_id: str | None
+    ) -> str:
+        """The session a request may act on: its cookie's, or the one `rsid` names when the
+        request owns it (app/runtime/ownership.py, the rule of every session route)."""
+        if rsid is None:
+            return owned_session_id(self.control, self.env.name, None, None, cookie_session_id)
+        return await self._run(
+            owned_session_id, self.control, self.env.name, rsid, episode, cookie_session_id
+        )
 
     # --- open handles ------------------------------------------------------------------------
     def _open_sessions(self) -> OpenSessions:
@@ -389,7 +419,7 @@ class SessionManager:
             # The common case (seed opened it): the record read, the verify and, for a task
             # without a judge, the record's update in one hop to a worker.
             async with handle.lock:
-                done = await self._run(self._verify_open, session_id, handle, body)
+                done = await self._run_verify(self._verify_open, session_id, handle, body)
             if done is not None:
                 return await self._verified(session_id, *done, body)
         record = await self._run(self.control.get, session_id)
@@ -407,12 +437,12 @@ class SessionManager:
                 handle = None
             if handle is not None:
                 async with handle.lock:
-                    result = await self._run(
+                    result = await self._run_verify(
                         self._verify, handle, record, task, body.get("response")
                     )
         if result is None:
             # Closed or gone: scored by replaying its calls on the snapshot (app/runtime/reverify).
-            result = await self._run(self._replay_verify, task, body.get("response"))
+            result = await self._run_verify(self._replay_verify, task, body.get("response"))
         return await self._verified(session_id, record, scored, result, False, body)
 
     def _verify_open(
@@ -462,10 +492,21 @@ class SessionManager:
         task = task_from_data(body)
         compile_checks(self.env.metadata.tables, self.env.compare, task.expected_state)
         check_decline_code(task, self.env.decline_codes, self.env.name)
-        result = await self._run(self._replay_verify, task, body.get("response"))
+        result = await self._run_verify(self._stateless_replay, task, body.get("response"))
         if self.judge is not None:
             result = await apply_judge(result, dict(body), body.get("response"), self.judge, "")
         return result
+
+    def _stateless_replay(self, task: TaskSpec, response: Any) -> dict[str, Any]:
+        """`_replay_verify` for a task in a request body: the snapshot and gold files it
+        creates go to the bounded replay cache (app/runtime/replay_cache.py)."""
+        paths = [self.backend.snapshots.snapshot_path(task.snapshot_key), self.gold.gold_path(task)]
+        created = [p for p in paths if not p.exists()]
+        try:
+            return self._replay_verify(task, response)
+        finally:
+            self.replay_files.touch(paths)
+            self.replay_files.keep(created)
 
     def _replay_verify(self, task: TaskSpec, response: Any) -> dict[str, Any]:
         try:
@@ -482,6 +523,7 @@ class SessionManager:
             response=response,
             diff_limit=self.settings.verify_diff_limit,
             time_limit_ms=self.settings.tool_time_limit_ms,
+            step_budget=self.step_budget,
         )
 
     def _verify(
@@ -497,6 +539,7 @@ class SessionManager:
                 task=task,
                 response=response,
                 diff_limit=self.settings.verify_diff_limit,
+                step_budget=self.step_budget,
             )
 
         return self.backend.read(handle, work)
@@ -514,6 +557,11 @@ class SessionManager:
         old.shutdown(wait=True)
         old_tools, self.tool_executor = self.tool_executor, _tool_executor(self.threads)
         old_tools.shutdown(wait=True)
+        old_verify, self.verify_executor = (
+            self.verify_executor,
+            _verify_executor(self.verify_threads),
+        )
+        old_verify.shutdown(wait=True)
         old_closer, self._closer = self._closer, _closer()
         old_closer.shutdown(wait=True)
         self.backend.dispose()
@@ -560,28 +608,13 @@ def _age_seconds(stamp: datetime) -> float:
     return time.time() - stamp.replace(tzinfo=UTC).timestamp()
 
 
-def _check_owner(held: ResourcesClaim, episode: str | None, cookie_session_id: str | None) -> None:
-    rsid = held.resources_session_id
-    if cookie_session_id is not None:
-        if cookie_session_id != held.session_id:
-            raise NotOwner(
-                f"resources_session_id {rsid!r} belongs to another session than this "
-                "request's session cookie",
-                hint="Close it with the cookie its seed set, or without a cookie and the "
-                "episode_id of its seed.",
-            )
-        return
-    if episode != held.episode:
-        raise NotOwner(
-            f"resources_session_id {rsid!r} was seeded by another episode; a close without "
-            "the session cookie must carry the episode_id of its seed",
-            hint="Send the episode_id the seed used, or the cookie the seed set.",
-        )
-
-
 def _closer() -> ThreadPoolExecutor:
     return ThreadPoolExecutor(1, thread_name_prefix="stategym-close")
 
 
 def _tool_executor(threads: int) -> ThreadPoolExecutor:
     return ThreadPoolExecutor(threads, thread_name_prefix="stategym-tool")
+
+
+def _verify_executor(threads: int) -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(threads, thread_name_prefix="stategym-verify")

@@ -7,6 +7,7 @@ SessionManager, render the answer. Protocol errors are 4xx JSON; tool failures a
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
@@ -23,6 +24,7 @@ from app.errors import (
     MethodNotAllowed,
     NoSession,
     SessionExpired,
+    SessionNotFound,
     StateGymError,
     StorageFull,
     UnknownTool,
@@ -59,6 +61,7 @@ from app.server.models import (
 from app.settings import Settings
 from app.storage.sqlite.db import is_disk_full
 from app.verify.metrics import aggregate
+from app.verify.request_task import require_something_to_score
 
 log = logging.getLogger("stategym.api")
 
@@ -174,6 +177,17 @@ class Protocol:
             if lenient:
                 return None
             raise
+
+    async def owned_session(
+        self, request: Request, resources_session_id: str | None, episode: str | None
+    ) -> str:
+        """The session this request may act on, by the one ownership rule of every session
+        route (app/runtime/ownership.py): its cookie's, or the one `resources_session_id`
+        names when the cookie is that session's or, cookieless, `episode` is its seed's. With
+        an id, a forged or expired cookie counts as none (the episode may still prove it)."""
+        lenient = resources_session_id is not None
+        cookie = self.optional_session_id(request, lenient=lenient)
+        return await self.sessions.owned(resources_session_id, episode, cookie)
 
     def set_cookie(
         self, response: JSONResponse, session_id: str, issued: int | None = None
@@ -292,8 +306,16 @@ async def verify(request: Request) -> JSONResponse:
     except SessionExpired as exc:
         return JSONResponse({**body, **lost_session(SESSION_EXPIRED, exc.message)})
     if session_id is None:
-        # Stateless reverify: the task row in the body, its calls replayed on its snapshot.
+        # Stateless reverify: the task row in the body, its calls replayed on its snapshot. A
+        # row that asks nothing would match any untouched database: refused, never 1.0.
+        require_something_to_score(body)
         return JSONResponse({**body, **await proto.sessions.reverify(body)})
+    named = body.get("resources_session_id")
+    if isinstance(named, str):
+        # A body naming a session must name the cookie's own (the ownership rule); an id no
+        # session holds is only echoed.
+        with contextlib.suppress(SessionNotFound):
+            await proto.sessions.owned(named, None, session_id)
     result = await proto.sessions.verify(session_id, body)
     return JSONResponse({**body, **result, "session_id": session_id})
 

@@ -1,8 +1,10 @@
 """Routes that copy or move a session's state: fork, rewind, export, restore (docs/steps.md).
 
-The session is the request's cookie, or the `resources_session_id` a typed seed named. Children
-of a fork and restored sessions are ordinary sessions: their cookie values are in the answer
-(fork) or set on it (restore).
+The session is the request's cookie, or the `resources_session_id` a typed seed named, with the
+proof of ownership every session route asks (app/runtime/ownership.py): the cookie of that
+session, or the seed's `episode_id`. Children of a fork and restored sessions are ordinary
+sessions: their cookie values are in the answer (fork) or set on it (restore); a restore is
+owned by the blob's signature.
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from app import jsonio
-from app.errors import BadRequest, InvalidTask, NoSession, SessionNotFound
+from app.errors import BadRequest, InvalidTask
+from app.server.models import EpisodeId
 
 router = APIRouter(tags=["steps"])
 
@@ -25,6 +28,11 @@ class _Body(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
     resources_session_id: str | None = Field(
         None, description="The session a typed seed made under this id (instead of the cookie)."
+    )
+    episode_id: EpisodeId | None = Field(
+        None,
+        description="With resources_session_id and no cookie: the episode_id of its seed, "
+        "which proves the request's ownership (app/runtime/ownership.py).",
     )
 
 
@@ -75,23 +83,12 @@ def _json(model: type[BaseModel]) -> dict[str, Any]:
 
 
 async def _session_id(request: Request, body: _Body) -> str:
+    """The session the request owns (app/runtime/ownership.py): 401 without any proof, 403
+    for another rollout's session, 404 for an id no session holds."""
     proto = request.app.state.protocol
-    if body.resources_session_id is not None:
-        claim = await proto.sessions._run(
-            proto.sessions.control.claim, proto.env.name, body.resources_session_id
-        )
-        if claim is None or claim.session_id is None:
-            raise SessionNotFound(
-                f"no session holds resources_session_id {body.resources_session_id!r}"
-            )
-        return str(claim.session_id)
-    session_id = proto.optional_session_id(request)
-    if session_id is None:
-        raise NoSession(
-            "no session cookie on this request",
-            hint="Send the session's cookie, or its resources_session_id.",
-        )
-    return str(session_id)
+    episode = body.episode_id.key() if body.episode_id is not None else None
+    session_id: str = await proto.owned_session(request, body.resources_session_id, episode)
+    return session_id
 
 
 @router.post("/fork_session", openapi_extra=_json(ForkRequest))
@@ -151,8 +148,10 @@ async def restore_session(request: Request) -> JSONResponse:
 
 
 @router.get("/session_tree")
-async def session_tree(request: Request) -> dict[str, Any]:
-    """The fork lineage holding the cookie's session, from its root."""
+async def session_tree(request: Request, resources_session_id: str | None = None) -> dict[str, Any]:
+    """The fork lineage holding the cookie's session (or the one `resources_session_id`
+    names, when the cookie is that session's), from its root."""
     proto = request.app.state.protocol
-    result: dict[str, Any] = await proto.branching.tree(proto.session_id(request))
+    session_id = await proto.owned_session(request, resources_session_id, None)
+    result: dict[str, Any] = await proto.branching.tree(session_id)
     return result

@@ -106,6 +106,13 @@ def worker_threads(settings: Settings, capabilities: Capabilities) -> int:
     return settings.tool_threads or capabilities.threads
 
 
+def verify_threads(settings: Settings, capabilities: Capabilities) -> int:
+    """Threads of the verify pool, apart from the other two: the setting, else half the worker
+    threads (at least one). Verifies are CPU-bound Python under the GIL, so more threads would
+    only slow down the seeds and calls that share it."""
+    return settings.verify_threads or max(1, worker_threads(settings, capabilities) // 2)
+
+
 def check_requirements(env: Environment, capabilities: Capabilities) -> None:
     missing = [r for r in env.requires if r not in capabilities.provides()]
     if missing:

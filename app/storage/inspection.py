@@ -284,7 +284,8 @@ class Inspector:
         with self.connection(record) as c:
             final = dump_state(c, env.metadata.tables, env.compare)
         base = self._seed_state(record, env) if against == "seed" else self._gold_state(record, env)
-        diff = diff_states(base, final, env.compare)
+        # From the seed: what the session wrote, as stored; from the gold: what differs from it.
+        diff = diff_states(base, final, env.compare, exact=against == "seed")
         return {
             "session_id": record.id,
             "against": against,

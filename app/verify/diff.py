@@ -1,4 +1,8 @@
-"""Structured differences between two states: per table, rows added, removed and changed."""
+"""Structured differences between two states: per table, rows added, removed and changed.
+
+Rows are diffed as stored (`exact=True`: did anything change) or, the default, as matched
+(the comparison spec's text and money rules: does it match), app/verify/match_form.py.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.sdk.compare_spec import CompareSpec
+from app.verify.match_form import Matcher
 from app.verify.state import DbState, Row, TableState
 
 
@@ -16,6 +21,8 @@ class TableDiff:
     removed: list[dict[str, Any]] = field(default_factory=list)
     # {"key": {col: value}, "changes": {col: [before, after]}}
     changed: list[dict[str, Any]] = field(default_factory=list)
+    # The table's values in their form for matching (change_units compares changes so).
+    match: Matcher | None = field(default=None, compare=False, repr=False)
 
     @property
     def count(self) -> int:
@@ -202,36 +209,118 @@ def _lineage(table: TableState) -> tuple[TableState, Counter[Row], Counter[Row]]
     return table.origin.base, Counter(table.origin.removed), Counter(table.origin.added)
 
 
-def diff_states(before: DbState, after: DbState, compare: CompareSpec) -> StateDiff:
-    """Only tables that differ appear in the result."""
+def diff_states(
+    before: DbState, after: DbState, compare: CompareSpec, *, exact: bool = False
+) -> StateDiff:
+    """Only tables that differ appear in the result. `exact`: values as stored (what changed);
+    else as matched (text and money by the spec's rules: what differs from an expected state).
+    """
     out: StateDiff = {}
     for name in sorted(set(before) | set(after)):
         old, new = before.get(name), after.get(name)
         if old is None or new is None or old is new:
             continue
-        money = set(compare.for_table(name).money)
-        table_diff = diff_table(old, new, money, compare.money_tolerance)
+        match = Matcher.of(new.columns, compare.for_table(name))
+        table_diff = diff_table(old, new, set(), 0.0)
+        if not exact and table_diff.count:
+            table_diff = _as_matched(table_diff, old, new, match, compare.money_tolerance)
+        table_diff.match = match
         if table_diff.count:
             out[name] = table_diff
     return out
 
 
+def _as_matched(
+    exact: TableDiff, before: TableState, after: TableState, match: Matcher, tol: float
+) -> TableDiff:
+    """An exact diff with the differences normalisation hides taken out: a diff of the
+    matched forms of the rows, in time proportional to the diff, not the tables."""
+    out = TableDiff()
+
+    def differs(column: str, a: Any, b: Any) -> bool:
+        a, b = match.value(column, a), match.value(column, b)
+        return not _close(a, b, tol if column in match.money else None)
+
+    for row in exact.changed:
+        changes = {c: v for c, v in row["changes"].items() if differs(c, *v)}
+        if changes:
+            out.changed.append({"key": row["key"], "changes": changes})
+    width = len(after.key) if before.key and before.key == after.key else len(after.columns)
+    # Rows only on one side whose matched keys (or, without a key, contents) meet.
+    gone: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    for row in exact.removed:
+        gone.setdefault(_matched_key(match, row, width), []).append(row)
+    for row in exact.added:
+        old = gone.get(_matched_key(match, row, width))
+        if not old:
+            out.added.append(row)
+            continue
+        was = old.pop()
+        changes = {c: [was[c], row[c]] for c in match.columns if differs(c, was[c], row[c])}
+        if changes:
+            key = {c: row[c] for c in after.key} if width < len(after.columns) else row
+            out.changed.append({"key": key, "changes": changes})
+    left = {id(r) for rows in gone.values() for r in rows}
+    out.removed = [r for r in exact.removed if id(r) in left]
+    return out
+
+
+def _matched_key(match: Matcher, row: dict[str, Any], width: int) -> tuple[Any, ...]:
+    values = match.row([row[c] for c in match.columns])
+    return tuple(_money_key(v) for v in values[:width])
+
+
+def against_gold(
+    gold: DbState,
+    final: DbState,
+    compare: CompareSpec,
+    seed_to_gold: StateDiff,
+    seed_to_final: StateDiff,
+) -> StateDiff:
+    """The final state vs the gold, as matched, plus every change (as stored) the agent made
+    that the gold does not, or the other way round: a write normalisation hides is still no
+    match where the gold leaves that value as it was."""
+    out = diff_states(gold, final, compare)
+    agent, expected = change_units(seed_to_final), change_units(seed_to_gold)
+    for source, units in ((seed_to_final, agent - expected), (seed_to_gold, expected - agent)):
+        for table, d in source.items():
+            for kind, unit, row in _units_of(table, d):
+                if units[unit] <= 0:
+                    continue
+                units[unit] -= 1
+                shown = out.setdefault(table, TableDiff(match=d.match))
+                if kind == "changed" and any(r["key"] == row["key"] for r in shown.changed):
+                    continue
+                getattr(shown, kind).append(row)
+    return out
+
+
 def change_units(diff: StateDiff) -> Counter[tuple[Any, ...]]:
-    """Each added/removed/changed row as a hashable unit, to count shared and extra changes."""
+    """Each added/removed/changed row as a hashable unit, to count shared and extra changes:
+    the changed columns (as stored) with their values as matched."""
     units: Counter[tuple[Any, ...]] = Counter()
     for table, d in diff.items():
-        for row in d.added:
-            units[("added", table, _freeze(row))] += 1
-        for row in d.removed:
-            units[("removed", table, _freeze(row))] += 1
-        for row in d.changed:
-            after = {c: v[1] for c, v in row["changes"].items()}
-            units[("changed", table, _freeze(row["key"]), _freeze(after))] += 1
+        for _kind, unit, _row in _units_of(table, d):
+            units[unit] += 1
     return units
 
 
-def _freeze(d: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
-    return tuple(sorted((k, _money_key(v)) for k, v in d.items()))
+def _units_of(table: str, d: TableDiff) -> list[tuple[str, tuple[Any, ...], dict[str, Any]]]:
+    form = d.match.value if d.match is not None else (lambda _c, v: v)
+    out: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []
+    for row in d.added:
+        out.append(("added", ("added", table, _freeze(row, form)), row))
+    for row in d.removed:
+        out.append(("removed", ("removed", table, _freeze(row, form)), row))
+    for row in d.changed:
+        after = {c: v[1] for c, v in row["changes"].items()}
+        unit = ("changed", table, _freeze(row["key"], form), _freeze(after, form))
+        out.append(("changed", unit, row))
+    return out
+
+
+def _freeze(d: dict[str, Any], form: Any) -> tuple[tuple[str, Any], ...]:
+    return tuple(sorted((k, _money_key(form(k, v))) for k, v in d.items()))
 
 
 def _money_key(v: Any) -> Any:

@@ -129,6 +129,6 @@ class GoldCache:
         return GoldState(
             seed_state=seed_state,
             state=state,
-            seed_to_gold=diff_states(seed_state, state, self.env.compare),
+            seed_to_gold=diff_states(seed_state, state, self.env.compare, exact=True),
             failed_calls=tuple(failures),
         )

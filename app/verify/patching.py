@@ -134,6 +134,47 @@ def _rekeyed(compare: CompareSpec, names: list[str], changed: frozenset[str]) ->
     }
 
 
+def _referencing(
+    conn: Connection,
+    tables: Mapping[str, Table],
+    compare: CompareSpec,
+    name: str,
+    changed: frozenset[str],
+    rows: Mapping[str, frozenset[int]],
+) -> frozenset[int] | None:
+    """The identities of `name`'s rows that reference a written row of a "#key" table: only
+    their references may resolve differently. None when that cannot be told from the written
+    rows' identities (they are not the ids references hold): the caller reads `name` whole."""
+    table = tables[name]
+    identity = table_reads.row_identity(conn, table)
+    if identity is None:
+        return None
+    found: set[int] = set()
+    for column, target in compare.for_table(name).references.items():
+        if f"{target}#key" not in changed:
+            continue
+        ids = rows.get(target)
+        if ids is None or not _identity_is_id(conn, tables[target]):
+            return None
+        if not ids:
+            continue
+        query = select(identity).where(table.c[column].in_(sorted(ids)))
+        found.update(row[0] for row in conn.execute(query))
+    return frozenset(found)
+
+
+def _identity_is_id(conn: Connection, table: Table) -> bool:
+    """Whether the identity the change records hold (SQLite's rowid; PostgreSQL's integer key)
+    is the value references hold: a single INTEGER PRIMARY KEY, which SQLite makes the rowid."""
+    pk = list(table.primary_key.columns)
+    if len(pk) != 1:
+        return False
+    if conn.dialect.name != "sqlite":
+        return table_reads.row_identity(conn, table) is not None
+    declared = pk[0].type.compile(dialect=conn.dialect)
+    return declared.upper() == "INTEGER" and table_reads.row_identity(conn, table) is not None
+
+
 def patch_dump(
     conn: Connection,
     tables: Mapping[str, Table],
@@ -149,11 +190,17 @@ def patch_dump(
     changed, rows = changes.tables, changes.rows or {}
     rekeyed = _rekeyed(compare, names, changed)
     patch: dict[str, frozenset[int]] = {}
-    whole: set[str] = set(rekeyed)
+    whole: set[str] = set()
     for name in names:
-        if name not in changed or name in rekeyed:
+        if name not in changed and name not in rekeyed:
             continue
         index, written = pristine.indexes.get(name), rows.get(name)
+        if name in rekeyed:  # also the rows whose references now resolve differently
+            referencing = _referencing(conn, tables, compare, name, changed, rows)
+            if referencing is None or (name in changed and written is None):
+                whole.add(name)
+                continue
+            written = (written or frozenset()) | referencing
         base_rows = len(pristine.state[name].rows)
         if index is None or written is None or len(written) > max(64, base_rows * _PATCH_SHARE):
             whole.add(name)

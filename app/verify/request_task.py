@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from app.errors import InvalidTask
 from app.runtime.tasks import TaskSpec, task_from_data
 
 # Every field that changes a reward: the reference solution, the answer checks (text and
@@ -80,3 +81,31 @@ def scored_task(stored: Mapping[str, Any], body: Mapping[str, Any]) -> ScoredTas
     if "responses_create_params" in body and "responses_create_params" not in judge_input:
         judge_input["responses_create_params"] = body["responses_create_params"]
     return ScoredTask(task_from_data(stored), judge_input, mismatch)
+
+
+# What a task row may ask verify to check besides SCORING_FIELDS: any `expected_*` field (an
+# expected answer or refusal, whatever its name) and a judge's rubric.
+_EXPECTED_PREFIX = "expected_"
+
+
+def has_something_to_score(data: Mapping[str, Any]) -> bool:
+    """Whether a task row asks verify to check anything: a reference solution, an expected
+    output, answer, refusal or state, or a rubric. A row with none of them matches an untouched
+    database, so scoring it would pay 1.0 for nothing."""
+    for field, value in data.items():
+        asks = field in ("ground_truth", "judge") or field.startswith(_EXPECTED_PREFIX)
+        if asks and value not in (None, "", [], {}):
+            return True
+    return False
+
+
+def require_something_to_score(data: Mapping[str, Any]) -> None:
+    """InvalidTask (422) for a stateless verify whose task row asks nothing, saying what to send."""
+    if not has_something_to_score(data):
+        raise InvalidTask(
+            "verify without a session cookie scores the task row in the body by replaying its "
+            "response, and this body names nothing to score (no ground_truth, expected_outputs, "
+            "expected_state or other expected_* field, nor a judge)",
+            hint="Send the session cookie the seed set, or the task row's fields at the top "
+            "level of the body (as NeMo Gym's reverify does) for a stateless replay.",
+        )

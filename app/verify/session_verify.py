@@ -12,14 +12,15 @@ from app.sdk.environment import Environment
 from app.storage.steplog import StepLog, step_log
 from app.verify.answers import hedged_outputs
 from app.verify.checks import checked_tables, compile_checks, run_checks
-from app.verify.diff import diff_states
+from app.verify.diff import against_gold, diff_states
 from app.verify.evidence import cap_evidence
 from app.verify.gold import GoldCache
 from app.verify.outputs import final_assistant_text, missing_outputs
 from app.verify.reward import has_state_work, partial_reward, score, state_credit
 from app.verify.state import dump_state
+from app.verify.step_budget import UNLIMITED, StepBudget
 from app.verify.step_rewards import Settlement, step_fields
-from app.verify.step_states import potentials_from_log
+from app.verify.step_states import logged_changes, potentials_from_log
 from app.verify.submitted import (
     Match,
     read_submission,
@@ -39,11 +40,13 @@ def verify_state(
     response: Any,
     diff_limit: int,
     with_steps: bool = True,
+    step_budget: StepBudget | None = None,
 ) -> dict[str, Any]:
     """Pure function of (final state, task): the reward, its components and the evidence.
 
     With a step log in the database (and `with_steps`), also `step_rewards`, `turn_rewards`
-    and the trajectory check (app/verify/step_rewards.py).
+    and the trajectory check (app/verify/step_rewards.py), within `step_budget`: past it they
+    are left out and `verification.step_rewards_skipped` says why (app/verify/step_budget.py).
 
     Raises InvalidTask (422) when the task's expected-state checks name unknown tables/columns.
     """
@@ -59,7 +62,7 @@ def verify_state(
 
     def potential(state: Any, checks: Any) -> float:
         """The state part of the reward for `state` (step rewards' potential)."""
-        seed_to_state = diff_states(seed_state, state, compare)
+        seed_to_state = diff_states(seed_state, state, compare, exact=True)
         return state_credit(
             seed_to_gold=seed_to_gold,
             seed_to_final=seed_to_state,
@@ -72,7 +75,7 @@ def verify_state(
         final = dump_state(conn, tables, compare)
         violations = _invariant_violations(env, db)
         results = run_checks(conn, compiled, compare, seed_state, final)
-        seed_to_final = diff_states(seed_state, final, compare)
+        seed_to_final = diff_states(seed_state, final, compare, exact=True)
         log_ = step_log(conn)
         counts = log_.change_counts() if log_ is not None else {}
         tampered = log_ is not None and written_outside_tools(
@@ -85,7 +88,11 @@ def verify_state(
             task.expected_outputs, answer, task.data.get("answer_kind"), seed_state
         )
         verdict = score(
-            gold_vs_final=diff_states(reference.state, final, compare) if reference else None,
+            gold_vs_final=(
+                against_gold(reference.state, final, compare, reference.seed_to_gold, seed_to_final)
+                if reference
+                else None
+            ),
             seed_to_gold=reference.seed_to_gold if reference else None,
             seed_to_final=seed_to_final,
             missing=missing,
@@ -99,6 +106,8 @@ def verify_state(
         )
         reward = 0.0 if violations else verdict.reward
         if with_steps:
+            # No budget (direct callers, tests): every state is scored, however long it takes.
+            meter = (step_budget or UNLIMITED).meter()
             final_phi = state_credit(
                 seed_to_gold=seed_to_gold,
                 seed_to_final=seed_to_final,
@@ -108,12 +117,14 @@ def verify_state(
 
             # Every intermediate state scored as the final one is (app/verify/step_rewards.py).
             def potential_now() -> float:
+                meter.tick()
                 state = dump_state(conn, tables, compare)
                 return potential(state, run_checks(conn, compiled, compare, seed_state, state))
 
             def from_log(log: StepLog, logged: list[Any]) -> list[float] | None:
                 if compiled:  # checks run SQL on each state: undo and dump instead
                     return None
+                meter.rows(logged_changes(log))  # before reading them all
                 return potentials_from_log(
                     conn,
                     tables,
@@ -127,6 +138,7 @@ def verify_state(
                         checks=(),
                         checked_tables=checked,
                     )[0],
+                    meter,
                 )
 
             settle = Settlement(
@@ -143,6 +155,7 @@ def verify_state(
                 final_phi,
                 potential_now,
                 from_log,
+                meter,
                 seed=potential(seed_state, ()),
                 settle=settle,
             )
@@ -156,8 +169,11 @@ def verify_state(
         result["failure_reason"] = verdict.failure_reason
     if with_steps and steps is not None:
         trajectory = steps.pop("trajectory")
+        skipped = steps.pop("step_rewards_skipped", None)
         result.update(steps)
         result["verification"]["trajectory"] = cap_evidence(trajectory)
+        if skipped is not None:
+            result["verification"]["step_rewards_skipped"] = skipped
         if not trajectory["ok"]:
             # The response does not tell what this session did: flagged, never silently scored.
             result["trajectory_mismatch"] = True

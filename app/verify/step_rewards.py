@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.storage.steplog import StepLog, StepRow, UndoUnavailable, canonical, digest, step_log
+from app.verify.step_budget import Meter, StepBudgetExceeded
 
 log = logging.getLogger("stategym.verify")
 
@@ -264,12 +265,14 @@ def step_fields(
     final: float,
     potential_now: Callable[[], float],
     from_log: Callable[[StepLog, list[StepRow]], list[float] | None] | None = None,
+    meter: Meter | None = None,
     *,
     seed: float = 0.0,
     settle: Settlement | None = None,
 ) -> dict[str, Any] | None:
     """`step_rewards`, `turn_rewards` and the trajectory check for a session that keeps a step
     log, read in the caller's transaction on `conn` (a SQLAlchemy Connection); None without.
+    Past `meter`'s budget the rewards are left out and `step_rewards_skipped` says why.
 
     `seed` is the seed state's potential where the undo cannot reach it; with `settle` the
     potentials are shaped into reward potentials and the rewards add up to `settle.reward`."""
@@ -281,16 +284,21 @@ def step_fields(
     calls = function_calls(response)
     a = align(calls, steps)
     # The row images in the log first (app/verify/step_states.py); undo + dump where they
-    # cannot tell (a referenced row's key changed, or the task has expected-state checks), or
+    # cannot tell (the task has expected-state checks, SQL on each state), or
     # cannot be trusted: those of steps before a migration predate what it changed, and only
     # the undo knows how far back it may go (`migrated_at`).
     fast = from_log is not None and steps and not log_.migrated_at()
-    phi = from_log(log_, steps) if fast and from_log is not None else None
-    if phi is None:
-        undone = potentials(log_, steps, tables, changed, final, potential_now)
-        if undone is not None:
-            seed, phi = (seed if undone[0] is None else undone[0]), undone[1]
     out: dict[str, Any] = {"trajectory": trajectory_report(calls, steps, a)}
+    try:
+        phi = from_log(log_, steps) if fast and from_log is not None else None
+        if phi is None:
+            if meter is not None:
+                meter.states(len(changed - {steps[-1].idx if steps else 0}))
+            undone = potentials(log_, steps, tables, changed, final, potential_now)
+            if undone is not None:
+                seed, phi = (seed if undone[0] is None else undone[0]), undone[1]
+    except StepBudgetExceeded as exc:  # the reward stays exact; the answer says why
+        phi, out["step_rewards_skipped"] = None, str(exc)
     if phi is None:
         return out
     if settle is not None:

@@ -13,12 +13,9 @@ from typing import Any
 from sqlalchemy import ColumnElement, Connection, Table, bindparam, func, literal_column, select
 
 from app.sdk.compare_spec import CompareSpec, TableSpec
+from app.verify.match_form import StoredText
 from app.verify.raw_values import UnreadableValue, plain_scalar, raw_column, reader
 from app.verify.table_state import RowIndex, TableState
-
-
-def _text(value: Any) -> Any:
-    return " ".join(str(value).split()).casefold() if value is not None else None
 
 
 def plain(value: Any) -> Any:
@@ -27,17 +24,6 @@ def plain(value: Any) -> Any:
     if isinstance(value, Decimal):
         return float(value)
     return plain_scalar(value)
-
-
-def _money(value: Any) -> Any:
-    # Rounded to cents for content matching; keyed rows also compare within the tolerance.
-    if value is None or isinstance(value, UnreadableValue):
-        return value
-    try:
-        money = round(float(value), 2)
-    except (ValueError, TypeError, OverflowError):  # text or bytes an agent wrote
-        return UnreadableValue.of("money", value)
-    return plain_scalar(money)
 
 
 def read_raw(conn: Connection, columns: list[Any]) -> tuple[list[Any], list[Callable[[Any], Any]]]:
@@ -161,20 +147,23 @@ def value_converters(
     refs: Mapping[str, dict[Any, tuple[Any, ...]]],
     reads: list[Callable[[Any], Any]],
 ) -> list[Callable[[Any], Any]]:
+    """How the dump reads each column: the value as stored, exactly (references by natural
+    key); the comparison spec's text and money rules apply when matching, not here
+    (app/verify/match_form.py), so a write they would hide is still a change."""
     converters: list[Callable[[Any], Any]] = []
     for col, read in zip(columns, reads, strict=True):
         convert: Callable[[Any], Any]
         if col in spec.references and spec.references[col] in refs:
             mapping = refs[spec.references[col]]
             convert = partial(_mapped, mapping)
-        elif col in spec.text:
-            convert = _text
+            if read is not plain_scalar:
+                convert = partial(_read_then, read, convert)
+        elif read is not plain_scalar:  # the column's type converts: read raw, tag what fails
+            convert = partial(_read_exact, read, col in spec.money)
         elif col in spec.money:
-            convert = _money
+            convert = _money_exact
         else:
             convert = plain
-        if read is not plain_scalar:  # the column's type converts: read raw, tag what fails
-            convert = partial(_read_then, read, convert)
         converters.append(convert)
     return converters
 
@@ -185,12 +174,28 @@ def _mapped(mapping: Mapping[Any, Any], value: Any) -> Any:
 
 
 def _read_then(read: Callable[[Any], Any], convert: Callable[[Any], Any], value: Any) -> Any:
-    """Read a raw value by its column's type, then normalise it (unreadable ones tagged)."""
-    return _unless_unreadable(read(value), convert)
+    """Read a raw value by its column's type, then convert it (unreadable ones tagged)."""
+    got = read(value)
+    return got if isinstance(got, UnreadableValue) else convert(got)
 
 
-def _unless_unreadable(value: Any, convert: Callable[[Any], Any]) -> Any:
-    return value if isinstance(value, UnreadableValue) else convert(value)
+def _read_exact(read: Callable[[Any], Any], money: bool, value: Any) -> Any:
+    """A raw value read by its column's type; text its type reads as a number stays that text
+    (StoredText): stored another way, it is another value."""
+    got = read(value)
+    if isinstance(got, UnreadableValue):
+        return got
+    out = _money_exact(got) if money else plain(got)
+    if type(value) is str and type(out) in (int, float):
+        return StoredText.of(value, out)
+    return out
+
+
+def _money_exact(value: Any) -> Any:
+    """Money to the last digit, always a float (SQLite hands back 25800, PostgreSQL 25800.0:
+    one value, one form, so dumps of both sort alike)."""
+    out = plain(value)
+    return float(out) if type(out) is int else out
 
 
 # SQL text of the dump's parameterless statements, per (kind, table objects, columns): on SQLite

@@ -46,6 +46,7 @@ from app.storage.base import (
     SessionHandle,
     Unsupported,
     Work,
+    verify_threads,
     worker_threads,
 )
 from app.storage.control import SessionRecord
@@ -111,7 +112,10 @@ class PgBackend:
         self.names = SchemaNames(settings.pg_schema_prefix)
         self.engine = make_engine(
             settings.database_url or "",
-            pool_size=settings.pg_pool_size or 2 * worker_threads(settings, CAPABILITIES) + 1,
+            pool_size=settings.pg_pool_size
+            or 2 * worker_threads(settings, CAPABILITIES)
+            + verify_threads(settings, CAPABILITIES)
+            + 1,
             statement_timeout_ms=settings.tool_time_limit_ms,
         )
         # Snapshot images are built (deterministically) by each replica in its own data dir;
