@@ -77,7 +77,11 @@ class SessionManager:
         self.backend = backend if backend is not None else make_backend(settings, env)
         self.control = self.backend.control
         # Gold states replay on the SQLite snapshot images, whichever backend holds sessions.
-        self.gold = GoldCache(self.backend.snapshots, settings.gold_cache_size)
+        self.gold = GoldCache(
+            self.backend.snapshots,
+            settings.gold_cache_size,
+            max_bytes=settings.gold_cache_mb * 2**20,
+        )
         # Files a verify without a session writes for tasks no session uses: bounded.
         self.replay_files = ReplayFiles(
             settings.replay_cache_files, settings.replay_cache_mb * 2**20
