@@ -93,6 +93,11 @@ class Settings(BaseSettings):
         description="Bytes (MiB, estimated) of gold and seed states kept in memory per worker "
         "for verify; the least recently used go past it and are replayed again when needed.",
     )
+    gold_on_seed: bool = Field(
+        True,
+        description="At the first seed of a task, build its gold state in the background (a "
+        "worker thread) while the rollout runs, so its first verify does not replay the gold.",
+    )
     seed_file_cache_mb: int = Field(
         64,
         ge=1,

@@ -196,3 +196,27 @@ def test_a_bad_seed_row_is_refused_by_the_raw_path_as_before(tmp_path: Path) -> 
     )
     with pytest.raises(SeedError, match="addresses: the database refused a row"):
         store.snapshot(task)
+
+
+def test_concurrent_gets_of_one_gold_build_it_once(tmp_path: Path) -> None:
+    """The gold built ahead at seed and a verify asking for it meanwhile share one build."""
+    import threading
+
+    env = load_environment("retail")
+    builds: list[str] = []
+
+    class Counting(GoldCache):
+        def _build(self, task: Any) -> Any:
+            builds.append(task.gold_key)
+            return super()._build(task)
+
+    gold = Counting(Store(tmp_path / "data", env), 16)
+    task = task_from_data(load_fixture_tasks("retail")[0])
+    results: list[Any] = []
+    threads = [threading.Thread(target=lambda: results.append(gold.get(task))) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(builds) == 1 and len(results) == 4
+    assert all(r is results[0] for r in results) and gold.cached(task)

@@ -63,6 +63,14 @@ from app.verify.request_task import ScoredTask, scored_task
 from app.verify.session_verify import verify_state
 
 log = logging.getLogger("stategym.sessions")
+
+
+def _log_gold_failure(future: Any) -> None:
+    """A gold built ahead that failed is built again (and its error answered) at verify."""
+    if not future.cancelled() and future.exception() is not None:
+        log.warning("gold state built at seed failed: %r", future.exception())
+
+
 T = TypeVar("T")
 # A call on the event loop (a proven-fast tool, app/runtime/inline.py) is stopped after this long
 # and run again in a thread: an argument that makes a fast tool slow holds the loop at most this
@@ -121,6 +129,7 @@ class SessionManager:
             session_id, created_at = secrets.token_hex(16), _utcnow()
             await self._run(self._create, session_id, request, created_at)
             self._prefetch(session_id)
+            self._gold_ahead(request.task)
             return Seeded(session_id, _issued(created_at), created=True)
         return await self._seed_typed(request, request.resources_session_id)
 
@@ -131,6 +140,7 @@ class SessionManager:
             held = await self._run(self._claim_or_create, rsid, session_id, request, created_at)
             if held is None:
                 self._prefetch(session_id)
+                self._gold_ahead(request.task)
                 return Seeded(session_id, _issued(created_at), created=True)
             seeded = await self._existing(held, request)
             if seeded is not None:
@@ -342,6 +352,14 @@ class SessionManager:
         """Open a just-seeded session in the background (app/runtime/open_sessions.py)."""
         if self.settings.open_on_seed:
             self._open.prefetch(session_id)
+
+    def _gold_ahead(self, task: TaskSpec) -> None:
+        """Build the task's gold state in the background while the rollout runs, so its first
+        verify finds it ready (a first seed of a task is followed by seconds of agent turns)."""
+        if not self.settings.gold_on_seed or self.gold.cached(task):
+            return
+        future = self.executor.submit(self.gold.get, task)
+        future.add_done_callback(_log_gold_failure)
 
     def _on_evict(self, _key: str, handle: SessionHandle) -> None:
         async def close_when_idle() -> None:

@@ -129,6 +129,7 @@ class GoldCache:
             capacity, max_bytes=max_bytes, size_of=self._state_bytes
         )
         self._lock = threading.Lock()
+        self._building: dict[str, threading.Event] = {}  # gold keys being built (waiters wait on it)
 
     def _state_bytes(self, state: DbState) -> int:
         return _ENTRY_BYTES + state_bytes(state, self._shared)
@@ -176,13 +177,36 @@ class GoldCache:
         if kept is not None:
             self._shared = _table_ids(kept.state)
 
+    def cached(self, task: TaskSpec) -> bool:
+        return task.gold_key in self._gold
+
     def get(self, task: TaskSpec) -> GoldState:
-        cached = self._gold.get(task.gold_key)
+        """The task's gold state; one build per task at a time (a verify arriving while the
+        gold built at seed is under way waits for it instead of building it twice)."""
+        key = task.gold_key
+        cached = self._gold.get(key)
         if cached is not None:
             return cached
-        gold = self._build(task)
         with self._lock:
-            self._gold.put(task.gold_key, gold)
+            cached = self._gold.get(key)
+            if cached is not None:
+                return cached
+            building = self._building.get(key)
+            if building is None:
+                self._building[key] = threading.Event()
+        if building is not None:
+            building.wait()
+            cached = self._gold.get(key)
+            return cached if cached is not None else self._put(key, self._build(task))
+        try:
+            return self._put(key, self._build(task))
+        finally:
+            with self._lock:
+                self._building.pop(key).set()
+
+    def _put(self, key: str, gold: GoldState) -> GoldState:
+        with self._lock:
+            self._gold.put(key, gold)
         return gold
 
     def _build(self, task: TaskSpec) -> GoldState:
