@@ -93,6 +93,12 @@ class Settings(BaseSettings):
         description="Bytes (MiB, estimated) of gold and seed states kept in memory per worker "
         "for verify; the least recently used go past it and are replayed again when needed.",
     )
+    answer_cache_mb: int = Field(
+        64,
+        ge=1,
+        description="Bytes (MiB, estimated) of each of the answer checker's caches per worker "
+        "(the seeded states' text vocabularies and their per-table word counts).",
+    )
     gold_on_seed: bool = Field(
         True,
         description="At the first seed of a task, build its gold state in the background (a "

@@ -55,6 +55,7 @@ from app.storage.control import (
 )
 from app.storage.factory import make_backend
 from app.storage.seeding import SeedError
+from app.verify.answers import keep_answers_at_most
 from app.verify.checks import compile_checks
 from app.verify.gold import GoldCache
 from app.verify.judge import Judge, JudgeSettings, JudgeSpec, apply_judge
@@ -63,6 +64,9 @@ from app.verify.request_task import ScoredTask, scored_task
 from app.verify.session_verify import verify_state
 
 log = logging.getLogger("stategym.sessions")
+
+
+GOLD_AHEAD_DELAY_S = 0.005
 
 
 def _log_gold_failure(future: Any) -> None:
@@ -95,6 +99,7 @@ class SessionManager:
             settings.replay_cache_files, settings.replay_cache_mb * 2**20
         )
         keep_at_most(settings.pristine_cache_size)  # the dumps verify patches (per process)
+        keep_answers_at_most(settings.answer_cache_mb * 2**20)  # answer vocabularies
         self.threads = worker_threads(settings, self.backend.capabilities)
         self.executor = ThreadPoolExecutor(self.threads, thread_name_prefix="stategym")
         # Tool calls run on threads of their own: a call that runs to its time limit (agent SQL
@@ -358,8 +363,17 @@ class SessionManager:
         verify finds it ready (a first seed of a task is followed by seconds of agent turns)."""
         if not self.settings.gold_on_seed or self.gold.cached(task):
             return
-        future = self.executor.submit(self.gold.get, task)
-        future.add_done_callback(_log_gold_failure)
+
+        def start() -> None:
+            try:
+                future = self.executor.submit(self.gold.get, task)
+            except RuntimeError:  # shut down meanwhile: the verify (if any) builds it
+                return
+            future.add_done_callback(_log_gold_failure)
+
+        # Started once the seed's answer is on its way: a build holding the GIL meanwhile
+        # would delay that answer by its switch interval.
+        asyncio.get_running_loop().call_later(GOLD_AHEAD_DELAY_S, start)
 
     def _on_evict(self, _key: str, handle: SessionHandle) -> None:
         async def close_when_idle() -> None:

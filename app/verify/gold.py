@@ -129,7 +129,7 @@ class GoldCache:
             capacity, max_bytes=max_bytes, size_of=self._state_bytes
         )
         self._lock = threading.Lock()
-        self._building: dict[str, threading.Event] = {}  # gold keys being built (waiters wait on it)
+        self._building: dict[str, threading.Event] = {}  # gold keys being built
 
     def _state_bytes(self, state: DbState) -> int:
         return _ENTRY_BYTES + state_bytes(state, self._shared)
