@@ -1,7 +1,7 @@
 """The cold path: never-seen tasks seeded and verified once each, over HTTP, one request at a time.
 
     PYTHONPATH=. python -m bench.cold_path [--tasks FILE.jsonl] [-n 200] [--think-ms 0]
-                                           [--root CHECKOUT] [--json]
+                                           [--root CHECKOUT] [--group 8] [--json]
 
 `FILE.jsonl` defaults to `$STATEGYM_BENCH_TASKS` or generates 500 retail tasks once
 (`stategym tasks generate --env retail --count 500 --seed 5`) into the temp dir. A real server
@@ -11,7 +11,9 @@ on a fresh data dir; per task: seed (cold: the task was never seen), with `--thi
 and close (it writes the task's seed file); a third seed (warm), its gold calls, verify (warm),
 close. Reported: server-side (X-Process-Time) p50/p99 of each, and the bytes left in the data dir
 per distinct task once every session is closed, by kind (snapshots, seed files, gold, templates,
-control database).
+control database). With `--group G`: GRPO-shaped traffic instead, each task's G rollouts at
+once (two tasks' groups in flight), rollouts/s over the `-n` never-seen tasks against the 48
+shipped retail tasks, warm, in the same groups.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -122,6 +125,50 @@ async def _run(
     return kinds
 
 
+async def _groups(url: str, rows: list[dict[str, Any]], group: int) -> tuple[int, float, int]:
+    """GRPO-shaped traffic: per task, `group` whole rollouts at once, then the next task, two
+    tasks' groups in flight; (rollouts, seconds, errors)."""
+    kinds = {k: Samples() for k in KINDS}
+    rewards: list[Any] = []
+    queue = list(rows)
+    started = time.perf_counter()
+    async with Client(url, limit=4 * group) as client:
+
+        async def lane() -> None:
+            while queue:
+                task = queue.pop(0)
+                jobs = [
+                    _rollout(client, task, kinds, "cold_seed", "first_verify", 0)
+                    for _ in range(group)
+                ]
+                rewards.extend(await asyncio.gather(*jobs))
+
+        await asyncio.gather(lane(), lane())
+    seconds = time.perf_counter() - started
+    return len(rewards), seconds, sum(s.errors for s in kinds.values())
+
+
+def grpo(args: argparse.Namespace, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Rollouts/s of never-seen tasks in groups vs. the 48 shipped tasks, warm, in groups."""
+    out: dict[str, Any] = {"root": args.root, "group": args.group}
+    shipped = [json.loads(x) for x in (ROOT / "fixtures" / "retail" / "tasks.jsonl").open()]
+    for name, tasks, warm in (("warm_48", shipped, True), ("cold_distinct", rows, False)):
+        data_dir = Path(tempfile.mkdtemp(prefix="stategym-grpo-"))
+        server = _start(Path(args.root), data_dir)
+        try:
+            if warm:  # every snapshot and gold built first
+                asyncio.run(_groups(server.url, tasks, 1))
+            picked = (tasks * (len(rows) // len(tasks) + 1))[: len(rows)] if warm else tasks
+            n, seconds, errors = asyncio.run(_groups(server.url, picked, args.group))
+        finally:
+            server.stop()
+        out[name] = {"rollouts": n, "rollouts_per_s": round(n / seconds, 1), "errors": errors}
+    out["cold_over_warm"] = round(
+        out["cold_distinct"]["rollouts_per_s"] / out["warm_48"]["rollouts_per_s"], 2
+    )
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks")
@@ -130,10 +177,16 @@ def main() -> None:
         "--think-ms", type=float, default=0, help="pause after each cold seed (the agent's turn)"
     )
     parser.add_argument("--root", default=str(ROOT), help="checkout the server runs from")
+    parser.add_argument(
+        "--group", type=int, default=0, help="GRPO mode: rollouts per task at once (e.g. 8)"
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     lines = _tasks(args.tasks).read_text().splitlines()
     rows = [json.loads(line) for line in lines if line.strip()][: args.n]
+    if args.group:
+        print(json.dumps(grpo(args, rows), indent=None if args.json else 2))
+        return
     data_dir = Path(tempfile.mkdtemp(prefix="stategym-cold-"))
     server = _start(Path(args.root), data_dir)
     try:
