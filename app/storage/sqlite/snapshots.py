@@ -34,6 +34,7 @@ from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.orm import Session
 from sqlalchemy.schema import CreateIndex, CreateTable
 
+from app.runtime.lru import LRU
 from app.sdk.environment import Environment
 from app.storage.log_changes import changes_from_log, mark_log_tracked
 from app.storage.meta import (
@@ -60,9 +61,9 @@ _built_templates: dict[tuple[str, str], bytes] = {}
 _seed_bases: dict[tuple[str, bytes], bytes] = {}
 _bases_lock = threading.Lock()
 # The same, by the template object a Store keeps (hashing 0.8 MB per snapshot cost ~1 ms); the
-# entry holds the template, so its id is never reused while the entry lives. A few Stores per
-# process at most (one per data dir and environment).
-_bases_by_object: dict[int, tuple[bytes, bytes]] = {}
+# entry holds the template, so its id is never reused while the entry lives. Bounded: inspection
+# makes a Store (and loads a template object) per request.
+_bases_by_object: LRU[int, tuple[bytes, bytes]] = LRU(8)
 
 
 def schema_fingerprint(env: Environment) -> str:
@@ -100,13 +101,15 @@ def template_image(env: Environment) -> bytes:
 def seed_base(env: Environment, template: bytes) -> bytes:
     """`template` with the step log installed and marked as the change record: what every
     snapshot of it starts from (built once per process and template, ~30 ms)."""
-    known = _bases_by_object.get(id(template))
+    with _bases_lock:
+        known = _bases_by_object.get(id(template))
     if known is not None and known[0] is template:  # the same template object: no hashing
         return known[1]
     key = (env.name, hashlib.blake2b(template, digest_size=16).digest())
     base = _seed_bases.get(key)
     if base is not None:
-        _bases_by_object[id(template)] = (template, base)
+        with _bases_lock:
+            _bases_by_object.put(id(template), (template, base))
         return base
     with _bases_lock:
         base = _seed_bases.get(key)
@@ -118,7 +121,7 @@ def seed_base(env: Environment, template: bytes) -> bytes:
                 base = _seed_bases[key] = sqlite_db.image_of(conn)
             finally:
                 conn.close()
-        _bases_by_object[id(template)] = (template, base)
+        _bases_by_object.put(id(template), (template, base))
     return base
 
 
