@@ -220,3 +220,48 @@ def test_concurrent_gets_of_one_gold_build_it_once(tmp_path: Path) -> None:
         t.join()
     assert len(builds) == 1 and len(results) == 4
     assert all(r is results[0] for r in results) and gold.cached(task)
+
+
+def test_defaults_dates_and_updates_written_by_the_raw_path_equal_sqlalchemy(
+    tmp_path: Path,
+) -> None:
+    """Column defaults (a constant: by the raw path; a function: SQLAlchemy's), dates, datetimes
+    and updates of existing rows land exactly as the previous build wrote them."""
+    seed = {
+        "now": "2026-05-01T09:00:00",
+        "rows": {
+            "airports": [
+                {"id": 9901, "code": "ZZA", "name": "Zed A", "city": "Zedville"},  # label: f()
+                {"id": 1, "name": "Renamed"},  # an update of an existing row
+            ],
+            "flights": [
+                {  # status and delay_minutes: constant defaults
+                    "id": 990001,
+                    "flight_number": "SG999",
+                    "flight_date": "2026-05-12",
+                    "origin_id": 9901,
+                    "destination_id": 1,
+                    "scheduled_departure": "2026-05-12T08:00:00",
+                    "scheduled_arrival": "2026-05-12T10:30:00+02:00",
+                }
+            ],
+        },
+    }
+    new, old, _task = _both("airline", tmp_path, {"task_id": "defaults", "seed": seed})
+    a, b = _view(new), _view(old)
+    assert a["rows"] == b["rows"]
+    flight = [r for r in a["rows"]["flights"] if r[0] == 990001]
+    assert flight and "scheduled" in flight[0]
+
+
+def test_seed_files_left_by_a_previous_process_count_against_the_bound(tmp_path: Path) -> None:
+    """A restart adopts the seed files it finds (oldest first) and keeps them within the bound."""
+    from app.storage.sqlite.seed_files import SeedFiles
+
+    directory = tmp_path / ".seed"
+    directory.mkdir()
+    for n in range(6):
+        (directory / f"k{n}-d.wal").write_bytes(b"x" * 8192)
+    files = SeedFiles(directory, max_bytes=3 * 8192)
+    assert len(list(directory.glob("*.wal"))) == 3 and files.bytes <= 3 * 8192
+    assert sorted(p.name for p in directory.glob("*.wal")) == ["k3-d.wal", "k4-d.wal", "k5-d.wal"]
