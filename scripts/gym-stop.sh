@@ -4,7 +4,11 @@
 # Usage: scripts/gym-stop.sh PID [GRACE_SECONDS]      (GRACE_SECONDS defaults to 90)
 #
 # 1. Lists the launcher's descendants first (its servers, the Ray head it started, Ray's
-#    `ray::IDLE` workers, which sit in process groups of their own), so none is missed later.
+#    `ray::IDLE` workers, which sit in process groups of their own), so none is missed later,
+#    and every process of the launcher's process group (PID is the group's id when the launcher
+#    was started as a job of an interactive shell or with `setsid`). After the launcher has
+#    exited, the group is all that is left to find: `gym eval reverify` exits and leaves its
+#    servers running, orphaned, in its group.
 # 2. Sends SIGINT to the servers (every listed process that is not part of Ray), the signal the
 #    launcher itself forwards on shutdown: uvicorn finishes its requests, StateGym closes its
 #    databases. The launcher is not asked: with nemo-gym 0.7.0 and its Ray head running it did
@@ -17,15 +21,11 @@
 set -euo pipefail
 
 if [ $# -lt 1 ] || [ $# -gt 2 ] || ! [[ $1 =~ ^[0-9]+$ ]]; then
-  sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'
   exit 2
 fi
 launcher=$1
 grace=${2:-90}
-if ! kill -0 "$launcher" 2>/dev/null; then
-  echo "gym-stop: no process $launcher" >&2
-  exit 1
-fi
 
 cmdline() { tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null || true; }
 
@@ -40,10 +40,18 @@ while [ ${#queue[@]} -gt 0 ]; do
     queue+=("$child")
   done
 done
+for member in $(ps -eo pid=,pgid= | awk -v g="$launcher" '$2 == g {print $1}'); do
+  [ "$member" = "$launcher" ] || [ "$member" = "$$" ] || family[$member]=$(cmdline "$member")
+done
+if [ -d "/proc/$launcher" ]; then
+  family[$launcher]=$(cmdline "$launcher")
+elif [ ${#family[@]} = 0 ]; then
+  echo "gym-stop: no process $launcher and nothing left in its process group"
+  exit 0
+fi
 
 alive() { [ -d "/proc/$1" ] && [ "$(cmdline "$1")" = "${family[$1]}" ]; }
 is_ray() { [[ ${family[$1]} =~ (/ray/|ray::|ray-dashboard|multiprocessing) ]]; }
-family[$launcher]=$(cmdline "$launcher")
 
 started=$(date +%s)
 servers=()
