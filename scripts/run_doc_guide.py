@@ -91,7 +91,9 @@ def checkout_files() -> set[str]:
         check=True,
     ).stdout
     paths = {line[3:] for line in out.splitlines() if line[:2] in ("??", "!!")}
-    return {path for path in paths if "__pycache__" not in path}  # bytecode, not the page's data
+    # Bytecode and linters' caches are no data of the page's.
+    caches = ("__pycache__", ".ruff_cache", ".mypy_cache", ".pytest_cache")
+    return {path for path in paths if not any(cache in path for cache in caches)}
 
 
 class Shell:
