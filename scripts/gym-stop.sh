@@ -15,8 +15,8 @@
 #    not react to a SIGINT of its own within 90 s; it notices exited servers at its next 60 s
 #    poll and then prints a traceback (what a Ctrl+C to the whole group shows).
 # 3. Once the servers are gone (or after GRACE_SECONDS), SIGTERMs the launcher and what is left
-#    of Ray, and 10 s later SIGKILLs any listed process still alive with the same command line
-#    (a recycled PID is left alone).
+#    of Ray, and 10 s later SIGKILLs any listed process still alive with the same start time
+#    (a recycled PID is left alone; a zombie counts as gone).
 # Exit status 0 when nothing of the list is left, 1 otherwise.
 set -euo pipefail
 
@@ -28,6 +28,15 @@ launcher=$1
 grace=${2:-90}
 
 cmdline() { tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null || true; }
+# A process's identity: its start time (field 22 of /proc/PID/stat), which survives exec but not
+# PID reuse; empty for a process that is gone or a zombie (exited, not yet reaped).
+identity() {
+  local stat
+  stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 0
+  set -- ${stat##*) }
+  [ "$1" = Z ] || echo "${20}"
+}
+declare -A born=()
 
 # Every descendant, breadth first, with its command line at this moment.
 declare -A family=()
@@ -37,20 +46,25 @@ while [ ${#queue[@]} -gt 0 ]; do
   queue=("${queue[@]:1}")
   for child in $(ps -o pid= --ppid "$parent" 2>/dev/null); do
     family[$child]=$(cmdline "$child")
+    born[$child]=$(identity "$child")
     queue+=("$child")
   done
 done
 for member in $(ps -eo pid=,pgid= | awk -v g="$launcher" '$2 == g {print $1}'); do
-  [ "$member" = "$launcher" ] || [ "$member" = "$$" ] || family[$member]=$(cmdline "$member")
+  if [ "$member" != "$launcher" ] && [ "$member" != "$$" ]; then
+    family[$member]=$(cmdline "$member")
+    born[$member]=$(identity "$member")
+  fi
 done
 if [ -d "/proc/$launcher" ]; then
   family[$launcher]=$(cmdline "$launcher")
+  born[$launcher]=$(identity "$launcher")
 elif [ ${#family[@]} = 0 ]; then
   echo "gym-stop: no process $launcher and nothing left in its process group"
   exit 0
 fi
 
-alive() { [ -d "/proc/$1" ] && [ "$(cmdline "$1")" = "${family[$1]}" ]; }
+alive() { [ -n "${born[$1]}" ] && [ "$(identity "$1")" = "${born[$1]}" ]; }
 is_ray() { [[ ${family[$1]} =~ (/ray/|ray::|ray-dashboard|multiprocessing) ]]; }
 
 started=$(date +%s)

@@ -160,6 +160,10 @@ def test_stop_script_leaves_nothing_of_a_launcher_tree(tmp_path: Path) -> None:
         assert time.monotonic() < deadline
         time.sleep(0.1)
     children = [int(p) for p in pids.read_text().split()]
+    # The stop script tells processes by their command line: wait until both have exec'd `sleep`.
+    while not all(Path(f"/proc/{p}/cmdline").read_bytes().startswith(b"sleep") for p in children):
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
     done = subprocess.run(
         [str(REPO / "scripts/gym-stop.sh"), str(launcher.pid), "5"],
         capture_output=True,
