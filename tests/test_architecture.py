@@ -27,6 +27,7 @@ LEGACY_SQLITE_IMPORTERS = {
     "app.runtime.replay",
     "app.cli.main",  # `prepare` builds the template image
     "app.cli.tasks",
+    "app.cli.env_contract",  # `envs check` builds the template and replays gold like `tasks check`
     "app.cli.export",
     "app.cli.reverify",  # offline reverify builds snapshots like `tasks check`
     # Reverify by replay runs on in-memory SQLite images.
