@@ -403,11 +403,9 @@ def tree(session: SessionArg, data_dir: DataDirOption = None, as_json: JsonOptio
     """The fork lineage holding the session: its root, forks (at which step) and restores."""
     from rich.tree import Tree
 
-    from app.storage.lineage import tree as lineage_tree
-
     with cli_errors(), inspector(data_dir) as insp:
         record = insp.record(session)
-        result = lineage_tree(insp.control.engine, record.id)
+        result = insp.control.lineage_tree(record.id)
     if as_json:
         emit_json(result)
         return

@@ -174,9 +174,8 @@ class Branching:
         self, record: SessionRecord, children: list[Child], parent: str, step: int, kind: str
     ) -> None:
         manager = self.sessions
-        lineage.record(
-            manager.control.engine,
-            [lineage.Origin(c.session_id, parent, step, kind) for c in children],
+        manager.control.record_lineage(
+            [lineage.Origin(c.session_id, parent, step, kind) for c in children]
         )
         for child in children:
             if child.resources_session_id is not None:
@@ -279,7 +278,7 @@ class Branching:
         return image, record
 
     async def tree(self, session_id: str) -> dict[str, Any]:
-        return await self.sessions._run(lineage.tree, self.sessions.control.engine, session_id)
+        return await self.sessions._run(self.sessions.control.lineage_tree, session_id)
 
 
 def _signed_bytes(blob: dict[str, Any]) -> bytes:

@@ -53,9 +53,11 @@ from app.storage.control import (
     SessionRecord,
     deletes_on_close,
 )
+from app.storage.driver import NO_ROOM, RETRY_IN_THREAD, DbError
 from app.storage.factory import make_backend
 from app.storage.seeding import SeedError
 from app.verify.checks import compile_checks
+from app.verify.evidence import cap_evidence
 from app.verify.gold import GoldCache
 from app.verify.judge import Judge, JudgeSettings, JudgeSpec, apply_judge
 from app.verify.patching import keep_at_most
@@ -366,9 +368,9 @@ class SessionManager:
             if self.inline is not None and self.inline.allows(tool.name):
                 result, seconds = self._timed_call(handle, tool, raw_args, inline=True)
                 code = result.get("error", {}).get("code")
-                if code != "busy":
+                if code != DbError.BUSY.code:
                     self.inline.record(tool.name, seconds, inline=True)
-                if code not in ("busy", "time_limit"):
+                if code not in RETRY_IN_THREAD:
                     return result
                 # Another process holds the session's write lock, or the call ran past the
                 # loop's short limit (and was rolled back): it runs again in a thread, never
@@ -403,12 +405,12 @@ class SessionManager:
 
         result = self.backend.call(handle, tool, logged, limit_ms=limit, inline=inline)
         code = result.get("error", {}).get("code")
-        if code in ("storage_full", "size_limit"):
+        if code in NO_ROOM:
             # No room for the step itself: the call runs unlogged (a lookup still answers).
             result = self.backend.call(handle, tool, unlogged, limit_ms=limit, inline=inline)
             return result, time.thread_time() - started
         # An inline attempt that was busy or too slow runs again in a thread: not a step yet.
-        if code is not None and not (inline and code in ("busy", "time_limit")):
+        if code is not None and not (inline and code in RETRY_IN_THREAD):
             self.backend.write_failed_step(handle, step.failure_writer(result))
         return result, time.thread_time() - started
 
@@ -458,7 +460,8 @@ class SessionManager:
             return record, scored, result, False  # the judge is awaited on the event loop
         if scored.mismatch:
             result["task_mismatch"] = list(scored.mismatch)
-        self.control.mark_verified(record.id, result["reward"], result)
+        # What is stored is capped in size, as what is shown (app/verify/evidence.py).
+        self.control.mark_verified(record.id, result["reward"], cap_evidence(result))
         return record, scored, result, True
 
     async def _verified(
@@ -480,7 +483,9 @@ class SessionManager:
                 )
             if scored.mismatch:
                 result["task_mismatch"] = list(scored.mismatch)
-            await self._run(self.control.mark_verified, record.id, result["reward"], result)
+            await self._run(
+                self.control.mark_verified, record.id, result["reward"], cap_evidence(result)
+            )
         if self.settings.close_on_verify and record.status != "closed":
             await self.close(session_id)
         return result

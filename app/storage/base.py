@@ -38,16 +38,20 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 from sqlalchemy import Connection
 
 from app.errors import StateGymError
-from app.runtime.tasks import TaskSpec
 from app.sdk.environment import Environment, Tool, ToolContext
 from app.settings import Settings
 from app.storage.control import ResourcesClaim, SessionQuery, SessionRecord
-from app.storage.sqlite.store import Snapshot, Store
+from app.storage.lineage import Origin
+from app.storage.snapshots import Snapshot
+
+if TYPE_CHECKING:  # types only: the task model and the snapshot image store
+    from app.runtime.tasks import TaskSpec
+    from app.storage.sqlite.store import Store
 
 T = TypeVar("T")
 # What `SessionBackend.call` runs inside the session's transaction: the tool runner.
@@ -137,9 +141,7 @@ class SessionHandle(Protocol):
 @runtime_checkable
 class ControlStore(Protocol):
     """The control database: one row per session plus the typed-seed claims (app/storage/
-    control.py). Both backends use `ControlDB`'s queries; only the engine differs."""
-
-    engine: Any  # a SQLAlchemy Engine; session lineage (app/storage/lineage.py) uses it
+    control.py, with each backend's own in app/storage/{sqlite,postgres}/control.py)."""
 
     def add(
         self,
@@ -168,6 +170,8 @@ class ControlStore(Protocol):
     def live_created_before(
         self, env: str, cutoff: datetime
     ) -> builtins.list[tuple[str, datetime]]: ...
+    def record_lineage(self, origins: builtins.list[Origin]) -> None: ...
+    def lineage_tree(self, session_id: str) -> dict[str, Any]: ...
     def dispose(self) -> None: ...
 
 

@@ -203,11 +203,7 @@ class PgBackend:
                 if status == "closed":  # closed by any replica: seen at once
                     raise SessionClosed(f"session {handle.id} is closed")
                 # The ORM Session joins this transaction: a tool error rolls it back.
-                try:
-                    result = work(conn)
-                except DataError as exc:  # e.g. a string longer than its VARCHAR(n)
-                    return _refused(tool, exc)
-                result = as_time_limit(result, tool, limit_ms)
+                result = work(conn)
                 # An error may come before the ORM Session began (bad arguments): roll back.
                 if transaction.is_active and "output" in result:
                     if not tool.read_only:  # the idle reaper's activity clock
@@ -411,34 +407,6 @@ class PgView:
                 conn.exec_driver_sql(drop_schema_sql(self.names.session(record.id)))
                 self.archive.delete(conn, record.id)
         return 0
-
-
-def as_time_limit(result: dict[str, Any], tool: Tool, limit_ms: int) -> dict[str, Any]:
-    """statement_timeout cancels a long call as SQLite's progress handler does: same answer."""
-    error = result.get("error") or {}
-    if error.get("code") == "database_error" and "statement timeout" in error.get("message", ""):
-        return {
-            "error": {
-                "code": "time_limit",
-                "message": f"{tool.name} ran longer than {limit_ms} ms and was stopped; "
-                "nothing was changed.",
-                "hint": "Ask for less at once (narrower filters, fewer rows).",
-            }
-        }
-    return result
-
-
-def _refused(tool: Tool, exc: DataError) -> dict[str, Any]:
-    """PostgreSQL checks what SQLite lets through (VARCHAR lengths, value ranges): a tool
-    error the agent can correct, as run_tool answers a constraint violation."""
-    reason = str(exc.orig).splitlines()[0] if exc.orig is not None else str(exc)
-    return {
-        "error": {
-            "code": "constraint_violation",
-            "message": f"{tool.name} was refused by the database ({reason}); nothing was changed.",
-            "hint": "Check the lengths and formats of the values you passed.",
-        }
-    }
 
 
 def _stamp_write(conn: Connection) -> None:

@@ -15,10 +15,8 @@ from __future__ import annotations
 
 import hashlib
 import random
-import re
 import sqlite3
 import threading
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -44,11 +42,10 @@ from app.storage.meta import (
 )
 from app.storage.migrations import schema_state, stamp_new_database, upgrade_retained
 from app.storage.seeding import apply_seed, parse_seed_now
+from app.storage.snapshots import SESSION_ID_RE, Snapshot
 from app.storage.sqlite import db as sqlite_db
 from app.storage.step_triggers import step_logged_tables
 from app.storage.steplog import STEP_LOG_VERSION, install_step_log
-
-SESSION_ID_RE = re.compile(r"^[0-9a-f]{32}$")
 
 
 def check_session_id(session_id: str) -> str:
@@ -174,16 +171,6 @@ def _without_rowid(env: Environment) -> set[str]:
         for t in env.metadata.sorted_tables
         if t.dialect_options["sqlite"].get("with_rowid", True) is False
     }
-
-
-@dataclass
-class Snapshot:
-    key: str
-    image: bytes
-    now: datetime
-    # The image, WAL-marked, as a file sessions are copied from (Store.seed_file); set on the
-    # first seed of this snapshot in this process.
-    seed_file: Path | None = None
 
 
 class Store:
