@@ -17,8 +17,8 @@ from sqlalchemy.orm import Session
 from sqlalchemy.pool import StaticPool
 
 from app.sdk.environment import Environment, ToolContext
+from app.storage import images
 from app.storage.seeding import apply_seed, parse_now
-from app.storage.sqlite import db as sqlite_db
 
 
 def memory_engine(env: Environment) -> Engine:
@@ -68,8 +68,8 @@ def open_task_db(
     """A session on a fresh in-memory database holding the base data plus `seed` (committed)."""
     # On the process-wide engine: a fresh engine per clone recompiled every statement (a third
     # of a generated task's time went to compiling); the session's close drops the database.
-    conn = sqlite_db.memory_from_image(base_image(env))
-    db = Session(bind=sqlite_db.bind_connection(conn, begin="BEGIN"))
+    conn = images.memory_from_image(base_image(env))
+    db = Session(bind=images.bind_connection(conn, begin="BEGIN"))
     apply_seed(db, env.metadata, seed)
     db.commit()
     return db, parse_now((seed or {}).get("now"), env.default_now)
