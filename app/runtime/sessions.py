@@ -593,7 +593,7 @@ class Seeded:
 
 
 # A retried seed waits this long for the first one to finish; a claim older than the stale limit
-# belongs to a seeder that died (a cold snapshot takes well under a second, PERF_FACTS.md).
+# belongs to a seeder that died (a cold snapshot takes well under a second).
 SEED_WAIT_SECONDS = 30.0
 SEED_POLL_SECONDS = 0.01
 STALE_CLAIM_SECONDS = 120.0
