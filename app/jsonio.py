@@ -2,7 +2,7 @@
 orjson where it gives the stdlib's answer, else json.
 
 A verify request echoes the whole rollout (often 10-20 KB): parsing it and encoding the answer
-were 60 % of the protocol layer's own time for verify (bench/README.md, "Issue 20, round 5").
+were 60 % of the protocol layer's own time for verify (bench/README.md, "round 5").
 orjson does both 5-10x faster. It is used only where its result is the stdlib's:
 - parsing: orjson reads integers beyond 64 bits as floats (the echo would change), so a body
   with a run of 19 or more digits goes to json; anything orjson refuses (NaN, 1e400, a lone

@@ -1,4 +1,4 @@
-"""Issue 15 item 3: an answer that names the expected value and rivals of its kind earns 0.
+"""An answer that names the expected value and rivals of its kind earns 0.
 
 Unit cases on `hedged_outputs`, and the issue's example (every sql answer or refusal task
 answered with a list of every employee, invoice and the numbers 0-399) through HTTP.

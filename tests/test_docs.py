@@ -131,3 +131,16 @@ _FILE_SUFFIXES = {
     "ini",
     "html",
 }
+
+
+def test_comments_name_the_property_not_an_issue_number():
+    """A comment or docstring says what it guards; "issue N" means nothing outside the tracker."""
+    pattern = re.compile(r"\b[Ii]ssue \d+")
+    found = [
+        f"{path.relative_to(REPO)}:{n}"
+        for top in ("app", "envs", "tests", "scripts")
+        for path in (REPO / top).rglob("*.py")
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        if pattern.search(line)
+    ]
+    assert found == []

@@ -1,4 +1,4 @@
-"""Issue 20's fast paths write and read exactly what the SQLAlchemy paths they replace did.
+"""The raw fast paths write and read exactly what the SQLAlchemy paths they replace did.
 
 Each test runs the same operations twice, once through the raw DB-API path and once with it
 switched off, and compares the stored rows (or the results) byte for byte.

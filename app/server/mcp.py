@@ -1,4 +1,4 @@
-"""Tools over MCP: the environment's tools served by the official `mcp` SDK (issue 18).
+"""Tools over MCP: the environment's tools served by the official `mcp` SDK.
 
 `/mcp` speaks streamable HTTP through the SDK's low-level `Server` and its
 `StreamableHTTPSessionManager` in stateless mode: every POST is answered on its own, so any
