@@ -306,7 +306,7 @@ def gc(
             help="Remove sessions created longer ago than this (7d, 12h). "
             "Default: from the retention setting."
         ),
-    ] = None,  # fmt: skip
+    ] = None,
     keep_failed: Annotated[
         bool, typer.Option("--keep-failed", help="Keep sessions without a perfect reward.")
     ] = False,

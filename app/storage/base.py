@@ -1,32 +1,9 @@
 """What a storage backend is: the one interface the runtime, inspection, /admin and the CLI use.
 
-A session is one rollout's database: a SQLite file cloned from a per-task snapshot image
-(app/storage/sqlite/) or a PostgreSQL schema cloned from a per-task template schema
-(app/storage/postgres/). `make_backend(settings, env)` (app/storage/factory.py) builds one
-`SessionBackend` per process from `database_url`; nothing outside app/storage/ asks which one it
-got: it reads `capabilities` instead.
-
-The protocol flow (seed claims and idempotency, the per-session lock, tool calls, verify, close)
-lives in app/runtime/sessions.py and calls, per request, at most:
-
-    seed    control.add -> backend.create(session_id, snapshot)
-    tool    backend.open(session_id) (first call only) -> backend.call(handle, tool, work)
-    verify  backend.read(handle, work)
-    close   backend.release(handle, session_id, delete=...) -> control.mark_closed
-
-Every one of them is one transaction on the session (one worker-thread hop, no extra query):
-`call` runs `work(bind)` in the session's namespace, where `bind` is a SQLAlchemy `Connection`
-not yet in a transaction; the runner's ORM `Session` opens it (SQLite: BEGIN IMMEDIATE) or joins
-the one the backend began (PostgreSQL: BEGIN + the session's advisory lock).
-
-Gold states and seed dumps are computed on the SQLite snapshot images on both backends
-(`backend.snapshots`), so both verify against the very same reference.
-
-Extension point: a capability that needs the session's storage (fork: copy one session's state
-into n new sessions; rewind to a step; export/restore a session) is a method added to
-`SessionBackend` here and implemented in both backend modules, with a flag in `Capabilities`
-when one backend cannot offer it (as `browse` is today). The runtime calls the method; it never
-reaches for a file path or a schema name.
+`make_backend` (app/storage/factory.py) builds one `SessionBackend` per process; nothing outside
+app/storage/ asks which one it got: it reads `capabilities`. Every call below is one transaction
+on the session (one worker-thread hop). The flow and the extension point:
+docs/storage.md#the-backend-protocol.
 """
 
 from __future__ import annotations

@@ -1,23 +1,30 @@
-"""What a tool call asks of its database driver: a time limit and its errors, classified once.
+"""What callers ask of a session's database driver: errors classified once, a time limit, and the
+session's step log and changes read the backend's way.
 
 `DbError` is the one catalogue of the database failures a tool call can end in, each with the
 code, message and hint the agent is sent (written here only). Each backend classifies its own
 driver's exceptions into it (`app/storage/sqlite/driver.py`, `app/storage/postgres/driver.py`),
 as SQLAlchemy's dialects decide `is_disconnect`; the runner asks `classify(exc, bind)` and never
-reads an error's text or names a dialect.
+reads an error's text or names a dialect. `steplog.step_log`, `steplog.write_step` and
+`tracking.tracked_changes` reach the backend's own readers the same way.
 """
 
 from __future__ import annotations
 
 import errno
+from collections.abc import Iterable, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from enum import Enum
 from importlib import import_module
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
+
+if TYPE_CHECKING:
+    from app.storage.meta import Changes
+    from app.storage.steplog import StepLog
 
 
 class DbError(Enum):
@@ -94,6 +101,18 @@ class Driver(Protocol):
         ...
 
     def is_storage_full(self, exc: BaseException) -> bool: ...
+
+    def step_log(self, conn: Connection) -> StepLog | None:
+        """The step log of the session `conn` is on; None when it keeps none."""
+        ...
+
+    def tracked_changes(self, conn: Connection, tables: Iterable[str]) -> Changes | None:
+        """What the session wrote since its snapshot (app/storage/tracking.py)."""
+        ...
+
+    def write_step(self, conn: Connection, step: Mapping[str, Any]) -> None:
+        """Append one step row in the caller's transaction (app/storage/steplog.py)."""
+        ...
 
 
 # SQLAlchemy dialect name -> the backend module that knows its driver (loaded on first use).

@@ -50,7 +50,6 @@ from app.storage.base import (
     worker_threads,
 )
 from app.storage.control import SessionRecord
-from app.storage.meta import CHANGE_READER
 from app.storage.postgres.archive import SessionArchive
 from app.storage.postgres.control import PgControlDB, open_pg_control
 from app.storage.postgres.db import (
@@ -61,6 +60,7 @@ from app.storage.postgres.db import (
     make_engine,
     session_connection,
 )
+from app.storage.postgres.driver import bind_readers
 from app.storage.postgres.migrate import ensure_current
 from app.storage.postgres.steplog import (
     PG_STEP_LOG_VERSION,
@@ -71,7 +71,7 @@ from app.storage.postgres.steplog import (
 )
 from app.storage.postgres.store import PgStore
 from app.storage.sqlite.store import Snapshot, Store
-from app.storage.steplog import LOG_READER, UndoUnavailable, check_step
+from app.storage.steplog import UndoUnavailable, check_step
 
 T = TypeVar("T")
 log = logging.getLogger("stategym.postgres")
@@ -138,8 +138,7 @@ class PgBackend:
 
         @event.listens_for(self.engine, "engine_connect")
         def _step_log_reader(conn: Connection) -> None:
-            conn.info[LOG_READER] = reader
-            conn.info[CHANGE_READER] = changes
+            bind_readers(conn, reader, changes)
 
         self.control = control or open_pg_control(self.engine, self.names.control)
         # Live records whose schema is gone (a server killed mid-seed, -fork or -recycle) are
@@ -347,11 +346,11 @@ class PgView:
     def scratch(self, record: SessionRecord, env: Environment) -> Iterator[Connection]:
         # Not READ ONLY: step rewards may undo the log (in a savepoint); all is rolled back.
         with self._transaction(record, read_only=False) as conn:
-            conn.info[LOG_READER] = step_log_reader(env.metadata)
+            bind_readers(conn, step_log_reader(env.metadata))
             try:
                 yield conn
             finally:
-                conn.info.pop(LOG_READER, None)
+                bind_readers(conn, None)
 
     @contextmanager
     def _transaction(self, record: SessionRecord, *, read_only: bool) -> Iterator[Connection]:

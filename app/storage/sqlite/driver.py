@@ -1,16 +1,22 @@
-"""SQLite's driver (sqlite3) as app/storage/driver.py asks for it: errors and the time limit."""
+"""SQLite's driver (sqlite3) as app/storage/driver.py asks for it: errors, the time limit, and
+the step log and changes, read on the session's sqlite3 connection itself (a tenth of a
+SQLAlchemy round trip a query)."""
 
 from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
+from typing import Any
 
+from sqlalchemy import Connection
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 from sqlalchemy.orm import Session
 
+from app.storage import steplog, tracking
 from app.storage.driver import Bind, Classified, DbError
+from app.storage.meta import Changes
 from app.storage.sqlite import db as sqlite_db
 
 
@@ -56,3 +62,22 @@ def _size_limit(bind: Bind) -> int | None:
     """The session's size cap when a "database or disk is full" was that cap (not the disk)."""
     raw = getattr(getattr(bind, "connection", None), "driver_connection", None)
     return sqlite_db.size_limit_hit(raw) if isinstance(raw, sqlite3.Connection) else None
+
+
+def step_log(conn: Connection) -> steplog.SqliteStepLog | None:
+    raw = _raw(conn)
+    return steplog.SqliteStepLog(raw) if steplog.has_step_log(raw) else None
+
+
+def tracked_changes(conn: Connection, tables: Iterable[str]) -> Changes | None:
+    return tracking.changes_in_file(_raw(conn), tables)
+
+
+def write_step(conn: Connection, step: Mapping[str, Any]) -> None:
+    steplog.write_step(_raw(conn), step)
+
+
+def _raw(conn: Connection) -> sqlite3.Connection:
+    raw = conn.connection.driver_connection
+    assert isinstance(raw, sqlite3.Connection)
+    return raw
