@@ -33,8 +33,7 @@ DRIVER_NAMERS_ALLOWED = {
     # The bounded SQL functions and budgets of the `sql` environment's SQLite console.
     "app.runtime.sql_functions",
     "app.runtime.budgets",
-    # Replays and story validation run on in-memory SQLite images (sqlite3 itself).
-    "app.runtime.replay",
+    # Story validation runs on in-memory SQLite images (sqlite3 itself).
     "app.taskgen.gold_run",
     "app.taskgen.validate",
     "app.runtime.steps",  # a failed call's step is written on the raw connection

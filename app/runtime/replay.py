@@ -7,14 +7,12 @@ its gold calls through the tools themselves.
 from __future__ import annotations
 
 import random
-import sqlite3
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.orm import Session
-from sqlalchemy.pool import StaticPool
 
 from app.sdk.environment import Environment, ToolContext
 from app.storage import images
@@ -45,21 +43,9 @@ def base_image(env: Environment) -> bytes:
             env.build_base(db, random.Random(env.base_seed))
             db.commit()
         with engine.connect() as conn:
-            raw = conn.connection.dbapi_connection
-            assert isinstance(raw, sqlite3.Connection)
-            _TEMPLATES[key] = raw.serialize()
+            _TEMPLATES[key] = images.serialize(conn)
         engine.dispose()
     return _TEMPLATES[key]
-
-
-def _clone(image: bytes) -> Engine:
-    def connect() -> sqlite3.Connection:
-        conn = sqlite3.connect(":memory:", check_same_thread=False)
-        conn.deserialize(image)
-        conn.execute("PRAGMA foreign_keys=ON")
-        return conn
-
-    return create_engine("sqlite://", creator=connect, poolclass=StaticPool)
 
 
 def open_task_db(
@@ -82,13 +68,11 @@ def dump(db: Session, env: Environment) -> dict[str, list[tuple[Any, ...]]]:
     statement compilation or type processing: dumps only serve comparisons, and this is ~3x
     faster than a select() per table on a fresh engine (the task generator dumps twice a task).
     """
-    raw = db.connection().connection.driver_connection
-    assert isinstance(raw, sqlite3.Connection)
     out = {}
     for name, table in env.metadata.tables.items():
         cols = ", ".join(f'"{c.name}"' for c in table.columns)
         order = ", ".join(f'"{c.name}"' for c in table.primary_key.columns)
-        out[name] = raw.execute(f'SELECT {cols} FROM "{name}" ORDER BY {order}').fetchall()
+        out[name] = images.raw_rows(db, f'SELECT {cols} FROM "{name}" ORDER BY {order}')
     return out
 
 

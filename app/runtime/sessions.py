@@ -24,7 +24,7 @@ from typing import Any, Literal, TypeVar
 
 from sqlalchemy import Connection
 
-from app.clock import naive_utcnow
+from app.clock import created_now, issued_at
 from app.errors import (
     InvalidTask,
     NotOwner,
@@ -56,6 +56,7 @@ from app.storage.control import (
 from app.storage.driver import NO_ROOM, RETRY_IN_THREAD, DbError
 from app.storage.factory import make_backend
 from app.storage.seeding import SeedError
+from app.storage.snapshots import Snapshot
 from app.verify.checks import compile_checks
 from app.verify.evidence import cap_evidence
 from app.verify.gold import GoldCache
@@ -129,20 +130,20 @@ class SessionManager:
         """A new session; for a typed seed, the existing one when its id was seeded before by
         the same episode (NeMo Gym retries seeds). A legacy seed is always a new rollout."""
         if request.resources_session_id is None:
-            session_id, created_at = secrets.token_hex(16), _utcnow()
+            session_id, created_at = secrets.token_hex(16), created_now()
             await self._run(self._create, session_id, request, created_at)
             self._prefetch(session_id)
-            return Seeded(session_id, _issued(created_at), created=True)
+            return Seeded(session_id, issued_at(created_at), created=True)
         return await self._seed_typed(request, request.resources_session_id)
 
     async def _seed_typed(self, request: SeedRequest, rsid: str) -> Seeded:
         deadline = time.monotonic() + SEED_WAIT_SECONDS
         while True:
-            session_id, created_at = secrets.token_hex(16), _utcnow()
+            session_id, created_at = secrets.token_hex(16), created_now()
             held = await self._run(self._claim_or_create, rsid, session_id, request, created_at)
             if held is None:
                 self._prefetch(session_id)
-                return Seeded(session_id, _issued(created_at), created=True)
+                return Seeded(session_id, issued_at(created_at), created=True)
             seeded = await self._existing(held, request)
             if seeded is not None:
                 return seeded
@@ -176,7 +177,7 @@ class SessionManager:
         record = await self._run(self.control.get, held.session_id)
         if record is None or record.status == "closed":
             raise SeedConflict(f"resources_session_id {rsid!r} was closed; it cannot be reseeded")
-        return Seeded(record.id, _issued(record.created_at), created=False)
+        return Seeded(record.id, issued_at(record.created_at), created=False)
 
     def _claim_or_create(
         self, rsid: str, session_id: str, request: SeedRequest, created_at: datetime
@@ -194,12 +195,7 @@ class SessionManager:
         task, rsid = request.task, request.resources_session_id
         # Checks naming unknown tables or columns are refused now, not at verify.
         compile_checks(self.env.metadata.tables, self.env.compare, task.expected_state)
-        try:
-            snapshot = self.backend.snapshot(task)
-        except SeedError as exc:
-            raise InvalidTask(
-                f"the task's seed does not fit environment {self.env.name}: {exc}"
-            ) from exc
+        snapshot = self._snapshot(task)
         # The control row comes first: a crash between the two leaves a row without a
         # database (the reaper closes it) rather than a database nobody knows about.
         held = self.control.add(
@@ -511,13 +507,17 @@ class SessionManager:
             self.replay_files.touch(paths)
             self.replay_files.keep(created)
 
-    def _replay_verify(self, task: TaskSpec, response: Any) -> dict[str, Any]:
+    def _snapshot(self, task: TaskSpec) -> Snapshot:
+        """The task's seeded snapshot; InvalidTask when its seed does not fit the models."""
         try:
-            snapshot = self.backend.snapshot(task)
+            return self.backend.snapshot(task)
         except SeedError as exc:
             raise InvalidTask(
                 f"the task's seed does not fit environment {self.env.name}: {exc}"
             ) from exc
+
+    def _replay_verify(self, task: TaskSpec, response: Any) -> dict[str, Any]:
+        snapshot = self._snapshot(task)
         return replay_verify(
             env=self.env,
             snapshot=snapshot,
@@ -597,14 +597,6 @@ class Seeded:
 SEED_WAIT_SECONDS = 30.0
 SEED_POLL_SECONDS = 0.01
 STALE_CLAIM_SECONDS = 120.0
-
-
-def _utcnow() -> datetime:
-    return naive_utcnow().replace(microsecond=0)
-
-
-def _issued(created_at: datetime) -> int:
-    return int(created_at.replace(tzinfo=UTC).timestamp())
 
 
 def _age_seconds(stamp: datetime) -> float:

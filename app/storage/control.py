@@ -161,22 +161,20 @@ class ControlDB:
         """Insert the session's row. With a `resources_session_id`, claim that id for it in
         the same transaction (state `seeding`): when another session holds the id already,
         nothing is written and that claim is returned."""
+        row = {
+            "id": session_id,
+            "env": env,
+            "task_id": task_id,
+            "snapshot_key": snapshot_key,
+            "resources_session_id": resources_session_id,
+            "status": "open",
+            "created_at": created_at or _utcnow(),
+            "file": file,
+            "task_json": jsonio.dumps_text(task),
+        }
         if resources_session_id is None:
-            self._add_unclaimed(
-                session_id, env, task_id, snapshot_key, file, task, created_at or _utcnow()
-            )
+            self._add_unclaimed(row)
             return None
-        row = sessions_table.insert().values(
-            id=session_id,
-            env=env,
-            task_id=task_id,
-            snapshot_key=snapshot_key,
-            resources_session_id=resources_session_id,
-            status="open",
-            created_at=created_at or _utcnow(),
-            file=file,
-            task_json=jsonio.dumps_text(task),
-        )
         try:
             with self._engine.begin() as conn:
                 conn.execute(
@@ -189,7 +187,7 @@ class ControlDB:
                         updated_at=_utcnow(),
                     )
                 )
-                conn.execute(row)
+                conn.execute(insert(sessions_table).values(**row))
         except IntegrityError:
             held = self.claim(env, resources_session_id)
             if held is None:  # released between our insert and this read: try once more
@@ -201,30 +199,10 @@ class ControlDB:
             return held
         return None
 
-    def _add_unclaimed(
-        self,
-        session_id: str,
-        env: str,
-        task_id: str | None,
-        snapshot_key: str,
-        file: str,
-        task: dict[str, Any],
-        created_at: datetime,
-    ) -> None:
-        """The session's row alone, one statement (`add` without a resources id)."""
-        row = sessions_table.insert().values(
-            id=session_id,
-            env=env,
-            task_id=task_id,
-            snapshot_key=snapshot_key,
-            resources_session_id=None,
-            status="open",
-            created_at=created_at,
-            file=file,
-            task_json=jsonio.dumps_text(task),
-        )
+    def _add_unclaimed(self, row: dict[str, Any]) -> None:
+        """The session's row alone (`add` without a resources id): one statement."""
         with self._one_statement.begin() as conn:
-            conn.execute(row)
+            conn.execute(insert(sessions_table).values(**row))
 
     def claim(self, env: str, resources_session_id: str) -> ResourcesClaim | None:
         t = resources_ids_table

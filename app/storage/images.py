@@ -8,8 +8,39 @@ behind app/storage/base.py.
 
 from __future__ import annotations
 
+import sqlite3
+from typing import Any
+
+from sqlalchemy import Connection
+from sqlalchemy.orm import Session
+
 from app.storage.snapshots import Snapshot
 from app.storage.sqlite.db import bind_connection, bind_engine, memory_from_image
 from app.storage.sqlite.store import Store
 
-__all__ = ["Snapshot", "Store", "bind_connection", "bind_engine", "memory_from_image"]
+__all__ = [
+    "Snapshot",
+    "Store",
+    "bind_connection",
+    "bind_engine",
+    "memory_from_image",
+    "raw_rows",
+    "serialize",
+]
+
+
+def serialize(conn: Connection) -> bytes:
+    """The image of the SQLite database `conn` is on (an in-memory one, built by the caller)."""
+    return _sqlite3(conn).serialize()
+
+
+def raw_rows(db: Session, sql: str) -> list[tuple[Any, ...]]:
+    """`sql` run on the session's own sqlite3 connection, its uncommitted writes included: no
+    statement compilation or type processing (for dumps that only serve comparisons)."""
+    return _sqlite3(db.connection()).execute(sql).fetchall()
+
+
+def _sqlite3(conn: Connection) -> sqlite3.Connection:
+    raw = conn.connection.driver_connection
+    assert isinstance(raw, sqlite3.Connection), "snapshot images are SQLite databases"
+    return raw

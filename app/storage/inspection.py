@@ -93,6 +93,30 @@ def parse_reward(text: str) -> tuple[str, float]:
         raise BadRequest(f"{text!r} is not a reward filter; use e.g. 1, '<1' or '>=0.5'") from None
 
 
+def session_query(
+    *,
+    env: str | None,
+    task_id: str | None,
+    status: str | None,
+    reward: str | None,
+    since: str | None,
+    limit: int,
+    offset: int = 0,
+) -> SessionQuery:
+    """The filters `sessions list` and /admin take as text, parsed once (BadRequest if not)."""
+    op, value = parse_reward(reward) if reward is not None else (None, None)
+    return SessionQuery(
+        env=env,
+        task_id=task_id,
+        status=status,
+        reward_op=op,
+        reward=value,
+        since=parse_since(since) if since else None,
+        limit=limit,
+        offset=offset,
+    )
+
+
 def parse_where(items: list[str]) -> dict[str, str]:
     out = {}
     for item in items:

@@ -26,9 +26,13 @@ from app.storage.migrations import prepare_control_database
 # Each is one autocommitted statement, as the SQLAlchemy versions are one transaction; values
 # are stored as SQLAlchemy stores them.
 _COLUMNS = [c.name for c in sessions_table.columns]
+_INSERT_COLUMNS = (
+    "id", "env", "task_id", "snapshot_key", "resources_session_id", "status", "created_at",
+    "file", "task_json",
+)  # fmt: skip
 _INSERT = (
-    "INSERT INTO sessions (id, env, task_id, snapshot_key, resources_session_id, status, "
-    "created_at, file, task_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    f"INSERT INTO sessions ({', '.join(_INSERT_COLUMNS)}) "
+    f"VALUES ({', '.join('?' * len(_INSERT_COLUMNS))})"
 )
 _GET = f"SELECT {', '.join(_COLUMNS)} FROM sessions WHERE id = ?"
 _VERIFIED = (
@@ -57,20 +61,9 @@ class SqliteControlDB(ControlDB):
                 self._conns.append(conn)
         return conn
 
-    def _add_unclaimed(
-        self,
-        session_id: str,
-        env: str,
-        task_id: str | None,
-        snapshot_key: str,
-        file: str,
-        task: dict[str, Any],
-        created_at: datetime,
-    ) -> None:
-        values = (
-            session_id, env, task_id, snapshot_key, None, "open",
-            _sqlite_datetime(created_at), file, jsonio.dumps_text(task),
-        )  # fmt: skip
+    def _add_unclaimed(self, row: dict[str, Any]) -> None:
+        values = [row[c] for c in _INSERT_COLUMNS]
+        values[_INSERT_COLUMNS.index("created_at")] = _sqlite_datetime(row["created_at"])
         self._conn().execute(_INSERT, values)
 
     def get(self, session_id: str) -> SessionRecord | None:
