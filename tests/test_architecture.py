@@ -30,9 +30,8 @@ LEGACY_SQLITE_IMPORTERS = {
 # Outside app/storage/, still naming a dialect (`dialect.name`), the sqlite3 connection type or
 # psycopg in code, and why. Shrink this list: such knowledge belongs to a backend's module.
 DRIVER_NAMERS_ALLOWED = {
-    # The bounded SQL functions and budgets of the `sql` environment's SQLite console.
+    # The bounded SQL functions of the `sql` environment's SQLite console.
     "app.runtime.sql_functions",
-    "app.runtime.budgets",
     # Story validation runs on in-memory SQLite images (sqlite3 itself).
     "app.taskgen.gold_run",
     "app.taskgen.validate",

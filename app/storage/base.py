@@ -253,6 +253,15 @@ class SessionBackend(Protocol):
 
     def view(self) -> ReadOnlyView: ...
 
+    def session_bytes(self, handle: SessionHandle) -> int:
+        """The session's current size in bytes (what one copy of it writes: fork budgets)."""
+        ...
+
+    def stored_bytes(self) -> int:
+        """Bytes of session state this deployment holds outside the data dir (PostgreSQL
+        schemas; 0 on SQLite)."""
+        ...
+
     # --- steps, forks and copies (docs/steps.md) ---------------------------------------------
     def logs_steps(self, handle: SessionHandle) -> bool:
         """Whether the session keeps a step log (the runner then records each call's step)."""

@@ -244,6 +244,16 @@ class PgBackend:
             stamps.append(float(meta[_LAST_WRITE]))
         return max(stamps)
 
+    def session_bytes(self, handle: SessionHandle) -> int:
+        """The session schema's tables and their indexes and TOAST."""
+        return self.read(handle, lambda bind: int(bind.execute(_SCHEMA_BYTES).scalar() or 0))
+
+    def stored_bytes(self) -> int:
+        """Every schema of this deployment's prefix (sessions, templates, the pool)."""
+        with self.engine.connect() as conn:
+            pattern = {"pattern": self.names.prefix + "\\_%"}
+            return int(conn.execute(_SCHEMAS_BYTES, pattern).scalar() or 0)
+
     def view(self) -> PgView:
         def env_named(name: str) -> Environment:
             return self.env if name == self.env.name else load_environment(name)
@@ -406,6 +416,18 @@ class PgView:
                 conn.exec_driver_sql(drop_schema_sql(self.names.session(record.id)))
                 self.archive.delete(conn, record.id)
         return 0
+
+
+_SCHEMA_BYTES = text(
+    "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
+    "JOIN pg_namespace n ON n.oid = c.relnamespace "
+    "WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'm')"
+)
+_SCHEMAS_BYTES = text(
+    "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
+    "JOIN pg_namespace n ON n.oid = c.relnamespace "
+    "WHERE n.nspname LIKE :pattern AND c.relkind IN ('r', 'm')"
+)
 
 
 def _stamp_write(conn: Connection) -> None:

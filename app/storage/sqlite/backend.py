@@ -174,6 +174,15 @@ class SqliteBackend:
                     stamps.append(stat.st_mtime)
         return max(stamps)
 
+    def session_bytes(self, handle: SessionHandle) -> int:
+        """The database's pages (what one copy of it writes)."""
+        assert isinstance(handle, OpenSession)
+        pages = handle.conn.execute("PRAGMA page_count").fetchone()[0]
+        return int(pages) * int(handle.conn.execute("PRAGMA page_size").fetchone()[0])
+
+    def stored_bytes(self) -> int:
+        return 0  # every session is a file of the data dir
+
     def view(self) -> SqliteView:
         return SqliteView(self.data_dir)
 
