@@ -7,7 +7,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 DATA_DIR ?= var
 
-.PHONY: install run test test-browser test-nemo-gym lint bench bench-targets bench-profile bench-taskgen shipped-tasks clean
+.PHONY: install run test test-browser test-nemo-gym test-openenv test-verifiers lint bench bench-targets bench-profile bench-taskgen shipped-tasks clean
 
 $(BIN)/stategym-installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -66,6 +66,42 @@ test-nemo-gym: $(GYM_VENV)/stategym-installed
 	$(GYM_VENV)/bin/python -m pytest -p no:cacheprovider -o addopts=-ra tests/nemo_gym_conformance \
 		tests/test_nemo_gym_kit.py::test_nemo_gym_reads_the_configs_when_installed
 
+# OpenEnv's own clients drive `stategym serve --protocol openenv` (tests/openenv_clients/) in a
+# virtualenv with the stategym[openenv] extra (the real openenv package from the registry). The
+# same virtualenv has transformers (no torch), whose get_json_schema is how TRL reads the tools of
+# app/integrations/trl.py; trl itself needs torch, too heavy for CI (docs/integrations.md).
+OPENENV_PYTHON ?= $(shell command -v python3.11 || command -v python3)
+OPENENV_VENV ?= .venv-openenv
+
+$(OPENENV_VENV)/stategym-installed: pyproject.toml
+	test -x $(OPENENV_VENV)/bin/python || $(OPENENV_PYTHON) -m venv $(OPENENV_VENV)
+	$(OPENENV_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(OPENENV_VENV)/bin/python -m pip install --quiet -e '.[openenv]' 'pytest>=8' 'pytest-asyncio>=0.23' \
+		'transformers>=5.2'
+	touch $@
+
+test-openenv: $(OPENENV_VENV)/stategym-installed
+	$(OPENENV_VENV)/bin/python -m pytest -p no:cacheprovider -o addopts=-ra tests/openenv_clients \
+		tests/test_trl_environment.py
+
+# verifiers' own NeMoGymTaskset against a live StateGym (tests/verifiers_taskset/). verifiers pins
+# mcp 2.x and StateGym needs mcp 1.x, so verifiers gets a virtualenv of its own and the server
+# runs from the project's ($(BIN)/python); --noconftest keeps StateGym's fixtures out of it.
+VERIFIERS_PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VERIFIERS_VENV ?= .venv-verifiers
+VERIFIERS_VERSION ?= 0.4.0
+
+$(VERIFIERS_VENV)/installed:
+	test -x $(VERIFIERS_VENV)/bin/python || $(VERIFIERS_PYTHON) -m venv $(VERIFIERS_VENV)
+	$(VERIFIERS_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(VERIFIERS_VENV)/bin/python -m pip install --quiet 'verifiers==$(VERIFIERS_VERSION)' \
+		'pytest>=8' 'pytest-asyncio>=0.23'
+	touch $@
+
+test-verifiers: install $(VERIFIERS_VENV)/installed
+	STATEGYM_PYTHON=$(abspath $(BIN)/python) $(VERIFIERS_VENV)/bin/python -m pytest --noconftest \
+		-p no:cacheprovider -o addopts=-ra tests/verifiers_taskset
+
 # The types gate CI too: mypy's settings are in pyproject.toml ([tool.mypy]: app, envs, bench).
 lint: install
 	$(BIN)/ruff check .
@@ -97,4 +133,4 @@ shipped-tasks: install
 		$(BIN)/stategym tasks generate --env $$env --shipped fixtures/$$env/tasks.jsonl || exit 1; done
 
 clean:
-	rm -rf $(VENV) $(GYM_VENV) $(DATA_DIR) .pytest_cache
+	rm -rf $(VENV) $(GYM_VENV) $(OPENENV_VENV) $(VERIFIERS_VENV) $(DATA_DIR) .pytest_cache

@@ -3,6 +3,7 @@
 The layers, top to bottom (a layer imports only the ones below it; docs/architecture.md):
 
 - `app.cli`      the `stategym` command, one module per command group;
+- `app.explorer` the read-only run explorer web UI that `stategym browse` serves;
 - `app.server`   HTTP: NeMo Gym's routes, request/response models, cookies, middleware, admin, MCP;
 - `app.runtime`  the protocol flow: sessions (seed, tool call, verify, close), the tool runner,
                  the inline policy, the lifecycle (reaper, capacity);

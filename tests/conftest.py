@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import socket
 import subprocess
@@ -25,6 +26,12 @@ REPO = Path(__file__).resolve().parent.parent
 ENV_NAMES = tuple(environment_names())
 PORTABLE_ENVS = tuple(n for n in ENV_NAMES if "sqlite" not in load_environment(n).requires)
 TEST_SECRET = "test-secret-0123456789-abcdefghijklmnopqrstuvwxyz"
+# tests/openenv_clients/ drives OpenEnv servers with OpenEnv's own clients: it runs in its own
+# virtualenv (make test-openenv), and is not collected where the openenv package is missing.
+collect_ignore = [] if importlib.util.find_spec("openenv") else ["openenv_clients"]
+# tests/verifiers_taskset/ runs verifiers' own NeMoGymTaskset (make test-verifiers): verifiers
+# needs mcp 2.x, StateGym mcp 1.x, so it never shares this virtualenv.
+collect_ignore.append("verifiers_taskset")
 
 
 @pytest.fixture

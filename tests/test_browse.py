@@ -41,7 +41,7 @@ def start_browse(data_dir: Path, *extra: str) -> tuple[subprocess.Popen, str]:
             output = proc.stdout.read().decode() if proc.stdout else ""
             raise RuntimeError(f"browse exited early ({proc.returncode}):\n{output}")
         try:
-            if httpx.get(url + "/-/versions.json", timeout=1).status_code == 200:
+            if httpx.get(url + "/-/static/explorer.css", timeout=1).status_code == 200:
                 return proc, url
         except httpx.HTTPError:
             time.sleep(0.2)
@@ -105,9 +105,11 @@ def test_browse_command_serves_on_localhost(made):
     data_dir, ids = made
     proc, url = start_browse(data_dir, "--session", ids["gold"])
     try:
-        rows = httpx.get(f"{url}/{ids['gold']}/orders.json?id=102002&_shape=array", timeout=10)
+        # Datasette's raw SQL view, mounted under /-/datasette/ next to the run explorer.
+        sql = f"{url}/-/datasette"
+        rows = httpx.get(f"{sql}/{ids['gold']}/orders.json?id=102002&_shape=array", timeout=10)
         assert rows.json()[0]["status"] == "cancelled"
-        listed = httpx.get(f"{url}/-/databases.json", timeout=10).json()
+        listed = httpx.get(f"{sql}/-/databases.json", timeout=10).json()
         assert {d["name"] for d in listed} == {ids["gold"], "control"}
     finally:
         stop_server(proc)

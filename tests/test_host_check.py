@@ -6,7 +6,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from app.cli.browse import browse_app, build_datasette
+from app.cli.browse import browse_app, explorer_for
 from app.registry import load_environment
 from app.server.api import create_app
 from app.server.middleware import allowed_host_names, host_name
@@ -58,7 +58,10 @@ async def test_admin_checks_the_host_header(made, host):
 @pytest.mark.parametrize("host", ["127.0.0.1:8001", "localhost", "evil.example", "evil:8001"])
 async def test_browse_checks_the_host_header(made, host):
     data_dir, _ids = made
-    ds = build_datasette(data_dir)
-    await ds.invoke_startup()
-    r = await _get(browse_app(ds, []), "/-/databases.json", host)
-    assert r.status_code == (400 if "evil" in host else 200), r.text
+    settings = Settings(data_dir=data_dir)
+    with explorer_for(settings) as (x, ds):
+        await ds.invoke_startup()
+        app = browse_app(x, ds, settings)
+        for path in ("/", "/-/datasette/-/databases.json"):
+            r = await _get(app, path, host)
+            assert r.status_code == (400 if "evil" in host else 200), r.text

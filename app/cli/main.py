@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import functools
 import logging
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
@@ -33,28 +32,8 @@ cli.add_typer(tasks_cli, name="tasks")
 cli.add_typer(migrate_cli, name="migrate")
 
 
-def _browse_needs_files() -> None:
-    """Datasette serves SQLite files: on a backend without them, say so instead of finding none."""
-    from app.storage.factory import capabilities_of
-
-    if not capabilities_of(settings_or_exit()).file_copy:
-        typer.echo(
-            "stategym browse serves SQLite session files in Datasette; with "
-            "STATEGYM_DATABASE_URL on PostgreSQL, use `stategym sessions list/show/diff` or psql "
-            "(docs/postgres.md).",
-            err=True,
-        )
-        raise typer.Exit(2)
-
-
-@functools.wraps(browse)
-def _browse(*args: Any, **kwargs: Any) -> None:
-    _browse_needs_files()
-    browse(*args, **kwargs)
-
-
 cli.add_typer(sessions_app, name="sessions")
-cli.command(name="browse")(_browse)
+cli.command(name="browse")(browse)
 cli.command()(report)
 cli.command()(reverify)
 cli.command(name="mcp")(mcp)
@@ -82,8 +61,16 @@ def serve(
         str | None,
         typer.Option(help="postgresql+psycopg://... to keep sessions in PostgreSQL."),
     ] = None,
+    protocol: Annotated[
+        str,
+        typer.Option(
+            help="nemo-gym: NeMo Gym's Resources Server routes. openenv: an OpenEnv server "
+            "(needs the stategym[openenv] extra; docs/integrations.md)."
+        ),
+    ] = "nemo-gym",
 ) -> None:
-    """Serve one environment as a NeMo Gym Resources Server."""
+    """Serve one environment as a NeMo Gym Resources Server (or, with --protocol openenv, as an
+    OpenEnv environment)."""
     import os
 
     import uvicorn
@@ -97,13 +84,14 @@ def serve(
         database_url=database_url,
     )
     environment = environment_or_exit(settings.env)  # fail fast on a bad name, before forking
+    factory = _app_factory(protocol)
     _prepare_shared_files(settings, environment)
     # Workers rebuild Settings from the environment, so pass the resolved values down.
     os.environ.update(STATEGYM_ENV=settings.env, STATEGYM_DATA_DIR=str(settings.data_dir.resolve()))
     if settings.database_url:
         os.environ["STATEGYM_DATABASE_URL"] = settings.database_url
     uvicorn.run(
-        "app.server.asgi:app_from_env",
+        factory,
         factory=True,
         host=settings.host,
         port=settings.port,
@@ -113,6 +101,25 @@ def serve(
         # connection a client is just reusing: that race fails a request it never saw.
         timeout_keep_alive=75,
     )
+
+
+def _app_factory(protocol: str) -> str:
+    """uvicorn's import string for the protocol; exit 2 when it is unknown or not installed."""
+    if protocol == "nemo-gym":
+        return "app.server.asgi:app_from_env"
+    if protocol == "openenv":
+        import importlib.util
+
+        if importlib.util.find_spec("openenv") is None:
+            typer.echo(
+                "error: --protocol openenv needs the openenv package: "
+                "pip install 'stategym[openenv]'",
+                err=True,
+            )
+            raise typer.Exit(2)
+        return "app.integrations.openenv_server:app_from_env"
+    typer.echo(f"error: unknown protocol {protocol!r} (nemo-gym, openenv)", err=True)
+    raise typer.Exit(2)
 
 
 def _prepare_shared_files(settings: Settings, environment) -> None:  # noqa: ANN001

@@ -3,7 +3,7 @@
 Read on the read-only view's `scratch` connection (never the live state): the step rewards may
 undo the log in a savepoint, which needs a writable database (SQLite: an in-memory copy of the
 file; PostgreSQL: a transaction on the session's schema that is rolled back). Shared by
-`stategym sessions steps` (both backends) and the browser view's timeline page (SQLite).
+`stategym sessions steps` and the explorer's rollout page (app/explorer/), both backends.
 """
 
 from __future__ import annotations

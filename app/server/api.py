@@ -270,7 +270,8 @@ async def tools(request: Request) -> dict[str, Any]:
 
 
 async def seed_session(request: Request) -> JSONResponse:
-    """Legacy: the task row; answers {session_id, task_id}. Typed (NeMo Gym 0.7.0):
+    """Legacy: the task row; answers {session_id, task_id} (+ resources_tools and mcp when MCP
+    is on). Typed (NeMo Gym 0.7.0):
     answers exactly {resources_session_id}, idempotent for the same id and episode.
     Either way the session's cookie is set and X-StateGym-Session names the session."""
     proto = _protocol(request)
@@ -286,6 +287,11 @@ async def seed_session(request: Request) -> JSONResponse:
     else:
         payload = {"session_id": seeded.session_id, "task_id": task_id}
     payload.update(mcp_seed_fields(request, seeded.session_id, seeded.issued))
+    if not seed_request.typed and "resources_tools" in payload:
+        # NeMo Gym main still answers a legacy seed with `mcp: {url_path, headers}` as well;
+        # verifiers' NeMoGymTaskset reads only that key to call the tools over MCP.
+        block = payload["resources_tools"]
+        payload["mcp"] = {"url_path": block["url_path"], "headers": block["headers"]}
     headers = {"X-StateGym-Session": seeded.session_id}
     if task_id is not None:
         headers["X-StateGym-Task"] = _header_safe(task_id)

@@ -32,6 +32,11 @@ sessions_table = Table(
     Index("ix_sessions_env_task", "env", "task_id"),
     # Live-session counts (capacity limit) and the idle reaper filter on these.
     Index("ix_sessions_env_status", "env", "status"),
+    # The run explorer (app/explorer/): newest-first pages, with or without an env filter, and
+    # reward sums per task read from the index alone.
+    Index("ix_sessions_created_at", "created_at"),
+    Index("ix_sessions_env_created_at", "env", "created_at"),
+    Index("ix_sessions_env_task_reward", "env", "task_id", "reward"),
 )
 
 # The ids typed (NeMo Gym 0.7.0) seeds and closes name, per environment. The primary key makes

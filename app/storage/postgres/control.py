@@ -13,7 +13,7 @@ from datetime import datetime
 from sqlalchemy import Engine, func, select, text
 
 from app.clock import naive_utcnow
-from app.storage.control import ControlDB, control_metadata
+from app.storage.control import ControlDB, control_metadata, sessions_table
 from app.storage.migrations import CONTROL, head_revision
 from app.storage.postgres.db import ONE_STATEMENT, PLAIN, VERSION_TABLE, advisory_key, quoted
 
@@ -35,9 +35,16 @@ class PgControlDB(ControlDB):
             ).first()
             head = head_revision(CONTROL)
             if exists:
-                # Control revisions so far only add tables: create what an older schema
-                # lacks (create_all checks first) and record the head.
+                # Control revisions so far only add tables and indexes: create what an older
+                # schema lacks (create_all checks tables first; indexes of a table that
+                # exists are added by name) and record the head.
                 control_metadata.create_all(conn)
+                for index in sessions_table.indexes:
+                    columns = ", ".join(quoted(c.name) for c in index.columns)
+                    conn.exec_driver_sql(
+                        f"CREATE INDEX IF NOT EXISTS {quoted(str(index.name))} "
+                        f"ON {quoted(self.schema)}.sessions ({columns})"
+                    )
                 if head is not None:
                     conn.execute(
                         text(f"UPDATE {quoted(self.schema)}.{VERSION_TABLE} SET version_num = :v"),
