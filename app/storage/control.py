@@ -10,17 +10,21 @@ never on a tool call.
 from __future__ import annotations
 
 import builtins  # `list` is a method name of the control store
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import (
+    JSON,
+    Connection,
     Engine,
     case,
     delete,
     func,
     insert,
     select,
+    type_coerce,
     update,
 )
 from sqlalchemy.exc import IntegrityError
@@ -379,6 +383,15 @@ class ControlDB:
         )
         with self._engine.connect() as conn:
             return [(row.id, row.created_at) for row in conn.execute(query)]
+
+    def connect(self) -> AbstractContextManager[Connection]:
+        """A connection for reads of the control tables (the explorer's run pages)."""
+        return self._engine.connect()
+
+    def verify_field(self, key: str) -> Any:
+        """The stored verify result's field `key` as text, in a SQL expression (SQLite's JSON
+        functions read the TEXT column as it is)."""
+        return type_coerce(sessions_table.c.verify_json, JSON)[key].as_string()
 
     def record_lineage(self, origins: builtins.list[lineage.Origin]) -> None:
         """Where forked or restored sessions came from (app/storage/lineage.py)."""
