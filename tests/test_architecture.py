@@ -35,7 +35,6 @@ DRIVER_NAMERS_ALLOWED = {
     # Story validation runs on in-memory SQLite images (sqlite3 itself).
     "app.taskgen.gold_run",
     "app.taskgen.validate",
-    "app.runtime.steps",  # a failed call's step is written on the raw connection
     # Verify's table reads and patching choose SQL per dialect (JSON arrays, row values).
     "app.verify.table_reads",
     "app.verify.patching",

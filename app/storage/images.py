@@ -18,7 +18,11 @@ from app.storage.snapshots import Snapshot
 from app.storage.sqlite.db import bind_connection, bind_engine, memory_from_image
 from app.storage.sqlite.store import Store
 
+# A connection to an in-memory copy of an image (memory_from_image): replays run on it.
+ImageConnection = sqlite3.Connection
+
 __all__ = [
+    "ImageConnection",
     "Snapshot",
     "Store",
     "bind_connection",
