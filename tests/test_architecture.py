@@ -18,7 +18,6 @@ BACKEND_PACKAGES = ("app.storage.sqlite", "app.storage.postgres")
 BACKEND_IMPORTERS_ALLOWED = {
     "app.storage.factory",  # builds the backend from settings
     "app.storage.images",  # snapshot images are SQLite files on both backends
-    "app.storage.inspection",  # moves up to the runtime (it reads verify's diffs)
 }
 # Outside app/storage/, still importing the SQLite plumbing directly instead of
 # app.storage.images, and why. Shrink this list.

@@ -9,12 +9,14 @@ behind app/storage/base.py.
 from __future__ import annotations
 
 import sqlite3
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Connection
 from sqlalchemy.orm import Session
 
 from app.storage.snapshots import Snapshot
+from app.storage.sqlite.backend import open_read_only
 from app.storage.sqlite.db import bind_connection, bind_engine, memory_from_image
 from app.storage.sqlite.store import Store
 
@@ -28,6 +30,7 @@ __all__ = [
     "bind_connection",
     "bind_engine",
     "memory_from_image",
+    "read_only_image",
     "raw_rows",
     "serialize",
 ]
@@ -42,6 +45,18 @@ def raw_rows(db: Session, sql: str) -> list[tuple[Any, ...]]:
     """`sql` run on the session's own sqlite3 connection, its uncommitted writes included: no
     statement compilation or type processing (for dumps that only serve comparisons)."""
     return _sqlite3(db.connection()).execute(sql).fetchall()
+
+
+def read_only_image(path: Path) -> bytes:
+    """The image of the SQLite file at `path`, read without writing to it (a retained
+    session, or a pristine snapshot file)."""
+    conn = open_read_only(path)
+    try:
+        mem = sqlite3.connect(":memory:")
+        conn.backup(mem)
+        return mem.serialize()
+    finally:
+        conn.close()
 
 
 def _sqlite3(conn: Connection) -> sqlite3.Connection:

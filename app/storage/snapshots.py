@@ -11,8 +11,17 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from app.errors import SessionNotFound
+
 # Session ids are 32 lowercase hex characters; anything else never becomes a path or a schema.
 SESSION_ID_RE = re.compile(r"^[0-9a-f]{32}$")
+
+
+def check_session_id(session_id: str) -> str:
+    """Session ids are 32 lowercase hex characters; anything else never becomes a path."""
+    if not SESSION_ID_RE.fullmatch(session_id):
+        raise SessionNotFound(f"{session_id!r} is not a session id (32 hex characters)")
+    return session_id
 
 
 @dataclass

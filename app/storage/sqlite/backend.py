@@ -33,9 +33,10 @@ from app.sdk.environment import Environment, Tool, ToolContext
 from app.storage.base import Capabilities, NotOnDisk, SessionHandle, Work
 from app.storage.control import ControlDB, SessionRecord
 from app.storage.meta import read_meta, read_status, reopened_image, write_meta
+from app.storage.snapshots import Snapshot, check_session_id
 from app.storage.sqlite import branch
 from app.storage.sqlite import db as sqlite_db
-from app.storage.sqlite.store import Snapshot, Store, check_session_id
+from app.storage.sqlite.store import Store
 from app.storage.steplog import has_step_log, write_alone
 
 T = TypeVar("T")

@@ -42,18 +42,10 @@ from app.storage.meta import (
 )
 from app.storage.migrations import schema_state, stamp_new_database, upgrade_retained
 from app.storage.seeding import apply_seed, parse_seed_now
-from app.storage.snapshots import SESSION_ID_RE, Snapshot
+from app.storage.snapshots import Snapshot, check_session_id
 from app.storage.sqlite import db as sqlite_db
 from app.storage.step_triggers import step_logged_tables
 from app.storage.steplog import STEP_LOG_VERSION, install_step_log
-
-
-def check_session_id(session_id: str) -> str:
-    """Session ids are 32 lowercase hex characters; anything else never becomes a path."""
-    if not SESSION_ID_RE.fullmatch(session_id):
-        raise SessionNotFound(f"{session_id!r} is not a session id (32 hex characters)")
-    return session_id
-
 
 # Template images built in this process, by (environment, fingerprint). A template is a pure
 # function of what the fingerprint covers, so a second Store on another data dir (a CLI check, the
