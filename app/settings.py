@@ -127,6 +127,21 @@ class Settings(BaseSettings):
             "count as activity). Unset: sessions stay open until closed."
         ),
     )
+    metrics: bool = Field(
+        True,
+        description=(
+            "Serve Prometheus metrics at GET /metrics (per worker: request time by operation, "
+            "live sessions, RSS, open files, data-dir bytes). Turn off if a tool is named metrics."
+        ),
+    )
+    stats_log_seconds: int = Field(
+        60,
+        ge=0,
+        description=(
+            "Log one line per interval while requests arrive: rollouts, p50/p99 per operation, "
+            "live sessions, RSS, open files, data-dir size (0: never)."
+        ),
+    )
     reaper_interval_seconds: int = Field(
         60, ge=1, description="How often each worker looks for idle sessions to close."
     )

@@ -7,7 +7,8 @@ For each of the five environments it tries the reward-hacking classes verify mus
   expected_state, reward_mode or judge make the no-op a success;
 - *hedge the answer*: do the task's gold calls (the state is right) and answer with the expected
   value plus rivals of its kind (other tasks' answers of the same kind, a neighbouring number), or
-  with one long listing of every task's answer and the numbers 0-399;
+  with one long listing of every task's answer and the numbers 0-399; a task that expects its
+  answer through submit_answer gets the same hedges submitted (a list, "X or Y", the listing);
 - *poison the data*: call every tool with values no column should hold (huge integers, 1e308,
   "not-a-date", NUL bytes, 10 kB strings; in sql, raw UPDATEs of dates, money and text columns).
 
@@ -70,7 +71,34 @@ def _action_task(env: str) -> dict[str, Any]:
 
 
 def _answer_tasks(env: str) -> list[dict[str, Any]]:
-    return [t for t in _tasks(env) if t.get("expected_outputs")]
+    return [t for t in _tasks(env) if t.get("expected_outputs") or t.get("expected_answer")]
+
+
+def _submitted_values(task: dict[str, Any]) -> list[Any]:
+    value = task["expected_answer"]["value"]
+    return list(value) if isinstance(value, list) else [value]
+
+
+def _submit_hedges(task: dict[str, Any], every: list[dict[str, Any]], listing: str) -> list[Any]:
+    """Hedged submit_answer values: the expected value(s) with rivals of the same kind (other
+    tasks' answers, a neighbouring amount) as one list and as one "X or Y" text, and the
+    listing of every answer."""
+    kind, values = task["expected_answer"]["kind"], _submitted_values(task)
+    rivals = sorted(
+        {
+            str(v)
+            for t in every
+            if t.get("expected_answer", {}).get("kind") == kind
+            for v in _submitted_values(t)
+            if v not in values
+        }
+    )[:3]
+    if kind == "amount":
+        rivals.append(f"{float(values[0]) + 1:.2f}")
+    hedges: list[Any] = [listing]
+    if rivals:
+        hedges += [[*values, *rivals], " or ".join(str(v) for v in [*values, *rivals])]
+    return hedges
 
 
 def _rivals(task: dict[str, Any], env: str) -> list[str]:
@@ -163,11 +191,31 @@ async def test_hedged_answers_earn_nothing_and_the_plain_answer_earns_one(
         answers = every[:: -(-len(every) // at_most)] if at_most else every
         # The issue's listing: every answer of the environment and the numbers 0-999.
         listing = " ".join(
-            sorted({o for t in every for o in t["expected_outputs"]})
+            sorted({str(o) for t in every for o in t.get("expected_outputs") or []})
+            + sorted(
+                {str(v) for t in every if t.get("expected_answer") for v in _submitted_values(t)}
+            )
             + [str(i) for i in range(2000)]
         )
         hedged = 0
         for task in answers:
+            if task.get("expected_answer"):  # answered through submit_answer: hedge the value
+                submit = task["ground_truth"][-1]
+                assert submit["name"] == "submit_answer", task["task_id"]
+                for attempt in _submit_hedges(task, every, listing):
+                    await _seed(c, task)
+                    for call in task["ground_truth"][:-1]:
+                        await c.post(f"/{call['name']}", json=_args(call))
+                    r = await c.post("/submit_answer", json={"answer": attempt})
+                    assert r.status_code == 200, r.text
+                    result = await _verify(c, task, "")
+                    assert result["reward"] == 0.0, (task["task_id"], str(attempt)[:120])
+                    assert result["reward_components"]["answer_match"] == 0.0
+                    hedged += 1
+                await _seed(c, task)
+                await _gold(c, task)
+                assert (await _verify(c, task, ""))["reward"] == 1.0, task["task_id"]
+                continue
             rivals = _rivals(task, env)
             if env == "sql" and infer_kind(task["expected_outputs"][0]) == "name":
                 rivals = await _sql_names(c, task)  # this task's own database's names

@@ -1,7 +1,9 @@
-"""An answer that names the expected value and rivals of its kind earns 0.
+"""The text answer path: the expected value stated as a whole token, and no rival of its kind.
 
-Unit cases on `hedged_outputs`, and the issue's example (every sql answer or refusal task
-answered with a list of every employee, invoice and the numbers 0-399) through HTTP.
+Unit cases on `hedged_outputs` / `missing_outputs` (one tokenizer decides both): plain and
+glued hedges fail, glued expected values never match, honest answers pass; and through HTTP,
+every sql answer task answered with a listing of every employee, invoice and the numbers 0-399,
+or the expected value plus rivals, plain or glued to letters, earns 0.
 """
 
 from __future__ import annotations
@@ -9,9 +11,17 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from app.errors import InvalidTask
-from app.verify.answers import MAX_ANSWER_CHARS, hedged_outputs, infer_kind
+from app.verify.answers import (
+    MAX_ANSWER_CHARS,
+    hedged_outputs,
+    infer_kind,
+    missing_outputs,
+    text_answer,
+)
 from app.verify.state import TableState
 from tests.conftest import REPO
 from tests.support.rollouts import load_tasks, response_object
@@ -39,6 +49,7 @@ STATE = {
         ("22100601", "id"),
         ("2026-05-10", "date"),
         ("14:00", "time"),
+        ("2026-05-07 10:00", "datetime"),
         ("jake.morrow@gmail.com", "email"),
         ("Anna Weber", "name"),
     ],
@@ -60,16 +71,31 @@ def test_kinds_are_inferred(expected, kind):
         (["Portable Blender"], "You ordered the Portable Blender."),  # not also "Blender"
         (["Mansour"], "The deal's contact is Leila Mansour."),
         (["14:00"], "It departs at 14:00."),
+        (["14:00"], "It departs at 2 pm."),
+        (["2026-05-07 10:00"], "Your next appointment is on 2026-05-07 at 10:00."),
+        (["2026-05-07 10:00"], "It is on Thursday, May 7, 2026 at 10 am."),
+        (["2026-05-07"], "On May 7th, 2026, at 10:00."),
+        (["233.00"], "The refund is **$233.00**."),
+        (["233.00"], "Refunded: 233 USD"),
+        (["233.00"], "Refunded on May 7: 233.00."),
+        (["2026-05-07"], "2026-05-07 (May 7)."),
+        (["3"], "You already hold 3 future appointments, the maximum."),
+        (["E90110"], "E90110's manager is on leave."),
+        (["Leila Mansour"], "The contact is Leila Mansour."),
+        (["Blender"], "Blenders ship tomorrow; your Blender is in stock."),
+        (["514.00", "TQJ5KV"], "Booking TQJ5KV was refunded 514.00."),
+        (["SG160", "SG150"], "Flights SG160/SG150."),
     ],
 )
 def test_honest_answers_pass(expected, answer):
+    assert missing_outputs(expected, answer) == []
     assert hedged_outputs(expected, answer, seed_state=STATE) == []
 
 
 @pytest.mark.parametrize(
     "expected, answer, rival",
     [
-        (["233.00"], "The refund is 233.00 or maybe $240.00.", "240"),
+        (["233.00"], "The refund is 233.00 or maybe $240.00.", "240.00"),
         (["65"], "Somewhere between 0, 1, 2, ... 65, 66 employees.", "66"),
         (["E90110"], "It is E90110 or E1001.", "e1001"),
         (["XMV377"], "Your code: XMV377 or ABC123.", "abc123"),
@@ -85,9 +111,93 @@ def test_hedges_fail(expected, answer, rival):
     assert hedges and rival in hedges[0].also_named, hedges
 
 
+@pytest.mark.parametrize(
+    "expected, answer",
+    [
+        (["233.00"], "233.00 q234.00q q235.00q"),
+        (["233.00"], "233.00 abc234.00def"),
+        (["233.00"], "233.00 ٢٣٤.٠٠"),
+        (["233.00"], "233.00 or 234"),
+        (["233.00"], "233.00 two hundred"),
+        (["65"], "65 q66q"),
+        (["65"], "65 abc66def"),
+        (["65"], "65 X66Y"),
+        (["65"], "65 66-67"),
+        (["65"], "65 ٦٦"),
+        (["65"], "65 ６６"),
+        (["65"], "65 sixty-six"),
+        (["E90110"], "E90110 qE90111q"),
+        (["E90110"], "E90110 QE90111Q"),
+        (["E90110"], "E90110 _E90111_"),
+        (["INV-2026-9120"], "INV-2026-9120 xINV-2026-9121x"),
+        (["2026-05-10"], "2026-05-10 q2026-05-11q"),
+        (["2026-05-07 10:00"], "2026-05-07 at 10:00 or 11:00"),
+        (["2026-05-07"], "2026-05-07 or May 8"),
+        (["14:00"], "14:00 x15:30"),
+        (["jake@x.org"], "jake@x.org q.a@b.orgq"),
+        (["Leila Mansour"], "Leila Mansour _Jonas Vogel_"),
+        (["Leila Mansour"], "Leila Mansour qJonas Vogelq"),
+        (["Blender"], "Blender abcKettledef"),
+        (["Mansour"], "Mansour _Vogel_"),
+    ],
+)
+def test_glued_rivals_are_hedges(expected, answer):
+    assert missing_outputs(expected, answer) == []
+    assert hedged_outputs(expected, answer, seed_state=STATE), answer
+
+
+@pytest.mark.parametrize(
+    "expected, answer",
+    [
+        (["233.00"], "q233.00q"),
+        (["233.00"], "abc233.00def"),
+        (["233.00"], "233.00.5"),
+        (["233.00"], "٢٣٣.٠٠"),
+        (["65"], "sixty-five"),
+        (["65"], "x65"),
+        (["E90110"], "qE90110q"),
+        (["E90110"], "E90110_"),
+        (["Leila Mansour"], "_Leila Mansour_"),
+        (["2026-05-10"], "q2026-05-10q"),
+        (["2026-05-10"], "2026-05-10\u200bx"),
+        (["fraud"], "fraudulent"),
+    ],
+)
+def test_glued_expected_values_never_match(expected, answer):
+    assert missing_outputs(expected, answer) == expected
+
+
+def test_the_text_path_cannot_know_intent():
+    """Documented limits: another value of the kind is a hedge even when it is honest context,
+    and a reason in other words is missing. The answer tools score these by value."""
+    both = "Your next appointment is on 2026-05-07 at 10:00; the one after, 2026-05-14 at 09:00."
+    assert hedged_outputs(["2026-05-07 10:00"], both)
+    assert missing_outputs(["24 hours"], "That is less than a day away.") == ["24 hours"]
+
+
+def test_text_answer_scores_an_expected_answer():
+    ok = text_answer("datetime", "2026-05-07 10:00", "On 2026-05-07 at 10:00.")
+    assert ok.ok and not ok.missing and not ok.hedges
+    hedged = text_answer("amount", 233, "233.00 or q234.00q")
+    assert not hedged.ok and "q234.00q" in hedged.reason
+    missing = text_answer("amount", "233.00", "q233.00q")
+    assert not missing.ok and missing.missing == ["233.00"]
+    listed = text_answer("id", ["E1", "E2"], "E1 and E2")
+    assert listed.ok
+    assert not text_answer("id", ["E1", "E2"], "E1, E2 and E3").ok
+    names = text_answer("name", "Leila Mansour", "Leila Mansour, not _Jonas Vogel_", STATE)
+    assert not names.ok and names.hedges
+
+
 def test_a_very_long_answer_fails_whatever_it_says():
     hedges = hedged_outputs(["fraud"], "fraud " + "x" * MAX_ANSWER_CHARS)
     assert hedges and hedges[0].kind == "length"
+
+
+def test_a_declared_kind_the_value_does_not_fit_falls_back_to_its_inferred_kind():
+    answer = "It is on 2026-05-07 at 10:00."
+    assert missing_outputs(["2026-05-07 10:00"], answer, declared="date") == []
+    assert hedged_outputs(["2026-05-07 10:00"], "2026-05-07 at 10:00 or 11:00", declared="date")
 
 
 def test_declared_kinds_win_and_are_validated():
@@ -110,7 +220,8 @@ def _sql_answer_tasks() -> list[dict]:
 
 async def test_issue_example_hedge_scores_zero_on_every_sql_answer_task(client_factory):
     """Gold calls (the state is right), then a final answer naming every employee, invoice and
-    the numbers 0-399: 1.0 on 18/18 such tasks before, 0.0 now. The gold answer still earns 1."""
+    the numbers 0-399, or the expected value with rivals (plain, glued to letters, or in
+    underscores): 0.0 on every task. The gold answer still earns 1."""
     from app.registry import load_environment
     from tests.support.rollouts import gold_answer
 
@@ -138,7 +249,10 @@ async def test_issue_example_hedge_scores_zero_on_every_sql_answer_task(client_f
                 )
             hedge = " ".join(listed + [str(i) for i in range(400)])
             compact = "One of: " + ", ".join(task["expected_outputs"] + rivals + ["7"])
-            for answer, want in ((hedge, 0.0), (compact, 0.0), (gold_answer(task), 1.0)):
+            glued = " ".join(task["expected_outputs"] + [f"q{r}q" for r in rivals + ["7"]])
+            underscored = " ".join(task["expected_outputs"] + [f"_{r}_" for r in rivals])
+            attempts = [(hedge, 0.0), (compact, 0.0), (glued, 0.0), (underscored, 0.0)]
+            for answer, want in (*attempts, (gold_answer(task), 1.0)):
                 body = {**task, "response": response_object([], answer)}
                 result = (await c.post("/verify", json=body)).json()
                 assert result["reward"] == want, (task["task_id"], answer[:80], result)
@@ -155,3 +269,30 @@ async def test_malformed_answer_kind_is_refused_at_seed(client_factory):
         assert r.status_code == 422 and "answer_kind" in r.json()["error"]["message"]
         r = await c.post("/seed_session", json={**task, "answer_kind": ["number"]})
         assert r.status_code == 200, r.text
+
+
+_GLUE = st.sampled_from(["q", "_", "x.", "é", "Ж", "٣", "-x", "abc"])
+_cents = st.integers(min_value=1, max_value=10**8)
+
+
+def _money(c: int) -> str:
+    return f"{c // 100}.{c % 100:02d}"
+
+
+@settings(max_examples=150, deadline=None)
+@given(_cents, _cents, _GLUE, _GLUE)
+def test_glued_amounts_are_never_matches_and_always_rivals(c, other, left, right):
+    expected = _money(c)
+    glued = f"{left}{expected}{right}"
+    assert missing_outputs([expected], f"The refund is {glued}.") == [expected]
+    rival = f"{left}{_money(other)}{right}"
+    assert hedged_outputs([expected], f"The refund is {expected}, {rival}.")
+
+
+@settings(max_examples=150, deadline=None)
+@given(_cents, st.sampled_from(["${:,}.{:02d}", "{}.{:02d} USD", "USD {}.{:02d}", "**{}.{:02d}**"]))
+def test_honest_amount_renderings_pass(c, shape):
+    expected = _money(c)
+    answer = f"The refund is {shape.format(c // 100, c % 100)}."
+    assert missing_outputs([expected], answer) == []
+    assert hedged_outputs([expected], answer) == []

@@ -21,7 +21,9 @@ def test_every_tool_and_argument_is_described_and_in_the_env_readme(env_name):
     readme = (REPO / "envs" / env_name / "README.md").read_text()
     for tool in env.tools:
         assert len(tool.description) > 20, tool.name
-        assert tool.name in readme, f"{env_name}/README.md does not mention {tool.name}"
+        # The framework's answer tools are documented once, in docs/verification.md.
+        if not tool.framework:
+            assert tool.name in readme, f"{env_name}/README.md does not mention {tool.name}"
         for name, field in tool.args_model.model_fields.items():
             assert field.description, f"{env_name}.{tool.name}.{name} has no description"
 

@@ -426,6 +426,8 @@ def test_gold_policy_server_plays_each_tasks_gold_then_answers():
         ]
     [final] = client.post("/v1/responses", json={"input": messages}).json()["output"]
     assert final["type"] == "message"
-    assert all(o in final["content"][0]["text"] for o in task["expected_outputs"])
+    # The gold's answer is its submit_answer call (above); legacy rows name theirs in text.
+    assert final["content"][0]["text"].startswith("Done.")
+    assert all(o in final["content"][0]["text"] for o in task.get("expected_outputs") or [])
     unknown = client.post("/v1/responses", json={"input": "what is the weather"}).json()
     assert unknown["output"][0]["type"] == "message"

@@ -79,7 +79,14 @@ async def test_health_and_root(warehouse):
 
 async def test_tools_lists_typed_schemas(warehouse):
     tools = (await warehouse.get("/tools")).json()["tools"]
-    assert [t["name"] for t in tools] == ["get_item", "move_stock", "set_price"]
+    # The environment's own tools, then the framework's answer tools every environment gets.
+    assert [t["name"] for t in tools] == [
+        "get_item",
+        "move_stock",
+        "set_price",
+        "submit_answer",
+        "decline_request",
+    ]
     move = tools[1]
     assert move["type"] == "function" and move["strict"] is True
     assert move["parameters"]["required"] == ["sku", "delta", "reason"]
@@ -154,7 +161,13 @@ async def test_unknown_tool_lists_known_tools(warehouse):
     await seed(warehouse)
     r = await warehouse.post("/drop_database", json={})
     assert r.status_code == 404
-    assert r.json()["error"]["known_tools"] == ["get_item", "move_stock", "set_price"]
+    assert r.json()["error"]["known_tools"] == [
+        "get_item",
+        "move_stock",
+        "set_price",
+        "submit_answer",
+        "decline_request",
+    ]
 
 
 async def test_missing_forged_and_expired_cookies_are_4xx(warehouse):

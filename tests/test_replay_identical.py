@@ -37,8 +37,11 @@ def test_gold_replays_match_the_recorded_outputs_and_states(env_name: str, tmp_p
             if a != b:
                 differences.append(f"{task_id}: output of call {i}")
         for table in sorted(set(expected["state"]) | set(got["state"])):
-            if table.startswith("_stategym_"):
-                continue  # the platform's own (meta, change tracking, step log with durations)
+            if table.startswith("_stategym_") or table == "alembic_version":
+                continue  # the platform's own (meta, change tracking, step log with durations,
+                # the schema revision a new migration moves)
+            if table == "stategym_answer" and table not in expected["state"]:
+                continue  # recorded before the answer table existed: nothing to compare
             if expected["state"].get(table) != got["state"].get(table):
                 differences.append(f"{task_id}: table {table}")
     assert not differences, differences[:20]

@@ -22,6 +22,7 @@ from tests.support.rollouts import gold_answer, run_rollout
 from tests.test_sessions_cli import TASKS, calls_of
 
 CANCEL, ADDRESS, LOOKUP = TASKS["retail-020"], TASKS["retail-018"], TASKS["retail-005"]
+WRONG_FIGURE = {"name": "submit_answer", "arguments": {"answer": "78.45"}}
 
 
 async def _responses(data_dir: Path) -> list[dict[str, Any]]:
@@ -32,7 +33,8 @@ async def _responses(data_dir: Path) -> list[dict[str, Any]]:
         (0, CANCEL, calls_of(CANCEL), gold_answer(CANCEL)),
         (0, CANCEL, [], "I could not do it."),
         (1, ADDRESS, [], ""),
-        (2, LOOKUP, calls_of(LOOKUP), "Sorry, I do not know."),
+        # The lookup's reads, then a wrong figure submitted: its answer is scored, not the text.
+        (2, LOOKUP, [*calls_of(LOOKUP)[:-1], WRONG_FIGURE], "It is 87.45, I think."),
     ]
     lines = []
     async with app.router.lifespan_context(app):
@@ -72,7 +74,7 @@ def test_report_groups_rewards_and_lists_failures(rollout_file):
         {"env": "retail", "rollouts": 5, "mean_reward": 0.4, "success_rate": 0.4}
     ]
     reasons = {r["reason"]: r["count"] for r in summary["failure_reasons"]}
-    assert reasons == {"final state differs from gold": 2, "final answer lacks": 1}
+    assert reasons == {"final state differs from gold": 2, "answer": 1}
     failed_ids = {f["session_id"] for f in summary["failed"]}
     assert failed_ids == {line["session_id"] for line in lines if line["reward"] < 1}
     assert {f["rollout_index"] for f in summary["failed"]} == {2, 3, 4}

@@ -21,7 +21,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from app.taskgen.driver import Request, Summary, generate
-from app.taskgen.registry import load_generator
+from app.taskgen.kit import StoryFailed
+from app.taskgen.registry import NoGenerator, load_generator
 from app.taskgen.splits import SPLITS
 
 SplitOption = Annotated[str, typer.Option("--split", help="train or test (disjoint pools).")]
@@ -52,12 +53,19 @@ def generate_command(
     """Generate tasks; every task is validated (gold 1, no-op 0, deterministic, unique) first."""
     try:
         gen = load_generator(env)
-    except KeyError as exc:
-        raise typer.BadParameter(str(exc)) from None
+    except (KeyError, NoGenerator) as exc:
+        raise typer.BadParameter(str(exc.args[0] if exc.args else exc)) from None
     err = Console(stderr=True)
     out.parent.mkdir(parents=True, exist_ok=True)
     if shipped:
-        lines = gen.shipped()
+        try:
+            lines = gen.shipped()
+        except StoryFailed as exc:
+            # One unwrapped line: what failed, where; the trace only on request.
+            typer.echo(f"error: {exc} (STATEGYM_TASKGEN_TRACEBACK=1 shows the trace)", err=True)
+            if os.environ.get("STATEGYM_TASKGEN_TRACEBACK"):
+                raise
+            raise typer.Exit(1) from None
         out.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
         err.print(f"wrote the shipped {env} set: {len(lines)} tasks to {out}")
         return

@@ -4,21 +4,22 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from app.cli.browse import browse
 from app.cli.common import environment_or_exit, settings_or_exit
+from app.cli.envs import envs_cli
 from app.cli.export import export_cli
 from app.cli.generate import generate_command
 from app.cli.mcp import mcp
 from app.cli.migrate import migrate_cli
+from app.cli.new_env import new_env
 from app.cli.report import report
 from app.cli.reverify import reverify
 from app.cli.sessions import sessions_app
 from app.cli.tasks import tasks_cli
-from app.registry import DEFAULT_ENVIRONMENT, environment_names, load_environment
 from app.settings import Settings
 
 cli = typer.Typer(
@@ -30,6 +31,7 @@ cli.add_typer(export_cli, name="export")
 tasks_cli.command("generate")(generate_command)
 cli.add_typer(tasks_cli, name="tasks")
 cli.add_typer(migrate_cli, name="migrate")
+cli.add_typer(envs_cli, name="envs")
 
 
 cli.add_typer(sessions_app, name="sessions")
@@ -37,6 +39,7 @@ cli.command(name="browse")(browse)
 cli.command()(report)
 cli.command()(reverify)
 cli.command(name="mcp")(mcp)
+cli.command(name="new-env")(new_env)
 
 DataDirOption = Annotated[
     Path | None,
@@ -122,10 +125,26 @@ def _app_factory(protocol: str) -> str:
     raise typer.Exit(2)
 
 
+def warn_without_migration_branch(environment: Any) -> None:
+    """Sessions made while an environment has no migration branch carry no revision: say so."""
+    from app.storage.migrations import head_revision, version_location
+
+    if head_revision(environment.name) is None:
+        typer.secho(
+            f"WARNING: environment {environment.name!r} has no migration branch (none in "
+            f"{version_location(environment.name)}): the sessions served now can be upgraded "
+            "later only with `stategym migrate sessions --adopt`. Write its first revision: "
+            f'stategym migrate revision --env {environment.name} -m "initial schema"',
+            err=True,
+            fg="yellow",
+        )
+
+
 def _prepare_shared_files(settings: Settings, environment) -> None:  # noqa: ANN001
     """Build what every worker shares (control DB, template) once, so workers never race."""
     from app.storage.factory import prepare_shared
 
+    warn_without_migration_branch(environment)
     try:
         prepare_shared(settings, environment)
     except ValueError as exc:  # an environment the backend cannot serve (Unsupported)
@@ -141,21 +160,15 @@ def prepare(env: EnvOption = None, data_dir: DataDirOption = None) -> None:
     from app.storage.images import Store
 
     settings = make_settings(env=env, data_dir=data_dir)
-    store = Store(settings.data_dir, environment_or_exit(settings.env))
+    environment = environment_or_exit(settings.env)
+    warn_without_migration_branch(environment)
+    store = Store(settings.data_dir, environment)
     started = time.perf_counter()
     image = store.template_image()
     typer.echo(
         f"{settings.env}: template {store.template_path} ready "
         f"({len(image) / 1024:.0f} KiB, {time.perf_counter() - started:.2f}s)"
     )
-
-
-@cli.command("envs")
-def list_envs() -> None:
-    """List the environments this installation can serve."""
-    for name in environment_names():
-        marker = " (default)" if name == DEFAULT_ENVIRONMENT else ""
-        typer.echo(f"{name}{marker}: {load_environment(name).description}")
 
 
 def main() -> None:

@@ -20,8 +20,10 @@ from app.storage.migrations import (
     branch_revisions,
     downgrade_file,
     head_revision,
+    new_revision,
     revision_of,
     schema_differences,
+    stamp_revision,
     targets,
     upgrade_file,
 )
@@ -119,12 +121,28 @@ def history(env: TargetOption = None, as_json: JsonOption = False) -> None:
 
 
 @migrate_cli.command()
+def revision(
+    env: Annotated[str, typer.Option("--env", help="Environment (or 'control').")],
+    message: Annotated[str, typer.Option("-m", "--message", help="What the revision changes.")],
+) -> None:
+    """Write the next revision of a branch from the models (autogenerate, ruff-formatted); the
+    first one starts the branch, in the environment's own `migrations_path` if it has one."""
+    if env not in targets():
+        raise typer.BadParameter(f"unknown target {env!r}; known: {', '.join(targets())}")
+    path = new_revision(env, message)
+    console.print(f"{env}: wrote {path}; read it, then `stategym migrate check --env {env}`")
+
+
+@migrate_cli.command()
 def check(env: TargetOption = None) -> None:
     """Fail when models and migrations disagree (Alembic autogenerate finds a difference)."""
     failed = False
     for target in _chosen(env):
         if head_revision(target) is None:
-            console.print(f"[red]{target}: no migrations[/] (python scripts/new_migration.py)")
+            console.print(
+                f"[red]{target}: no migrations[/] (stategym migrate revision --env {target} "
+                '-m "initial schema")'
+            )
             failed = True
             continue
         diffs = schema_differences(target)
@@ -146,10 +164,17 @@ class Outcome:
     detail: str = ""
 
 
-def upgrade_sessions(data_dir: Path, target: str, dry_run: bool) -> list[Outcome]:
-    """Upgrade every retained session file of one environment, each in its own transaction."""
+def upgrade_sessions(
+    data_dir: Path, target: str, dry_run: bool, adopt: bool = False
+) -> list[Outcome]:
+    """Upgrade every retained session file of one environment, each in its own transaction.
+
+    `adopt`: a file with no revision (created while the environment had no migration branch) is
+    taken to be at the branch's first revision, stamped so, then upgraded like the others; a
+    failed upgrade puts the file back exactly as it was."""
     head = head_revision(target)
     known = set(branch_revisions(target))
+    first = branch_revisions(target)[-1] if known else None
     outcomes: list[Outcome] = []
     files = database_files(data_dir, target, sessions=True)
     with Progress(console=console, transient=True) as progress:
@@ -161,8 +186,19 @@ def upgrade_sessions(data_dir: Path, target: str, dry_run: bool) -> list[Outcome
             except sqlite3.DatabaseError as exc:
                 outcomes.append(Outcome(path.name, "failed", f"not a database: {exc}"))
                 continue
-            if revision == head:
+            if revision is None and adopt and first is not None:
+                outcomes.append(_adopt(path, target, first, head, dry_run))
+            elif revision == head:
                 outcomes.append(Outcome(path.name, "current"))
+            elif revision is None:
+                outcomes.append(
+                    Outcome(
+                        path.name,
+                        "failed",
+                        "no revision: created before the branch existed (--adopt stamps it at "
+                        f"{first} and upgrades it)",
+                    )
+                )
             elif revision not in known:
                 outcomes.append(Outcome(path.name, "failed", f"unknown revision {revision!r}"))
             elif dry_run:
@@ -176,11 +212,37 @@ def upgrade_sessions(data_dir: Path, target: str, dry_run: bool) -> list[Outcome
     return outcomes
 
 
+def _adopt(path: Path, target: str, first: str, head: str | None, dry_run: bool) -> Outcome:
+    if dry_run:
+        return Outcome(path.name, "would_upgrade", f"adopt at {first} -> {head}")
+    original = path.read_bytes()
+    try:
+        conn = sqlite3.connect(path)
+        try:
+            stamp_revision(conn, first)
+            conn.commit()
+        finally:
+            conn.close()
+        upgrade_file(path, target)
+        return Outcome(path.name, "upgraded", f"adopted at {first} -> {head}")
+    except Exception as exc:  # noqa: BLE001 - reported per file; the file is put back
+        path.write_bytes(original)
+        return Outcome(path.name, "failed", f"adopt: {str(exc).splitlines()[0]}")
+
+
 @migrate_cli.command()
 def sessions(
     env: TargetOption = None,
     data_dir: DataDirOption = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Report only.")] = False,
+    adopt: Annotated[
+        bool,
+        typer.Option(
+            "--adopt",
+            help="Also upgrade files with no revision (made before the environment had a "
+            "migration branch), taking them to be at its first revision.",
+        ),
+    ] = False,
     as_json: JsonOption = False,
 ) -> None:
     """Upgrade retained session databases in bulk; a failure leaves that file as it was."""
@@ -194,7 +256,7 @@ def sessions(
     else:
 
         def upgrade(target: str) -> list[Outcome]:
-            return upgrade_sessions(settings.data_dir, target, dry_run)
+            return upgrade_sessions(settings.data_dir, target, dry_run, adopt)
 
     report: dict[str, list[Outcome]] = {t: upgrade(t) for t in _chosen(env) if t != CONTROL}
     counts = {

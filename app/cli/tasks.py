@@ -1,8 +1,10 @@
 """`stategym tasks check FILE`: are a task file's rewards trustworthy before any training run?
 
 For every task, in memory (no server): replay the gold solution twice (the same state both times,
-every call succeeding), verify the gold end state with the gold answer (reward must be 1), and
-verify a no-op with an empty answer (reward must be below 1).
+every call succeeding), verify the gold end state with the gold answer (reward must be 1), verify
+a no-op with an empty answer (reward must be 0), and try the submissions a policy could hope to
+win with: hedged answers, declining an action task with each code, declining a refusal with the
+wrong code (app/cli/task_probes.py; each must earn 0).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
+from app.cli.task_probes import probe_problems
 from app.errors import StateGymError
 from app.registry import load_environment
 from app.runtime.tasks import TaskSpec, task_from_data
@@ -41,6 +44,7 @@ class TaskReport:
     problems: list[str] = field(default_factory=list)
     gold_reward: float | None = None
     noop_reward: float | None = None
+    probes_tried: int = 0
 
 
 def _gold_answer(task: TaskSpec) -> dict[str, Any]:
@@ -103,8 +107,13 @@ def check_task(env: Environment, store: Store, gold: GoldCache, task: TaskSpec) 
             env=env, gold=gold, engine=engine, task=task, response={"output": []}, diff_limit=0
         )
     report.noop_reward = noop["reward"]
-    if noop["reward"] >= 1.0:
-        report.problems.append("a no-op (no calls, empty answer) already earns reward 1")
+    if noop["reward"] != 0.0:
+        report.problems.append(
+            f"a no-op (no calls, nothing submitted, empty answer) earns reward {noop['reward']:g}"
+        )
+    if not task.checks_only:
+        report.probes_tried, found = probe_problems(env, store, gold, task, _gold_answer(task))
+        report.problems.extend(found)
     return report
 
 
@@ -167,8 +176,12 @@ def _summary(console: Console, path: Path, env: str, reports: list[TaskReport]) 
     table = Table(title=f"{path} · {env}: {len(reports)} tasks, {len(bad)} with problems")
     for col in ("task", "gold", "no-op", "problems"):
         table.add_column(col)
+    tried = sum(r.probes_tried for r in reports)
     if not bad:
-        console.print(f"{path} · {env}: all {len(reports)} tasks OK")
+        console.print(
+            f"{path} · {env}: all {len(reports)} tasks OK (gold 1, no-op 0, "
+            f"{tried} hedged or declining submissions 0)"
+        )
         return
     for r in bad:
         table.add_row(r.task_id, _fmt(r.gold_reward), _fmt(r.noop_reward), "\n".join(r.problems))
@@ -190,7 +203,8 @@ def check(
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON report.")] = False,
 ) -> None:
-    """Replay every task's gold solution and a no-op; exit 1 if any task is untrustworthy."""
+    """Replay every task's gold, a no-op and hedged/declining submissions; exit 1 if any task's
+    reward cannot be trusted (gold below 1, or anything else above 0)."""
     rows = read_rows(file)
     name = _env_name(file, rows, env)
     try:
@@ -213,9 +227,19 @@ def check(
             "env": name,
             "tasks": len(reports),
             "ok": not bad,
+            "probes_tried": sum(r.probes_tried for r in reports),
             "problems": [asdict(r) for r in bad],
         }
         typer.echo(json.dumps(payload, indent=1))
     else:
         _summary(console, file, name, reports)
     raise typer.Exit(1 if bad else 0)
+
+
+@tasks_cli.command("schema")
+def schema() -> None:
+    """Print the JSON Schema of a task row (docs/tasks.md), generated from the model that
+    validates every row (app/runtime/tasks.py); keys it does not name pass through."""
+    from app.runtime.tasks import TaskRow
+
+    typer.echo(json.dumps(TaskRow.model_json_schema(), indent=2))

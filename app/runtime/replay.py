@@ -36,7 +36,7 @@ _TEMPLATES: dict[tuple[str, str], bytes] = {}
 
 def base_image(env: Environment) -> bytes:
     """The serialized base database, built once per process (a build ~0.2 s, a copy ~1 ms)."""
-    key = (env.name, env.data_version)
+    key = (env.name, f"{env.data_version}:{env.base_data_digest()}")
     if key not in _TEMPLATES:
         engine = memory_engine(env)
         with Session(engine) as db:

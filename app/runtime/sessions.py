@@ -41,7 +41,7 @@ from app.runtime.replay_cache import ReplayFiles
 from app.runtime.reverify import replay_verify
 from app.runtime.runner import run_tool
 from app.runtime.steps import StepRecorder
-from app.runtime.tasks import SeedRequest, TaskSpec, task_from_data
+from app.runtime.tasks import SeedRequest, TaskSpec, check_decline_code, task_from_data
 from app.sdk.environment import Environment, Tool
 from app.settings import Settings
 from app.storage.base import SessionBackend, SessionHandle, verify_threads, worker_threads
@@ -195,6 +195,7 @@ class SessionManager:
         task, rsid = request.task, request.resources_session_id
         # Checks naming unknown tables or columns are refused now, not at verify.
         compile_checks(self.env.metadata.tables, self.env.compare, task.expected_state)
+        check_decline_code(task, self.env.decline_codes, self.env.name)
         snapshot = self._snapshot(task)
         # The control row comes first: a crash between the two leaves a row without a
         # database (the reaper closes it) rather than a database nobody knows about.
@@ -491,6 +492,7 @@ class SessionManager:
         is scored by replaying `body.response`'s calls on the task's snapshot."""
         task = task_from_data(body)
         compile_checks(self.env.metadata.tables, self.env.compare, task.expected_state)
+        check_decline_code(task, self.env.decline_codes, self.env.name)
         result = await self._run_verify(self._stateless_replay, task, body.get("response"))
         if self.judge is not None:
             result = await apply_judge(result, dict(body), body.get("response"), self.judge, "")

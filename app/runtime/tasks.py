@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Literal
@@ -14,6 +14,8 @@ from pydantic import (
     ConfigDict,
     Field,
     PrivateAttr,
+    StrictBool,
+    StrictFloat,
     StrictInt,
     StrictStr,
     ValidationError,
@@ -22,6 +24,7 @@ from pydantic import (
 )
 
 from app.errors import InvalidTask, validation_message
+from app.verify import values
 from app.verify.answers import check_answer_kind
 from app.verify.checks import parse_checks
 
@@ -36,6 +39,19 @@ class ToolCall:
 
 
 @dataclass(frozen=True)
+class ExpectedAnswer:
+    """A task's expected answer: a kind (app/verify/values.py KINDS) and a JSON value, a list
+    for a list-valued answer (compared as a set)."""
+
+    kind: str
+    value: Any
+
+    @property
+    def many(self) -> bool:
+        return isinstance(self.value, list)
+
+
+@dataclass(frozen=True)
 class TaskSpec:
     task_id: str | None
     seed: Mapping[str, Any] | None
@@ -45,6 +61,12 @@ class TaskSpec:
     data: Mapping[str, Any]
     # Declarative checks on the final state (app/verify/checks.py); not part of the gold state.
     expected_state: tuple[Mapping[str, Any], ...] = ()
+    # Answers as state (app/verify/submitted.py): what `submit_answer` must have written, and
+    # where it is read ("tool": the answer table; "text": the final assistant message).
+    expected_answer: ExpectedAnswer | None = None
+    answer_via: Literal["tool", "text"] = "tool"
+    # The reason code a refusal task expects `decline_request` to name.
+    expected_decline: str | None = None
 
     @property
     def checks_only(self) -> bool:
@@ -90,6 +112,37 @@ class GoldCall(BaseModel):
         return args
 
 
+class ExpectedAnswerRow(BaseModel):
+    """`{"kind": K, "value": V}`: V must be exactly one value of K (or a list of them)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: StrictStr
+    value: (
+        StrictBool
+        | StrictInt
+        | StrictFloat
+        | StrictStr
+        | list[StrictBool | StrictInt | StrictFloat | StrictStr]
+    )
+
+    @model_validator(mode="after")
+    def _one_value_of_kind(self) -> ExpectedAnswerRow:
+        if self.kind not in values.KINDS:
+            raise InvalidTask(
+                f"expected_answer.kind {self.kind!r} is not a kind; kinds are "
+                f"{', '.join(values.KINDS)}"
+            )
+        try:
+            values.parse_answer(self.kind, self.value, many=isinstance(self.value, list))
+        except values.NotOneValue as exc:
+            raise InvalidTask(
+                f"expected_answer.value is not one {self.kind} ({exc.reason}); give one value "
+                "of the kind, or a list of them"
+            ) from None
+        return self
+
+
 class TaskRow(BaseModel):
     """The fields of a task row that seed and verify read, validated here and nowhere else.
 
@@ -108,12 +161,22 @@ class TaskRow(BaseModel):
     expected_state: Any = Field(default=None, description="checks on the final state")
     reward_mode: Literal["strict", "partial"] | None = None
     answer_kind: Any = None
+    expected_answer: ExpectedAnswerRow | None = None
+    answer_via: Literal["tool", "text"] = "tool"
+    expected_decline: StrictStr | None = Field(
+        default=None, description="the reason code decline_request must name (a refusal task)"
+    )
     _checks: tuple[Mapping[str, Any], ...] = PrivateAttr(default=())
 
     @model_validator(mode="after")
     def _domain_rules(self) -> TaskRow:
         # Both raise InvalidTask with their own message (a 422 that says what to fix).
         self._checks = parse_checks(self.expected_state)
+        if self.expected_answer is not None and self.expected_decline is not None:
+            raise InvalidTask(
+                "task: give expected_answer or expected_decline, not both (a task either asks "
+                "for an answer or must be refused)"
+            )
         if self.answer_kind is not None and self._answer_kind_countable():
             # refused at seed, not first at verify
             check_answer_kind(self.answer_kind, len(self.outputs()))
@@ -135,6 +198,11 @@ class TaskRow(BaseModel):
             expected_outputs=self.outputs(),
             reward_mode=self.reward_mode,
             expected_state=self._checks,
+            expected_answer=None
+            if self.expected_answer is None
+            else ExpectedAnswer(self.expected_answer.kind, self.expected_answer.value),
+            answer_via=self.answer_via,
+            expected_decline=self.expected_decline,
             data={k: v for k, v in data.items() if k not in _NG_KEYS and not k.startswith("_ng_")},
         )
 
@@ -142,6 +210,15 @@ class TaskRow(BaseModel):
 def _tool_call(call: GoldCall) -> ToolCall:
     assert isinstance(call.arguments, dict)  # decoded by GoldCall._decode
     return ToolCall(call.name, call.arguments)
+
+
+def check_decline_code(task: TaskSpec, codes: Sequence[str], env_name: str) -> None:
+    """A refusal task's code must be one the environment declares (InvalidTask, a 422)."""
+    if task.expected_decline is not None and task.expected_decline not in codes:
+        raise InvalidTask(
+            f"expected_decline {task.expected_decline!r} is not a reason code of environment "
+            f"{env_name}; its codes are {', '.join(codes)}"
+        )
 
 
 def task_from_data(data: Mapping[str, Any]) -> TaskSpec:

@@ -38,6 +38,7 @@ from app.server.admin import router as admin_router
 from app.server.branching import router as branching_router
 from app.server.cookies import CookieSigner, load_or_create_secret
 from app.server.mcp import mcp_seed_fields, mount_mcp
+from app.server.metrics import Stats, install_metrics
 from app.server.middleware import (
     BodyLimitMiddleware,
     HostCheckMiddleware,
@@ -448,6 +449,9 @@ def create_app(settings: Settings, env: Environment | None = None) -> FastAPI:
     _install_error_handlers(app)
     app.include_router(admin_router)  # read-only /admin/..., off unless admin_token is set
     app.include_router(router)
+    # Before the tool routes' catch-all, so GET /metrics is not read as a tool name.
+    stats = Stats(settings.data_dir, lambda: proto.sessions.control.count_live(env.name))
+    install_metrics(app, stats, settings.stats_log_seconds, expose=settings.metrics)
     # Fork, rewind, export, restore: session errors, and 501 where the backend keeps no step log.
     app.include_router(branching_router, responses={**SESSION_ERRORS, **_errors(501)})
     _add_rollout_routes(app)

@@ -56,10 +56,23 @@ def metadata_for(target: str) -> MetaData:
     return load_environment(target).metadata
 
 
+def version_location(target: str) -> Path:
+    """Where a target's migration branch lives: the environment's own `migrations_path` (a
+    plugin package), else `migrations/versions/<target>/` of this repository."""
+    if target != CONTROL:
+        own = load_environment(target).migrations_path
+        if own is not None:
+            return own
+    return MIGRATIONS_DIR / "versions" / target
+
+
 def alembic_config(target: str | None = None) -> Config:
     cfg = Config(str(REPO_ROOT / "alembic.ini"))
     cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
-    locations = " ".join(str(MIGRATIONS_DIR / "versions" / t) for t in targets())
+    # A branch directory that does not exist yet (an environment with no revision) is skipped:
+    # Alembic refuses a missing version location.
+    existing = [version_location(t) for t in targets()]
+    locations = " ".join(str(p) for p in existing if p.is_dir())
     cfg.set_main_option("version_locations", locations)
     cfg.set_main_option("path_separator", "space")
     if target:
@@ -96,12 +109,17 @@ def stamp_new_database(conn: sqlite3.Connection, target: str) -> None:
     head = head_revision(target)
     if head is None:
         return
+    stamp_revision(conn, head)
+
+
+def stamp_revision(conn: sqlite3.Connection, revision: str) -> None:
+    """Record `revision` as the database's one Alembic revision."""
     conn.execute(
         f"CREATE TABLE IF NOT EXISTS {VERSION_TABLE} (version_num VARCHAR(32) NOT NULL, "
         f"CONSTRAINT {VERSION_TABLE}_pkc PRIMARY KEY (version_num))"
     )
     conn.execute(f"DELETE FROM {VERSION_TABLE}")
-    conn.execute(f"INSERT INTO {VERSION_TABLE} (version_num) VALUES (?)", (head,))
+    conn.execute(f"INSERT INTO {VERSION_TABLE} (version_num) VALUES (?)", (revision,))
 
 
 def revision_of(conn: sqlite3.Connection) -> str | None:
@@ -249,3 +267,70 @@ def prepare_control_database(engine: Any, path: Path) -> None:
         state = schema_state(dbapi, CONTROL)
     if state == "older":
         upgrade_file(path, CONTROL)
+
+
+def new_revision(target: str, message: str) -> Path:
+    """Write the target's next revision by comparing its models with its branch head (the first
+    one starts the branch, labelled with the target's name); returns the script's path.
+
+    The script is ruff-formatted when ruff is installed, so a generated file passes the same
+    format check as a hand-written one.
+    """
+    import tempfile
+
+    from alembic import command
+
+    head = head_revision(target)
+    version_path = version_location(target)
+    version_path.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "autogen.sqlite"
+        sqlite3.connect(path).close()
+        if head:
+            upgrade_file(path, target)
+        # Autogenerate insists the database sits at every head of the script directory, so
+        # record the other branches' heads too (their tables are not compared).
+        conn = sqlite3.connect(path)
+        conn.execute(
+            f"CREATE TABLE IF NOT EXISTS {VERSION_TABLE} (version_num VARCHAR(32) NOT NULL, "
+            f"CONSTRAINT {VERSION_TABLE}_pkc PRIMARY KEY (version_num))"
+        )
+        for other in targets():
+            other_head = head_revision(other)
+            if other != target and other_head:
+                conn.execute(f"INSERT INTO {VERSION_TABLE} VALUES (?)", (other_head,))
+        conn.commit()
+        conn.close()
+        with connection_to(path) as connection:
+            cfg = alembic_config(target)
+            locations = cfg.get_main_option("version_locations") or ""
+            if str(version_path) not in locations.split():
+                cfg.set_main_option("version_locations", f"{locations} {version_path}".strip())
+            cfg.attributes["connection"] = connection
+            script = command.revision(
+                cfg,
+                message=message,
+                autogenerate=True,
+                head=f"{target}@head" if head else "base",
+                branch_label=None if head else target,
+                version_path=str(version_path),
+            )
+    _script.cache_clear()
+    head_revision.cache_clear()
+    branch_revisions.cache_clear()
+    written = Path(script.path)  # type: ignore[union-attr]
+    _ruff_format(written)
+    return written
+
+
+def _ruff_format(path: Path) -> None:
+    import shutil
+    import subprocess
+    import sys
+
+    ruff = shutil.which("ruff") or str(Path(sys.executable).with_name("ruff"))
+    if Path(ruff).exists():
+        subprocess.run([ruff, "format", "--quiet", str(path)], check=False)
+        subprocess.run(
+            [ruff, "check", "--quiet", "--fix", "--select", "I,F401", str(path)], check=False
+        )

@@ -35,6 +35,8 @@ from sqlalchemy import (
 from sqlalchemy.exc import StatementError
 from sqlalchemy.orm import Session
 
+from app.sdk.compare_spec import ANSWER_TABLE
+
 
 class SeedError(ValueError):
     """The task's seed does not fit the environment's schema."""
@@ -126,6 +128,9 @@ def apply_seed(db: Session, metadata: MetaData, seed: Mapping[str, Any] | None) 
         raise SeedError(
             f"seed.rows: unknown table(s) {unknown}; tables are {sorted(metadata.tables)}"
         )
+    if ANSWER_TABLE in rows_by_table:
+        # The agent's answer is the agent's to write (app/sdk/answer.py), never a seed's.
+        raise SeedError(f"seed.rows: {ANSWER_TABLE} is the framework's answer table; seed omits it")
     written = 0
     # Core statements on the session's connection (its transaction): seed rows are no ORM
     # objects, and the ORM's execution path cost as much again per statement.

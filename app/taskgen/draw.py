@@ -95,7 +95,8 @@ def draw(
         "difficulty": difficulty(gen, gold, choice.family, distractor=bool(distractors)),
         "kind": kind(gen, gold, choice.family),
     }
-    answer = answer_kind(choice.family, expected)
+    # Legacy text answers carry their kinds; answers as state carry theirs in expected_answer.
+    answer = answer_kind(choice.family, expected) if expected else None
     if answer:
         task["answer_kind"] = answer
     task["entities"] = people

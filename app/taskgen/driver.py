@@ -44,7 +44,9 @@ class Summary:
         self.family[task["family"]] += 1
         self.difficulty[task["difficulty"]] += 1
         self.kind[task["kind"]] += 1
-        kind = task.get("answer_kind") or "-"
+        answer = task.get("expected_answer") or {}
+        decline = "decline" if task.get("expected_decline") else None
+        kind = task.get("answer_kind") or answer.get("kind") or decline or "-"
         self.answer_kind[kind if isinstance(kind, str) else "+".join(kind)] += 1
         self.tool.update(c["name"] for c in task["ground_truth"])
 

@@ -36,6 +36,7 @@ from sqlalchemy.orm import Session
 from app.runtime.lru import LRU
 from app.runtime.runner import run_tool
 from app.runtime.tasks import task_from_data
+from app.sdk.answer import RESERVED_TOOL_NAMES
 from app.sdk.environment import Environment, ToolContext
 from app.storage.seeding import apply_seed, parse_seed_now
 from app.storage.sqlite import db as sqlite_db
@@ -55,7 +56,9 @@ class GoldRun:
     final: Connection
     names: tuple[str, ...]  # the calls' tool names
     outcomes: tuple[dict[str, Any], ...]
-    changed: bool  # SQLite counted rows written by the calls (triggers fire only on writes)
+    # SQLite counted rows written by the calls (triggers fire only on writes), the answer row
+    # of the framework's answer tools aside.
+    changed: bool
     now: datetime
 
     @property
@@ -172,14 +175,19 @@ def gold_run(
             seeded_key = "taskgen-seed-" + hashlib.sha256(key[1].encode()).hexdigest()[:32]
             seed_state = rebase(c, env.metadata.tables, env.compare, seeded_key)
         seeded = raw.serialize()
-        written = raw.total_changes
-        outcomes = run_calls(env, c, gold, now)
+        outcomes, env_writes = [], 0
+        for call in gold:
+            written = raw.total_changes
+            outcomes += run_calls(env, c, [call], now)
+            # The answer row submit_answer/decline_request write is no change of the state.
+            if call["name"] not in RESERVED_TOOL_NAMES:
+                env_writes += raw.total_changes - written
     except BaseException:
         c.close()
         raw.close()
         raise
     names = tuple(str(call["name"]) for call in gold)
-    changed = raw.total_changes != written
+    changed = env_writes > 0
     run = GoldRun(seeded, seed_state, c, names, tuple(outcomes), changed, now)
     _runs.put(key, run)
     return run

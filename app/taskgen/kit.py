@@ -18,6 +18,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
+from app.sdk.answer import DECLINE_REQUEST, RESERVED_TOOL_NAMES, SUBMIT_ANSWER
 from app.sdk.environment import Environment
 from app.taskgen.details import Omission, omit
 from app.taskgen.gold_run import bound, forget, gold_run, run_calls
@@ -43,6 +44,25 @@ class Draft:
     expect_from: Expect | None = None
     # Facts of the prompt a draw may leave out for the agent to look up (app/taskgen/details).
     omissions: tuple[Omission, ...] = ()
+    # Answers as state: (kind, value) the gold submits with submit_answer (the row's
+    # `expected_answer`), or computed from the gold calls' outputs by `answer_from`.
+    answer: tuple[str, Any] | None = None
+    answer_from: Callable[[list[Any]], tuple[str, Any]] | None = None
+    # A refusal: the reason code the gold declines with (decline_request; `expected_decline`).
+    decline: str | None = None
+    # What the gold's decline_request tells the user (not scored).
+    decline_message: str = "I'm sorry, I cannot do that under our policy."
+
+
+def submission(draft: Draft, answer: tuple[str, Any] | None = None) -> list[dict[str, Any]]:
+    """The gold's last call: submit_answer with the answer, or decline_request with the code."""
+    answer = answer or draft.answer
+    if answer is not None:
+        return [{"name": SUBMIT_ANSWER, "arguments": {"answer": answer[1]}}]
+    if draft.decline is not None:
+        arguments = {"reason": draft.decline, "message": draft.decline_message}
+        return [{"name": DECLINE_REQUEST, "arguments": arguments}]
+    return []
 
 
 def call(env: Environment, name: str, **arguments: Any) -> dict[str, Any]:
@@ -53,6 +73,10 @@ def call(env: Environment, name: str, **arguments: Any) -> dict[str, Any]:
     assert not arguments, f"{name}: unknown arguments {sorted(arguments)}"
     tool.args_model.model_validate(full)
     return {"name": name, "arguments": full}
+
+
+class StoryFailed(RuntimeError):
+    """A shipped story could not be built: the message names it in one line."""
 
 
 class GoldFailed(AssertionError):
@@ -169,7 +193,9 @@ def build_row(
             "tools": _tool_schemas(env),
         },
         "seed": seed,
-        "ground_truth": draft.gold,
+        # The gold ends with its answer or decline (an answer computed from the gold's outputs
+        # is appended once they are known, below).
+        "ground_truth": [*draft.gold, *submission(draft)],
     }
     # Checked as it will be read back: JSON keeps the seed's table order (parents first),
     # which apply_seed relies on, so keys are never sorted.
@@ -182,6 +208,14 @@ def build_row(
         expected += draft.expect_from(outputs)
     if expected:
         task["expected_outputs"] = expected
+    answer = draft.answer
+    if draft.answer_from is not None:
+        answer = draft.answer_from(outputs)
+        task["ground_truth"] = [*task["ground_truth"], *submission(draft, answer)]
+    if answer is not None:
+        task["expected_answer"] = {"kind": answer[0], "value": answer[1]}
+    if draft.decline is not None:
+        task["expected_decline"] = draft.decline
     if after is not None:
         after(task, outputs)
     if omitted:
@@ -215,7 +249,14 @@ class TaskGenerator:
             for k in range(variants):
                 index = len(tasks) + 1
                 rng = random.Random(f"{self.env.name}-{index}")
-                tasks.append(self.build(index, fn, k, rng, names))
+                try:
+                    tasks.append(self.build(index, fn, k, rng, names))
+                except Exception as exc:  # noqa: BLE001 - one line that names the story
+                    first = (str(exc).strip().splitlines() or [""])[0][:300]
+                    raise StoryFailed(
+                        f"shipped story {index} ({fn.__name__}, variant {k}) failed: "
+                        f"{type(exc).__name__}: {first}"
+                    ) from exc
         return tasks
 
     def shipped(self) -> list[str]:
@@ -224,6 +265,9 @@ class TaskGenerator:
 
 
 def writes(gen: TaskGenerator, call: dict[str, Any]) -> bool:
+    """Whether a gold call changes the state (the answer tools only write the answer row)."""
+    if call["name"] in RESERVED_TOOL_NAMES:
+        return False
     if gen.writes is not None:
         return gen.writes(call)
     tool = gen.env.tool_named(call["name"])
@@ -242,7 +286,7 @@ def difficulty(
     Steps: 1 call -> 1, 2-3 -> 2, 4-5 -> 3, 6-7 -> 4, 8+ -> 5. Two writes (two intents) is at
     least 4, three or more at least 5; a refusal at least 2; a distractor adds 1. Capped at 5.
     """
-    steps = len(gold)
+    steps = sum(1 for c in gold if c["name"] not in RESERVED_TOOL_NAMES)  # the answer is no step
     level = 1 if steps <= 1 else 2 if steps <= 3 else 3 if steps <= 5 else 4 if steps <= 7 else 5
     changes = sum(1 for c in gold if writes(gen, c))
     if changes >= 2:

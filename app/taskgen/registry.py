@@ -1,20 +1,30 @@
-"""The explicit list of task generators: environment name -> module with `TASKGEN`."""
+"""An environment's task generator: the `TASKGEN` of its `<module>.taskgen` package."""
 
 from __future__ import annotations
 
 import importlib
 
-from app.registry import ENVIRONMENTS
+from app.registry import environment_module
 from app.taskgen.kit import TaskGenerator
 
-GENERATORS: dict[str, str] = {name: f"{module}.taskgen" for name, module in ENVIRONMENTS.items()}
+
+class NoGenerator(LookupError):
+    """The environment ships no task generator: a readable error, not a ModuleNotFoundError."""
 
 
 def load_generator(name: str) -> TaskGenerator:
-    module = GENERATORS.get(name)
-    if module is None:
-        raise KeyError(f"unknown environment {name!r}; known: {', '.join(sorted(GENERATORS))}")
-    gen = importlib.import_module(module).TASKGEN
+    module = f"{environment_module(name)}.taskgen"
+    try:
+        package = importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name is None or not module.startswith(exc.name):
+            raise  # the generator exists but imports something missing: its own bug
+        raise NoGenerator(
+            f"environment {name!r} has no task generator: add a `{module}` package defining "
+            "TASKGEN = TaskGenerator(...) (docs/generating_tasks.md), or write tasks by hand "
+            "and check them with `stategym tasks check FILE`"
+        ) from None
+    gen = getattr(package, "TASKGEN", None)
     if not isinstance(gen, TaskGenerator):
         raise TypeError(f"{module}.TASKGEN is not a TaskGenerator")
     return gen

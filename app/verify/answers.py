@@ -1,59 +1,83 @@
-"""The answer check a policy cannot hedge: the expected value, and no rival of the same kind.
+"""The text answer path: the expected value is in the final message, and no rival of its kind.
 
-`expected_outputs` used to be a substring test, so a final message listing every employee,
-invoice and the numbers 0-399 passed every answer task. Now each expected output has a *kind*,
-the answer's candidates of that kind are extracted, and the set of candidates must be the
-expected set: naming the expected value *and* another candidate of its kind fails the check.
+Used for rows that ask for it (`answer_via: "text"`), legacy `expected_outputs`, and the judge.
+ONE tokenizer (`app.verify.values.tokens`) decides both what is a candidate and whether the
+expected value is present: values are whole tokens, compared by value.
 
-| kind | expected looks like | candidates in the answer |
-|---|---|---|
-| amount | `233.00` (has a fraction) | numbers with a fraction, a currency sign or 1,000s commas |
-| number | `65`, up to 5 digits | every number (not inside a date, time, id or email) |
-| id | letters and digits (`E90110`, `INV-2026-9120`) or 6+ digits | ids of its pattern or prefix |
-| date / time / email | `2026-05-10`, `14:00`, `a@b.org` | every ISO date / HH:MM time / email |
-| name | text that is a value (or a word of one) in the seeded database | that column's values |
-| text, refusal | other text (`fraud`, `verif`) | none: containment only |
+- present: the expected value appears as a whole token of its kind, by value: `$1,234.50` is
+  `1234.5`, `2026-05-07 at 10:00` is `2026-05-07 10:00`; a name or text by its whole words.
+- hedge: any other candidate of the same kind (the table below). An `opaque` token (a value
+  glued to other characters: `q233.00q`, `abc123def`, `٢٣٣`) is never a match, and one carrying
+  digits is a rival of every digit-bearing kind: it may hide a value. Glued words (`_Vogel_`)
+  still name database values as rivals; they never match.
 
-Numbers compare by value (`$1,234.50` = `1234.5`); the expected value may appear many times.
+Candidates, per kind:
+- amount, number: every amount and number token (`2 items` names the number 2), spelled-out
+  number words, opaque tokens with digits, ids with digits between letters (`X66Y`) or made of
+  digit groups (`66-67`);
+- id: ids and 6+ digit numbers of the expected id's pattern or letter prefix (`E90110`,
+  `E1001`), tokens holding such an id (`QE90111Q`), opaque tokens with digits;
+- date, time, datetime: every date, time and datetime token (a datetime's date and time count
+  as a date and a time), days without a year (`May 8`), opaque tokens with digits;
+- email: every address, opaque tokens with `@`;
+- name: the values of the database column holding the expected name;
+- boolean: yes/no/true/false words;
+- text, refusal: none (whole-word containment only).
+
 An answer longer than MAX_ANSWER_CHARS fails: listing is not a way around the candidate sets.
-A task may name its kinds (`answer_kind`: one kind for all outputs, or a list, one per
-output); otherwise they are inferred as above.
+Kinds come from `answer_kind` (one kind, or one per output), else are inferred by `infer_kind`.
+
+Limits: the text path cannot know intent. An honest answer that also names the next appointment,
+or a count beside an amount ("2 items, 233.00"), is a hedge here; a refusal's reason written in
+other words ("less than a day" for `24 hours`) is missing. Use the answer tools
+(`submit_answer`, `decline_request`): they are scored by value without reading prose.
 """
 
 from __future__ import annotations
 
+import functools
 import re
-import threading
-from collections import Counter
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from decimal import Decimal, InvalidOperation
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from app.errors import InvalidTask
-from app.runtime.lru import LRU
-from app.verify.state import DbState, TableState
+from app.verify import value_grammar as g
+from app.verify.answer_names import (
+    _MAX_VALUE_CHARS,
+    _WORD,
+    Hedge,
+    _norm,
+    _vocabulary,
+    name_hedges,
+    name_words,
+)
+from app.verify.state import DbState
+from app.verify.values import KINDS as VALUE_KINDS
+from app.verify.values import NotOneValue, Token, describe, parse_value, tokens
+
+__all__ = [
+    "KINDS",
+    "MAX_ANSWER_CHARS",
+    "_MAX_VALUE_CHARS",
+    "_WORD",
+    "Hedge",
+    "_norm",
+    "_vocabulary",
+    "check_answer_kind",
+    "hedged_outputs",
+    "id_families",
+    "infer_kind",
+    "missing_outputs",
+    "text_answer",
+]
 
 MAX_ANSWER_CHARS = 4000
-KINDS = ("amount", "number", "id", "date", "time", "email", "name", "text", "refusal")
-
-_DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}(?:[t ]\d{2}:\d{2}(?::\d{2})?)?\b")
-_TIME = re.compile(r"\b\d{1,2}:\d{2}(?::\d{2})?\b")
-_EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
-_TOKEN = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
-_NUMBER = re.compile(r"([$€£]\s?)?(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?")
-_WORD = re.compile(r"\w+")
-_MAX_VALUE_CHARS = 60  # longer database values are prose, not names
-
-
-def _norm(text: str) -> str:
-    return " ".join(text.split()).casefold()
-
-
-def _is_code(token: str) -> bool:
-    digits = any(c.isdigit() for c in token)
-    letters = any(c.isalpha() for c in token)
-    return digits and (letters or (token.isdigit() and len(token) >= 6))
+MAX_READ_CHARS = 16 * MAX_ANSWER_CHARS  # longer answers fail on length; reading stops here
+KINDS = (*VALUE_KINDS, "refusal")  # refusal: a legacy keyword kind, read as text
+_DIGIT_KINDS = ("amount", "number", "id", "date", "time", "datetime")
+# Ids that read as numbers: digits between letters (`X66Y`), digit groups (`2-3`, `66_67`).
+_NUMBERISH_ID = re.compile(r"[A-Za-z][0-9]+[A-Za-z]|^#?[0-9]+(?:[-_][0-9]+)+$")
 
 
 def id_families(token: str) -> set[tuple[str, ...]]:
@@ -69,19 +93,47 @@ def id_families(token: str) -> set[tuple[str, ...]]:
     return families
 
 
+def _run(run: str) -> str:
+    if run.isalpha():
+        return f"[a-z]{{{len(run)}}}"
+    return f"[0-9]{{{len(run)}}}" if run.isdigit() else re.escape(run)
+
+
+def _inside_pattern(token: str) -> re.Pattern[str]:
+    """An id of `token`'s exact letter/digit runs, or its prefix and digits, found anywhere."""
+    runs = "".join(
+        f"[a-z]{{{len(r)}}}"
+        if r.isalpha()
+        else f"[0-9]{{{len(r)}}}"
+        if r.isdigit()
+        else re.escape(r)
+        for r in re.findall(r"[a-z]+|[0-9]+|[^a-z0-9]+", token)
+    )
+    prefix = re.fullmatch(r"([a-z]+)[0-9]+", token)
+    return re.compile(runs + (f"|{prefix.group(1)}[0-9]" if prefix else ""))
+
+
+def _parses(kind: str, text: str) -> bool:
+    try:
+        parse_value(kind, text)
+    except NotOneValue:
+        return False
+    return True
+
+
 def infer_kind(expected: str) -> str:
+    """The kind of a legacy expected output: email, datetime, date, time, amount (a fraction
+    or a currency), number (up to 5 digits), id (letters and digits, or 6+ digits), else name."""
     e = _norm(expected).lstrip("#")
-    if _EMAIL.fullmatch(e):
-        return "email"
-    if _DATE.fullmatch(e):
-        return "date"
-    if _TIME.fullmatch(e):
-        return "time"
-    number = _NUMBER.fullmatch(e.lstrip("-"))
+    for kind in ("email", "datetime", "date", "time"):
+        if _parses(kind, e) and not e.isdigit():
+            return kind
+    number = re.fullmatch(r"([$€£]\s?)?([0-9]{1,3}(?:,[0-9]{3})+|[0-9]+)(\.[0-9]+)?", e.lstrip("-"))
     if number and not (number.group(3) is None and len(e) >= 6 and not number.group(1)):
         return "amount" if number.group(3) or number.group(1) else "number"
-    if _TOKEN.fullmatch(e) and _is_code(e):
-        return "id"
+    if re.fullmatch(r"[a-z0-9]+(?:-[a-z0-9]+)*", e) and any(c.isdigit() for c in e):
+        if any(c.isalpha() for c in e) or len(e) >= 6:
+            return "id"
     return "name"
 
 
@@ -102,189 +154,132 @@ def _kinds(expected: Sequence[str], declared: Any) -> list[str]:
     return check_answer_kind(declared, len(expected))
 
 
-# --- candidates of each kind ---------------------------------------------------------------------
-@dataclass
-class _Answer:
-    text: str  # normalised
-    dates: set[str] = field(default_factory=set)
-    times: set[str] = field(default_factory=set)
-    emails: set[str] = field(default_factory=set)
-    codes: list[str] = field(default_factory=list)
-    numbers: list[tuple[Decimal, bool]] = field(default_factory=list)  # (value, money-like)
-    words: list[str] = field(default_factory=list)
+@dataclass(frozen=True)
+class _Reading:
+    """The answer read once: its tokens, its clean words (None where an opaque token breaks
+    them) for presence, and every word (glued ones split out) for naming rivals."""
 
-    @classmethod
-    def parse(cls, raw: str) -> _Answer:
-        text = _norm(raw)
-        out = cls(text)
-        rest = text
-        for pattern, bucket in ((_EMAIL, out.emails), (_DATE, out.dates), (_TIME, out.times)):
-            bucket.update(m.group(0) for m in pattern.finditer(rest))
-            rest = pattern.sub(" ", rest)
-        out.codes = [t for t in _TOKEN.findall(rest) if _is_code(t)]
-        rest = _TOKEN.sub(lambda m: " " if _is_code(m.group(0)) else m.group(0), rest)
-        for m in _NUMBER.finditer(rest):
-            value = _decimal(m.group(2).replace(",", "") + (m.group(3) or ""))
-            money = bool(m.group(1) or m.group(3) or "," in m.group(2))
-            out.numbers.append((value, money))
-        out.words = _WORD.findall(text)
-        return out
+    toks: tuple[Token, ...]
+    clean: tuple[str | None, ...]
+    loose: tuple[str, ...]
 
-
-def _decimal(text: str) -> Decimal:
-    try:
-        return Decimal(text.lstrip("-").lstrip("$€£").replace(",", "").strip()).normalize()
-    except InvalidOperation:
-        return Decimal(-1)
-
-
-def _value(kind: str, expected: str) -> Any:
-    e = _norm(expected).lstrip("#")
-    return _decimal(e) if kind in ("amount", "number") else e
-
-
-def _found(kind: str, answer: _Answer, expected: Sequence[str]) -> set[Any]:
-    if kind == "amount":
-        return {v for v, money in answer.numbers if money}
-    if kind == "number":
-        return {v for v, _ in answer.numbers}
-    if kind == "id":
-        families = set().union(*(id_families(_value(kind, e)) for e in expected))
-        return {c for c in answer.codes if id_families(c) & families}
-    return {"date": answer.dates, "time": answer.times, "email": answer.emails}[kind]
-
-
-# --- names: the seeded database says what else is a candidate ------------------------------------
-Column = tuple[str, str]  # (table, column)
-Words = tuple[str, ...]
-_vocab_cache: LRU[int, tuple[DbState, dict[Column, frozenset[Words]]]] = LRU(64)
-# Per table state (a seeded state shares most of them with the snapshot's dump, and a patched
-# one is its base's counts plus the patch): column -> how many rows hold each word tuple.
-_counts_cache: LRU[int, tuple[TableState, list[Counter[Words]]]] = LRU(256)
-_vocab_lock = threading.Lock()
-
-
-def _vocabulary(state: DbState) -> dict[Column, frozenset[Words]]:
-    """Each text column's distinct values, as word tuples (cached per seeded state)."""
-    with _vocab_lock:
-        hit = _vocab_cache.get(id(state))
-    if hit is not None and hit[0] is state:
-        return hit[1]
-    vocab: dict[Column, frozenset[Words]] = {}
-    for table in state.values():
-        for column, counts in zip(table.columns, _word_counts(table), strict=True):
-            if len(counts) > 1:
-                vocab[(table.name, column)] = frozenset(counts)
-    with _vocab_lock:
-        _vocab_cache.put(id(state), (state, vocab))
-    return vocab
-
-
-def _word_counts(table: TableState) -> list[Counter[Words]]:
-    """Per column, how many rows hold each value's word tuple (only values that may be names:
-    short text, no email); from the base's counts and the patch for a patched table."""
-    with _vocab_lock:
-        hit = _counts_cache.get(id(table))
-    if hit is not None and hit[0] is table:
-        return hit[1]
-    origin = table.origin
-    if origin is None or origin.base.origin is not None:
-        counts = [Counter(_words(row[i]) for row in table.rows) for i in range(len(table.columns))]
-    else:
-        counts = []
-        for i, base in enumerate(_word_counts(origin.base)):
-            patch: Counter[Words] = Counter(_words(row[i]) for row in origin.added)
-            patch.subtract(_words(row[i]) for row in origin.removed)
-            column = base.copy() if any(patch.values()) else base
-            for words, n in patch.items():
-                if n:
-                    column[words] += n
-                    if column[words] <= 0:
-                        del column[words]
-            counts.append(column)
-    for column in counts:
-        column.pop((), None)
-    with _vocab_lock:
-        _counts_cache.put(id(table), (table, counts))
-    return counts
-
-
-def _words(value: Any) -> Words:
-    # Emails are a kind of their own, and their words are no names.
-    if isinstance(value, str) and len(value) <= _MAX_VALUE_CHARS and "@" not in value:
-        return tuple(_WORD.findall(_norm(value)))
-    return ()
-
-
-def _name_groups(
-    expected: str, vocab: Mapping[Column, frozenset[tuple[str, ...]]]
-) -> list[tuple[Column, int, int, tuple[str, ...]]]:
-    """Where `expected` is a name: (column, word offset, width, the words), for each column
-    holding it as a whole value, else holding its words at one position of their values, else
-    the same for each of its words."""
-    words = tuple(_WORD.findall(_norm(expected)))
-    if not words:
-        return []
-    whole = [(col, 0, 0, words) for col, values in vocab.items() if words in values]
-    if whole:
-        return whole
-    groups = []
-    first = words[0]
-    for col, values in vocab.items():
-        for value in values:
-            if first not in value:  # most values: one C-level test instead of a slice per word
-                continue
-            for start in range(len(value) - len(words) + 1):
-                if value[start : start + len(words)] == words:
-                    groups.append((col, start, len(words), words))
-                    break
+    @staticmethod
+    @functools.lru_cache(maxsize=16)  # missing_outputs and hedged_outputs read the same text
+    def of(text: str) -> _Reading:
+        toks = tokens(text[:MAX_READ_CHARS])
+        clean: list[str | None] = []
+        loose: list[str] = []
+        for t in toks:
+            if t.kind == "opaque":
+                clean.append(None)
+                loose.extend(re.findall(r"[^\W\d_]+", t.value))
             else:
-                continue
-            break
-    if not groups and len(words) > 1:
-        # "Anna Weber" where first and last names are two columns: each word on its own.
-        for word in words:
-            groups.extend(_name_groups(word, vocab))
-    return groups
+                words = _WORD.findall(t.text.casefold())
+                clean.extend(words)
+                loose.extend(words)
+        return _Reading(tuple(toks), tuple(clean), tuple(loose))
 
 
-def _names_found(
-    answer: _Answer, candidates: set[tuple[str, ...]], longer: set[tuple[str, ...]]
-) -> set[tuple[str, ...]]:
-    """Candidates the answer names, except those only named inside a longer candidate
-    ("Blender" inside "Portable Blender")."""
-    words = answer.words
-    grams: dict[int, set[tuple[str, ...]]] = {}
-    found = set()
-    for cand in candidates:
-        n = len(cand)
-        if n not in grams:
-            grams[n] = {tuple(words[i : i + n]) for i in range(len(words) - n + 1)}
-        if cand not in grams[n]:
-            continue
-        starts = [i for i in range(len(words) - n + 1) if tuple(words[i : i + n]) == cand]
-        covering = [c for c in longer if len(c) > n and set(cand) <= set(c)]
-        if any(not _inside(words, i, n, covering) for i in starts):
-            found.add(cand)
-    return found
+def _value(kind: str, expected: str) -> tuple[str, Any]:
+    """The expected output's kind and value: its declared kind, else its inferred kind, else
+    text (whole words)."""
+    kind = "text" if kind == "refusal" else kind
+    if kind in ("name", "text"):
+        return kind, name_words(expected)
+    for each in (kind, infer_kind(expected)):  # a declared "date" holding a datetime, say
+        if each not in ("name", "text"):
+            try:
+                return each, parse_value(each, expected)
+            except NotOneValue:
+                pass
+    return "text", name_words(expected)
 
 
-def _inside(words: Sequence[str], start: int, n: int, covering: list[tuple[str, ...]]) -> bool:
-    for c in covering:
-        for s in range(max(0, start + n - len(c)), start + 1):
-            if tuple(words[s : s + len(c)]) == c:
+def _contains(words: Sequence[str | None], wanted: tuple[str, ...]) -> bool:
+    n = len(wanted)
+    return n > 0 and any(tuple(words[i : i + n]) == wanted for i in range(len(words) - n + 1))
+
+
+def _present(kind: str, value: Any, r: _Reading) -> bool:
+    if kind in ("name", "text"):
+        return _contains(r.clean, value)
+    for t in r.toks:
+        if kind in ("amount", "number") and t.kind in ("amount", "number") and t.value == value:
+            return True
+        if kind == "id" and t.kind in ("id", "number") and t.text.lstrip("#").casefold() == value:
+            return True
+        if t.kind == kind and t.value == value:
+            return True
+        if t.kind == "datetime" and kind in ("date", "time"):
+            if (t.value.date() if kind == "date" else t.value.time()) == value:
                 return True
+        if kind == "boolean" and t.kind == "word" and g.BOOLEANS.get(t.value) == value:
+            return True
+    if kind == "datetime":
+        return _present("date", value.date(), r) and _present("time", value.time(), r)
     return False
 
 
-@dataclass(frozen=True)
-class Hedge:
-    kind: str
-    expected: list[str]
-    also_named: list[str]
+def _rival(kind: str, t: Token, wanted: set[Any], ids: list[re.Pattern[str]]) -> bool:
+    """Whether token `t` is a candidate of `kind` that is not an expected value."""
+    if t.kind == "opaque":
+        if kind in _DIGIT_KINDS:
+            return any(c.isdigit() for c in t.value)
+        return kind == "email" and "@" in t.text
+    if kind in ("amount", "number"):
+        if t.kind in ("amount", "number"):
+            return t.value not in wanted
+        if t.kind == "word":
+            return any(w in g.NUMBER_WORDS for w in re.split(r"[-'’.]", t.value))
+        return t.kind == "id" and bool(_NUMBERISH_ID.search(t.text))
+    if kind == "id":
+        if t.kind not in ("id", "number"):
+            return False
+        v = t.text.lstrip("#").casefold()
+        if v in wanted or (t.kind == "number" and not (v.isdigit() and len(v) >= 6)):
+            return False
+        families = set().union(*(id_families(w) for w in wanted))
+        return bool(id_families(v) & families) or any(p.search(v) for p in ids)
+    if kind in ("date", "time", "datetime"):
+        if t.kind == "monthday":  # "May 8": a day of the kind, its year unsaid
+            if kind == "time":
+                return False
+            days = wanted if kind == "date" else {w.date() for w in wanted}
+            return t.value not in {(d.month, d.day) for d in days}
+        values = _parts(t)
+        if kind == "datetime":
+            dates, times = {w.date() for w in wanted}, {w.time() for w in wanted}
+            own = {"datetime": wanted, "date": dates, "time": times}
+            return any(v not in own[k] for k, v in values)
+        return any(v not in wanted for k, v in values if k == kind)
+    if kind == "email":
+        return t.kind == "email" and t.value not in wanted
+    if kind == "boolean":
+        return t.kind == "word" and t.value in g.BOOLEANS and g.BOOLEANS[t.value] not in wanted
+    return False
 
-    def as_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "expected": self.expected, "also_named": self.also_named}
+
+def _parts(t: Token) -> list[tuple[str, Any]]:
+    if t.kind == "datetime":
+        return [("datetime", t.value), ("date", t.value.date()), ("time", t.value.time())]
+    return [(t.kind, t.value)] if t.kind in ("date", "time") else []
+
+
+def _show(t: Token) -> str:
+    if t.kind in ("amount", "number", "date", "time", "datetime"):
+        return describe(t.kind, t.value)
+    return t.text.casefold()
+
+
+def missing_outputs(expected: Sequence[str], answer: str, declared: Any = None) -> list[str]:
+    """Expected outputs the answer does not state as a whole token of their kind, by value."""
+    reading = _Reading.of(answer)
+    missing = []
+    for e, kind in zip(expected, _kinds(expected, declared), strict=True):
+        kind, value = _value(kind, e)
+        if not _present(kind, value, reading):
+            missing.append(e)
+    return missing
 
 
 def hedged_outputs(
@@ -296,48 +291,56 @@ def hedged_outputs(
         return []
     if len(answer) > MAX_ANSWER_CHARS:
         return [Hedge("length", [f"<= {MAX_ANSWER_CHARS} chars"], [f"{len(answer)} chars"])]
-    kinds = _kinds(expected, declared)
-    parsed = _Answer.parse(answer)
-    hedges = []
+    reading = _Reading.of(answer)
+    stated = {_norm(e) for e in expected}  # an expected output is never another one's rival
     by_kind: dict[str, list[str]] = {}
-    for e, kind in zip(expected, kinds, strict=True):
-        by_kind.setdefault(kind, []).append(e)
+    for e, kind in zip(expected, _kinds(expected, declared), strict=True):
+        by_kind.setdefault(_value(kind, e)[0], []).append(e)
+    hedges = []
     for kind, values in by_kind.items():
-        if kind in ("text", "refusal"):
+        if kind == "text":
             continue
         if kind == "name":
-            hedges.extend(_name_hedges(values, parsed, seed_state))
+            if seed_state is not None:
+                hedges.extend(name_hedges(values, reading.loose, seed_state))
             continue
-        want = {_value(kind, e) for e in values}
-        extra = _found(kind, parsed, values) - want
-        if extra:
-            shown = sorted(format(x, "f") if isinstance(x, Decimal) else str(x) for x in extra)
-            hedges.append(Hedge(kind, list(values), shown[:20]))
-    return hedges
-
-
-def _name_hedges(values: Sequence[str], answer: _Answer, state: DbState | None) -> list[Hedge]:
-    if state is None:
-        return []
-    vocab = _vocabulary(state)
-    wanted: dict[tuple[Column, int, int], set[tuple[str, ...]]] = {}
-    named: dict[tuple[Column, int, int], list[str]] = {}
-    for e in values:
-        for col, start, width, words in _name_groups(e, vocab):
-            wanted.setdefault((col, start, width), set()).add(words)
-            named.setdefault((col, start, width), []).append(e)
-    hedges = []
-    for (col, start, width), expected_words in wanted.items():
-        column_values = vocab[col]
-        if width:  # a word (or expected_words) at one position of the column's values
-            candidates = {
-                v[start : start + width] for v in column_values if len(v) >= start + width
+        wanted = {_value(kind, e)[1] for e in values}
+        ids = [_inside_pattern(w) for w in wanted] if kind == "id" else []
+        extra = sorted(
+            {
+                _show(t)
+                for t in reading.toks
+                if t.text.casefold() not in stated and _rival(kind, t, wanted, ids)
             }
-        else:
-            candidates = set(column_values)
-        found = _names_found(answer, candidates, set(column_values))
-        extra = found - expected_words
+        )
         if extra:
-            shown = sorted(" ".join(x) for x in extra)[:20]
-            hedges.append(Hedge(f"name ({col[0]}.{col[1]})", named[(col, start, width)], shown))
+            hedges.append(Hedge(kind, list(values), extra[:20]))
     return hedges
+
+
+@dataclass(frozen=True)
+class TextAnswer:
+    """The text path's verdict on one expected answer: ok, and why not."""
+
+    ok: bool
+    reason: str
+    missing: list[str]
+    hedges: list[Hedge]
+
+
+def text_answer(
+    kind: str, value: Any, answer: str, seed_state: DbState | None = None
+) -> TextAnswer:
+    """Score an `expected_answer` ({kind, value}; value a scalar or a list) against free text:
+    every expected value present as a whole token, and no rival of its kind."""
+    items = value if isinstance(value, list) else [value]
+    expected = [describe(kind, parse_value(kind, v)) if kind != "name" else str(v) for v in items]
+    missing = missing_outputs(expected, answer, [kind] * len(expected))
+    hedges = hedged_outputs(expected, answer, [kind] * len(expected), seed_state)
+    if missing:
+        reason = f"the answer does not state {', '.join(missing)} as one whole value"
+    elif hedges:
+        reason = f"the answer also names {', '.join(hedges[0].also_named[:5])}"
+    else:
+        reason = "stated, and nothing else of its kind"
+    return TextAnswer(not missing and not hedges, reason, missing, hedges)

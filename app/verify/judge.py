@@ -385,6 +385,10 @@ async def apply_judge(
         return out
     reward = spec.combine_with(state_reward, grade.score)
     out["reward"] = round(reward, 6)
+    # The judge's change is settled on the last call and turn: the step rewards still add up.
+    for key in ("step_rewards", "turn_rewards"):
+        if out.get(key):
+            out[key] = [*out[key][:-1], out[key][-1] + out["reward"] - state_reward]
     out["reward_components"]["judge"] = grade.score
     out["reward_components"]["state_reward"] = state_reward
     out["verification"]["judge"] = {

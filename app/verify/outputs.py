@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
+
+from app.verify import answers
 
 
 def final_assistant_text(response: Any) -> str:
@@ -30,11 +32,7 @@ def final_assistant_text(response: Any) -> str:
     return ""
 
 
-def _norm(text: str) -> str:
-    return " ".join(text.split()).casefold()
-
-
-def missing_outputs(expected: Iterable[str], answer: str) -> list[str]:
-    """Expected strings the answer lacks (case- and whitespace-insensitive containment)."""
-    haystack = _norm(answer)
-    return [e for e in expected if _norm(e) not in haystack]
+def missing_outputs(expected: Sequence[str], answer: str, declared: Any = None) -> list[str]:
+    """Expected outputs the answer does not state as a whole token of their kind, by value
+    (the text path's one tokenizer: app/verify/answers.py)."""
+    return answers.missing_outputs(expected, answer, declared)

@@ -17,8 +17,9 @@ from typing import Any
 from app.errors import InvalidTask
 from app.runtime.tasks import TaskSpec, task_from_data
 
-# Every field that changes a reward: the reference solution, the answer check, the checks, the
-# scoring mode, the judge's rubric, the answer kind and the seed (the gold replay starts there).
+# Every field that changes a reward: the reference solution, the answer checks (text and
+# submitted), the expected decline, the checks, the scoring mode, the judge's rubric, the answer
+# kind and the seed (the gold replay starts there).
 SCORING_FIELDS = (
     "seed",
     "ground_truth",
@@ -27,6 +28,9 @@ SCORING_FIELDS = (
     "reward_mode",
     "judge",
     "answer_kind",
+    "expected_answer",
+    "answer_via",
+    "expected_decline",
 )
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from app.verify.checks import CheckResult
 from app.verify.diff import StateDiff, change_units, describe, summarize
+from app.verify.submitted import Match
 
 
 @dataclass(frozen=True)
@@ -65,6 +66,21 @@ def state_credit(
     return credit, reproduced, collateral
 
 
+def has_state_work(seed_to_gold: StateDiff | None) -> bool:
+    """Whether the task asks for a change of state (checks-only tasks are assumed to)."""
+    return seed_to_gold is None or bool(change_units(seed_to_gold))
+
+
+def partial_reward(credit: float, shares: Sequence[float], state_work: bool) -> float:
+    """Partial mode: the state credit averaged with the answer shares (text outputs, submitted
+    answer or decline). On a task whose gold changes nothing (a lookup, a refusal) the state
+    credit is paid only with the right answer (credit x answer): doing nothing earns nothing."""
+    if not shares:
+        return credit
+    answer = sum(shares) / len(shares)
+    return (credit + answer) / 2 if state_work else credit * answer
+
+
 def score(
     *,
     gold_vs_final: StateDiff | None,
@@ -77,13 +93,19 @@ def score(
     checks: Sequence[CheckResult] = (),
     checked_tables: AbstractSet[str] = frozenset(),
     hedged: Sequence[dict[str, Any]] = (),
+    match: Match | None = None,
 ) -> Verdict:
     """`gold_vs_final`/`seed_to_gold` are None for a checks-only task (no reference solution);
-    `hedged`: the answer's kinds with rival candidates (app/verify/answers.py)."""
+    `hedged`: the answer's kinds with rival candidates (app/verify/answers.py); `match`: the
+    submitted answer's or decline's verdict (app/verify/submitted.py), None when not scored."""
     outputs_match = not missing and not hedged
+    shares = [float(outputs_match)] if has_expected_outputs else []
+    if match is not None:
+        shares.append(float(match.ok))
     checks_share = sum(r.passed for r in checks) / len(checks) if checks else 1.0
     if gold_vs_final is None or seed_to_gold is None:
         seed_to_gold = None
+    state_work = has_state_work(seed_to_gold)
     gold_match = gold_vs_final is None or not gold_vs_final
     credit, reproduced, collateral = state_credit(
         seed_to_gold=seed_to_gold,
@@ -93,10 +115,12 @@ def score(
     )
     checks_ok = all(r.passed for r in checks)
     state_match = gold_match and checks_ok
-    success = 1.0 if state_match and outputs_match else 0.0
-    if reward_mode == "partial":
-        # Partial mode: the state share, averaged with the answer when the task checks one.
-        reward = (credit + float(outputs_match)) / 2 if has_expected_outputs else credit
+    answer_ok = match is None or match.ok
+    success = 1.0 if state_match and outputs_match and answer_ok else 0.0
+    if match is not None and match.voids:
+        reward = 0.0  # declined a task that needed an action
+    elif reward_mode == "partial":
+        reward = partial_reward(credit, shares, state_work)
     else:
         reward = success
     reasons = []
@@ -110,6 +134,8 @@ def score(
     if hedged:
         rivals = [f"{h['kind']}: {h['also_named'][:5]}" for h in hedged]
         reasons.append(f"final answer also names other candidates ({'; '.join(rivals)})")
+    if match is not None and match.reason:
+        reasons.append(match.reason)
     components = {
         "state_match": float(state_match),
         "outputs_match": float(outputs_match),
@@ -125,6 +151,9 @@ def score(
     }
     if hedged:
         evidence["hedged_outputs"] = list(hedged)
+    if match is not None:
+        components[match.component] = float(match.ok)
+        evidence[match.evidence_key] = match.evidence
     if checks:
         components["checks_passed"] = round(checks_share, 4)
         evidence["checks"] = [r.as_dict() for r in checks]

@@ -9,18 +9,25 @@ from sqlalchemy.orm import Session
 
 from app.runtime.tasks import TaskSpec
 from app.sdk.environment import Environment
-from app.storage.steplog import StepLog
+from app.storage.steplog import StepLog, step_log
 from app.verify.answers import hedged_outputs
 from app.verify.checks import checked_tables, compile_checks, run_checks
 from app.verify.diff import against_gold, diff_states
 from app.verify.evidence import cap_evidence
 from app.verify.gold import GoldCache
 from app.verify.outputs import final_assistant_text, missing_outputs
-from app.verify.reward import score, state_credit
+from app.verify.reward import has_state_work, partial_reward, score, state_credit
 from app.verify.state import dump_state
 from app.verify.step_budget import UNLIMITED, StepBudget
-from app.verify.step_rewards import step_fields
+from app.verify.step_rewards import Settlement, step_fields
 from app.verify.step_states import logged_changes, potentials_from_log
+from app.verify.submitted import (
+    Match,
+    read_submission,
+    submission_match,
+    submitted_at,
+    written_outside_tools,
+)
 from app.verify.tool_calls import with_plain_tool_names
 
 
@@ -69,6 +76,35 @@ def verify_state(
         violations = _invariant_violations(env, db)
         results = run_checks(conn, compiled, compare, seed_state, final)
         seed_to_final = diff_states(seed_state, final, compare, exact=True)
+        log_ = step_log(conn)
+        counts = log_.change_counts() if log_ is not None else {}
+        tampered = log_ is not None and written_outside_tools(
+            {s.idx: s.tool for s in log_.steps()}, counts
+        )
+        answer = final_assistant_text(response)
+        match = submission_match(task, read_submission(conn, tables), answer, tampered)
+        missing = missing_outputs(task.expected_outputs, answer)
+        hedged = hedged_outputs(
+            task.expected_outputs, answer, task.data.get("answer_kind"), seed_state
+        )
+        verdict = score(
+            gold_vs_final=(
+                against_gold(reference.state, final, compare, reference.seed_to_gold, seed_to_final)
+                if reference
+                else None
+            ),
+            seed_to_gold=reference.seed_to_gold if reference else None,
+            seed_to_final=seed_to_final,
+            missing=missing,
+            has_expected_outputs=bool(task.expected_outputs),
+            reward_mode=task.reward_mode or env.reward_mode,
+            diff_limit=diff_limit,
+            checks=results,
+            checked_tables=checked,
+            hedged=[h.as_dict() for h in hedged],
+            match=match,
+        )
+        reward = 0.0 if violations else verdict.reward
         if with_steps:
             # No budget (direct callers, tests): every state is scored, however long it takes.
             meter = (step_budget or UNLIMITED).meter()
@@ -105,28 +141,24 @@ def verify_state(
                     meter,
                 )
 
-            steps = step_fields(
-                conn, response, list(tables), final_phi, potential_now, from_log, meter
+            settle = Settlement(
+                reward=reward,
+                shape=reward_potential(
+                    task, match, bool(task.expected_outputs), has_state_work(seed_to_gold)
+                ),
+                answered_at=submitted_at(counts),
             )
-    answer = final_assistant_text(response)
-    missing = missing_outputs(task.expected_outputs, answer)
-    hedged = hedged_outputs(task.expected_outputs, answer, task.data.get("answer_kind"), seed_state)
-    verdict = score(
-        gold_vs_final=(
-            against_gold(reference.state, final, compare, reference.seed_to_gold, seed_to_final)
-            if reference
-            else None
-        ),
-        seed_to_gold=reference.seed_to_gold if reference else None,
-        seed_to_final=seed_to_final,
-        missing=missing,
-        has_expected_outputs=bool(task.expected_outputs),
-        reward_mode=task.reward_mode or env.reward_mode,
-        diff_limit=diff_limit,
-        checks=results,
-        checked_tables=checked,
-        hedged=[h.as_dict() for h in hedged],
-    )
+            steps = step_fields(
+                conn,
+                response,
+                list(tables),
+                final_phi,
+                potential_now,
+                from_log,
+                meter,
+                seed=potential(seed_state, ()),
+                settle=settle,
+            )
     result: dict[str, Any] = {
         "reward": verdict.reward,
         "reward_components": verdict.components,
@@ -165,6 +197,31 @@ def verify_state(
             "fix the task"
         )
     return result
+
+
+def reward_potential(
+    task: TaskSpec, match: Match | None, text_outputs: bool, state_work: bool
+) -> Any:
+    """(state credit, answer row written) -> the reward potential of a state: the partial
+    reward the session would get if it ended there. The submitted answer's share counts from
+    the step that wrote it; a text answer (legacy outputs, `answer_via: "text"`) is read from
+    the final message only, so its share is settled at the last step."""
+    via_text = task.expected_answer is not None and task.answer_via == "text"
+
+    def shape(credit: float, answered: bool) -> float:
+        if match is not None and match.voids:
+            # A decline on a task that needed an action: no share, the reward is 0 from then.
+            return (
+                0.0
+                if answered
+                else partial_reward(credit, [0.0] if text_outputs else [], state_work)
+            )
+        shares = [0.0] if text_outputs else []
+        if match is not None:
+            shares.append(float(match.ok and answered and not via_text))
+        return partial_reward(credit, shares, state_work)
+
+    return shape
 
 
 def _invariant_violations(env: Environment, db: Session) -> list[str]:

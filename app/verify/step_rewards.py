@@ -1,10 +1,15 @@
 """Step rewards and the trajectory check, from the session's step log (docs/steps.md).
 
-Potential-based: Φ(s) is the state part of the reward (`state_credit`, the `partial_credit`
-component) for state s; step k earns Φ(s_k) − Φ(s_{k−1}) with Φ(s_0) = 0, so the rewards of all
-steps add up to Φ(s_n), the state part of the final reward. The intermediate states are the
-session's own, rebuilt by undoing its logged row changes in a savepoint that is rolled back
-(nothing is written); a step that changed no row has the potential of the one before.
+Potential-based: Φ(s) is the reward the session would get if it ended in state s (the state
+credit, combined with the submitted answer's or decline's share once the step that writes it
+has run: `Settlement.shape`); step k earns Φ(s_k) − Φ(s_{k−1}), with Φ(s_0) the seed state's
+potential computed like every other state's, so a read-only step never earns state credit. The
+rewards then add up to Φ(s_n) − Φ(s_0), and the last writing step (the last call that changed a
+row, the answer row included; else the last call) takes the remainder, so that
+`sum(step_rewards) == reward` exactly, in strict mode too (a wrong answer after right actions
+is paid back there). The intermediate states are the session's own, rebuilt by undoing its
+logged row changes in a savepoint that is rolled back (nothing is written); a step that changed
+no row has the potential of the one before.
 
 Each function call in `response.output` is matched, in order, to the step that executed it (same
 tool, same arguments). A call no step matches was never executed by this server; a matched call
@@ -25,6 +30,18 @@ from app.storage.steplog import StepLog, StepRow, UndoUnavailable, canonical, di
 from app.verify.step_budget import Meter, StepBudgetExceeded
 
 log = logging.getLogger("stategym.verify")
+
+
+@dataclass(frozen=True)
+class Settlement:
+    """How state potentials become reward potentials, and the reward the steps add up to."""
+
+    # The reward verify answers: the step rewards add up to it exactly.
+    reward: float
+    # (state potential, answer row written by then) -> the reward potential Φ of that state.
+    shape: Callable[[float, bool], float]
+    # The step that wrote the answer row (its share is paid there); None: none did.
+    answered_at: int | None = None
 
 
 @dataclass(frozen=True)
@@ -175,16 +192,18 @@ def potentials(
     changed_steps: set[int],
     final: float,
     potential_now: Callable[[], float],
-) -> list[float] | None:
-    """Φ after each step: [Φ(s_1), ..., Φ(s_n)], by undoing the log backwards in a savepoint
-    that is rolled back. None when the log cannot undo (a table changed shape since)."""
+) -> tuple[float | None, list[float]] | None:
+    """(Φ(s_0), [Φ(s_1), ..., Φ(s_n)]) by undoing the log backwards in a savepoint that is
+    rolled back; Φ(s_0) is None when the log cannot go back to the seed (a migration since).
+    None when the log cannot undo (a table changed shape since)."""
     if not steps:
-        return []
+        return None, []
     if not log_.undo_supported(tables):
         return None
     values: dict[int, float] = {}
     last = steps[-1].idx
     current = final
+    seed: float | None = None
     try:
         with log_.scratch():
             for step in reversed(steps):
@@ -192,11 +211,16 @@ def potentials(
                 if step.idx in changed_steps and step.idx > 1:
                     log_.undo_to(step.idx - 1)
                     current = potential_now()
+            if steps[0].idx not in changed_steps:
+                seed = current
+            elif steps[0].idx - 1 >= log_.migrated_at():
+                log_.undo_to(steps[0].idx - 1)
+                seed = potential_now()
     except UndoUnavailable as exc:  # a read-only copy (offline inspection)
         log.info("no step rewards: the log cannot be undone here (%s)", exc)
         return None
     assert last in values
-    return [values[s.idx] for s in steps]
+    return seed, [values[s.idx] for s in steps]
 
 
 def distribute(
@@ -205,14 +229,16 @@ def distribute(
     a: Alignment,
     phi: Sequence[float],
     turns: int,
+    start: float = 0.0,
 ) -> tuple[list[float], list[float]]:
-    """(step_rewards per call, turn_rewards per assistant turn); they sum to Φ(s_n)."""
+    """(step_rewards per call, turn_rewards per assistant turn); they sum to Φ(s_n) − `start`
+    (Φ(s_0))."""
     rewards = [0.0] * len(calls)
     turn_rewards = [0.0] * max(turns, 1 + max((c.turn for c in calls), default=-1))
     if not steps:
         return rewards, turn_rewards
     phi_of = {s.idx: p for s, p in zip(steps, phi, strict=True)}
-    previous = 0.0
+    previous = start
     matched = sorted(a.step_of.items(), key=lambda kv: kv[1])
     for n, step in matched:
         rewards[n] = phi_of[step] - previous
@@ -240,10 +266,16 @@ def step_fields(
     potential_now: Callable[[], float],
     from_log: Callable[[StepLog, list[StepRow]], list[float] | None] | None = None,
     meter: Meter | None = None,
+    *,
+    seed: float = 0.0,
+    settle: Settlement | None = None,
 ) -> dict[str, Any] | None:
     """`step_rewards`, `turn_rewards` and the trajectory check for a session that keeps a step
     log, read in the caller's transaction on `conn` (a SQLAlchemy Connection); None without.
-    Past `meter`'s budget the rewards are left out and `step_rewards_skipped` says why."""
+    Past `meter`'s budget the rewards are left out and `step_rewards_skipped` says why.
+
+    `seed` is the seed state's potential where the undo cannot reach it; with `settle` the
+    potentials are shaped into reward potentials and the rewards add up to `settle.reward`."""
     log_ = step_log(conn)
     if log_ is None:
         return None
@@ -262,11 +294,46 @@ def step_fields(
         if phi is None:
             if meter is not None:
                 meter.states(len(changed - {steps[-1].idx if steps else 0}))
-            phi = potentials(log_, steps, tables, changed, final, potential_now)
+            undone = potentials(log_, steps, tables, changed, final, potential_now)
+            if undone is not None:
+                seed, phi = (seed if undone[0] is None else undone[0]), undone[1]
     except StepBudgetExceeded as exc:  # the reward stays exact; the answer says why
         phi, out["step_rewards_skipped"] = None, str(exc)
-    if phi is not None:
-        rewards, turns = distribute(calls, steps, a, phi, turn_count(response))
-        out["step_rewards"] = [round(r, 6) for r in rewards]
-        out["turn_rewards"] = [round(r, 6) for r in turns]
+    if phi is None:
+        return out
+    if settle is not None:
+        answered = settle.answered_at
+        phi = [
+            settle.shape(p, answered is not None and s.idx >= answered)
+            for s, p in zip(steps, phi, strict=True)
+        ]
+        seed = settle.shape(seed, False)
+    rewards, turns = distribute(calls, steps, a, phi, turn_count(response), start=seed)
+    out["step_rewards"] = [round(r, 6) for r in rewards]
+    out["turn_rewards"] = [round(r, 6) for r in turns]
+    if settle is not None:
+        _settle(out["step_rewards"], out["turn_rewards"], calls, a, changed, settle.reward)
     return out
+
+
+def _settle(
+    rewards: list[float],
+    turn_rewards: list[float],
+    calls: Sequence[Call],
+    a: Alignment,
+    changed: set[int],
+    reward: float,
+) -> None:
+    """Make both lists add up to `reward` exactly: the remainder (rounding, Φ(s_0), and in
+    strict mode the difference between the last potential and the success bit) goes to the
+    last call whose step wrote something, else the last call (else the last turn)."""
+    writing = [n for n, step in a.step_of.items() if step in changed]
+    target = max(writing) if writing else (len(calls) - 1 if calls else None)
+    if target is not None:
+        rewards[target] = reward - (sum(rewards) - rewards[target])
+        turn = calls[target].turn
+    elif turn_rewards:
+        turn = len(turn_rewards) - 1
+    else:
+        return
+    turn_rewards[turn] = reward - (sum(turn_rewards) - turn_rewards[turn])

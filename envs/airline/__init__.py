@@ -6,7 +6,7 @@ from app.sdk.environment import Environment
 from envs.airline.compare import COMPARE
 from envs.airline.data import AS_OF, build_base
 from envs.airline.models import Base
-from envs.airline.policy import POLICY
+from envs.airline.policy import ANSWER_INSTRUCTIONS, DECLINE_REASONS, POLICY
 from envs.airline.tools import TOOLS
 
 TASKS_PATH = Path(__file__).resolve().parents[2] / "fixtures" / "airline" / "tasks.jsonl"
@@ -22,6 +22,8 @@ ENVIRONMENT = Environment(
     policy=POLICY,
     tasks_path=TASKS_PATH,
     default_now=AS_OF,
+    decline_reasons=DECLINE_REASONS,
+    answer_instructions=ANSWER_INSTRUCTIONS,
 )
 
 __all__ = ["ENVIRONMENT"]

@@ -7,7 +7,7 @@ from envs.ledger.compare import COMPARE
 from envs.ledger.data import AS_OF, build_base
 from envs.ledger.invariants import INVARIANTS
 from envs.ledger.models import Base
-from envs.ledger.policy import POLICY
+from envs.ledger.policy import ANSWER_INSTRUCTIONS, DECLINE_REASONS, POLICY
 from envs.ledger.tools import TOOLS
 
 TASKS_PATH = Path(__file__).resolve().parents[2] / "fixtures" / "ledger" / "tasks.jsonl"
@@ -24,6 +24,8 @@ ENVIRONMENT = Environment(
     policy=POLICY,
     tasks_path=TASKS_PATH,
     default_now=AS_OF,
+    decline_reasons=DECLINE_REASONS,
+    answer_instructions=ANSWER_INSTRUCTIONS,
     invariants=INVARIANTS,
 )
 

@@ -7,7 +7,7 @@ from app.sdk.environment import Environment
 from envs.retail.compare import COMPARE
 from envs.retail.data import build_base
 from envs.retail.models import Base
-from envs.retail.policy import POLICY
+from envs.retail.policy import ANSWER_INSTRUCTIONS, DECLINE_REASONS, POLICY
 from envs.retail.tools import TOOLS
 
 TASKS_PATH = Path(__file__).resolve().parents[2] / "fixtures" / "retail" / "tasks.jsonl"
@@ -23,6 +23,8 @@ ENVIRONMENT = Environment(
     policy=POLICY,
     tasks_path=TASKS_PATH,
     default_now=datetime(2026, 3, 14, 10, 0),
+    decline_reasons=DECLINE_REASONS,
+    answer_instructions=ANSWER_INSTRUCTIONS,
 )
 
 __all__ = ["ENVIRONMENT"]

@@ -54,7 +54,8 @@ _built_templates: dict[tuple[str, str], bytes] = {}
 
 
 def schema_fingerprint(env: Environment) -> str:
-    """Changes when the schema, the base data generator version or its seed change."""
+    """Changes when the schema, the base data builder (its source, or `data_version`) or its
+    seed change."""
     dialect = sqlite_dialect.dialect()
     ddl = []
     for table in env.metadata.sorted_tables:
@@ -62,7 +63,8 @@ def schema_fingerprint(env: Environment) -> str:
         # table.indexes is a set: sort it, or the fingerprint changes from process to process.
         indexes = sorted(table.indexes, key=lambda ix: ix.name or "")
         ddl.extend(str(CreateIndex(ix).compile(dialect=dialect)) for ix in indexes)
-    text = "\n".join([env.name, env.data_version, str(env.base_seed), *ddl])
+    base = [env.name, env.data_version, env.base_data_digest(), str(env.base_seed)]
+    text = "\n".join([*base, *ddl])
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 

@@ -301,3 +301,17 @@ def ident(p: Person, by: str = "id") -> list[dict[str, Any]]:
 
 
 GO = "Please go ahead, you have my confirmation."
+
+
+def asked(family: str, prompt: str, gold: list[dict[str, Any]], kind: str, value: Any) -> Draft:
+    """A question: the gold reads; build_row ends it submitting `value` (a `kind` of
+    app/verify/values.py)."""
+    return Draft(family, prompt, gold, False, answer=(kind, value))
+
+
+def refused(family: str, prompt: str, gold: list[dict[str, Any]], code: str, message: str) -> Draft:
+    """A request the policy forbids (all of it, or the rest after the gold's writes): the gold
+    ends declining it with reason `code` (envs/airline/policy.py DECLINE_REASONS)."""
+    reads = {t.name for t in ENVIRONMENT.tools if t.read_only}
+    writes = any(c["name"] not in reads for c in gold)  # the partial refusal acts first
+    return Draft(family, prompt, gold, writes, decline=code, decline_message=message)

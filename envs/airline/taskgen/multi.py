@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from envs.airline.ops import candidate_code
-from envs.airline.taskgen.kit import GO, C, Ctx, Draft, hello, money
+from envs.airline.taskgen.kit import GO, C, Ctx, Draft, hello, refused
 from envs.airline.taskgen.writes import book_call, later, pax_text, travellers
 
 
@@ -26,7 +26,7 @@ def cancel_and_compensate(c: Ctx) -> Draft:
         ),
         C("issue_compensation_certificate", user_id=p.user_code, reservation_code=b.code),
     ]
-    return Draft("multi_cancel_compensate", prompt, gold, True, [money(b.paid), money(200.0)])
+    return Draft("multi_cancel_compensate", prompt, gold, True)
 
 
 def cancel_one_refuse_other(c: Ctx) -> Draft:
@@ -42,7 +42,8 @@ def cancel_one_refuse_other(c: Ctx) -> Draft:
             C("get_reservation_details", reservation_code=b.code),
             C("cancel_reservation", user_id=p.user_code, reservation_code=a.code,
               reason="change_of_plan")]  # fmt: skip
-    return Draft("multi_partial_refusal", prompt, gold, True, [b.code])
+    why = f"Reservation {b.code} was booked over 24 hours ago: it cannot be cancelled."
+    return refused("multi_partial_refusal", prompt, gold, "cancellation_not_allowed", why)
 
 
 def upgrade_and_seats(c: Ctx) -> Draft:
@@ -50,7 +51,6 @@ def upgrade_and_seats(c: Ctx) -> Draft:
     f = c.pick([x for x in c.net.future() if len(x.free_seats["business"]) >= 4], c.k)
     b = c.s.booking(p, [f], "economy", travellers=2, days_ago=9)
     s1, s2 = c.s.free_seat(f, "business", 0), c.s.free_seat(f, "business", 1)
-    diff = (f.cabins["business"]["price"] - f.cabins["economy"]["price"]) * 2
     prompt = (
         f"{hello(p)} Please upgrade reservation {b.code} to business for both of us, on "
         f"my Visa, and then seat me in {s1} and {b.passengers[1]['first_name']} in {s2}. "
@@ -80,7 +80,7 @@ def upgrade_and_seats(c: Ctx) -> Draft:
         )
         for t, s in zip(b.tickets, (s1, s2), strict=True)
     ]
-    return Draft("multi_upgrade_seats", prompt, gold, True, [money(diff)])
+    return Draft("multi_upgrade_seats", prompt, gold, True)
 
 
 def book_with_seats(c: Ctx) -> Draft:
@@ -114,7 +114,7 @@ def book_with_seats(c: Ctx) -> Draft:
         )
         for i, s in ((1, s1), (2, s2))
     ]
-    return Draft("multi_book_seats", prompt, gold, True, [code])
+    return Draft("multi_book_seats", prompt, gold, True)
 
 
 def change_and_bags(c: Ctx) -> Draft:
@@ -213,7 +213,7 @@ def trip_overhaul(c: Ctx) -> Draft:
               ticket_number=b.tickets[0], flight_number=g.number, date=g.date, seat_no=seat),
             C("add_baggage", user_id=p.user_code, reservation_code=b.code, extra_bags=3,
               payment_method_id=p.methods["visa"])]  # fmt: skip
-    return Draft("multi_overhaul", prompt, gold, True, [money(50.0)])
+    return Draft("multi_overhaul", prompt, gold, True)
 
 
 def compensate_and_rebook(c: Ctx) -> Draft:
@@ -222,7 +222,6 @@ def compensate_and_rebook(c: Ctx) -> Draft:
     f, g = options[c.s.index % len(options)]
     b = c.s.booking(p, [f], "economy", days_ago=21)
     cert = f"certificate_{b.code.lower()}"
-    code = candidate_code(p.user_code, f"1|{g.id}", 0)
     pax = travellers(p, 1, c)
     prompt = (
         f"{hello(p)} My flight {f.text()} (reservation {b.code}) was cancelled by you. "
@@ -239,4 +238,4 @@ def compensate_and_rebook(c: Ctx) -> Draft:
             C("search_flights", origin=g.origin, destination=g.destination, date=g.date),
             book_call(p, "one_way", g.origin, g.destination, "economy", [g], pax, False, 0,
                       p.methods["visa"], cert)]  # fmt: skip
-    return Draft("multi_compensate_rebook", prompt, gold, True, [code])
+    return Draft("multi_compensate_rebook", prompt, gold, True)

@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import date, timedelta
 
 from envs.airline.rules import RETURN_OF
-from envs.airline.taskgen.kit import GO, C, Ctx, Draft, hello, ident, money
+from envs.airline.taskgen.kit import GO, C, Ctx, Draft, asked, hello, ident, money, refused
 
-# ---- lookups: the answer is checked -----------------------------------------------------------
+# ---- lookups: the gold submits the one answer (submit_answer), checked by value ---------------
 
 
 def lookup_flight_status(c: Ctx) -> Draft:
@@ -16,13 +16,14 @@ def lookup_flight_status(c: Ctx) -> Draft:
         leaves = f.departure + timedelta(minutes=f.delay)
         prompt = (f"Hello, is flight {f.number} on {f.date} on time? If not, at what time (UTC) "
                   "will it leave now?")  # fmt: skip
-        expected = [leaves.strftime("%H:%M")]
+        kind, value = "time", leaves.strftime("%H:%M")  # delays never cross midnight
     else:
         f = c.pick(c.net.future("cancelled", 0))
-        prompt = f"Hi, can you tell me whether flight {f.number} on {f.date} is operating?"
-        expected = ["cancelled"]
+        prompt = (f"Hi, what is the status of flight {f.number} on {f.date}? I need to know "
+                  "whether it is operating.")  # fmt: skip
+        kind, value = "text", "cancelled"  # the status as get_flight_status shows it
     gold = [C("get_flight_status", flight_number=f.number, date=f.date)]
-    return Draft("lookup", prompt, gold, False, expected)
+    return asked("lookup", prompt, gold, kind, value)
 
 
 def lookup_fare(c: Ctx) -> Draft:
@@ -31,12 +32,12 @@ def lookup_fare(c: Ctx) -> Draft:
     prompt = (f"Hi! How much does one {fare} seat cost on your direct flight from {f.origin} to "
               f"{f.destination} on {f.date}? I'm not a member yet.")  # fmt: skip
     gold = [C("search_flights", origin=f.origin, destination=f.destination, date=f.date)]
-    return Draft("lookup", prompt, gold, False, [money(f.cabins[fare]["price"])])
+    return asked("lookup", prompt, gold, "amount", money(f.cabins[fare]["price"]))
 
 
 def lookup_airports(c: Ctx) -> Draft:
     prompt = "Which airport codes do you use for Dallas and for Boston?"
-    return Draft("lookup", prompt, [C("list_airports")], False, ["DFW", "BOS"])
+    return asked("lookup", prompt, [C("list_airports")], "id", ["DFW", "BOS"])
 
 
 def lookup_connection(c: Ctx) -> Draft:
@@ -48,14 +49,11 @@ def lookup_connection(c: Ctx) -> Draft:
     )
     prompt = (
         f"I need to get from Dallas ({origin}) to Miami ({dest}) on {day}. If there is no "
-        "direct flight, which two flights connect, and how much is economy on each?"
+        "direct flight, which two flights connect? Give me both flight numbers."
     )
     gold = [C("search_flights", origin=origin, destination=dest, date=str(day),
               include_one_stop=True)]  # fmt: skip
-    a, b = c.net.get(first, day), c.net.get(second, day)
-    expected = [first, second, money(a.cabins["economy"]["price"]),
-                money(b.cabins["economy"]["price"])]  # fmt: skip
-    return Draft("lookup", prompt, gold, False, expected)
+    return asked("lookup", prompt, gold, "id", [first, second])
 
 
 def lookup_paid_total(c: Ctx) -> Draft:
@@ -64,7 +62,7 @@ def lookup_paid_total(c: Ctx) -> Draft:
     b = c.s.booking(p, [f], "economy", travellers=2, insurance=True, bags=5)
     prompt = f"{hello(p, 'email')} How much did I pay in total for reservation {b.code}?"
     gold = [*ident(p, "email"), C("get_reservation_details", reservation_code=b.code)]
-    return Draft("lookup", prompt, gold, False, [money(b.paid)])
+    return asked("lookup", prompt, gold, "amount", money(b.paid))
 
 
 def lookup_certificate(c: Ctx) -> Draft:
@@ -74,7 +72,7 @@ def lookup_certificate(c: Ctx) -> Draft:
     c.s.booking(p, [c.pick(c.net.future())], "business")
     prompt = f"{hello(p)} How much is left on my travel certificate?"
     gold = [C("get_user_details", user_id=p.user_code)]
-    return Draft("lookup", prompt, gold, False, [money(amount)])
+    return asked("lookup", prompt, gold, "amount", money(amount))
 
 
 def lookup_seat(c: Ctx) -> Draft:
@@ -85,10 +83,10 @@ def lookup_seat(c: Ctx) -> Draft:
     seat_no = next(no for sid, no in f.free_seats["economy"] if sid == seat["id"])
     prompt = f"{hello(p)} Which seat do I have on flight {f.number} ({b.code})?"
     gold = [C("get_reservation_details", reservation_code=b.code)]
-    return Draft("lookup", prompt, gold, False, [seat_no])
+    return asked("lookup", prompt, gold, "id", seat_no)
 
 
-# ---- refusals: the policy says no; the reply must name what it refuses -------------------------
+# ---- refusals: the policy says no; the gold declines with the rule's reason code -------------
 
 
 def refuse_cancel(c: Ctx) -> Draft:
@@ -97,7 +95,8 @@ def refuse_cancel(c: Ctx) -> Draft:
     b = c.s.booking(p, [c.pick(c.net.future())], ("economy", "basic_economy")[c.k], days_ago=9)
     prompt = f"{hello(p, by)} My plans changed, please cancel reservation {b.code}. {GO}"
     gold = [*ident(p, by), C("get_reservation_details", reservation_code=b.code)]
-    return Draft("refuse_cancel", prompt, gold, False, [b.code])
+    why = f"Reservation {b.code} was booked over 24 hours ago and no rule lets it be cancelled."
+    return refused("refuse_cancel", prompt, gold, "cancellation_not_allowed", why)
 
 
 def refuse_basic_change(c: Ctx) -> Draft:
@@ -111,7 +110,8 @@ def refuse_basic_change(c: Ctx) -> Draft:
     )
     gold = [C("get_user_details", user_id=p.user_code),
             C("get_reservation_details", reservation_code=b.code)]  # fmt: skip
-    return Draft("refuse_basic_change", prompt, gold, False, [b.code])
+    why = f"Reservation {b.code} is basic economy: its flights cannot be changed."
+    return refused("refuse_basic_change", prompt, gold, "basic_economy_no_change", why)
 
 
 def refuse_departed(c: Ctx) -> Draft:
@@ -132,7 +132,8 @@ def refuse_departed(c: Ctx) -> Draft:
         f"the same flight one day later. {GO}"
     )
     gold = [C("get_reservation_details", reservation_code=b.code)]
-    return Draft("refuse_departed", prompt, gold, False, [b.code])
+    why = f"Flight {out.text()} of reservation {b.code} has departed: nothing can be changed."
+    return refused("refuse_departed", prompt, gold, "already_departed", why)
 
 
 def refuse_compensation(c: Ctx) -> Draft:
@@ -145,7 +146,8 @@ def refuse_compensation(c: Ctx) -> Draft:
     )
     gold = [C("get_user_details", user_id=p.user_code),
             C("get_reservation_details", reservation_code=b.code)]  # fmt: skip
-    return Draft("refuse_compensation", prompt, gold, False, [b.code])
+    why = f"Reservation {b.code} (regular member, economy, no insurance) gets no compensation."
+    return refused("refuse_compensation", prompt, gold, "not_eligible_compensation", why)
 
 
 def refuse_other_member(c: Ctx) -> Draft:
@@ -158,7 +160,8 @@ def refuse_other_member(c: Ctx) -> Draft:
         f"{other.name}'s, they asked me to do it. {GO}"
     )
     gold = [C("get_reservation_details", reservation_code=theirs.code)]
-    return Draft("refuse_other_member", prompt, gold, False, [theirs.code])
+    why = f"Reservation {theirs.code} belongs to another member; only they can cancel it."
+    return refused("refuse_other_member", prompt, gold, "other_member", why)
 
 
 def refuse_seat_basic(c: Ctx) -> Draft:
@@ -168,7 +171,8 @@ def refuse_seat_basic(c: Ctx) -> Draft:
     seat = c.s.free_seat(f, "economy")
     prompt = f"{hello(p)} Can I get seat {seat} on {f.text()} for reservation {b.code}? {GO}"
     gold = [C("get_reservation_details", reservation_code=b.code)]
-    return Draft("refuse_seat_basic", prompt, gold, False, [b.code])
+    why = f"Reservation {b.code} is basic economy: seats are assigned at check-in."
+    return refused("refuse_seat_basic", prompt, gold, "seat_not_allowed", why)
 
 
 def refuse_full_cabin(c: Ctx) -> Draft:
@@ -183,4 +187,5 @@ def refuse_full_cabin(c: Ctx) -> Draft:
         C("get_reservation_details", reservation_code=b.code),
         C("search_flights", origin=f.origin, destination=f.destination, date=f.date),
     ]
-    return Draft("refuse_full_cabin", prompt, gold, False, [f.number])
+    why = f"Business on {f.text()} is sold out, so {b.code} cannot be upgraded."
+    return refused("refuse_full_cabin", prompt, gold, "cabin_full", why)

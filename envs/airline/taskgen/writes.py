@@ -6,7 +6,7 @@ from datetime import date, timedelta
 from typing import Any
 
 from envs.airline.rules import RETURN_OF
-from envs.airline.taskgen.kit import GO, C, Ctx, Draft, FlightInfo, Person, hello, money
+from envs.airline.taskgen.kit import GO, C, Ctx, Draft, FlightInfo, Person, hello
 
 
 def later(c: Ctx, f: FlightInfo, days: range, number: str | None = None) -> list[FlightInfo]:
@@ -46,10 +46,6 @@ def book_call(p: Person, trip: str, origin: str, dest: str, fare: str, flights: 
              certificate_id=cert)  # fmt: skip
 
 
-def new_code(results: list[Any]) -> list[str]:
-    return [next(r["reservation_code"] for r in results if "total_charged" in r)]
-
-
 def book_one_way(c: Ctx) -> Draft:
     tier, fare, n, ins, bags = (
         ("regular", "economy", 1, False, 0),
@@ -69,7 +65,7 @@ def book_one_way(c: Ctx) -> Draft:
             C("search_flights", origin=f.origin, destination=f.destination, date=f.date),
             book_call(p, "one_way", f.origin, f.destination, fare, [f], pax, ins, bags,
                       p.methods["visa"], cert)]  # fmt: skip
-    return Draft("book", prompt, gold, True, expect_from=new_code)
+    return Draft("book", prompt, gold, True)
 
 
 def book_round_trip(c: Ctx) -> Draft:
@@ -93,7 +89,7 @@ def book_round_trip(c: Ctx) -> Draft:
             C("search_flights", origin=back.origin, destination=back.destination, date=back.date),
             book_call(p, "round_trip", out.origin, out.destination, "economy", [out, back], pax,
                       False, 0, pay)]  # fmt: skip
-    return Draft("book", prompt, gold, True, [money(total)], expect_from=new_code)
+    return Draft("book", prompt, gold, True)
 
 
 def book_one_stop(c: Ctx) -> Draft:
@@ -111,7 +107,7 @@ def book_one_stop(c: Ctx) -> Draft:
               include_one_stop=True),
             book_call(p, "one_way", "SFO", "JFK", "economy", list(legs), pax, False, 1,
                       p.methods["visa"])]  # fmt: skip
-    return Draft("book", prompt, gold, True, expect_from=new_code)
+    return Draft("book", prompt, gold, True)
 
 
 def cancel_allowed(c: Ctx) -> Draft:
@@ -130,7 +126,7 @@ def cancel_allowed(c: Ctx) -> Draft:
         gold.append(C("get_flight_status", flight_number=f.number, date=f.date))
     gold.append(C("cancel_reservation", user_id=p.user_code, reservation_code=b.code,
                   reason=reason))  # fmt: skip
-    return Draft("cancel", prompt, gold, True, [money(b.paid)])
+    return Draft("cancel", prompt, gold, True)
 
 
 def change_flights(c: Ctx) -> Draft:
@@ -159,7 +155,6 @@ def change_flights(c: Ctx) -> Draft:
         booked, new = [f, r], [f, target]
         ask = f"keep my outbound flight but move my return {r.text()} to {target.date}"
     b = c.s.booking(p, booked, fare, days_ago=8)
-    diff = sum(x.cabins[fare]["price"] for x in new) - sum(x.cabins[fare]["price"] for x in booked)
     settle = "charge any difference to my Visa" if up else "refund any difference"
     prompt = f"{hello(p)} For reservation {b.code}, please {ask}; {settle}. {GO}"
     gold = [C("get_user_details", user_id=p.user_code)] if up else []
@@ -174,7 +169,7 @@ def change_flights(c: Ctx) -> Draft:
             payment_method_id=p.methods["visa"] if up else None,
         ),
     ]
-    return Draft("change_flights", prompt, gold, True, [money(abs(diff))])
+    return Draft("change_flights", prompt, gold, True)
 
 
 def change_cabin(c: Ctx) -> Draft:
@@ -193,7 +188,7 @@ def change_cabin(c: Ctx) -> Draft:
     gold += [C("get_reservation_details", reservation_code=b.code),
              C("change_cabin", user_id=p.user_code, reservation_code=b.code, fare_class=new,
                payment_method_id=p.methods["visa"] if up else None)]  # fmt: skip
-    return Draft("change_cabin", prompt, gold, True, [money(abs(diff))])
+    return Draft("change_cabin", prompt, gold, True)
 
 
 def update_passengers(c: Ctx) -> Draft:
@@ -233,8 +228,7 @@ def add_baggage(c: Ctx) -> Draft:
             C("get_reservation_details", reservation_code=b.code),
             C("add_baggage", user_id=p.user_code, reservation_code=b.code, extra_bags=extra,
               payment_method_id=pay if fee else None)]  # fmt: skip
-    # A free addition is checked by the state alone: "no fee" is as right as "0.00".
-    return Draft("add_baggage", prompt, gold, True, [money(fee)] if fee else None)
+    return Draft("add_baggage", prompt, gold, True)
 
 
 def assign_seat(c: Ctx) -> Draft:
@@ -267,7 +261,6 @@ def compensation(c: Ctx) -> Draft:
     p = c.member(tier)
     f = c.pick(c.net.future(status, 0), c.k)
     b = c.s.booking(p, [f], fare, travellers=n, insurance=ins, days_ago=14)
-    amount = (100.0 if status == "cancelled" else 50.0) * n
     prompt = (
         f"{hello(p)} My flight {f.text()} on reservation {b.code} was {status} and it "
         "ruined my plans. I'm keeping the reservation as it is, but I expect a "
@@ -279,4 +272,4 @@ def compensation(c: Ctx) -> Draft:
         C("get_flight_status", flight_number=f.number, date=f.date),
         C("issue_compensation_certificate", user_id=p.user_code, reservation_code=b.code),
     ]
-    return Draft("compensation", prompt, gold, True, [money(amount)])
+    return Draft("compensation", prompt, gold, True)

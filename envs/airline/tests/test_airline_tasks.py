@@ -9,15 +9,18 @@ from typing import Any
 
 import pytest
 
+from app.sdk.compare_spec import ANSWER_TABLE
 from app.sdk.replay import dump, open_task_db, replay
 from envs.airline import ENVIRONMENT
-from envs.airline.policy import POLICY
+from envs.airline.policy import DECLINE_REASONS, POLICY
 from envs.airline.taskgen import task_lines
 
 TASKS: list[dict[str, Any]] = [
     json.loads(line) for line in ENVIRONMENT.tasks_path.read_text(encoding="utf-8").splitlines()
 ]
-WRITE_TOOLS = {t.name for t in ENVIRONMENT.tools if not t.read_only}
+# The airline's own writes; the framework's answer tools write only the answer row.
+WRITE_TOOLS = {t.name for t in ENVIRONMENT.tools if not t.read_only and not t.framework}
+SUBMIT_TOOLS = {"submit_answer", "decline_request"}
 CASES = Path(__file__).resolve().parents[1] / "verifier_cases.jsonl"
 
 
@@ -29,7 +32,9 @@ def test_enough_tasks_with_unique_ids_and_every_difficulty() -> None:
     assert {t["difficulty"] for t in TASKS} == set(range(1, 9))
     for t in TASKS:
         assert t["env"] == "airline"
-        assert t["difficulty"] == len(t["ground_truth"])
+        # The steps of work: the closing submit_answer/decline_request is not one.
+        work = [c for c in t["ground_truth"] if c["name"] not in SUBMIT_TOOLS]
+        assert t["difficulty"] == len(work), t["task_id"]
 
 
 def test_rows_offer_exactly_the_tools_and_the_policy() -> None:
@@ -66,12 +71,38 @@ def test_seeds_insert_only_task_range_ids() -> None:
                     assert row["id"] >= 100_000, (t["task_id"], table)
 
 
-def test_read_only_tasks_check_the_answer() -> None:
+def test_questions_and_refusals_end_with_their_typed_submission() -> None:
+    """A lookup's gold ends submitting its expected answer; a refusal's (and the partial
+    refusal's, after its writes) ends declining with its expected code, one the airline declares;
+    an action task submits nothing. No row keeps the text-matched expected_outputs."""
+    kinds = {"lookup": "answer", "multi_partial_refusal": "decline"}
     for t in TASKS:
+        assert "expected_outputs" not in t and "answer_kind" not in t, t["task_id"]
+        last = t["ground_truth"][-1]
+        want = kinds.get(t["family"], "decline" if t["family"].startswith("refuse_") else None)
         writes = any(c["name"] in WRITE_TOOLS for c in t["ground_truth"])
-        if not writes:
-            assert t.get("expected_outputs"), t["task_id"]
-            assert t["family"] == "lookup" or t["family"].startswith("refuse_")
+        if want == "answer":
+            assert not writes and "expected_decline" not in t, t["task_id"]
+            assert last == {"name": "submit_answer",
+                            "arguments": {"answer": t["expected_answer"]["value"]}}  # fmt: skip
+        elif want == "decline":
+            assert "expected_answer" not in t, t["task_id"]
+            assert t["expected_decline"] in DECLINE_REASONS, t["task_id"]
+            assert last["name"] == "decline_request", t["task_id"]
+            assert last["arguments"]["reason"] == t["expected_decline"]
+            assert writes == (t["family"] == "multi_partial_refusal"), t["task_id"]
+        else:
+            assert writes, t["task_id"]
+            assert "expected_answer" not in t and "expected_decline" not in t, t["task_id"]
+        submits = [c for c in t["ground_truth"] if c["name"] in SUBMIT_TOOLS]
+        assert len(submits) == (want is not None), t["task_id"]
+
+
+def test_policy_lists_every_reason_code_and_how_to_answer() -> None:
+    assert set(ENVIRONMENT.decline_codes) == set(DECLINE_REASONS)
+    for code, text in DECLINE_REASONS.items():
+        assert f"- {code}: {text}" in POLICY
+    assert "submit_answer" in POLICY and "decline_request" in POLICY
 
 
 @pytest.mark.parametrize("task", TASKS, ids=[t["task_id"] for t in TASKS])
@@ -80,7 +111,9 @@ def test_gold_replays_and_changes_state_iff_it_writes(task: dict[str, Any]) -> N
     try:
         before = dump(db, ENVIRONMENT)
         replay(db, ENVIRONMENT, task["ground_truth"], now)
-        changed = dump(db, ENVIRONMENT) != before
+        after = dump(db, ENVIRONMENT)
+        # The answer row is scored apart from the state.
+        changed = {**after, ANSWER_TABLE: []} != {**before, ANSWER_TABLE: []}
     finally:
         db.close()
     writes = any(c["name"] in WRITE_TOOLS for c in task["ground_truth"])

@@ -33,6 +33,7 @@ PLAN: list[tuple[Family, int]] = [
     (multi.close_savings, 2), (multi.reverse_duplicate_transfer, 1), (multi.payoff_loan, 1),
     (multi.close_with_hold, 1), (multi.secure_and_replace, 2), (multi.travel_prep, 1),
     (multi.loan_from_savings, 1), (multi.consolidate, 1), (multi.month_end, 1),
+    (multi.repay_refuse_close, 1),
 ]  # fmt: skip
 
 

@@ -232,3 +232,15 @@ class Ctx:
 
 
 GO = "Please go ahead, you have my confirmation."
+
+
+def asked(family: str, prompt: str, gold: list[dict[str, Any]], kind: str, value: Any) -> Draft:
+    """A question: the gold reads; build_row ends it submitting `value` (a `kind` of
+    app/verify/values.py)."""
+    return Draft(family, prompt, gold, False, answer=(kind, value))
+
+
+def refused(family: str, prompt: str, gold: list[dict[str, Any]], code: str, message: str) -> Draft:
+    """A request the policy forbids: the gold reads, then declines it with reason `code`
+    (envs/ledger/policy.py DECLINE_REASONS)."""
+    return Draft(family, prompt, gold, False, decline=code, decline_message=message)

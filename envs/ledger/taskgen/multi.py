@@ -199,3 +199,26 @@ def month_end(c: Ctx) -> Draft:
         C("charge_fee", customer_id=p.id, account_number=sav.number, fee_type="paper_statement"),
     ]  # fmt: skip
     return Draft("multi_month_end", prompt, gold, True)
+
+
+def repay_refuse_close(c: Ctx) -> Draft:
+    """A partial refusal: the repayment is allowed, closing the loan it leaves open is not."""
+    p = c.person()
+    history(c, p, c.amount(500, 900))
+    chk = p.accounts["checking"]
+    loan = c.s.account(p, "loan", float(c.s.rng.randint(8, 19) * 50))
+    amount = float(c.s.rng.randint(2, 6) * 25)
+    prompt = (f"{p.hello()} Please pay {money(amount)} towards my loan {loan.number} from my "
+              f"checking {chk.number}, and then close the loan account. {GO}")  # fmt: skip
+    gold = [
+        find(p),
+        look(p, loan),
+        C("transfer", customer_id=p.id, from_account=chk.number, to_account=loan.number,
+          amount=amount),
+    ]  # fmt: skip
+    left = money(-loan.balance - amount)
+    why = f"Loan {loan.number} still has {left} USD outstanding after the payment; it stays open."
+    # The close the customer asked for, refused on the gold's final state.
+    close = C("close_account", customer_id=p.id, account_number=loan.number)
+    return Draft("multi_partial_refusal", prompt, gold, True, forbidden=(close, "nonzero_balance"),
+                 decline="balance_not_zero", decline_message=why)  # fmt: skip

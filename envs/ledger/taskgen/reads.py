@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from envs.ledger.taskgen.kit import GO, C, Ctx, Draft, Person, find, look, money
+from envs.ledger.taskgen.kit import GO, C, Ctx, Draft, Person, asked, find, look, money, refused
 
 
 def history(c: Ctx, p: Person, opening: float, savings: float | None = None) -> None:
@@ -20,7 +20,7 @@ def lookup_balance(c: Ctx) -> Draft:
     history(c, p, c.amount(100, 300), c.amount(200, 900))
     sav = p.accounts["savings"]
     prompt = f"{p.hello()} How much money is in my savings account right now?"
-    return Draft("lookup_balance", prompt, [find(p)], False, [money(sav.balance)])
+    return asked("lookup_balance", prompt, [find(p)], "amount", money(sav.balance))
 
 
 def lookup_available(c: Ctx) -> Draft:
@@ -32,7 +32,7 @@ def lookup_available(c: Ctx) -> Draft:
     available = round(chk.balance - held, 2)
     prompt = (f"{p.hello()} A hotel put something on my card. How much can I actually spend from "
               f"my checking account {chk.number} at the moment?")  # fmt: skip
-    return Draft("lookup_available", prompt, [find(p), look(p, chk)], False, [money(available)])
+    return asked("lookup_available", prompt, [find(p), look(p, chk)], "amount", money(available))
 
 
 def lookup_fees(c: Ctx) -> Draft:
@@ -44,7 +44,7 @@ def lookup_fees(c: Ctx) -> Draft:
               "What is the reference of that transaction? I need it for my records.")  # fmt: skip
     gold = [find(p), C("list_transactions", customer_id=p.id, account_number=chk.number,
                        kind="fee")]  # fmt: skip
-    return Draft("lookup_transaction", prompt, gold, False, [wire])
+    return asked("lookup_transaction", prompt, gold, "id", wire)
 
 
 def lookup_transfer(c: Ctx) -> Draft:
@@ -60,7 +60,7 @@ def lookup_transfer(c: Ctx) -> Draft:
         C("list_transactions", customer_id=p.id, account_number=chk.number, kind="transfer"),
         C("get_transaction", customer_id=p.id, reference=ref),
     ]
-    return Draft("lookup_transaction", prompt, gold, False, [sav.number])
+    return asked("lookup_transaction", prompt, gold, "id", sav.number)
 
 
 def refuse_kyc(c: Ctx) -> Draft:
@@ -69,7 +69,8 @@ def refuse_kyc(c: Ctx) -> Draft:
     chk = p.accounts["checking"]
     prompt = (f"{p.hello()} Please withdraw 100.00 in cash from my checking account "
               f"{chk.number}. {GO}")  # fmt: skip
-    return Draft("refuse_kyc", prompt, [find(p)], False, ["verif"])
+    why = "Your identity verification is not complete, so cash withdrawals are not possible."
+    return refused("refuse_kyc", prompt, [find(p)], "kyc_incomplete", why)
 
 
 def refuse_currency(c: Ctx) -> Draft:
@@ -79,7 +80,8 @@ def refuse_currency(c: Ctx) -> Draft:
     eur = c.s.account(p, "savings", c.amount(100, 500), currency="EUR")
     prompt = (f"{p.hello()} Please transfer 150.00 from my checking {chk.number} to my savings "
               f"account {eur.number}. {GO}")  # fmt: skip
-    return Draft("refuse_currency", prompt, [find(p)], False, ["EUR"])
+    why = f"{eur.number} is in EUR and {chk.number} in USD; transfers need one currency."
+    return refused("refuse_currency", prompt, [find(p)], "currency_mismatch", why)
 
 
 def refuse_not_beneficiary(c: Ctx) -> Draft:
@@ -88,7 +90,8 @@ def refuse_not_beneficiary(c: Ctx) -> Draft:
     other = c.s.account(q, "checking", c.amount(100, 300))
     prompt = (f"{p.hello()} Send 80.00 from my checking to account {other.number} please, it's "
               f"a friend's. Just the transfer, don't save anything. {GO}")  # fmt: skip
-    return Draft("refuse_not_beneficiary", prompt, [find(p)], False, ["beneficiar"])
+    why = f"{other.number} is not one of your saved beneficiaries, so I cannot send to it."
+    return refused("refuse_not_beneficiary", prompt, [find(p)], "not_a_beneficiary", why)
 
 
 def refuse_unfreeze(c: Ctx) -> Draft:
@@ -98,7 +101,8 @@ def refuse_unfreeze(c: Ctx) -> Draft:
     sav = c.s.account(p, "savings", c.amount(100, 500), status="frozen", freeze_reason=reason)
     prompt = f"{p.hello()} My savings account {sav.number} is blocked. Unfreeze it now, please."
     team = "fraud" if reason == "suspected_fraud" else "legal"
-    return Draft("refuse_unfreeze", prompt, [find(p), look(p, sav)], False, [team])
+    why = f"{sav.number} is frozen for {reason}; only the {team} team can lift that freeze."
+    return refused("refuse_unfreeze", prompt, [find(p), look(p, sav)], "freeze_not_liftable", why)
 
 
 def refuse_insufficient(c: Ctx) -> Draft:
@@ -111,8 +115,9 @@ def refuse_insufficient(c: Ctx) -> Draft:
     want = float((int(available) // 50 + 3) * 50)
     prompt = (f"{p.hello()} I need to withdraw {money(want)} in cash from my checking account "
               f"{chk.number}. {GO}")  # fmt: skip
-    return Draft("refuse_insufficient_funds", prompt, [find(p), look(p, chk)], False,
-                 [money(available)])  # fmt: skip
+    why = f"{chk.number} has {money(available)} USD available, less than {money(want)}."
+    gold = [find(p), look(p, chk)]
+    return refused("refuse_insufficient_funds", prompt, gold, "insufficient_funds", why)
 
 
 def refuse_close_loan(c: Ctx) -> Draft:
@@ -122,8 +127,9 @@ def refuse_close_loan(c: Ctx) -> Draft:
     c.s.transfer(p.accounts["checking"], loan, 50.0, 10, "Loan repayment")
     prompt = (f"{p.hello()} I'm done with my loan {loan.number}, please close that account. "
               "I don't want to make any payment today.")  # fmt: skip
-    return Draft("refuse_close_nonzero", prompt, [find(p), look(p, loan)], False,
-                 [money(-loan.balance)])  # fmt: skip
+    why = f"Loan {loan.number} still has {money(-loan.balance)} USD outstanding."
+    gold = [find(p), look(p, loan)]
+    return refused("refuse_close_nonzero", prompt, gold, "balance_not_zero", why)
 
 
 def refuse_daily_limit(c: Ctx) -> Draft:
@@ -134,7 +140,8 @@ def refuse_daily_limit(c: Ctx) -> Draft:
     c.s.transfer(sav, chk, 2300.0, 0.05, "Rent money")
     prompt = (f"{p.hello()} Please move another 400.00 from my savings {sav.number} to my "
               f"checking {chk.number} today. {GO}")  # fmt: skip
-    return Draft("refuse_daily_limit", prompt, [find(p), look(p, sav)], False, ["200.00"])
+    why = f"{sav.number} has 200.00 USD of today's daily limit left, less than 400.00."
+    return refused("refuse_daily_limit", prompt, [find(p), look(p, sav)], "daily_limit", why)
 
 
 def refuse_hold(c: Ctx) -> Draft:
@@ -145,8 +152,9 @@ def refuse_hold(c: Ctx) -> Draft:
     c.s.hold(chk, amount, "Marriott Bayfront", 30, 72)
     prompt = (f"{p.hello()} There's a hold from Marriott Bayfront on my checking {chk.number}. "
               "I already checked out, please release it right away.")  # fmt: skip
-    return Draft("refuse_hold_not_expired", prompt, [find(p), look(p, chk)], False,
-                 [money(amount)])  # fmt: skip
+    why = f"The {money(amount)} USD Marriott hold has not expired yet; it cannot be released."
+    gold = [find(p), look(p, chk)]
+    return refused("refuse_hold_not_expired", prompt, gold, "hold_not_expired", why)
 
 
 def refuse_reverse_twice(c: Ctx) -> Draft:
@@ -159,7 +167,8 @@ def refuse_reverse_twice(c: Ctx) -> Draft:
     prompt = (f"{p.hello()} The monthly maintenance fee {ref} on my checking was charged by "
               f"mistake. Please reverse it. {GO}")  # fmt: skip
     gold = [find(p), C("get_transaction", customer_id=p.id, reference=ref)]
-    return Draft("refuse_reverse_twice", prompt, gold, False, ["already"])
+    why = f"{ref} has already been reversed; nothing is reversed twice."
+    return refused("refuse_reverse_twice", prompt, gold, "already_reversed", why)
 
 
 def refuse_reverse_payee(c: Ctx) -> Draft:
@@ -177,4 +186,5 @@ def refuse_reverse_payee(c: Ctx) -> Draft:
         C("list_transactions", customer_id=p.id, account_number=chk.number, kind="transfer"),
         C("get_transaction", customer_id=p.id, reference=ref),
     ]
-    return Draft("refuse_reverse_payee", prompt, gold, False, [money(amount)])
+    why = f"The {money(amount)} USD transfer went to another customer; {q.first} must send it back."
+    return refused("refuse_reverse_payee", prompt, gold, "reversal_not_allowed", why)

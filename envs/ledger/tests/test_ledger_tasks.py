@@ -8,16 +8,19 @@ from typing import Any
 
 import pytest
 
+from app.sdk.compare_spec import ANSWER_TABLE
 from app.sdk.replay import dump, open_task_db, replay
 from envs.ledger import ENVIRONMENT
-from envs.ledger.policy import POLICY
+from envs.ledger.policy import DECLINE_REASONS, POLICY
 from envs.ledger.taskgen import task_lines
 from envs.ledger.testing import violations
 
 TASKS: list[dict[str, Any]] = [
     json.loads(line) for line in ENVIRONMENT.tasks_path.read_text(encoding="utf-8").splitlines()
 ]
-WRITE_TOOLS = {t.name for t in ENVIRONMENT.tools if not t.read_only}
+# The bank's own writes; the framework's answer tools write only the answer row.
+WRITE_TOOLS = {t.name for t in ENVIRONMENT.tools if not t.read_only and not t.framework}
+SUBMIT_TOOLS = {"submit_answer", "decline_request"}
 
 
 def test_enough_tasks_with_unique_ids_and_every_difficulty() -> None:
@@ -27,7 +30,9 @@ def test_enough_tasks_with_unique_ids_and_every_difficulty() -> None:
     assert {t["difficulty"] for t in TASKS} == set(range(1, 9))
     for t in TASKS:
         assert t["env"] == "ledger"
-        assert t["difficulty"] == len(t["ground_truth"])
+        # The steps of work: the closing submit_answer/decline_request is not one.
+        work = [c for c in t["ground_truth"] if c["name"] not in SUBMIT_TOOLS]
+        assert t["difficulty"] == len(work), t["task_id"]
 
 
 def test_rows_offer_exactly_the_tools_and_the_policy() -> None:
@@ -57,12 +62,38 @@ def test_seeds_use_task_range_ids_and_only_rebalance_internal_accounts() -> None
                     assert table == "accounts" and set(row) == {"id", "balance"}, t["task_id"]
 
 
-def test_answer_only_tasks_have_expected_outputs() -> None:
+def test_questions_and_refusals_end_with_their_typed_submission() -> None:
+    """A lookup's gold ends submitting its expected answer, a refusal's declining with its
+    expected code (one the bank declares), both after reads only; the partial refusal's declines
+    after its writes; an action task submits nothing. No row keeps expected_outputs."""
     for t in TASKS:
-        writes = any(c["name"] in WRITE_TOOLS for c in t["ground_truth"])
-        if not writes:
-            assert t.get("expected_outputs"), t["task_id"]
-            assert t["family"].startswith(("lookup_", "refuse_")), t["task_id"]
+        assert "expected_outputs" not in t and "answer_kind" not in t, t["task_id"]
+        gold, family = t["ground_truth"], t["family"]
+        writes = any(c["name"] in WRITE_TOOLS for c in gold)
+        submits = [c for c in gold if c["name"] in SUBMIT_TOOLS]
+        if family.startswith("lookup_"):
+            assert not writes and "expected_decline" not in t, t["task_id"]
+            answer = {"answer": t["expected_answer"]["value"]}
+            assert submits == [gold[-1]] == [{"name": "submit_answer", "arguments": answer}]
+        elif family.startswith("refuse_"):
+            assert not writes and "expected_answer" not in t, t["task_id"]
+            assert t["expected_decline"] in DECLINE_REASONS, t["task_id"]
+            assert submits == [gold[-1]] and gold[-1]["name"] == "decline_request"
+            assert gold[-1]["arguments"]["reason"] == t["expected_decline"]
+        elif family == "multi_partial_refusal":  # acts, then declines the rest
+            assert writes and "expected_answer" not in t, t["task_id"]
+            assert submits == [gold[-1]] and gold[-1]["name"] == "decline_request"
+            assert gold[-1]["arguments"]["reason"] == t["expected_decline"] in DECLINE_REASONS
+        else:
+            assert writes and not submits, t["task_id"]
+            assert "expected_answer" not in t and "expected_decline" not in t, t["task_id"]
+
+
+def test_policy_lists_every_reason_code_and_how_to_answer() -> None:
+    assert set(ENVIRONMENT.decline_codes) == set(DECLINE_REASONS)
+    for code, text in DECLINE_REASONS.items():
+        assert f"- {code}: {text}" in POLICY
+    assert "submit_answer" in POLICY and "decline_request" in POLICY
 
 
 @pytest.mark.parametrize("task", TASKS, ids=[t["task_id"] for t in TASKS])
@@ -72,7 +103,9 @@ def test_gold_replays_balanced_and_changes_state_iff_it_writes(task: dict[str, A
         assert violations(db) == []
         before = dump(db, ENVIRONMENT)
         replay(db, ENVIRONMENT, task["ground_truth"], now)
-        changed = dump(db, ENVIRONMENT) != before
+        after = dump(db, ENVIRONMENT)
+        # The answer row is scored apart from the state.
+        changed = {**after, ANSWER_TABLE: []} != {**before, ANSWER_TABLE: []}
         assert violations(db) == []
     finally:
         db.close()

@@ -11,7 +11,6 @@ from envs.retail.taskgen.kit import (
     auth,
     hello,
     nice,
-    number_only,
     the,
 )
 
@@ -66,7 +65,8 @@ def cancel_one_of_two(c: Ctx) -> Draft:
         C("cancel_pending_order", order_number=a.number, customer_id=p.id,
           reason="ordered_by_mistake"),
     ]  # fmt: skip
-    return Draft("multi_partial_refusal", prompt, gold, True, [number_only(b.number)])
+    # The pending order is cancelled, the shipped one declined: an action and a refusal.
+    return Draft("multi_partial_refusal", prompt, gold, True, decline="order_not_pending")
 
 
 def cancel_and_return(c: Ctx) -> Draft:

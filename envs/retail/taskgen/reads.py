@@ -1,4 +1,5 @@
-"""Lookup and refusal stories: the gold holds only reads and the state must not change."""
+"""Lookup and refusal stories: the gold holds only reads and the state must not change; it ends
+with the answer (submit_answer) or the decline with the rule's code (decline_request)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,6 @@ from envs.retail.taskgen.kit import (
     hello,
     money,
     nice,
-    number_only,
     the,
 )
 
@@ -26,20 +26,21 @@ def lookup_catalog(c: Ctx) -> Draft:
         f"Hello! I'm thinking about shopping with you. Which products do you sell in your "
         f"{category} category? Just the product names, please."
     )
-    return Draft("lookup", prompt, [C("list_products", category=category)], False, names)
+    gold = [C("list_products", category=category)]
+    return Draft("lookup", prompt, gold, False, answer=("name", names))
 
 
 def lookup_price(c: Ctx) -> Draft:
     v = next(x for x in c.cat.variants[c.k * 97 + 11 :] if x["available"] and x["stock"] > 0)
     prompt = (
-        f"Quick question: how much does the {v['product']} cost in {nice(v['options'])}, and is "
-        "that one in stock right now? I don't have an account yet."
+        f"Quick question: how much does the {v['product']} cost in {nice(v['options'])}? "
+        "I don't have an account yet."
     )
     gold = [
         C("list_products", category=v["category"]),
         C("get_product_details", product_id=v["product_id"]),
     ]
-    return Draft("lookup", prompt, gold, False, [money(v["price"])])
+    return Draft("lookup", prompt, gold, False, answer=("amount", money(v["price"])))
 
 
 def lookup_gift_balance(c: Ctx) -> Draft:
@@ -50,7 +51,7 @@ def lookup_gift_balance(c: Ctx) -> Draft:
     c.s.history(p, c.cat)
     prompt = f"{hello(p, by)} How much is left on my gift card?"
     gold = [auth(p, by), C("get_customer_details", customer_id=p.id)]
-    return Draft("lookup", prompt, gold, False, [money(balance)])
+    return Draft("lookup", prompt, gold, False, answer=("amount", money(balance)))
 
 
 def lookup_order_total(c: Ctx) -> Draft:
@@ -73,7 +74,7 @@ def lookup_order_total(c: Ctx) -> Draft:
         C("list_customer_orders", customer_id=p.id),
         C("get_order_details", order_number=target.number),
     ]
-    return Draft("lookup", prompt, gold, False, [money(target.total)])
+    return Draft("lookup", prompt, gold, False, answer=("amount", money(target.total)))
 
 
 def lookup_spend(c: Ctx) -> Draft:
@@ -93,10 +94,11 @@ def lookup_spend(c: Ctx) -> Draft:
         C("get_order_details", order_number=a.number),
         C("get_order_details", order_number=b.number),
     ]
-    return Draft("lookup", prompt, gold, False, [money(va["price"] + vb["price"])])
+    total = money(va["price"] + vb["price"])
+    return Draft("lookup", prompt, gold, False, answer=("amount", total))
 
 
-# ---- refusals: gold holds only the reads; the reply must name what was refused ---------------
+# ---- refusals: gold holds only the reads, then declines with the rule's code ------------------
 
 
 def refuse_unauthenticated(c: Ctx) -> Draft:
@@ -108,7 +110,7 @@ def refuse_unauthenticated(c: Ctx) -> Draft:
         f"won't look it up. Please cancel my order {o.number}, I ordered it by mistake. {GO}"
     )
     gold = [C("find_customer_by_name_zip", first_name=p.first, last_name=p.last, zip=wrong_zip)]
-    return Draft("refuse_unauthenticated", prompt, gold, False, [number_only(o.number)])
+    return Draft("refuse_unauthenticated", prompt, gold, False, decline="not_authenticated")
 
 
 def refuse_status(c: Ctx) -> Draft:
@@ -132,8 +134,8 @@ def refuse_status(c: Ctx) -> Draft:
     if kind == "return_pending":
         gold.append(C("list_customer_orders", customer_id=p.id))
     gold.append(C("get_order_details", order_number=o.number))
-    return Draft(f"refuse_{kind}", f"{hello(p, 'email')} {ask} {GO}", gold, False,
-                 [number_only(o.number)])  # fmt: skip
+    code = "order_not_delivered" if kind == "return_pending" else "order_not_pending"
+    return Draft(f"refuse_{kind}", f"{hello(p, 'email')} {ask} {GO}", gold, False, decline=code)
 
 
 def refuse_other_customer(c: Ctx) -> Draft:
@@ -144,7 +146,7 @@ def refuse_other_customer(c: Ctx) -> Draft:
         f"they no longer need it. {GO}"
     )
     gold = [auth(p, "email"), C("get_order_details", order_number=o.number)]
-    return Draft("refuse_other_customer", prompt, gold, False, [number_only(o.number)])
+    return Draft("refuse_other_customer", prompt, gold, False, decline="other_customer")
 
 
 def refuse_out_of_stock(c: Ctx) -> Draft:
@@ -161,7 +163,7 @@ def refuse_out_of_stock(c: Ctx) -> Draft:
         C("get_order_details", order_number=o.number),
         C("get_product_details", product_id=new["product_id"]),
     ]
-    return Draft("refuse_out_of_stock", prompt, gold, False, ["stock"])
+    return Draft("refuse_out_of_stock", prompt, gold, False, decline="out_of_stock")
 
 
 def refuse_gift_balance(c: Ctx) -> Draft:
@@ -181,4 +183,4 @@ def refuse_gift_balance(c: Ctx) -> Draft:
         C("get_product_details", product_id=new["product_id"]),
     ]
     assert gift
-    return Draft("refuse_gift_card_balance", prompt, gold, False, [money(balance)])
+    return Draft("refuse_gift_card_balance", prompt, gold, False, decline="insufficient_balance")

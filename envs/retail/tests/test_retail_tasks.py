@@ -16,7 +16,8 @@ from envs.retail.taskgen import task_lines
 TASKS: list[dict[str, Any]] = [
     json.loads(line) for line in ENVIRONMENT.tasks_path.read_text(encoding="utf-8").splitlines()
 ]
-WRITE_TOOLS = {t.name for t in ENVIRONMENT.tools if not t.read_only}
+FRAMEWORK = {"submit_answer", "decline_request"}
+WRITE_TOOLS = {t.name for t in ENVIRONMENT.tools if not t.read_only} - FRAMEWORK
 
 
 def test_enough_tasks_with_unique_ids_and_every_difficulty() -> None:
@@ -26,7 +27,9 @@ def test_enough_tasks_with_unique_ids_and_every_difficulty() -> None:
     assert {t["difficulty"] for t in TASKS} == set(range(1, 9))
     for t in TASKS:
         assert t["env"] == "retail"
-        assert t["difficulty"] == len(t["ground_truth"])
+        # Difficulty counts the shop's calls; the gold's last call may be its answer or decline.
+        shop_calls = [c for c in t["ground_truth"] if c["name"] not in FRAMEWORK]
+        assert t["difficulty"] == len(shop_calls)
 
 
 def test_rows_offer_exactly_the_servers_tools_and_the_policy() -> None:
@@ -59,12 +62,24 @@ def test_seeds_insert_only_task_range_ids() -> None:
                     assert row["id"] >= 100_000, (t["task_id"], table)
 
 
-def test_reads_only_tasks_have_expected_outputs() -> None:
+def test_read_only_tasks_answer_or_decline_and_their_gold_ends_so() -> None:
+    """A lookup expects an answer by value, a refusal a decline with its rule's code; the gold
+    submits exactly that as its last call. No shipped task uses the legacy text path."""
     for t in TASKS:
+        assert "expected_outputs" not in t, t["task_id"]
         writes = any(c["name"] in WRITE_TOOLS for c in t["ground_truth"])
-        if not writes:
-            assert t.get("expected_outputs"), t["task_id"]
-            assert t["family"] == "lookup" or t["family"].startswith("refuse_")
+        last = t["ground_truth"][-1]
+        if t.get("expected_answer"):
+            assert last == {"name": "submit_answer",
+                            "arguments": {"answer": t["expected_answer"]["value"]}}  # fmt: skip
+            assert t["family"] == "lookup" and not writes
+        elif t.get("expected_decline"):
+            assert last["name"] == "decline_request", t["task_id"]
+            assert last["arguments"]["reason"] == t["expected_decline"]
+            assert t["expected_decline"] in ENVIRONMENT.decline_codes
+            assert t["family"].startswith("refuse_") or t["family"] == "multi_partial_refusal"
+        else:
+            assert writes, t["task_id"]
 
 
 @pytest.mark.parametrize("task", TASKS, ids=[t["task_id"] for t in TASKS])
@@ -73,7 +88,9 @@ def test_gold_replays_and_changes_state_iff_it_writes(task: dict[str, Any]) -> N
     try:
         before = dump(db, ENVIRONMENT)
         replay(db, ENVIRONMENT, task["ground_truth"], now)
-        changed = dump(db, ENVIRONMENT) != before
+        after = dump(db, ENVIRONMENT)
+        # The answer row is the submission, not a change of the shop's state.
+        changed = {**after, "stategym_answer": []} != {**before, "stategym_answer": []}
     finally:
         db.close()
     writes = any(c["name"] in WRITE_TOOLS for c in task["ground_truth"])

@@ -1,0 +1,85 @@
+"""The submissions `tasks check` tries on every task besides the gold: each must earn reward 0.
+
+- answer tasks (`expected_answer` via the tool): the gold's calls, its answer replaced by a hedge
+  (the expected value plus a rival, as a list and as "A or B");
+- every task that is not a refusal: the gold's calls without their submission, then a decline
+  with each of the environment's codes (declining is never a way to score);
+- refusal tasks (`expected_decline`): the gold's calls, the decline naming each other code.
+
+Each runs through the same runner as a session's calls, on a fresh clone of the task's snapshot,
+and is verified as a rollout is. A failure is one readable line.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from app.runtime.tasks import TaskSpec, ToolCall
+from app.sdk.answer import DECLINE_REQUEST, RESERVED_TOOL_NAMES, SUBMIT_ANSWER
+from app.sdk.environment import Environment
+from app.verify.gold import GoldCache, replay
+from app.verify.hedges import hedges
+from app.verify.session_verify import verify_state
+
+if TYPE_CHECKING:
+    from app.storage.images import Store  # the caller's (app/cli/tasks.py)
+
+
+@dataclasses.dataclass(frozen=True)
+class Probe:
+    label: str  # what was tried, as the failure line says it
+    calls: tuple[ToolCall, ...]
+
+
+def probes(env: Environment, task: TaskSpec) -> Iterator[Probe]:
+    """Every adversarial submission for `task` (none for a task with no reference solution)."""
+    gold = task.ground_truth
+    if not gold:
+        return
+    plain = tuple(c for c in gold if c.name not in RESERVED_TOOL_NAMES)
+    expected = task.expected_answer
+    if expected is not None and task.answer_via == "tool":
+        for hedge in hedges(expected.kind, expected.value):
+            call = ToolCall(SUBMIT_ANSWER, {"answer": hedge})
+            yield Probe(f"a hedged answer {json.dumps(hedge)}", (*plain, call))
+    if task.expected_decline is None:
+        for code in env.decline_codes:
+            call = ToolCall(DECLINE_REQUEST, {"reason": code, "message": "I cannot do that."})
+            yield Probe(f"declining ({code}) after the gold's calls", (*plain, call))
+        return
+    for code in env.decline_codes:
+        if code == task.expected_decline:
+            continue
+        call = ToolCall(DECLINE_REQUEST, {"reason": code, "message": "I cannot do that."})
+        yield Probe(f"declining with the wrong code {code}", (*plain, call))
+
+
+def probe_problems(
+    env: Environment, store: Store, gold: GoldCache, task: TaskSpec, response: Any
+) -> tuple[int, list[str]]:
+    """(probes tried, one line per probe that earned more than 0)."""
+    snapshot = store.snapshot(task)
+    problems, tried = [], 0
+    for probe in probes(env, task):
+        tried += 1
+        conn, engine, failed = replay(
+            env, snapshot, dataclasses.replace(task, ground_truth=probe.calls), session_id="probe"
+        )
+        try:
+            result = verify_state(
+                env=env, gold=gold, engine=engine, task=task, response=response, diff_limit=0
+            )
+        finally:
+            engine.dispose()
+            conn.close()
+        if failed and probe.calls[-1].name in RESERVED_TOOL_NAMES:
+            last = failed[-1]
+            if last["index"] == len(probe.calls) - 1:
+                problems.append(f"{probe.label} was refused by the tool: {last['error']}")
+                continue
+        if result["reward"] != 0.0:
+            problems.append(f"{probe.label} earns reward {result['reward']:g}")
+    return tried, problems

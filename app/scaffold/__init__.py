@@ -1,0 +1,1 @@
+"""`stategym new-env NAME`: a small, working environment package to start from."""

@@ -1,0 +1,303 @@
+"""Answer values by kind: a submitted answer is exactly one value (or one set) of a kind, or not.
+
+Pure functions, no database. `parse_value(kind, raw)` reads the WHOLE raw JSON scalar as one
+value of `kind` and raises `NotOneValue(reason)` otherwise; values compare with `==` (they are
+normalised: Decimal, datetime, casefolded text). The free-text path uses `tokens(text)`, the one
+tokenizer, built on the same grammar (app/verify/value_grammar.py).
+
+Accepted spellings, per kind (around ONE value, surrounding whitespace, one trailing period,
+quotes `"…"`, `'…'`, `“…”` and markdown emphasis `*…*`, `**…**`, `` `…` `` are dropped):
+
+- amount: `233`, `233.00`, `$233.00`, `233.00 USD`, `USD 233`, `1,234.50`, `€12.5`, `-5.00`,
+  `233 dollars`, JSON numbers. Compared by exact decimal value (`233` = `233.00` = `$233.00`);
+  never rounded: `233.004` is another amount. Not: `233.00 or 234.00`, `q233.00q`, `12,50 €`.
+- number: `65`, `65.0`, `1,000`, `-3`, `4.5`, JSON numbers; by value. Not: `65 employees`,
+  `sixty-five`, `3rd`.
+- id: one token of letters, digits, `-`, `_`, optionally led by `#`, JSON integers;
+  case-insensitive, without the `#`. Not: `E90110, E90111`, `E90110.x`.
+- date: `2026-05-07`, `2026/05/07`, `May 7, 2026`, `7 May 2026`, `May 7 2026`, `May 7th, 2026`,
+  `Sept. 7, 2026`, `Thursday, May 7, 2026` (the weekday must be the date's). Not: `05/07/2026`
+  (month or day first?), `May 7` (no year), `2026-02-30`.
+- time: `10:00`, `10:00:00`, `22:30`, `10 am`, `10am`, `10:00 AM`, `10 a.m.`; `10:00` =
+  `10:00:00` = `10 am`. Not: `25:00`, `13 pm`, `10`.
+- datetime: a date, then optionally `T`, `,`, `at` or `@`, then a time: `2026-05-07 at 10:00` =
+  `2026-05-07 10:00` = `2026-05-07T10:00:00`. Not: a date alone, a time-zone suffix.
+- email: one address, case-insensitive. Not: two addresses, `mailto:`.
+- name: words with at least one letter; casefolded, whitespace collapsed, surrounding
+  punctuation dropped. `check` refuses a list (`,`, ` and `, ` or `, `/`, `;`, `&`) unless the
+  expected name itself has that separator.
+- text: any text; casefolded, whitespace collapsed.
+- boolean: `yes`, `no`, `true`, `false`, `y`, `n` (any case), JSON `true`/`false`.
+
+Other scripts' digits and spelled-out numbers are not values: a person may write them, but an
+answer tool takes digits, and the text path counts them as rivals, never as the expected value.
+List answers (`many=True`): a JSON list, each item one value, compared as a set (order and
+duplicates do not matter); a string is split on newlines, `;`, `,` and ` and ` (amounts and
+dates by the tokenizer, so `1,234.50` and `May 7, 2026` stay whole).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import re
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from app.verify import value_grammar as g
+from app.verify.value_tokens import Token, tokens
+
+__all__ = [
+    "KINDS",
+    "NotOneValue",
+    "Token",
+    "Verdict",
+    "answers_equal",
+    "check",
+    "describe",
+    "parse_answer",
+    "parse_value",
+    "tokens",
+]
+
+KINDS = ("amount", "number", "id", "date", "time", "datetime", "email", "name", "text", "boolean")
+_NAMES = {"amount": "an amount", "id": "an id", "email": "an email address"}
+_PLURAL = {"datetime": "datetimes", "text": "texts", "boolean": "booleans"}
+
+_WHOLE = {
+    "amount": re.compile(rf"{g.AMOUNT}|{g.NUMBER}", re.I),
+    "number": re.compile(g.NUMBER),
+    "id": re.compile(g.ID_WHOLE),
+    "date": re.compile(g.DATE, re.I),
+    "time": re.compile(g.TIME, re.I),
+    "datetime": re.compile(g.DATETIME, re.I),
+    "email": re.compile(g.EMAIL),
+}
+_WRAPPERS = (("**", "**"), ("*", "*"), ("`", "`"), ('"', '"'), ("'", "'"), ("“", "”"), ("‘", "’"))
+LIST_SEPARATORS = re.compile(r"\s*(?:[,;/\n]|\band\b|\bor\b|&)\s*", re.I)
+
+
+class NotOneValue(ValueError):
+    """The raw answer is not exactly one value of the kind; `reason` says why, readably."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def _a(kind: str) -> str:
+    return _NAMES.get(kind, f"a {kind}")
+
+
+def _unwrap(text: str) -> str:
+    """Drop what may surround ONE value: whitespace, one trailing period, quotes, emphasis."""
+    s = text.strip()
+    for _ in range(4):
+        before = s
+        if s.endswith(".") and not s.endswith(".."):
+            s = s[:-1].rstrip()
+        for left, right in _WRAPPERS:
+            if len(s) > len(left) + len(right) and s.startswith(left) and s.endswith(right):
+                s = s[len(left) : -len(right)].strip()
+        if s == before:
+            break
+    return s
+
+
+def parse_value(kind: str, raw: object) -> Any:
+    """The one value of `kind` that the whole `raw` (a JSON scalar) spells; else NotOneValue.
+
+    Values: amount/number -> Decimal, date -> date, time -> time, datetime -> datetime,
+    boolean -> bool, id/email/name/text -> normalised str."""
+    if kind not in KINDS:
+        raise NotOneValue(f"unknown answer kind {kind!r}: one of {', '.join(KINDS)}")
+    if isinstance(raw, bool):
+        if kind == "boolean":
+            return raw
+        raise NotOneValue(f"{str(raw).lower()} is a boolean, not {_a(kind)}")
+    if isinstance(raw, int | float):
+        return _from_number(kind, raw)
+    if not isinstance(raw, str):
+        what = "a list" if isinstance(raw, list | tuple) else type(raw).__name__
+        raise NotOneValue(f"{what} is not one value: {_a(kind)} is expected")
+    text = _unwrap(raw)
+    if not text:
+        raise NotOneValue(f"an empty answer is not {_a(kind)}")
+    if kind in ("name", "text"):
+        return _words(text, kind)
+    if kind == "boolean":
+        if text.casefold() in g.BOOLEANS:
+            return g.BOOLEANS[text.casefold()]
+        raise NotOneValue(f"'{text}' is not yes/no/true/false")
+    if _WHOLE[kind].fullmatch(text):
+        try:
+            return _read(kind, text)
+        except g.Unreadable as e:
+            raise NotOneValue(str(e)) from None
+    raise NotOneValue(_why_not(kind, text))
+
+
+def _from_number(kind: str, raw: int | float) -> Any:
+    if isinstance(raw, float) and not math.isfinite(raw):
+        raise NotOneValue(f"{raw} is not {_a(kind)}")
+    if kind in ("amount", "number"):
+        return Decimal(repr(raw)) if isinstance(raw, float) else Decimal(raw)
+    if kind == "id" and isinstance(raw, int):
+        return str(raw)
+    if kind in ("text", "name"):
+        return _words(repr(raw), kind)
+    raise NotOneValue(f"the number {raw} is not {_a(kind)}")
+
+
+def _read(kind: str, text: str) -> Any:
+    if kind in ("amount", "number"):
+        return g.read_decimal(text)
+    if kind == "date":
+        return g.read_date(text)
+    if kind == "time":
+        return g.read_time(text)
+    if kind == "datetime":
+        return g.read_datetime(text)
+    if kind == "id":
+        return text.lstrip("#").casefold()
+    return text.casefold()  # email
+
+
+def _words(text: str, kind: str) -> str:
+    value = " ".join(text.split()).casefold().strip(" \t\"'“”‘’`*.,;:!?()[]{}")
+    if kind == "name" and not any(c.isalpha() for c in value):
+        raise NotOneValue(f"'{text}' is not a name: it has no letters")
+    if not value:
+        raise NotOneValue(f"'{text}' is not {_a(kind)}")
+    return value
+
+
+def _why_not(kind: str, text: str) -> str:
+    """A readable reason, from what the tokenizer reads in `text`."""
+    found = tokens(text)
+    same = [t for t in found if _token_is(kind, t)]
+    if len(same) >= 2:
+        shown = " and ".join(t.text for t in same[:3]) + (" and more" if len(same) > 3 else "")
+        return f"{_count(len(same))} {_PLURAL.get(kind, kind + 's')}: {shown}"
+    if any(c.isdigit() and not "0" <= c <= "9" for c in text):
+        return f"'{text}' is not {_a(kind)}: only the digits 0-9 are read"
+    glued = [t for t in found if t.kind == "opaque"]
+    if glued:
+        return f"'{glued[0].text}' is not {_a(kind)}: a value glued to other characters"
+    if same:
+        return f"'{text}' is not {_a(kind)}: {same[0].text} with other text around it"
+    if len(found) == 1 and found[0].kind in (*_TYPED, "id"):
+        return f"'{text}' is {_a(found[0].kind)}, not {_a(kind)}"
+    return f"'{text}' is not {_a(kind)}"
+
+
+def _token_is(kind: str, t: Token) -> bool:
+    if kind == "amount":
+        return t.kind in ("amount", "number")
+    if kind == "id":
+        return t.kind in ("id", "number")
+    return t.kind == kind
+
+
+def _count(n: int) -> str:
+    return {2: "two", 3: "three"}.get(n, str(n))
+
+
+def parse_answer(kind: str, raw: object, *, many: bool) -> Any:
+    """One value (`many=False`) or a frozenset of values (`many=True`: a JSON list, or a
+    string listing values; see the module docstring)."""
+    if not many:
+        return parse_value(kind, raw)
+    if isinstance(raw, str):
+        raw = _split(kind, raw)
+    if not isinstance(raw, list | tuple):
+        raise NotOneValue(f"a list of {_PLURAL.get(kind, kind + 's')} is expected")
+    values = set()
+    for item in raw:
+        if isinstance(item, list | tuple | dict):
+            raise NotOneValue("a list item is itself a list or an object")
+        try:
+            values.add(parse_value(kind, item))
+        except NotOneValue as e:
+            raise NotOneValue(f"list item {item!r}: {e.reason}") from None
+    return frozenset(values)
+
+
+_TYPED = ("amount", "number", "date", "time", "datetime", "email")
+_GAP = re.compile(r"\s*(?:[,;&]|\band\b)?\s*(?:\n\s*(?:[-*•]\s+)?)?", re.I)
+
+
+def _split(kind: str, text: str) -> list[str]:
+    """A string listing values: typed kinds by the tokenizer (only separators between them),
+    other kinds split on newlines, `;`, `,` and ` and `. 'or' never separates items."""
+    if re.search(r"\bor\b", text, re.I):
+        raise NotOneValue("'or' does not separate list items: it offers alternatives")
+    if kind not in _TYPED:
+        items = re.split(r"\s*(?:\n|;|,|\band\b)\s*", text.strip(), flags=re.I)
+        return [item for item in items if item.strip()]
+    found = [t for t in tokens(text) if _token_is(kind, t)]
+    if not found:
+        raise NotOneValue(f"'{text}' lists no {_PLURAL.get(kind, kind + 's')}")
+    gaps = [text[a.end : b.start] for a, b in zip(found, found[1:], strict=False)]
+    for gap in gaps:
+        if not _GAP.fullmatch(gap):
+            raise NotOneValue(f"'{gap.strip()}' between values is not a list separator")
+    for edge in (text[: found[0].start], text[found[-1].end :]):
+        if _unwrap(edge).strip(" ,;-*•\n"):
+            raise NotOneValue(f"'{edge.strip()}' is not {_a(kind)}")
+    return [t.text for t in found]
+
+
+def answers_equal(kind: str, expected: object, submitted: object) -> bool:
+    """Whether two parsed answers (values or frozensets of values) are the same answer."""
+    if isinstance(expected, frozenset) != isinstance(submitted, frozenset):
+        return False
+    return expected == submitted
+
+
+@dataclass(frozen=True)
+class Verdict:
+    ok: bool
+    reason: str
+
+
+def check(kind: str, expected: object, submitted: object) -> Verdict:
+    """Compare the raw expected answer (a scalar or list) with the raw submitted one, with a
+    readable reason. A submitted name holding a list separator the expected name lacks is a
+    list of names, not one."""
+    many = isinstance(expected, list)
+    want = parse_answer(kind, expected, many=many)
+    try:
+        got = parse_answer(kind, submitted, many=many)
+    except NotOneValue as e:
+        return Verdict(False, e.reason)
+    if kind == "name" and not many and isinstance(submitted, str):
+        seps = set(LIST_SEPARATORS.findall(_unwrap(submitted)))
+        extra = {s.strip().lower() for s in seps} - {
+            s.strip().lower() for s in LIST_SEPARATORS.findall(str(expected))
+        }
+        if extra:
+            return Verdict(False, f"a list of names, not one name: '{_unwrap(submitted)}'")
+    if answers_equal(kind, want, got):
+        return Verdict(True, "equal")
+    return Verdict(False, f"submitted {describe(kind, got)}, expected {describe(kind, want)}")
+
+
+def describe(kind: str, value: object) -> str:
+    """A value as a person reads it (sets sorted, comma-separated)."""
+    if isinstance(value, frozenset):
+        return "[" + ", ".join(sorted(describe(kind, v) for v in value)) + "]"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, Decimal):
+        if kind == "amount" and value == value.quantize(Decimal("0.01")):
+            return format(value.quantize(Decimal("0.01")), "f")
+        return format(value.normalize(), "f")
+    if isinstance(value, dt.datetime):
+        return value.isoformat(sep=" ", timespec="minutes" if not value.second else "seconds")
+    if isinstance(value, dt.time):
+        return value.isoformat(timespec="minutes" if not value.second else "seconds")
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    return str(value)

@@ -1,0 +1,247 @@
+"""A training-shaped soak: many distinct generated tasks, each seeded as a GRPO group (G rollouts
+at once, then never again), gold rollouts through real HTTP against one real server.
+
+    PYTHONPATH=. python -m bench.soak --tasks 1000 --rollouts 8000 --group 8 --concurrency 64
+    PYTHONPATH=. python -m bench.soak --retention delete_on_close --database-url postgresql+psycopg://...
+
+Every `--sample-s` seconds it reads the server's RSS, open files, data-dir and control-database
+size; at the end it splits the rollouts into tenths by completion and reports, per tenth,
+rollouts/s, the p99 of each operation and the resources at its end, then what the issue asks:
+the last tenth against the first tenth past warm-up (flat within 10 %?). Output: a table,
+`bench/results/soak-<stamp>.json` and a PNG of the series.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from bench.servers import ROOT, ServerProcess, disk_mb, start_stategym
+
+OPS = ("seed", "tool", "verify", "close")
+
+
+def generate(env: str, count: int, seed: int, out: Path) -> list[dict[str, Any]]:
+    if not out.exists():
+        cmd = [sys.executable, "-m", "app", "tasks", "generate", "--env", env]
+        cmd += ["--count", str(count), "--seed", str(seed), str(out)]
+        subprocess.run(cmd, cwd=ROOT, check=True)
+    return [json.loads(line) for line in out.read_text().splitlines() if line.strip()]
+
+
+async def rollout(
+    client: httpx.AsyncClient, task: dict[str, Any], timings: list[tuple[float, str, float]]
+) -> str:
+    """One gold rollout on its own cookie jar; (finish time, op, seconds) appended per request.
+    Returns "ok", "error" (a request failed) or "not_1" (verify answered, the reward was not 1)."""
+    client.cookies.clear()
+
+    async def timed(op: str, path: str, body: Any) -> httpx.Response:
+        started = time.perf_counter()
+        answer = await client.post(path, json=body)
+        timings.append((time.monotonic(), op, time.perf_counter() - started))
+        return answer
+
+    ok = (await timed("seed", "/seed_session", task)).status_code == 200
+    for call in task["ground_truth"]:
+        ok &= (await timed("tool", f"/{call['name']}", call["arguments"])).status_code == 200
+    verified = await timed("verify", "/verify", {**task, "response": {"output": []}})
+    ok &= verified.status_code == 200
+    ok &= (await timed("close", "/close_session", {})).status_code == 200
+    if not ok:
+        return "error"
+    return "ok" if verified.json().get("reward") == 1.0 else "not_1"
+
+
+def control_db_bytes(data_dir: Path) -> int:
+    return sum(p.stat().st_size for p in data_dir.glob("control*") if p.is_file())
+
+
+async def drive(
+    server: ServerProcess, tasks: list[dict[str, Any]], args: argparse.Namespace
+) -> dict[str, Any]:
+    timings: list[tuple[float, str, float]] = []
+    finished: list[tuple[float, str]] = []
+    samples: list[dict[str, float]] = []
+    gate = asyncio.Semaphore(args.concurrency)
+    started = time.monotonic()
+    limits = httpx.Limits(
+        max_connections=args.concurrency, max_keepalive_connections=args.concurrency
+    )
+
+    async def sampler() -> None:
+        while True:
+            samples.append(
+                {
+                    "t": time.monotonic() - started,
+                    "done": len(finished),
+                    "rss_mb": server.rss_mb(),
+                    "fds": server.open_fds(),
+                    "data_dir_mb": disk_mb(server.data_dir),
+                    "control_mb": control_db_bytes(server.data_dir) / 2**20,
+                }
+            )
+            await asyncio.sleep(args.sample_s)
+
+    async with httpx.AsyncClient(base_url=server.url, timeout=120, limits=limits) as shared:
+
+        async def one(task: dict[str, Any]) -> None:
+            async with gate:
+                # A client per rollout shares the pool but keeps its own cookies.
+                client = httpx.AsyncClient(
+                    transport=shared._transport, base_url=server.url, timeout=120
+                )
+                try:
+                    ok = await rollout(client, task, timings)
+                except httpx.HTTPError:
+                    ok = "error"
+                finished.append((time.monotonic(), ok))
+
+        watcher = asyncio.create_task(sampler())
+        groups = args.rollouts // args.group
+        pending: set[asyncio.Task[None]] = set()
+        for i in range(groups):
+            task = tasks[i % len(tasks)]
+            for _ in range(args.group):
+                pending.add(asyncio.create_task(one(task)))
+            # Keep about two windows of work queued: a group starts as an earlier one drains.
+            while len(pending) > 2 * args.concurrency:
+                done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.gather(*pending)
+        watcher.cancel()
+    return {"timings": timings, "finished": finished, "samples": samples, "started": started}
+
+
+def tenths(run: dict[str, Any]) -> list[dict[str, Any]]:
+    finished = sorted(run["finished"])
+    n = len(finished)
+    out = []
+    for d in range(10):
+        part = finished[d * n // 10 : (d + 1) * n // 10]
+        if not part:
+            continue
+        t0 = finished[d * n // 10 - 1][0] if d else run["started"]
+        t1 = part[-1][0]
+        ops = {
+            op: sorted(s for t, o, s in run["timings"] if o == op and t0 < t <= t1) for op in OPS
+        }
+        sample = min(run["samples"], key=lambda s: abs(s["t"] - (t1 - run["started"])))
+        out.append(
+            {
+                "tenth": d + 1,
+                "rollouts_per_s": len(part) / max(t1 - t0, 1e-9),
+                "errors": sum(outcome == "error" for _, outcome in part),
+                "not_1": sum(outcome == "not_1" for _, outcome in part),
+                **{
+                    f"{op}_p99_ms": (v[min(len(v) - 1, int(len(v) * 0.99))] * 1000 if v else 0.0)
+                    for op, v in ops.items()
+                },
+                **{k: sample[k] for k in ("rss_mb", "fds", "data_dir_mb", "control_mb")},
+            }
+        )
+    return out
+
+
+def verdict(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The last tenth against the second (the first holds the warm-up)."""
+    first, last = rows[1], rows[-1]
+    flat = {
+        k: last[k] <= first[k] * 1.10 + (1 if k == "fds" else 0)
+        for k in ("rss_mb", "fds", "data_dir_mb", "control_mb")
+    }
+    return {
+        "throughput_kept": last["rollouts_per_s"] / first["rollouts_per_s"],
+        "throughput_ok": last["rollouts_per_s"] >= 0.9 * first["rollouts_per_s"],
+        "flat": flat,
+        "errors": sum(r["errors"] for r in rows),
+        "rewards_not_1": sum(r["not_1"] for r in rows),
+    }
+
+
+def plot(rows: list[dict[str, Any]], samples: list[dict[str, float]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(2, 2, figsize=(10, 6))
+    t = [s["t"] for s in samples]
+    for ax, key, label in zip(
+        axes.flat,
+        ("rss_mb", "fds", "data_dir_mb", "done"),
+        ("RSS (MB)", "open files", "data dir (MB)", "rollouts done"),
+        strict=True,
+    ):
+        ax.plot(t, [s[key] for s in samples])
+        ax.set_title(label)
+        ax.set_xlabel("s")
+    fig.tight_layout()
+    fig.savefig(path)
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--env", default="retail")
+    parser.add_argument("--tasks", type=int, default=1000, help="distinct generated tasks")
+    parser.add_argument("--task-seed", type=int, default=5)
+    parser.add_argument("--rollouts", type=int, default=8000)
+    parser.add_argument("--group", type=int, default=8, help="rollouts per task, seeded at once")
+    parser.add_argument("--concurrency", type=int, default=64)
+    parser.add_argument("--retention", default="delete_on_close")
+    parser.add_argument("--database-url", default=None)
+    parser.add_argument("--sample-s", type=float, default=5.0)
+    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
+    args = parser.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    tasks = generate(
+        args.env,
+        args.tasks,
+        args.task_seed,
+        args.out / f"soak-tasks-{args.env}-{args.tasks}-{args.task_seed}.jsonl",
+    )
+    extra = {"STATEGYM_RETENTION": args.retention, "STATEGYM_STATS_LOG_SECONDS": "60"}
+    if args.database_url:
+        extra["STATEGYM_DATABASE_URL"] = args.database_url
+    with tempfile.TemporaryDirectory(prefix="stategym-soak-") as tmp:
+        server = start_stategym(Path(tmp) / "data", env_name=args.env, extra_env=extra)
+        try:
+            run = asyncio.run(drive(server, tasks, args))
+        finally:
+            server.stop()
+    rows = tenths(run)
+    result = {
+        "args": {k: str(v) for k, v in vars(args).items()},
+        "tenths": rows,
+        "verdict": verdict(rows),
+    }
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    (args.out / f"soak-{stamp}.json").write_text(json.dumps(result, indent=1))
+    plot(rows, run["samples"], args.out / f"soak-{stamp}.png")
+    header = [
+        "tenth",
+        "rollouts_per_s",
+        "errors",
+        *[f"{op}_p99_ms" for op in OPS],
+        "rss_mb",
+        "fds",
+        "data_dir_mb",
+        "control_mb",
+    ]
+    print(" | ".join(header))
+    for r in rows:
+        print(" | ".join(f"{r[h]:.1f}" if isinstance(r[h], float) else str(r[h]) for h in header))
+    print(json.dumps(result["verdict"]))
+    return result
+
+
+if __name__ == "__main__":
+    main()
