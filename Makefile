@@ -7,7 +7,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 DATA_DIR ?= var
 
-.PHONY: install run test test-browser test-nemo-gym test-openenv test-verifiers lint bench bench-targets bench-profile bench-taskgen shipped-tasks clean
+.PHONY: install run test test-browser test-nemo-gym test-nemo-gym-guide test-openenv test-verifiers lint bench bench-targets bench-profile bench-taskgen shipped-tasks clean
 
 $(BIN)/stategym-installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -65,6 +65,13 @@ $(GYM_VENV)/stategym-installed: pyproject.toml
 test-nemo-gym: $(GYM_VENV)/stategym-installed
 	$(GYM_VENV)/bin/python -m pytest -p no:cacheprovider -o addopts=-ra tests/nemo_gym_conformance \
 		tests/test_nemo_gym_kit.py::test_nemo_gym_reads_the_configs_when_installed
+
+# docs/nemo_gym.md word for word (scripts/run_doc_guide.py): NeMo Gym's launcher, collector and
+# `gym eval reverify` with the gold policy as the model, both flows, under a throwaway $HOME;
+# blocks that need a real model or the network are skipped with their reason. ~5 min on 2 cores.
+test-nemo-gym-guide: $(GYM_VENV)/stategym-installed
+	$(GYM_VENV)/bin/python scripts/run_doc_guide.py docs/nemo_gym.md --venv $(GYM_VENV) \
+		--allow integrations/nemo_gym/stategym_resources/data/
 
 # OpenEnv's own clients drive `stategym serve --protocol openenv` (tests/openenv_clients/) in a
 # virtualenv with the stategym[openenv] extra (the real openenv package from the registry). The

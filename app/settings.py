@@ -80,6 +80,38 @@ class Settings(BaseSettings):
     gold_cache_size: int = Field(
         512, ge=1, description="Gold end states (verify) kept in memory per worker."
     )
+    snapshot_cache_mb: int = Field(
+        256,
+        ge=1,
+        description="Bytes (MiB) of seeded task snapshots kept in memory per worker (each is a "
+        "whole database image, retail ~0.8 MB); the least recently used go past it and are "
+        "rebuilt from the template and the task (a few ms) when needed again.",
+    )
+    gold_cache_mb: int = Field(
+        128,
+        ge=1,
+        description="Bytes (MiB, estimated) of gold and seed states kept in memory per worker "
+        "for verify; the least recently used go past it and are replayed again when needed.",
+    )
+    answer_cache_mb: int = Field(
+        64,
+        ge=1,
+        description="Bytes (MiB, estimated) of each of the answer checker's caches per worker "
+        "(the seeded states' text vocabularies and their per-table word counts).",
+    )
+    gold_on_seed: bool = Field(
+        True,
+        description="At the first seed of a task, build its gold state in the background (a "
+        "worker thread) while the rollout runs, so its first verify does not replay the gold.",
+    )
+    seed_file_cache_mb: int = Field(
+        64,
+        ge=1,
+        description="Bytes (MiB) of seed files (`snapshots/<env>/.seed/`, the snapshot images "
+        "sessions are copied from, written at a task's second seed) kept on disk per "
+        "environment; the least recently used are deleted past it (nothing is lost: they are "
+        "rebuilt from the template and the task).",
+    )
     pristine_cache_size: int = Field(
         256,
         ge=1,

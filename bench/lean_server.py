@@ -6,7 +6,9 @@ are plain Python over the dicts (bench/lean_retail.py, lean_airline.py, lean_led
 lean_workplace.py). The sql environment, whose agents run SQL, gets an in-memory sqlite3 database
 per session instead (bench/lean_sql.py: its own `Base`, `Db` and `same_state`). Verify replays the
 task's gold calls on a fresh session (cached per task), compares the two states and looks for
-the task's expected outputs in the final answer. Same stack as
+the task's expected outputs in the final answer, or at what the session submitted with the
+framework's answer tools (`submit_answer`: the value, compared as plain text or a set of them;
+`decline_request`: the reason code), one submission per session. Same stack as
 StateGym (FastAPI + uvicorn, one worker: its state is in process memory), same signed cookie
 (`app.cookies.CookieSigner`), same `X-Process-Time` middleware. No persistence, no isolation
 beyond Python objects, no crash safety, no concurrency control: the floor StateGym is held to.
@@ -41,6 +43,9 @@ ENVS: dict[str, ModuleType] = {
 }
 # Any (not lean_db.Db): an environment module may bring its own Base, Db and same_state.
 Db = Any
+# Every StateGym environment has these two tools (app/sdk/answer.py); the lean server keeps what
+# a session submitted beside its database.
+ANSWER_TOOLS = ("submit_answer", "decline_request")
 
 
 def storage(env: ModuleType) -> ModuleType:
@@ -49,6 +54,8 @@ def storage(env: ModuleType) -> ModuleType:
 
 
 def run_call(env: ModuleType, db: Db, name: str, args: dict[str, Any], now: str) -> dict[str, Any]:
+    if name in ANSWER_TOOLS:  # no state: the session keeps the submission (Sessions.submit)
+        return {"output": args}
     try:
         return {"output": env.TOOLS[name](db, args, now)}
     except (ToolFailed, KeyError, ValueError, TypeError, AttributeError) as exc:
@@ -60,6 +67,7 @@ class Sessions:
         self.env, self.base, self.store = env, base, storage(env)
         self.live: dict[str, tuple[Db, dict[str, Any], str]] = {}
         self.gold: dict[str, Db] = {}
+        self.submitted: dict[str, tuple[str, dict[str, Any]]] = {}
 
     def seed(self, task: dict[str, Any]) -> str:
         seed = task.get("seed") or {}
@@ -69,6 +77,7 @@ class Sessions:
         return session_id
 
     def close(self, session_id: str) -> bool:
+        self.submitted.pop(session_id, None)
         entry = self.live.pop(session_id, None)
         if entry is not None and hasattr(entry[0], "close"):
             entry[0].close()
@@ -85,7 +94,31 @@ class Sessions:
             self.gold[key] = gold
         text = json.dumps((body.get("response") or {}).get("output") or [])
         outputs = all(str(x) in text for x in task.get("expected_outputs") or [])
-        return float(outputs and self.store.same_state(db, gold, self.env.COMPARED))
+        answered = _answered(task, self.submitted.get(session_id))
+        return float(outputs and answered and self.store.same_state(db, gold, self.env.COMPARED))
+
+    def submit(self, session_id: str, name: str, args: dict[str, Any]) -> dict[str, Any]:
+        if session_id in self.submitted:
+            return {"error": {"code": "already_submitted", "message": "already submitted"}}
+        self.submitted[session_id] = (name, args)
+        return {"output": args}
+
+
+def _answered(task: dict[str, Any], submitted: tuple[str, dict[str, Any]] | None) -> bool:
+    """What a first lean verifier checks: the same value (or set of values) as plain text, the
+    same reason code; nothing declined on a task that expects neither."""
+    expected, code = task.get("expected_answer"), task.get("expected_decline")
+    name, args = submitted or ("", {})
+    if expected is not None:
+        want, got = expected["value"], args.get("answer")
+
+        def norm(v: Any) -> Any:
+            return {str(x).casefold() for x in v} if isinstance(v, list) else str(v).casefold()
+
+        return name == "submit_answer" and norm(want) == norm(got)
+    if code is not None:
+        return name == "decline_request" and args.get("reason") == code
+    return name != "decline_request"
 
 
 def create_app(env_name: str, template_path: str, secret: str) -> FastAPI:
@@ -140,11 +173,13 @@ def create_app(env_name: str, template_path: str, secret: str) -> FastAPI:
                 return no_session()
             db, _task, now = sessions.live[session_id]
             args = json.loads(await request.body() or b"{}")
+            if name in ANSWER_TOOLS:
+                return JSONResponse(sessions.submit(session_id, name, args))
             return JSONResponse(run_call(env, db, name, args, now))
 
         app.add_api_route(f"/{name}", call, methods=["POST"], name=name)
 
-    for name in env.TOOLS:
+    for name in (*env.TOOLS, *ANSWER_TOOLS):
         add_tool(name)
     app.add_middleware(ProcessTimeMiddleware)
     return app

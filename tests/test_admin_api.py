@@ -188,6 +188,12 @@ async def test_missing_or_corrupt_files_and_snapshots_are_4xx(made, tmp_path):
         assert gone.status_code == 404 and "no database file" in gone.json()["error"]["message"]
         corrupt = await client.get(f"/admin/sessions/{ids['noop']}/download", headers=AUTH)
         assert corrupt.status_code == 409
+        # A snapshot is rebuilt in memory from the template and the stored task (no file).
         no_seed = await client.get(f"/admin/sessions/{ids['open']}/diff", headers=AUTH)
-        assert no_seed.status_code == 404 and "not on disk" in no_seed.json()["error"]["message"]
-    assert not (copy / "snapshots").exists()  # the admin API rebuilt nothing
+        assert no_seed.status_code == 200 and no_seed.json()["against"] == "seed"
+        shutil.rmtree(copy / "templates")
+        no_template = await client.get(f"/admin/sessions/{ids['open']}/diff", headers=AUTH)
+        assert no_template.status_code == 404
+        assert "not on disk" in no_template.json()["error"]["message"]
+    assert not (copy / "snapshots").exists()  # the admin API wrote nothing
+    assert not (copy / "templates").exists()

@@ -173,8 +173,9 @@ async def test_rewriting_the_task_in_the_verify_body_earns_nothing(client_factor
 
 
 # `make test` hedges on at most 20 answer tasks per environment (spread over the file); the
-# slow twin hedges on every one (airline has 46).
-HEDGE_CASES = [pytest.param(env, 20, id=env) for env in ENVS] + [
+# slow twin hedges on every one (airline has 46). Environments whose tasks submit their answers
+# (expected_answer) are hedged through submit_answer below instead.
+HEDGE_CASES = [pytest.param(env, 20, id=env) for env in ENVS if _answer_tasks(env)] + [
     pytest.param(env, None, id=f"{env}-every-task", marks=pytest.mark.slow)
     for env in ENVS
     if len(_answer_tasks(env)) > 20
@@ -234,6 +235,65 @@ async def test_hedged_answers_earn_nothing_and_the_plain_answer_earns_one(
             await _gold(c, task)
             assert (await _verify(c, task, gold_answer(task)))["reward"] == 1.0, task["task_id"]
         assert hedged >= len(answers)
+
+
+def _submitted(task: dict[str, Any]) -> list[Any]:
+    value = task["expected_answer"]["value"]
+    return value if isinstance(value, list) else [value]
+
+
+def _submit_tasks(env: str) -> list[dict[str, Any]]:
+    return [t for t in _tasks(env) if t.get("expected_answer")]
+
+
+def _hedged_submissions(task: dict[str, Any], env: str) -> list[Any]:
+    """What a hedging policy submits: the answer with rivals of its kind (other tasks' answers
+    of that kind, a neighbouring figure) as one string or one list, a list for a one-value
+    question, a list answer with an item missing."""
+    kind, mine = task["expected_answer"]["kind"], _submitted(task)
+    rivals = sorted(
+        {
+            str(v)
+            for t in _submit_tasks(env)
+            if t["expected_answer"]["kind"] == kind
+            for v in _submitted(t)
+            if v not in mine
+        }  # fmt: skip
+    )[:3]
+    if kind in ("amount", "number"):
+        rivals.append(str(float(mine[0]) + 1))
+    hedges: list[Any] = [[*mine, *rivals]] if rivals else []
+    if rivals:
+        hedges.append(" or ".join(str(v) for v in [*mine, *rivals]))
+    if isinstance(task["expected_answer"]["value"], list):
+        hedges.append(mine[:-1])
+    else:
+        hedges.append([mine[0]])
+    return hedges
+
+
+@pytest.mark.parametrize("env", [env for env in ENVS if _submit_tasks(env)])
+async def test_hedged_submissions_earn_nothing_and_the_plain_answer_earns_one(client_factory, env):
+    async with client_factory(load_environment(env)) as c:
+        hedged = 0
+        for task in _submit_tasks(env)[:20]:
+            *reads, last = task["ground_truth"]
+            assert last["name"] == "submit_answer", task["task_id"]
+            for hedge in _hedged_submissions(task, env):
+                await _seed(c, task)
+                await _gold(c, {"ground_truth": reads})
+                r = await c.post("/submit_answer", json={"answer": hedge})
+                assert "output" in r.json(), r.text
+                again = await c.post("/submit_answer", json={"answer": _submitted(task)[0]})
+                assert again.json()["error"]["code"] == "already_submitted"
+                result = await _verify(c, task, "")
+                assert result["reward"] == 0.0, (task["task_id"], hedge)
+                assert result["reward_components"]["answer_match"] == 0.0
+                hedged += 1
+            await _seed(c, task)
+            await _gold(c, task)
+            assert (await _verify(c, task, ""))["reward"] == 1.0, task["task_id"]
+        assert hedged >= len(_submit_tasks(env)[:20])
 
 
 @pytest.mark.parametrize("env", ENVS)

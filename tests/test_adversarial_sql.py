@@ -98,7 +98,7 @@ def _dumps_agree(env: Environment, path: Path) -> None:
 async def test_sql_adversary_earns_nothing(tmp_path: Path) -> None:
     env = load_environment("sql")
     read_only = [t for t in _tasks(env) if t["family"].startswith(("answer_", "refuse_"))]
-    assert len(read_only) == 16
+    assert len(read_only) == 19
     async for shared in _client(env, tmp_path / "data"):
         for task in read_only:
             client = fresh_client(shared)  # a rollout's own cookie jar
@@ -160,11 +160,12 @@ async def _nudging_adversary(
 @pytest.mark.parametrize("env_name", PORTABLE_ENVS)
 async def test_typed_tool_adversary_earns_nothing(env_name: str, tmp_path: Path) -> None:
     env = load_environment(env_name)
-    writing = [
-        t
-        for t in _tasks(env)
-        if any(not env.tool_named(c["name"]).read_only for c in t["ground_truth"])
-    ]
+
+    def writes(name: str) -> bool:  # the answer tools write the answer row, no state
+        tool = env.tool_named(name)
+        return not tool.read_only and not tool.framework
+
+    writing = [t for t in _tasks(env) if any(writes(c["name"]) for c in t["ground_truth"])]
     caught, held = await _nudging_adversary(env, writing[:12], tmp_path / "data")
     assert caught + held == len(writing[:12])
 

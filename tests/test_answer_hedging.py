@@ -8,8 +8,6 @@ or the expected value plus rivals, plain or glued to letters, earns 0.
 
 from __future__ import annotations
 
-import json
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -211,64 +209,118 @@ def test_declared_kinds_win_and_are_validated():
 
 
 def _sql_answer_tasks() -> list[dict]:
+    """The sql tasks that end with an answer or a decline (answers are state)."""
     return [
         t
         for t in load_tasks(REPO / "fixtures" / "sql" / "tasks.jsonl")
-        if t.get("expected_outputs")
+        if t.get("expected_answer") or t.get("expected_decline")
     ]
 
 
+_LISTINGS = (
+    "SELECT first_name || ' ' || last_name FROM employees",
+    "SELECT employee_no FROM employees",
+    "SELECT number FROM invoices",
+    "SELECT name FROM customers",
+)
+
+
+async def _rollout(c, task: dict, last: dict, text: str = "", overrides: dict | None = None):
+    """Seed `task`, run its gold but the final answer call, then `last` (or nothing); verify."""
+    c.cookies.clear()
+    seeded = await c.post("/seed_session", json={**task, **(overrides or {})})
+    assert seeded.status_code == 200, seeded.text
+    for call in [*task["ground_truth"][:-1], *([last] if last else [])]:
+        await c.post(f"/{call['name']}", json=call["arguments"])
+    body = {**task, **(overrides or {}), "response": response_object([], text)}
+    return (await c.post("/verify", json=body)).json()
+
+
 async def test_issue_example_hedge_scores_zero_on_every_sql_answer_task(client_factory):
-    """Gold calls (the state is right), then a final answer naming every employee, invoice and
-    the numbers 0-399, or the expected value with rivals (plain, glued to letters, or in
-    underscores): 0.0 on every task. The gold answer still earns 1."""
+    """The issue's example, now that answers are state: after read-only SELECTs listing every
+    employee, employee number, invoice and customer, the policy submits them all (one string, or
+    one list), or declines with another rule's code, or (the text path, for a count) says every
+    value, or the expected one with rivals glued to letters or in underscores: 1.0 on 18/18 such
+    tasks before (text containment), 0.0 now. The gold's own submission earns 1."""
     from app.registry import load_environment
-    from tests.support.rollouts import gold_answer
 
     tasks = _sql_answer_tasks()
-    assert len(tasks) >= 16
+    assert len(tasks) >= 18
     async with client_factory(load_environment("sql")) as c:
+        codes = load_environment("sql").decline_codes
         for task in tasks:
             c.cookies.clear()
             await c.post("/seed_session", json=task)
-            listed, rivals = [], []
-            for query in (
-                "SELECT first_name || ' ' || last_name FROM employees",
-                "SELECT employee_no FROM employees",
-                "SELECT number FROM invoices",
-                "SELECT name FROM customers",
-            ):
+            listed = []
+            for query in _LISTINGS:
                 out = (await c.post("/run_sql", json={"sql": query})).json()["output"]
-                values = [str(row[0]) for row in out["rows"]]
-                listed += values
-                rivals += [v for v in values if v not in task["expected_outputs"]][:1]
-            for call in task["ground_truth"]:
-                args = call["arguments"]
-                await c.post(
-                    f"/{call['name']}", json=json.loads(args) if isinstance(args, str) else args
-                )
+                listed += [str(row[0]) for row in out["rows"]]
             hedge = " ".join(listed + [str(i) for i in range(400)])
-            compact = "One of: " + ", ".join(task["expected_outputs"] + rivals + ["7"])
-            glued = " ".join(task["expected_outputs"] + [f"q{r}q" for r in rivals + ["7"]])
-            underscored = " ".join(task["expected_outputs"] + [f"_{r}_" for r in rivals])
-            attempts = [(hedge, 0.0), (compact, 0.0), (glued, 0.0), (underscored, 0.0)]
-            for answer, want in (*attempts, (gold_answer(task), 1.0)):
-                body = {**task, "response": response_object([], answer)}
-                result = (await c.post("/verify", json=body)).json()
-                assert result["reward"] == want, (task["task_id"], answer[:80], result)
-                if want == 0.0:
-                    assert result["verification"]["hedged_outputs"]
+            gold = task["ground_truth"][-1]
+            if "expected_answer" in task:
+                value = task["expected_answer"]["value"]
+                rivals = [
+                    v for v in listed if v not in (value if isinstance(value, list) else [value])
+                ]
+                both = [*(value if isinstance(value, list) else [value]), rivals[0]]
+                said = " ".join(str(v) for v in both[:-1])
+                kin = [str(value + 1)] if isinstance(value, int) else rivals[:3]  # its kind
+                glued = f"{said} " + " ".join(f"q{r}q" for r in kin)
+                underscored = f"{said} " + " ".join(f"_{r}_" for r in kin)
+                tries = [
+                    ({"name": "submit_answer", "arguments": {"answer": hedge}}, {}, ""),
+                    ({"name": "submit_answer", "arguments": {"answer": both}}, {}, ""),
+                ]
+                if task["expected_answer"]["kind"] == "number":
+                    # The text path tells rivals apart for the kinds written with digits (for
+                    # names it checks presence only: docs/verification.md, its limits).
+                    tries += [
+                        (None, {"answer_via": "text"}, text) for text in (hedge, glued, underscored)
+                    ]
+            else:
+                wrong = next(code for code in codes if code != task["expected_decline"])
+                tries = [
+                    (
+                        {
+                            "name": "decline_request",
+                            "arguments": {"reason": wrong, "message": hedge},
+                        },
+                        {},
+                    ),
+                    ({"name": "submit_answer", "arguments": {"answer": hedge}}, {}),
+                    (None, {}),  # the rule named in text only
+                ]
+                tries = [(last, overrides, hedge) for last, overrides in tries]
+            for last, overrides, text in tries:
+                result = await _rollout(c, task, last, text, overrides)
+                assert result["reward"] == 0.0, (task["task_id"], last, overrides, result)
+            result = await _rollout(c, task, gold)
+            assert result["reward"] == 1.0, (task["task_id"], result["verification"])
 
 
-async def test_malformed_answer_kind_is_refused_at_seed(client_factory):
+async def test_malformed_expected_answers_are_refused_at_seed(client_factory):
+    """A task row's answer or decline is checked when it is seeded: 422 saying what to fix."""
     from app.registry import load_environment
 
-    task = _sql_answer_tasks()[0]
+    tasks = _sql_answer_tasks()
+    answer = next(t for t in tasks if "expected_answer" in t)
+    decline = next(t for t in tasks if "expected_decline" in t)
+    bad = [
+        {**answer, "expected_answer": {"kind": "vibes", "value": "x"}},
+        {**answer, "expected_answer": {"kind": "number", "value": "Anna Weber"}},
+        {**answer, "expected_decline": "raise_over_limit"},  # both
+        {**decline, "expected_decline": "not_a_rule"},
+    ]
     async with client_factory(load_environment("sql")) as c:
-        r = await c.post("/seed_session", json={**task, "answer_kind": "vibes"})
-        assert r.status_code == 422 and "answer_kind" in r.json()["error"]["message"]
-        r = await c.post("/seed_session", json={**task, "answer_kind": ["number"]})
-        assert r.status_code == 200, r.text
+        for row in bad:
+            c.cookies.clear()
+            r = await c.post("/seed_session", json=row)
+            assert r.status_code == 422, (row.get("expected_answer"), r.text)
+            assert r.json()["error"]["message"]
+        for row in (answer, decline):
+            c.cookies.clear()
+            r = await c.post("/seed_session", json=row)
+            assert r.status_code == 200, r.text
 
 
 _GLUE = st.sampled_from(["q", "_", "x.", "é", "Ж", "٣", "-x", "abc"])

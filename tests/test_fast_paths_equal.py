@@ -137,14 +137,16 @@ def _typed(dumped: Any) -> Any:
 def test_a_session_file_copied_from_the_seed_file_equals_one_written_from_the_image(
     tmp_path: Path, env_name: str
 ) -> None:
-    """Sessions are born by a kernel copy of the snapshot's seed file: the same bytes, WAL mode,
-    page size, meta and rows as a file written from the in-memory image (the previous way)."""
+    """From a snapshot's second session on, sessions are born by a kernel copy of its seed file:
+    the same bytes, WAL mode, page size, meta and rows as a file written from the in-memory image
+    (what its first session is)."""
     env = load_environment(env_name)
     store = Store(tmp_path / "data", env)
     task = task_from_data(random.Random(7).choice(load_fixture_tasks(env_name)))
     snapshot = store.snapshot(task)
+    written = store.create_session_file("b" * 32, snapshot)  # the first: from the image
+    assert snapshot.seed_file is None
     copied = store.create_session_file("a" * 32, snapshot)
-    written = store.create_session_file_from_image("b" * 32, snapshot)
     assert copied.read_bytes() == written.read_bytes()
     assert snapshot.seed_file is not None and snapshot.seed_file.parent.name == ".seed"
     views = []

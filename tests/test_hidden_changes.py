@@ -25,7 +25,7 @@ from tests.conftest import TEST_SECRET
 from tests.support.rollouts import gold_answer, response_object
 
 SQL_TASKS = {t["task_id"]: t for t in map(json.loads, SQL.tasks_path.read_text().splitlines()) if t}
-# sql-001 only reads (a headcount); its gold answer with an unchanged database earns 1.0.
+# sql-001 only reads (a headcount); its submitted answer with an unchanged database earns 1.0.
 READ_ONLY_TASK = "sql-001"
 TIMESHEET = "id, employee_id, project_id, week_start, hours, billable, status, invoice_id"
 
@@ -46,10 +46,13 @@ async def _sql(client: httpx.AsyncClient, statement: str) -> dict[str, Any]:
 
 
 async def _rollout(client: httpx.AsyncClient, statements: list[str]) -> tuple[list, dict]:
-    """Seed the read-only task, run the statements, verify with the gold answer."""
+    """Seed the read-only task, run the statements, submit the gold answer and verify."""
     task = SQL_TASKS[READ_ONLY_TASK]
     assert (await client.post("/seed_session", json=task)).status_code == 200
     results = [await _sql(client, s) for s in statements]
+    submit = task["ground_truth"][-1]
+    assert submit["name"] == "submit_answer", submit
+    assert "output" in (await client.post("/submit_answer", json=submit["arguments"])).json()
     body = {**task, "response": response_object([], gold_answer(task))}
     verified = await client.post("/verify", json=body)
     assert verified.status_code == 200, verified.text

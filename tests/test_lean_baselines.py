@@ -35,7 +35,8 @@ def _writes(env_name: str, task: dict[str, Any]) -> bool:
             if call["arguments"]["sql"].lstrip().split()[0].lower() in WRITE_VERBS:
                 return True
         elif not env.tool_named(call["name"]).read_only:  # type: ignore[union-attr]
-            return True
+            if call["name"] not in ("submit_answer", "decline_request"):  # the answer row only
+                return True
     return False
 
 

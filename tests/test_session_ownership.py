@@ -22,7 +22,6 @@ import httpx
 import pytest
 
 from app.runtime.branching import _signed_bytes
-from app.runtime.tasks import task_from_data
 from app.server.api import create_app
 from app.settings import Settings
 from tests.conftest import backend_settings, drop_pg_schemas, new_pg_prefix
@@ -326,18 +325,13 @@ async def test_many_cookieless_verifies_leave_bounded_disk(
             body = {**TASK, "task_id": f"wh-{i}", "seed": seed, "response": {"output": []}}
             assert (await server.post("/verify", json=body)).status_code == 200
             counts.append(len(replay_files()))
-        assert max(counts) <= files and counts[-1] >= min(files, 2), counts
+        # Snapshots and golds live in memory only (app/storage/sqlite/snapshots.py): a
+        # cookieless verify writes no file at all, and the cache's bounds hold trivially.
+        assert max(counts) == 0, counts
         cache = server.app.state.protocol.sessions.replay_files  # type: ignore[attr-defined]
-        assert cache.files == len(replay_files())
-        assert cache.bytes == sum(p.stat().st_size for p in replay_files()) <= mib * 2**20
-        # A seeded task's files are not the cache's: they stay.
+        assert cache.files == len(replay_files()) == 0
+        assert cache.bytes == 0 <= mib * 2**20
         owner = fresh_client(server)
         assert (await owner.post("/seed_session", json=TASK)).status_code == 200
-        seeded = set(replay_files())
-        for i in range(8):
-            seed = {**TASK["seed"], "now": f"2026-03-{1 + i:02d}T08:00:00"}
-            await server.post("/verify", json={**TASK, "seed": seed, "response": {"output": []}})
-        store = server.app.state.protocol.sessions.backend.snapshots  # type: ignore[attr-defined]
-        snapshot = store.snapshot_path(task_from_data(TASK).snapshot_key)
-        assert snapshot in seeded and snapshot.exists()
+        assert replay_files() == []
         await owner.aclose()

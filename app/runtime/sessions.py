@@ -57,6 +57,7 @@ from app.storage.driver import NO_ROOM, RETRY_IN_THREAD, DbError
 from app.storage.factory import make_backend
 from app.storage.seeding import SeedError
 from app.storage.snapshots import Snapshot
+from app.verify.answer_names import keep_answers_at_most
 from app.verify.checks import compile_checks
 from app.verify.evidence import cap_evidence
 from app.verify.gold import GoldCache
@@ -67,6 +68,17 @@ from app.verify.session_verify import verify_state
 from app.verify.step_budget import StepBudget
 
 log = logging.getLogger("stategym.sessions")
+
+
+GOLD_AHEAD_DELAY_S = 0.005
+
+
+def _log_gold_failure(future: Any) -> None:
+    """A gold built ahead that failed is built again (and its error answered) at verify."""
+    if not future.cancelled() and future.exception() is not None:
+        log.warning("gold state built at seed failed: %r", future.exception())
+
+
 T = TypeVar("T")
 # A call on the event loop (a proven-fast tool, app/runtime/inline.py) is stopped after this long
 # and run again in a thread: an argument that makes a fast tool slow holds the loop at most this
@@ -81,12 +93,17 @@ class SessionManager:
         self.backend = backend if backend is not None else make_backend(settings, env)
         self.control = self.backend.control
         # Gold states replay on the SQLite snapshot images, whichever backend holds sessions.
-        self.gold = GoldCache(self.backend.snapshots, settings.gold_cache_size)
+        self.gold = GoldCache(
+            self.backend.snapshots,
+            settings.gold_cache_size,
+            max_bytes=settings.gold_cache_mb * 2**20,
+        )
         # Files a verify without a session writes for tasks no session uses: bounded.
         self.replay_files = ReplayFiles(
             settings.replay_cache_files, settings.replay_cache_mb * 2**20
         )
         keep_at_most(settings.pristine_cache_size)  # the dumps verify patches (per process)
+        keep_answers_at_most(settings.answer_cache_mb * 2**20)  # answer vocabularies
         self.threads = worker_threads(settings, self.backend.capabilities)
         self.executor = ThreadPoolExecutor(self.threads, thread_name_prefix="stategym")
         # Tool calls run on threads of their own: a call that runs to its time limit (agent SQL
@@ -133,6 +150,7 @@ class SessionManager:
             session_id, created_at = secrets.token_hex(16), created_now()
             await self._run(self._create, session_id, request, created_at)
             self._prefetch(session_id)
+            self._gold_ahead(request.task)
             return Seeded(session_id, issued_at(created_at), created=True)
         return await self._seed_typed(request, request.resources_session_id)
 
@@ -143,6 +161,7 @@ class SessionManager:
             held = await self._run(self._claim_or_create, rsid, session_id, request, created_at)
             if held is None:
                 self._prefetch(session_id)
+                self._gold_ahead(request.task)
                 return Seeded(session_id, issued_at(created_at), created=True)
             seeded = await self._existing(held, request)
             if seeded is not None:
@@ -350,6 +369,23 @@ class SessionManager:
         """Open a just-seeded session in the background (app/runtime/open_sessions.py)."""
         if self.settings.open_on_seed:
             self._open.prefetch(session_id)
+
+    def _gold_ahead(self, task: TaskSpec) -> None:
+        """Build the task's gold state in the background while the rollout runs, so its first
+        verify finds it ready (a first seed of a task is followed by seconds of agent turns)."""
+        if not self.settings.gold_on_seed or self.gold.cached(task):
+            return
+
+        def start() -> None:
+            try:
+                future = self.executor.submit(self.gold.get, task)
+            except RuntimeError:  # shut down meanwhile: the verify (if any) builds it
+                return
+            future.add_done_callback(_log_gold_failure)
+
+        # Started once the seed's answer is on its way: a build holding the GIL meanwhile
+        # would delay that answer by its switch interval.
+        asyncio.get_running_loop().call_later(GOLD_AHEAD_DELAY_S, start)
 
     def _on_evict(self, _key: str, handle: SessionHandle) -> None:
         async def close_when_idle() -> None:

@@ -38,6 +38,8 @@ def make_backend(settings: Settings, env: Environment) -> SessionBackend:
         settings.data_dir,
         env,
         snapshot_cache_size=settings.snapshot_cache_size,
+        snapshot_cache_bytes=settings.snapshot_cache_mb * 2**20,
+        seed_file_cache_bytes=settings.seed_file_cache_mb * 2**20,
         max_session_bytes=settings.session_max_db_mb * 2**20,
     )
     control = open_sqlite_control(settings.data_dir / "control.sqlite")

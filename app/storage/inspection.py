@@ -326,12 +326,14 @@ class Inspector:
             return Snapshot(
                 record.snapshot_key, read_only_image(path), parse_now(meta_now, env.default_now)
             )
-        if not self.rebuild_missing:
+        store = Store(self.data_dir, env)
+        # Built in memory from the template (nothing written) unless even that is missing.
+        if not self.rebuild_missing and not store.template_path.is_file():
             raise NotOnDisk(
                 f"the seed snapshot of session {record.id} is not on disk; "
                 "`stategym sessions diff` rebuilds it"
             )
-        return Store(self.data_dir, env).snapshot(task)
+        return store.snapshot(task)
 
     def _seed_state(self, record: SessionRecord, env: Environment) -> DbState:
         return state_of_image(env, self._snapshot(record, env).image)

@@ -30,5 +30,6 @@ class Snapshot:
     image: bytes
     now: datetime
     # The image, WAL-marked, as a file sessions are copied from (Store.seed_file); set on the
-    # first seed of this snapshot in this process.
+    # second seed of this snapshot in this process.
     seed_file: Path | None = None
+    seeded: int = 0  # sessions created from it in this process

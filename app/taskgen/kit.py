@@ -271,7 +271,8 @@ def writes(gen: TaskGenerator, call: dict[str, Any]) -> bool:
     if gen.writes is not None:
         return gen.writes(call)
     tool = gen.env.tool_named(call["name"])
-    return not (tool and tool.read_only)
+    # The framework's answer tools write only the answer row: no state change, no intent.
+    return not (tool and (tool.read_only or tool.framework))
 
 
 def is_refusal(family: str) -> bool:

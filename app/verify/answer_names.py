@@ -45,11 +45,26 @@ class Hedge:
 
 Column = tuple[str, str]  # (table, column)
 Words = tuple[str, ...]
-_vocab_cache: LRU[int, tuple[DbState, dict[Column, frozenset[Words]]]] = LRU(64)
+# Both caches are bounded by bytes too (estimated: ~120 bytes a word tuple kept), so a working
+# set of many tasks evicts instead of growing the process (`answer_cache_mb`, keep_answers_at_most).
+_WORDS_BYTES = 120
+_vocab_cache: LRU[int, tuple[DbState, dict[Column, frozenset[Words]]]] = LRU(
+    64, max_bytes=64 * 2**20, size_of=lambda e: _WORDS_BYTES * sum(map(len, e[1].values()))
+)
 # Per table state (a seeded state shares most of them with the snapshot's dump, and a patched
 # one is its base's counts plus the patch): column -> how many rows hold each word tuple.
-_counts_cache: LRU[int, tuple[TableState, list[Counter[Words]]]] = LRU(256)
+_counts_cache: LRU[int, tuple[TableState, list[Counter[Words]]]] = LRU(
+    256, max_bytes=64 * 2**20, size_of=lambda e: _WORDS_BYTES * sum(map(len, e[1]))
+)
 _vocab_lock = threading.Lock()
+
+
+def keep_answers_at_most(max_bytes: int) -> None:
+    """The byte bound of each of the answer checker's caches (per process)."""
+    with _vocab_lock:
+        for cache in (_vocab_cache, _counts_cache):
+            cache.max_bytes = max_bytes
+            cache.shrink()
 
 
 def _vocabulary(state: DbState) -> dict[Column, frozenset[Words]]:

@@ -1,8 +1,11 @@
 """Gold end states: the task's reference solution replayed on a fresh clone of its snapshot.
 
-Replays go through the same runner as live tool calls. The result (the state, what the gold
-changed relative to the seed, and any gold call that failed) is cached per task in memory and
-the gold database is kept on disk for inspection.
+Replays go through the same runner as live tool calls, on the process's shared SQLAlchemy engine
+(its compiled statements are reused from task to task: a new engine per replay compiled every
+statement of the gold calls again). The result (the state, what the gold changed relative to the
+seed, and any gold call that failed) is cached per task in memory, bounded by bytes
+(`gold_cache_mb`). No gold database is written to disk: it is a pure function of the snapshot and
+the task, and inspection (`sessions diff --against gold`) replays it in memory in a few ms.
 """
 
 from __future__ import annotations
@@ -13,7 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from app.errors import StorageFull
+from sqlalchemy import Connection
+
 from app.runtime.lru import LRU
 from app.runtime.runner import run_tool
 from app.runtime.tasks import TaskSpec
@@ -21,9 +25,12 @@ from app.sdk.environment import Environment, ToolContext
 from app.storage.sqlite import db as sqlite_db
 from app.storage.sqlite.store import Snapshot, Store
 from app.verify.diff import StateDiff, diff_states
+from app.verify.patching import remembered
 from app.verify.state import DbState, dump_state, remember_template_dump
+from app.verify.table_state import TableState
 
 log = logging.getLogger("stategym.gold")
+GOLD_CACHE_BYTES = 128 * 2**20  # default of `gold_cache_mb`
 
 
 @dataclass(frozen=True)
@@ -52,27 +59,93 @@ def replay(env: Environment, snapshot: Snapshot, task: TaskSpec, session_id: str
     return conn, engine, failures
 
 
+def replay_on(
+    env: Environment, snapshot: Snapshot, task: TaskSpec, session_id: str = "gold"
+) -> tuple[Any, Connection, list[dict[str, Any]]]:
+    """`replay` on the shared engine: (sqlite3 connection, a SQLAlchemy Connection over it
+    whose transactions start with BEGIN, failures). Close the Connection, then the connection."""
+    conn = sqlite_db.memory_from_image(snapshot.image)
+    bind = sqlite_db.bind_connection(conn)
+    ctx = ToolContext(now=snapshot.now, session_id=session_id, task_id=task.task_id)
+    failures = []
+    try:
+        for i, call in enumerate(task.ground_truth):
+            tool = env.tool_named(call.name)
+            if tool is None:
+                failures.append({"index": i, "name": call.name, "error": "unknown tool"})
+                continue
+            outcome = run_tool(bind, tool, call.arguments, ctx)
+            if "error" in outcome:
+                failures.append({"index": i, "name": call.name, "error": outcome["error"]})
+    finally:
+        bind.close()
+    return conn, sqlite_db.bind_connection(conn, begin="BEGIN"), failures
+
+
 def state_of_image(env: Environment, image: bytes) -> DbState:
     conn = sqlite_db.memory_from_image(image)
-    engine = sqlite_db.bind_engine(conn, begin="BEGIN")
+    bind = sqlite_db.bind_connection(conn, begin="BEGIN")
     try:
-        with engine.connect() as c:
-            return dump_state(c, env.metadata.tables, env.compare)
+        return dump_state(bind, env.metadata.tables, env.compare)
     finally:
-        engine.dispose()
+        bind.close()
         conn.close()
 
 
+# A row of a dump read whole: a tuple of a few values (~150 bytes with them); a patched table
+# shares its base's rows and holds a new tuple of pointers to them (8 bytes a row).
+_ROW_BYTES, _POINTER_BYTES, _ENTRY_BYTES = 150, 8, 4096
+
+
+def state_bytes(state: DbState, shared: frozenset[int] = frozenset()) -> int:
+    """About what `state` holds beyond the tables of `shared` (ids of TableStates another
+    cached dump holds too): what caching it costs."""
+    total = 0
+    for table in state.values():
+        if id(table) in shared:
+            continue
+        origin = table.origin
+        if origin is not None:
+            total += _POINTER_BYTES * len(table.rows) + _ROW_BYTES * len(origin.added)
+        else:
+            total += _ROW_BYTES * len(table.rows)
+    return total
+
+
+def _table_ids(state: DbState) -> frozenset[int]:
+    return frozenset(id(t) for t in state.values() if isinstance(t, TableState))
+
+
 class GoldCache:
-    def __init__(self, store: Store, capacity: int):
+    def __init__(self, store: Store, capacity: int, *, max_bytes: int = GOLD_CACHE_BYTES):
+        """At most `capacity` gold states and as many seed states, `max_bytes` each."""
         self.store = store
         self.env = store.env
-        self._gold: LRU[str, GoldState] = LRU(capacity)
-        self._seed_states: LRU[str, DbState] = LRU(capacity)
+        self._shared: frozenset[int] = frozenset()  # the template dump's tables
+        self._gold: LRU[str, GoldState] = LRU(
+            capacity, max_bytes=max_bytes, size_of=self._gold_bytes
+        )
+        self._seed_states: LRU[str, DbState] = LRU(
+            capacity, max_bytes=max_bytes, size_of=self._state_bytes
+        )
         self._lock = threading.Lock()
-        self._template_dumped = False
+        self._building: dict[str, threading.Event] = {}  # gold keys being built
+
+    def _state_bytes(self, state: DbState) -> int:
+        return _ENTRY_BYTES + state_bytes(state, self._shared)
+
+    def _gold_bytes(self, gold: GoldState) -> int:
+        # Its seed state is weighed in the seed-state cache.
+        shared = self._shared | _table_ids(gold.seed_state)
+        return _ENTRY_BYTES + state_bytes(gold.state, shared)
+
+    @property
+    def cached_bytes(self) -> int:
+        return self._gold.bytes + self._seed_states.bytes
 
     def gold_path(self, task: TaskSpec) -> Path:
+        """Where releases before in-memory gold kept the task's gold database (read by
+        inspection when present; nothing writes it now)."""
         return self.store.data_dir / "gold" / self.env.name / f"{task.gold_key}.sqlite"
 
     def seed_state(self, task: TaskSpec) -> DbState:
@@ -87,44 +160,64 @@ class GoldCache:
 
     def _remember_template(self) -> None:
         """Dump the template once: each snapshot's seed state is then that dump patched with
-        the rows its seed wrote (a few rows), not a read of every base row per task."""
-        if self._template_dumped:
-            return
-        conn = sqlite_db.memory_from_image(self.store.template_image())
-        engine = sqlite_db.bind_engine(conn, begin="BEGIN")
-        try:
-            with engine.connect() as c:
+        the rows its seed wrote (a few rows), not a read of every base row per task. Checked
+        each time: the process's cache of dumps may have let it go."""
+        key, compare = f"{self.store.fingerprint}:", self.env.compare
+        kept = remembered(key, compare)
+        if kept is None:
+            conn = sqlite_db.memory_from_image(self.store.template_image())
+            bind = sqlite_db.bind_connection(conn, begin="BEGIN")
+            try:
                 tables = self.env.metadata.tables
-                remember_template_dump(c, tables, self.env.compare, self.store.fingerprint)
-        finally:
-            engine.dispose()
-            conn.close()
-        self._template_dumped = True
+                remember_template_dump(bind, tables, compare, self.store.fingerprint)
+            finally:
+                bind.close()
+                conn.close()
+            kept = remembered(key, compare)
+        if kept is not None:
+            self._shared = _table_ids(kept.state)
+
+    def cached(self, task: TaskSpec) -> bool:
+        return task.gold_key in self._gold
 
     def get(self, task: TaskSpec) -> GoldState:
-        cached = self._gold.get(task.gold_key)
+        """The task's gold state; one build per task at a time (a verify arriving while the
+        gold built at seed is under way waits for it instead of building it twice)."""
+        key = task.gold_key
+        cached = self._gold.get(key)
         if cached is not None:
             return cached
-        gold = self._build(task)
         with self._lock:
-            self._gold.put(task.gold_key, gold)
+            cached = self._gold.get(key)
+            if cached is not None:
+                return cached
+            building = self._building.get(key)
+            if building is None:
+                self._building[key] = threading.Event()
+        if building is not None:
+            building.wait()
+            cached = self._gold.get(key)
+            return cached if cached is not None else self._put(key, self._build(task))
+        try:
+            return self._put(key, self._build(task))
+        finally:
+            with self._lock:
+                self._building.pop(key).set()
+
+    def _put(self, key: str, gold: GoldState) -> GoldState:
+        with self._lock:
+            self._gold.put(key, gold)
         return gold
 
     def _build(self, task: TaskSpec) -> GoldState:
         snapshot = self.store.snapshot(task)
         # The seed state first: the gold dump then re-reads only the tables the gold wrote.
         seed_state = self.seed_state(task)
-        conn, engine, failures = replay(self.env, snapshot, task)
+        conn, bind, failures = replay_on(self.env, snapshot, task)
         try:
-            with engine.connect() as c:
-                state = dump_state(c, self.env.metadata.tables, self.env.compare)
-            try:
-                sqlite_db.write_image(self.gold_path(task), sqlite_db.image_of(conn), wal=False)
-            except StorageFull:
-                # The file is only for inspection; verify goes on with the gold in memory.
-                log.warning("disk full: gold state of %s kept in memory only", task.task_id)
+            state = dump_state(bind, self.env.metadata.tables, self.env.compare)
         finally:
-            engine.dispose()
+            bind.close()
             conn.close()
         return GoldState(
             seed_state=seed_state,

@@ -51,4 +51,8 @@ def hedges(kind: str, expected: Any) -> list[Any]:
     """Submissions naming the expected answer and a rival: as a list, and as "A or B"."""
     items = expected if isinstance(expected, list) else [expected]
     other = rival(kind, items[0])
+    for _ in range(len(items)):  # a rival already in a list answer would be no rival
+        if str(other) not in {str(i) for i in items}:
+            break
+        other = rival(kind, other)
     return [[*items, other], " or ".join(str(i) for i in [*items, other])]

@@ -7,7 +7,7 @@ from app.sdk.environment import Environment
 from envs.sql.compare import COMPARE
 from envs.sql.data import build_base
 from envs.sql.models import Base
-from envs.sql.policy import POLICY
+from envs.sql.policy import ANSWER_INSTRUCTIONS, DECLINE_REASONS, POLICY
 from envs.sql.tools import TOOLS
 
 TASKS_PATH = Path(__file__).resolve().parents[2] / "fixtures" / "sql" / "tasks.jsonl"
@@ -22,6 +22,8 @@ ENVIRONMENT = Environment(
     build_base=build_base,
     compare=COMPARE,
     policy=POLICY,
+    decline_reasons=DECLINE_REASONS,
+    answer_instructions=ANSWER_INSTRUCTIONS,
     tasks_path=TASKS_PATH,
     default_now=datetime(2026, 3, 16, 9, 0),
     # A query's cost is the agent's to choose (up to the sandbox's 1 s limit): never on the loop.

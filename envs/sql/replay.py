@@ -19,6 +19,7 @@ from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
 from app.runtime.runner import run_tool
+from app.sdk.answer import ANSWER_TABLE
 from app.sdk.environment import ToolContext
 from app.storage.seeding import apply_seed, parse_now
 from app.storage.sqlite import db as sqlite_db
@@ -62,13 +63,23 @@ class TaskDb:
         return [self.call(c["name"], **c["arguments"]) for c in calls]
 
     def dump(self) -> dict[str, list[tuple[Any, ...]]]:
-        """Every row of every table, by primary key: equal dumps mean equal states."""
+        """Every row of every table, by primary key: equal dumps mean equal states. The framework's
+        answer table is no part of the state (`answer` reads it)."""
         out = {}
         with Session(bind=self.engine) as db, db.begin():
             for name, table in ENVIRONMENT.metadata.tables.items():
+                if name == ANSWER_TABLE:
+                    continue
                 rows = db.execute(select(table).order_by(*table.primary_key.columns)).all()
                 out[name] = [tuple(r) for r in rows]
         return out
+
+    def answer(self) -> tuple[Any, ...] | None:
+        """The submitted row (kind, value JSON, reason), or None when nothing was submitted."""
+        table = ENVIRONMENT.metadata.tables[ANSWER_TABLE]
+        with Session(bind=self.engine) as db, db.begin():
+            row = db.execute(select(table.c.kind, table.c.value, table.c.reason)).first()
+        return None if row is None else tuple(row)
 
     def close(self) -> None:
         self.engine.dispose()

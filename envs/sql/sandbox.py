@@ -2,7 +2,8 @@
 
 For the duration of one call the session's raw sqlite3 connection gets an authorizer (no ATTACH /
 DETACH / VACUUM INTO, no schema changes, no setting PRAGMAs, no transaction control, no
-load_extension, none of the framework's `_stategym_*` tables), a progress handler (a VM-step
+load_extension, none of the framework's `_stategym_*` tables, nor its answer table, written only by
+submit_answer / decline_request), a progress handler (a VM-step
 budget and a wall-clock deadline), and lowered limits (no attached databases, values and rows of
 at most 64 KiB, short LIKE patterns, bounded statement size; CALL_LIMITS). Everything is removed
 again before the call returns, whatever happened. The framework owns the transaction: a failing
@@ -29,6 +30,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from app.runtime.sql_functions import install_bounded_functions, install_frozen_clock
+from app.sdk.answer import ANSWER_TABLE
 from app.sdk.environment import ToolError
 from app.storage.sqlite import db as sqlite_db
 
@@ -162,6 +164,10 @@ class Guard:
         # The platform's own triggers (change tracking) may write its tables; the agent may not.
         if platform and not (_src or "").lower().startswith(PLATFORM_PREFIX):
             return self._deny(f"the table {platform} belongs to the platform")
+        if ANSWER_TABLE in names and not (_src or "").lower().startswith(PLATFORM_PREFIX):
+            # Only submit_answer / decline_request write the answer; the console never sees it.
+            return self._deny(f"the table {ANSWER_TABLE} holds the submitted answer: use the "
+                              "submit_answer or decline_request tool")  # fmt: skip
         if "sqlite_dbpage" in names:  # raw page access, where SQLite is built with it
             return self._deny("raw database pages (sqlite_dbpage) are out of reach")
         if action in (sqlite3.SQLITE_ATTACH, sqlite3.SQLITE_DETACH):

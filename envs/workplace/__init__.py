@@ -6,7 +6,7 @@ from app.sdk.environment import Environment
 from envs.workplace.compare import COMPARE
 from envs.workplace.data import AS_OF, build_base
 from envs.workplace.models import Base
-from envs.workplace.policy import POLICY
+from envs.workplace.policy import ANSWER_INSTRUCTIONS, DECLINE_REASONS, POLICY
 from envs.workplace.tools import TOOLS
 
 TASKS_PATH = Path(__file__).resolve().parents[2] / "fixtures" / "workplace" / "tasks.jsonl"
@@ -20,6 +20,8 @@ ENVIRONMENT = Environment(
     build_base=build_base,
     compare=COMPARE,
     policy=POLICY,
+    decline_reasons=DECLINE_REASONS,
+    answer_instructions=ANSWER_INSTRUCTIONS,
     tasks_path=TASKS_PATH,
     default_now=AS_OF,
 )

@@ -121,7 +121,10 @@ class PgBackend:
         # Snapshot images are built (deterministically) by each replica in its own data dir;
         # templates are built from them, and gold states replay on SQLite clones of them.
         self.snapshots = Store(
-            settings.data_dir, env, snapshot_cache_size=settings.snapshot_cache_size
+            settings.data_dir,
+            env,
+            snapshot_cache_size=settings.snapshot_cache_size,
+            snapshot_cache_bytes=settings.snapshot_cache_mb * 2**20,
         )
         self.store = PgStore(
             self.snapshots,

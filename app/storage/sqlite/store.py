@@ -1,71 +1,50 @@
-"""The Store owns database files: environment templates, per-task snapshots and session databases.
+"""The Store owns database files: environment templates and session databases; snapshots it
+builds in memory and keeps in a cache bounded by bytes.
 
 Layout under the data dir:
-    templates/<env>/<fingerprint>.sqlite   schema + the environment's base dataset
-    snapshots/<env>/<snapshot_key>.sqlite  a template with one task's seed applied
-    sessions/<env>/<session_id>.sqlite     one rollout's database (a copy of a snapshot)
+    templates/<env>/<fingerprint>.sqlite       schema + the environment's base dataset
+    snapshots/<env>/.seed/<key>-<digest>.wal   seed files: a cache of snapshot images sessions
+                                               are copied from, bounded by bytes (seed_files.py)
+    sessions/<env>/<session_id>.sqlite         one rollout's database (a copy of a snapshot)
 
-A session is born by a kernel copy (copy_file_range) of its snapshot's seed file
-(snapshots/<env>/.seed/<key>-<digest>.wal: the snapshot image, WAL-marked, named by a digest of
-its content so a rebuilt or migrated snapshot never reuses a stale one): no row is re-inserted. Ids
-reach a path only after `check_session_id`; task keys are hex digests computed here.
+A snapshot (a template with one task's seed applied, app/storage/sqlite/snapshots.py) is a pure
+function of the template and the task, which every session's control row stores: it is rebuilt
+in a few ms whenever it is not in memory, and nothing of it is kept per task on disk. Files
+`snapshots/<env>/<snapshot_key>.sqlite` written by earlier releases are still read when present.
+A session is born by a kernel copy (copy_file_range) of its snapshot's seed file from the second
+seed of that snapshot on, and from the image in memory before. Ids reach a path only after
+`check_session_id`; task keys are hex digests computed here.
 """
 
 from __future__ import annotations
 
-import hashlib
-import random
 import sqlite3
 import threading
-from datetime import datetime
 from pathlib import Path
-from typing import Any
-
-from sqlalchemy.dialects import sqlite as sqlite_dialect
-from sqlalchemy.orm import Session
-from sqlalchemy.schema import CreateIndex, CreateTable
 
 from app.errors import SessionNotFound, SessionUnavailable, StorageFull
 from app.runtime.lru import LRU
 from app.runtime.tasks import TaskSpec
 from app.sdk.environment import Environment
-from app.storage.log_changes import mark_log_tracked
-from app.storage.meta import (
-    LOG_TRACKING,
-    SEED_CHANGES,
-    drop_change_tracking,
-    install_change_tracking,
-    read_meta,
-    seed_changes_value,
-    take_changes,
-    write_meta,
-)
-from app.storage.migrations import schema_state, stamp_new_database, upgrade_retained
-from app.storage.seeding import apply_seed, parse_seed_now
-from app.storage.snapshots import Snapshot, check_session_id
+from app.storage.meta import LOG_TRACKING, read_meta
+from app.storage.migrations import schema_state, upgrade_retained
+from app.storage.seeding import parse_seed_now
+from app.storage.snapshots import SESSION_ID_RE, Snapshot, check_session_id
 from app.storage.sqlite import db as sqlite_db
-from app.storage.step_triggers import step_logged_tables
-from app.storage.steplog import STEP_LOG_VERSION, install_step_log
+from app.storage.sqlite.seed_files import SeedFiles
+from app.storage.sqlite.snapshots import (
+    schema_fingerprint,
+    snapshot_image,
+    template_image,
+)
+from app.storage.steplog import STEP_LOG_VERSION
 
-# Template images built in this process, by (environment, fingerprint). A template is a pure
-# function of what the fingerprint covers, so a second Store on another data dir (a CLI check, the
-# task generator, every test's fresh data dir) writes a copy instead of building it again (~1 s).
-_built_templates: dict[tuple[str, str], bytes] = {}
+__all__ = ["SESSION_ID_RE", "Snapshot", "Store", "check_session_id", "schema_fingerprint"]
+__all__ += ["snapshot_image", "template_image"]
 
-
-def schema_fingerprint(env: Environment) -> str:
-    """Changes when the schema, the base data builder (its source, or `data_version`) or its
-    seed change."""
-    dialect = sqlite_dialect.dialect()
-    ddl = []
-    for table in env.metadata.sorted_tables:
-        ddl.append(str(CreateTable(table).compile(dialect=dialect)))
-        # table.indexes is a set: sort it, or the fingerprint changes from process to process.
-        indexes = sorted(table.indexes, key=lambda ix: ix.name or "")
-        ddl.extend(str(CreateIndex(ix).compile(dialect=dialect)) for ix in indexes)
-    base = [env.name, env.data_version, env.base_data_digest(), str(env.base_seed)]
-    text = "\n".join([*base, *ddl])
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+# Defaults of the byte bounds (settings `snapshot_cache_mb`, `seed_file_cache_mb`).
+SNAPSHOT_CACHE_BYTES = 256 * 2**20
+SEED_FILE_CACHE_BYTES = 64 * 2**20
 
 
 def _tracking_versions(image: bytes) -> tuple[str | None, str | None]:
@@ -78,93 +57,8 @@ def _tracking_versions(image: bytes) -> tuple[str | None, str | None]:
         conn.close()
 
 
-def template_image(env: Environment) -> bytes:
-    """The environment's template image (schema, base data, meta, migration stamp), built in
-    memory once per process and fingerprint (~1 s); a Store keeps it on disk too."""
-    key = (env.name, schema_fingerprint(env))
-    built = _built_templates.get(key)
-    if built is None:
-        conn = sqlite_db.open_memory()
-        engine = sqlite_db.bind_engine(conn)
-        env.metadata.create_all(engine)
-        with Session(bind=engine) as db, db.begin():
-            env.build_base(db, random.Random(env.base_seed))
-        write_meta(conn, {"env": env.name, "template": key[1]})
-        stamp_new_database(conn, env.name)  # sessions record the revision they start at
-        built = _built_templates[key] = sqlite_db.image_of(conn)
-        engine.dispose()
-        conn.close()
-    return built
-
-
-def snapshot_image(
-    env: Environment,
-    template: bytes,
-    seed: Any,
-    key: str,
-    now: datetime,
-    *,
-    step_log: bool = True,
-) -> bytes:
-    """A snapshot's image, built in memory: `template` + the seed, then the step log (unless
-    `step_log` is False: the task generator's base, which keeps the change-tracking triggers
-    instead), so what sessions cloned from it write is recorded from there on."""
-    conn = sqlite_db.memory_from_image(template)
-    engine = sqlite_db.bind_engine(conn)
-    try:
-        # Tracking starts before the seed, so the rows the seed writes are known (verify dumps
-        # the snapshot by patching the template's dump with them); the record is then cleared
-        # and sessions record what they write from the snapshot on.
-        install_change_tracking(
-            conn,
-            _reference_keys(env),
-            guarded=_foreign_key_guarded(env),
-            without_rowid=_without_rowid(env),
-        )
-        with Session(bind=engine) as db, db.begin():
-            apply_seed(db, env.metadata, seed)
-        seeded = seed_changes_value(*take_changes(conn))
-        write_meta(conn, {"snapshot": key, "now": now.isoformat(), SEED_CHANGES: seeded})
-        if step_log:  # every tool call's row changes, before and after (app/storage/steplog.py)
-            # ... which is all change tracking needs: its own triggers go (app/storage/
-            # log_changes.py), and with them ~190 KB of every open connection.
-            drop_change_tracking(conn)
-            install_step_log(conn, step_logged_tables(env.metadata))
-            mark_log_tracked(conn, _reference_keys(env), _foreign_key_guarded(env))
-        return sqlite_db.image_of(conn)
-    finally:
-        engine.dispose()
-        conn.close()
-
-
-def _reference_keys(env: Environment) -> dict[str, list[str]]:
-    """Per table, the columns a reference to it resolves by (surrogate id, natural key)."""
-    keys = {}
-    for table in env.metadata.sorted_tables:
-        natural = env.compare.for_table(table.name).key
-        keys[table.name] = [c.name for c in table.primary_key.columns] + list(natural)
-    return keys
-
-
-def _foreign_key_guarded(env: Environment) -> set[str]:
-    """Tables every compared reference to which is an enforced foreign key (SQLite runs with
-    foreign_keys=ON), so rows appearing or disappearing there change no reference's reading."""
-    tables, compare = env.metadata.tables, env.compare
-    guarded = set(tables)
-    for name, spec in compare.tables.items():
-        for column, target in spec.references.items():
-            pk = list(tables[target].primary_key.columns)
-            if len(pk) != 1 or not tables[name].c[column].references(pk[0]):
-                guarded.discard(target)
-    return guarded
-
-
-def _without_rowid(env: Environment) -> set[str]:
-    return {
-        t.name
-        for t in env.metadata.sorted_tables
-        if t.dialect_options["sqlite"].get("with_rowid", True) is False
-    }
+def _image_bytes(snapshot: Snapshot) -> int:
+    return len(snapshot.image)
 
 
 class Store:
@@ -174,6 +68,8 @@ class Store:
         env: Environment,
         *,
         snapshot_cache_size: int = 256,
+        snapshot_cache_bytes: int = SNAPSHOT_CACHE_BYTES,
+        seed_file_cache_bytes: int = SEED_FILE_CACHE_BYTES,
         max_session_bytes: int | None = None,
     ):
         self.data_dir = data_dir
@@ -181,7 +77,11 @@ class Store:
         self.max_session_bytes = max_session_bytes  # None: sessions may grow without a cap
         self.fingerprint = schema_fingerprint(env)
         self._template: bytes | None = None
-        self._snapshots: LRU[str, Snapshot] = LRU(snapshot_cache_size)
+        self._snapshots: LRU[str, Snapshot] = LRU(
+            snapshot_cache_size, max_bytes=snapshot_cache_bytes, size_of=_image_bytes
+        )
+        self._seed_file_cache_bytes = seed_file_cache_bytes
+        self._seed_files: SeedFiles | None = None  # made at the first seed file (it lists a dir)
         self._lock = threading.RLock()
 
     # --- paths -------------------------------------------------------------------------------
@@ -190,6 +90,7 @@ class Store:
         return self.data_dir / "templates" / self.env.name / f"{self.fingerprint}.sqlite"
 
     def snapshot_path(self, key: str) -> Path:
+        """Where releases before seed bases kept a task's snapshot (read when present)."""
         return self.data_dir / "snapshots" / self.env.name / f"{key}.sqlite"
 
     def session_path(self, session_id: str) -> Path:
@@ -214,7 +115,8 @@ class Store:
 
     # --- snapshots ---------------------------------------------------------------------------
     def snapshot(self, task: TaskSpec) -> Snapshot:
-        """The task's seeded state: from memory, else from disk, else built from the template."""
+        """The task's seeded state: from memory, else built from the template (in memory only;
+        a snapshot file of an earlier release is read instead when present)."""
         key = task.snapshot_key
         cached = self._snapshots.get(key)
         if cached is not None:
@@ -235,11 +137,19 @@ class Store:
                 return Snapshot(key, image, now)
             # Built by an older release: rebuilt, with today's step log and change tracking.
         image = snapshot_image(self.env, self.template_image(), task.seed, key, now)
-        sqlite_db.write_image(path, image, wal=False)
         return Snapshot(key, image, now)
+
+    @property
+    def cached_snapshot_bytes(self) -> int:
+        return self._snapshots.bytes
 
     # --- sessions ----------------------------------------------------------------------------
     def create_session_file(self, session_id: str, snapshot: Snapshot) -> Path:
+        """The session's file: the image written from memory at a snapshot's first seed here,
+        a kernel copy of its seed file from the second on (app/storage/sqlite/seed_files.py)."""
+        snapshot.seeded += 1
+        if snapshot.seeded == 1 and snapshot.seed_file is None:
+            return self.create_session_file_from_image(session_id, snapshot)
         path = self.session_path(session_id)
         size = len(snapshot.image)
         try:
@@ -249,27 +159,28 @@ class Store:
             sqlite_db.copy_file(self.seed_file(snapshot), path, size)
         return path
 
+    def seed_files(self) -> SeedFiles:
+        if self._seed_files is None:
+            with self._lock:
+                if self._seed_files is None:
+                    directory = self.data_dir / "snapshots" / self.env.name / ".seed"
+                    self._seed_files = SeedFiles(directory, self._seed_file_cache_bytes)
+        return self._seed_files
+
     def seed_file(self, snapshot: Snapshot) -> Path:
         """The snapshot's image as a WAL-marked file, written once (atomically) per content."""
+        files = self.seed_files()
         seed = snapshot.seed_file
         if seed is not None:
+            files.touch(seed)
             return seed
         with self._lock:
-            digest = hashlib.blake2b(snapshot.image, digest_size=12).hexdigest()
-            path = (
-                self.data_dir
-                / "snapshots"
-                / self.env.name
-                / ".seed"
-                / f"{snapshot.key}-{digest}.wal"
-            )
-            if not path.exists():
-                sqlite_db.write_image(path, snapshot.image, wal=True)
+            path = files.write(snapshot.key, snapshot.image)
             snapshot.seed_file = path
             return path
 
     def create_session_file_from_image(self, session_id: str, snapshot: Snapshot) -> Path:
-        """The previous way (the image written from memory): kept for the equality test."""
+        """The session written from the image in memory (WAL-marked)."""
         path = self.session_path(session_id)
         sqlite_db.write_image(path, snapshot.image, wal=True)
         return path

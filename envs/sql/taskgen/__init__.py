@@ -28,6 +28,9 @@ PLAN: list[tuple[Family, int]] = [
     (writes.transfer, 2), (writes.onboard, 2), (writes.cost_of_living, 1),
     (multi.month_end, 1), (multi.team_lead_leaves, 1), (multi.paid_and_refused, 1),
     (multi.raise_and_refuse, 1), (multi.close_project, 1),
+    # Appended so earlier task ids stay stable (verifier cases name them).
+    (reads.answer_reports, 1), (reads.refuse_delete_invoice, 1),
+    (reads.refuse_approve_rejected, 1),
 ]  # fmt: skip
 
 
@@ -35,17 +38,15 @@ def build_task(
     index: int, fn: Family, k: int, rng: random.Random, names: list[tuple[str, str]]
 ) -> dict[str, Any]:
     """One self-checked task: story `index` (its id block), variant k, names popped from `names`.
-    Every gold call must succeed (run_sql answers a refused statement with an error); a
-    read-only task needs an answer."""
+    Every gold call must succeed (run_sql answers a refused statement with an error); a task
+    that only reads ends with an answer or a decline (its gold's last call, and the row's
+    `expected_answer` / `expected_decline`)."""
     story = Story(index, rng, names)
     draft = fn(Ctx(story, k))
-
-    def has_answer(task: dict[str, Any], _outputs: list[Any]) -> None:
-        assert draft.writes or task.get("expected_outputs"), f"{task['task_id']}: no answer"
-
+    assert draft.writes or draft.answer or draft.answer_from or draft.decline, draft.family
     seed = story.seed()
     draft = replace(draft, omissions=omissions(draft.prompt, draft.gold, seed))
-    return build_row(ENVIRONMENT, index, draft, seed, after=has_answer)
+    return build_row(ENVIRONMENT, index, draft, seed)
 
 
 # The shared driver (stategym tasks generate) draws from these; see docs/generating_tasks.md.

@@ -70,7 +70,7 @@ def team_lead_leaves(c: Ctx) -> Draft:
 
 
 def paid_and_refused(c: Ctx) -> Draft:
-    """Record one payment; refuse to delete a paid invoice (named in the answer)."""
+    """Record one payment; decline to delete a paid invoice (it is locked)."""
     proj = c.s.project()
     _, sent = c.s.invoice(proj, 8_400.0, "sent", date(2026, 2, 5))
     _, paid = c.s.invoice(proj, 6_300.0, "paid", date(2026, 1, 5))
@@ -86,7 +86,17 @@ def paid_and_refused(c: Ctx) -> Draft:
         ),
         sql(f"SELECT number, status, paid_date FROM invoices WHERE number = '{sent}'"),
     ]
-    return Draft("multi_paid_and_refused", prompt, gold, True, expected=[paid])
+    why = (
+        f"I recorded the payment of {sent}; {paid} is paid, so it is locked and cannot be deleted."
+    )
+    return Draft(
+        "multi_paid_and_refused",
+        prompt,
+        gold,
+        True,
+        decline="invoice_already_paid",
+        decline_message=why,
+    )
 
 
 def raise_and_refuse(c: Ctx) -> Draft:
@@ -106,7 +116,18 @@ def raise_and_refuse(c: Ctx) -> Draft:
         sql(f"""SELECT s.effective_date, s.amount FROM salaries s WHERE s.employee_id = {ok.id}
                 ORDER BY s.effective_date"""),
     ]
-    return Draft("multi_raise_and_refuse", prompt, gold, True, expected=[big.no])
+    why = (
+        f"I recorded the 6% raise of {ok.no}; the 14% raise of {big.no} is "
+        "above 10% and needs the CFO's approval."
+    )
+    return Draft(
+        "multi_raise_and_refuse",
+        prompt,
+        gold,
+        True,
+        decline="raise_over_limit",
+        decline_message=why,
+    )
 
 
 def close_project(c: Ctx) -> Draft:

@@ -1,5 +1,6 @@
-"""The task file: well-formed rows, graded difficulty, gold solutions that replay, a generator
-that reproduces the file byte for byte, and verifier cases that point at real tasks."""
+"""The task file: well-formed rows, graded difficulty, gold solutions that replay, questions that
+end with the typed answer and refusals with the rule's code, a generator that reproduces the file
+byte for byte, and verifier cases that point at real tasks."""
 
 from __future__ import annotations
 
@@ -36,7 +37,9 @@ def test_enough_tasks_with_unique_ids_and_every_difficulty() -> None:
     assert len(ids) == len(set(ids)) and ids[0] == "sql-001"
     assert {t["difficulty"] for t in TASKS} == set(range(1, 9))
     for t in TASKS:
-        assert t["env"] == "sql" and t["difficulty"] == len(t["ground_truth"])
+        # The steps before the final answer or decline (the kit's rule for shipped tasks).
+        answers = t["ground_truth"][-1]["name"] in ("submit_answer", "decline_request")
+        assert t["env"] == "sql" and t["difficulty"] == len(t["ground_truth"]) - answers
 
 
 def test_rows_offer_exactly_the_tools_and_the_policy() -> None:
@@ -51,7 +54,13 @@ def test_rows_offer_exactly_the_tools_and_the_policy() -> None:
 def test_gold_sql_is_deterministic_and_seeds_use_task_ids() -> None:
     for t in TASKS:
         for c in t["ground_truth"]:
-            assert c["name"] in ("run_sql", "list_tables", "describe_table")
+            assert c["name"] in (
+                "run_sql",
+                "list_tables",
+                "describe_table",
+                "submit_answer",
+                "decline_request",
+            )
             sql = c["arguments"].get("sql", "").lower()
             assert not any(b in sql for b in BANNED), (t["task_id"], sql)
         assert t["seed"]["now"] == "2026-03-16T09:00:00"
@@ -66,7 +75,31 @@ def test_families_cover_reads_writes_refusals_and_multi() -> None:
     assert sum(f.startswith("multi_") for f in families) >= 3
     for t in TASKS:
         if not _writes(t):
-            assert t.get("expected_outputs"), t["task_id"]
+            assert t.get("expected_answer") or t.get("expected_decline"), t["task_id"]
+
+
+def test_questions_submit_the_typed_answer_and_refusals_decline_with_the_rule() -> None:
+    """Answers are state: the gold ends with submit_answer(the expected value) or
+    decline_request(the expected code); no shipped task keeps free-text expected_outputs."""
+    kinds, codes = set(), set()
+    for t in TASKS:
+        assert "expected_outputs" not in t and "answer_kind" not in t, t["task_id"]
+        last = t["ground_truth"][-1]
+        answer, decline = t.get("expected_answer"), t.get("expected_decline")
+        assert not (answer and decline), t["task_id"]
+        if t["family"].startswith("answer_"):
+            assert answer and last["name"] == "submit_answer", t["task_id"]
+            assert last["arguments"] == {"answer": answer["value"]}
+            kinds.add((answer["kind"], isinstance(answer["value"], list)))
+        elif t["family"].startswith("refuse_") or t["family"].endswith(("_refuse", "_refused")):
+            assert decline in ENVIRONMENT.decline_codes, t["task_id"]
+            assert last["name"] == "decline_request" and last["arguments"]["reason"] == decline
+            codes.add(decline)
+        else:
+            assert not answer and not decline, t["task_id"]
+            assert last["name"] not in ("submit_answer", "decline_request"), t["task_id"]
+    assert {("number", False), ("name", False), ("name", True)} <= kinds
+    assert len(codes) >= 5
 
 
 @pytest.mark.parametrize("task", TASKS, ids=[t["task_id"] for t in TASKS])
@@ -76,10 +109,16 @@ def test_gold_replays_and_changes_state_iff_it_writes(task: dict[str, Any]) -> N
         before = db.dump()
         results = db.replay(task["ground_truth"])
         changed = db.dump() != before
+        submitted = db.answer()
     finally:
         db.close()
     assert all("output" in r for r in results), results
     assert changed == _writes(task)
+    # The framework's answer row is written by the gold's last call only, and is no state.
+    wanted = (
+        "answer" if "expected_answer" in task else "decline" if "expected_decline" in task else None
+    )
+    assert (submitted[0] if submitted else None) == wanted
 
 
 def test_generator_reproduces_the_file() -> None:

@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from app.sdk.answer import ANSWER_TABLE
 from envs.sql import ENVIRONMENT
 from envs.sql.models import TRIGGERS
 from envs.sql.replay import TaskDb, open_task_db
@@ -39,7 +40,10 @@ def refused(db: TaskDb, statement: str, needle: str) -> None:
 
 
 def test_every_tool_and_argument_is_described() -> None:
-    assert [t.name for t in ENVIRONMENT.tools] == ["list_tables", "describe_table", "run_sql"]
+    # The console's three tools, then the framework's answer tools every environment gets.
+    assert [t.name for t in ENVIRONMENT.tools] == [
+        "list_tables", "describe_table", "run_sql", "submit_answer", "decline_request"
+    ]  # fmt: skip
     assert {t.name for t in ENVIRONMENT.tools if t.read_only} == READS
     for t in ENVIRONMENT.tools:
         assert len(t.description) > 40, t.name
@@ -57,7 +61,7 @@ def test_compare_spec_names_real_tables_and_columns() -> None:
             assert col in cols, f"{name}.{col}"
         for target in spec.references.values():
             assert ENVIRONMENT.compare.for_table(target).key, target
-    assert set(ENVIRONMENT.compare.tables) == set(tables)
+    assert set(ENVIRONMENT.compare.tables) == set(tables) - {ANSWER_TABLE}
 
 
 # ---- read tools -----------------------------------------------------------------------------
@@ -66,7 +70,8 @@ def test_compare_spec_names_real_tables_and_columns() -> None:
 def test_read_tools_describe_and_write_nothing(db: TaskDb) -> None:
     before = db.dump()
     listed = db.call("list_tables")["output"]["tables"]
-    assert {t["table"] for t in listed} == set(ENVIRONMENT.metadata.tables)
+    # The framework's answer table is not the company's: not listed (the console cannot reach it).
+    assert {t["table"] for t in listed} == set(ENVIRONMENT.metadata.tables) - {ANSWER_TABLE}
     assert next(t for t in listed if t["table"] == "employees")["rows"] == 240
     desc = db.call("describe_table", table="Timesheets")["output"]
     cols = {c["name"]: c for c in desc["columns"]}

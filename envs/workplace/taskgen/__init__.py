@@ -28,7 +28,8 @@ PLAN: list[tuple[Family, int]] = [
     (multi.triage, 2), (multi.handover, 2), (multi.customer_call, 4), (multi.kickoff, 3),
     # Appended (not grouped above) so earlier task ids stay stable for verifier cases.
     (simple.lookup_pipeline, 1), (simple.lookup_free_time, 1),
-    (simple.refuse_won_without_amount, 1),
+    (simple.refuse_won_without_amount, 1), (simple.lookup_open_deals, 1),
+    (simple.refuse_not_organizer, 1), (simple.refuse_closed_deal, 1),
 ]  # fmt: skip
 
 
@@ -39,12 +40,14 @@ def build_task(
     rng: random.Random | None = None,
     names: list[tuple[str, str]] | None = None,
 ) -> dict[str, Any]:
-    """One self-checked task (a refused request is really refused by the tools, with the
-    expected code); without `rng`/`names` the story draws them from its index."""
+    """One self-checked task (a refused request is really refused by the tools, with their
+    code, and the gold declines it with the rule's reason code; a lookup submits its answer);
+    without `rng`/`names` the story draws them from its index."""
     story = Story(index, rng, names)
     draft = fn(story, k)
     seed = story.seed()
     draft = replace(draft, omissions=omissions(draft.prompt, draft.gold, seed))
+    assert draft.writes or draft.answer or draft.decline, f"{draft.family}: no answer"
     return build_row(ENVIRONMENT, index, draft, seed, after=_check_slots)
 
 

@@ -1,4 +1,5 @@
-"""Short stories (1-3 gold calls): one lookup, one change, or one request the rules refuse."""
+"""Short stories (1-3 gold calls): one lookup and its answer, one change, or one request the
+rules refuse (declined with the rule's code)."""
 
 from __future__ import annotations
 
@@ -17,11 +18,11 @@ def lookup_deal(s: Story, k: int) -> Draft:
     code = s.deal(cid, owner, stage, 52000.0)
     if k == 0:
         prompt = f"Who owns deal {code} with {company}? I need to talk to them about it."
-        expected = [owner.last]
+        answer = ("name", owner.name)
     else:
         prompt = f"Quick question: what stage is deal {code} ({company}) in right now?"
-        expected = [stage]
-    return Draft("lookup_deal", prompt, [C("get_deal", code=code)], False, expected)
+        answer = ("text", stage)
+    return Draft("lookup_deal", prompt, [C("get_deal", code=code)], False, answer=answer)
 
 
 def advance_deal(s: Story, k: int) -> Draft:
@@ -40,7 +41,20 @@ def refuse_skip_stage(s: Story, k: int) -> Draft:
     code = s.deal(cid, user, "qualified", 75000.0)
     prompt = f"Great news, {company} said yes! Mark deal {code} as won right away."
     no = (C("update_deal_stage", code=code, stage="won"), "stage_order")
-    return Draft("refuse_skip_stage", prompt, [C("get_deal", code=code)], False, [code], no)
+    why = (
+        f"Deal {code} is qualified; it must go to proposal before it can "
+        "be won. I can move it to proposal now."
+    )
+    gold = [C("get_deal", code=code)]
+    return Draft(
+        "refuse_skip_stage",
+        prompt,
+        gold,
+        False,
+        forbidden=no,
+        decline="cannot_skip_stage",
+        decline_message=why,
+    )
 
 
 def set_amount(s: Story, k: int) -> Draft:
@@ -61,7 +75,16 @@ def refuse_not_owner(s: Story, k: int) -> Draft:
     prompt = f"Hand deal {code} ({company}) over to {other.name}, they know the customer best."
     gold = [C("get_current_user"), C("get_deal", code=code)]
     no = (C("reassign_deal", code=code, new_owner_email=other.email), "forbidden")
-    return Draft("refuse_not_owner", prompt, gold, False, [code], no)
+    why = f"Only the owner of deal {code}, {owner.name}, can hand it over; please ask them."
+    return Draft(
+        "refuse_not_owner",
+        prompt,
+        gold,
+        False,
+        forbidden=no,
+        decline="not_owner",
+        decline_message=why,
+    )
 
 
 def win_deal(s: Story, k: int) -> Draft:
@@ -101,7 +124,14 @@ def refuse_reopen(s: Story, k: int) -> Draft:
     s.task(key, "Review pricing page", user, "todo")
     prompt = f"The billing report migration in {key} needs more work: set it back to in progress."
     no = (C("update_task_status", code=code, status="in_progress"), "task_closed")
-    return Draft("refuse_reopen", prompt, [C("list_tasks", project_key=key)], False, [code], no)
+    why = (
+        f"Task {code} is done and cannot be reopened; I can create a new task "
+        "for the remaining work."
+    )
+    gold = [C("list_tasks", project_key=key)]
+    return Draft(
+        "refuse_reopen", prompt, gold, False, forbidden=no, decline="task_done", decline_message=why
+    )
 
 
 def reassign_task(s: Story, k: int) -> Draft:
@@ -123,7 +153,19 @@ def refuse_inactive(s: Story, k: int) -> Draft:
     prompt = f"Assign {code} to {gone.name}, they built the export originally."
     no = (C("reassign_task", code=code, assignee_email=gone.email), "inactive_employee")
     gold = [C("search_employees", query=gone.name)]
-    return Draft("refuse_inactive", prompt, gold, False, [gone.last], no)
+    why = (
+        f"{gone.name} is no longer an active employee, so {code} cannot "
+        "be assigned to them; pick an active colleague."
+    )
+    return Draft(
+        "refuse_inactive",
+        prompt,
+        gold,
+        False,
+        forbidden=no,
+        decline="inactive_employee",
+        decline_message=why,
+    )
 
 
 # ---- mail -----------------------------------------------------------------------------------
@@ -155,7 +197,19 @@ def refuse_external(s: Story, k: int) -> Draft:
     prompt = f"Forward the draft pricing sheet email to {outsider}, he's a friend who consults."
     gold = [C("search_emails", query="pricing sheet"), C("search_customers", query=outsider)]
     no = (C("forward_email", message_id=mid, to=[outsider]), "external_recipient")
-    return Draft("refuse_external", prompt, gold, False, [outsider], no)
+    why = (
+        f"{outsider} is not a CRM contact; external email may only go "
+        "to contacts recorded in the CRM."
+    )
+    return Draft(
+        "refuse_external",
+        prompt,
+        gold,
+        False,
+        forbidden=no,
+        decline="external_recipient",
+        decline_message=why,
+    )
 
 
 def reply(s: Story, k: int) -> Draft:
@@ -237,7 +291,19 @@ def conflict(s: Story, k: int) -> Draft:
                       employee_email=a.email))  # fmt: skip
         no = C("create_event", title="Contract review", start=iso(start), end=iso(end),
                attendee_emails=[a.email])  # fmt: skip
-        return Draft("refuse_conflict", prompt, gold, False, [a.last], (no, "conflict"))
+        why = (
+            f"{a.name} has Quarterly planning from 10:30 to 11:30 "
+            "tomorrow; I can find a time when you are both free."
+        )
+        return Draft(
+            "refuse_conflict",
+            prompt,
+            gold,
+            False,
+            forbidden=(no, "conflict"),
+            decline="calendar_conflict",
+            decline_message=why,
+        )
     prompt += " I know it clashes with something of theirs; book it anyway, they'll move it."
     gold.append(C("create_event", title="Contract review", start=iso(start), end=iso(end),
                   attendee_emails=[a.email], allow_conflicts=True))  # fmt: skip
@@ -309,7 +375,7 @@ def lookup_pipeline(s: Story, k: int) -> Draft:
     s.deal(cid2, mate, "proposal", 12000.0)
     prompt = "What's the total amount of my deals that are currently in the proposal stage?"
     gold = [C("get_current_user"), C("list_deals", owner_email=user.email, stage="proposal")]
-    return Draft("lookup_pipeline", prompt, gold, False, ["75500.50"])
+    return Draft("lookup_pipeline", prompt, gold, False, answer=("amount", "75500.50"))
 
 
 def lookup_free_time(s: Story, k: int) -> Draft:
@@ -318,14 +384,15 @@ def lookup_free_time(s: Story, k: int) -> Draft:
     s.event(user, "Focus time", at(1, 10), 60, [user])
     prompt = (
         f"When is the first time tomorrow that {a.name} and I are both free for a full hour? "
-        "Don't book anything yet."
+        "Give me the date and time; don't book anything yet."
     )
     gold = [
         C("search_employees", query=a.name),
         C("find_free_slot", attendee_emails=[a.email], day=TUESDAY.isoformat(),
           duration_minutes=60),
     ]  # fmt: skip
-    return Draft("lookup_free_time", prompt, gold, False, ["11:00"])
+    answer = ("datetime", iso(at(1, 11)))
+    return Draft("lookup_free_time", prompt, gold, False, answer=answer)
 
 
 def refuse_won_without_amount(s: Story, k: int) -> Draft:
@@ -337,4 +404,76 @@ def refuse_won_without_amount(s: Story, k: int) -> Draft:
         "so leave the amount for now."
     )
     no = (C("update_deal_stage", code=code, stage="won"), "amount_required")
-    return Draft("refuse_won_without_amount", prompt, [C("get_deal", code=code)], False, [code], no)
+    why = (
+        f"Deal {code} has no amount, and a deal can only be won with one; "
+        "tell me the final number and I will set it and mark the deal won."
+    )
+    gold = [C("get_deal", code=code)]
+    return Draft(
+        "refuse_won_without_amount",
+        prompt,
+        gold,
+        False,
+        forbidden=no,
+        decline="won_needs_amount",
+        decline_message=why,
+    )
+
+
+def lookup_open_deals(s: Story, k: int) -> Draft:
+    """A list answer: the codes of the user's open deals (won and lost ones are closed)."""
+    user, mate = s.user(), s.person()
+    cid, _, _ = s.company()
+    cid2, _, _ = s.company(1)
+    codes = [
+        s.deal(cid, user, "lead", None),
+        s.deal(cid2, user, "proposal", 18000.0, "Support plan"),
+        s.deal(cid, user, "qualified", 42000.0, "Expansion"),
+    ]
+    s.deal(cid, user, "won", 9000.0, "Pilot")
+    s.deal(cid2, user, "lost", 25000.0, "Training")
+    s.deal(cid2, mate, "proposal", 12000.0)
+    prompt = "Which of my deals are still open? Give me their codes."
+    gold = [C("get_current_user"), C("list_deals", owner_email=user.email)]
+    return Draft("lookup_open_deals", prompt, gold, False, answer=("id", codes))
+
+
+def refuse_not_organizer(s: Story, k: int) -> Draft:
+    user, a = s.user(), s.person()
+    code = s.event(a, "Vendor demo", at(1, 15), 60, [a, user])
+    tue = TUESDAY.isoformat()
+    prompt = "Move the Vendor demo tomorrow to 16:00, same length; that suits me better."
+    gold = [C("list_events", start_date=tue, end_date=tue)]
+    no = (C("reschedule_event", code=code, new_start=iso(at(1, 16)), new_end=iso(at(1, 17))),
+          "forbidden")  # fmt: skip
+    why = (
+        f"Only the organizer, {a.name}, can move the Vendor demo ({code}); "
+        "you can ask them or decline the invitation."
+    )
+    return Draft(
+        "refuse_not_organizer",
+        prompt,
+        gold,
+        False,
+        forbidden=no,
+        decline="not_organizer",
+        decline_message=why,
+    )
+
+
+def refuse_closed_deal(s: Story, k: int) -> Draft:
+    user = s.user()
+    cid, company, _ = s.company()
+    code = s.deal(cid, user, "lost", 30000.0)
+    s.deal(cid, user, "qualified", 15000.0, "Support plan")
+    prompt = (
+        f"{company} came back after all: set the amount on my deal {code} to 32000.00 dollars, "
+        "please."
+    )
+    no = (C("update_deal_amount", code=code, amount=32000.0), "deal_closed")
+    why = f"Deal {code} is lost, and closed deals cannot change; I can open a new deal instead."
+    gold = [C("get_deal", code=code)]
+    return Draft(
+        "refuse_closed_deal", prompt, gold, False, forbidden=no, decline="deal_closed",
+        decline_message=why,
+    )  # fmt: skip

@@ -13,7 +13,9 @@ from envs.workplace.taskgen import task_lines
 TASKS: list[dict[str, Any]] = [
     json.loads(line) for line in ENVIRONMENT.tasks_path.read_text(encoding="utf-8").splitlines()
 ]
-WRITE_TOOLS = {t.name for t in ENVIRONMENT.tools if not t.read_only}
+# The environment's own write tools (the framework's answer tools write no state).
+WRITE_TOOLS = {t.name for t in ENVIRONMENT.tools if not t.read_only and not t.framework}
+ANSWER_TOOLS = ("submit_answer", "decline_request")
 
 
 def test_enough_tasks_with_unique_ids_and_every_difficulty() -> None:
@@ -22,7 +24,9 @@ def test_enough_tasks_with_unique_ids_and_every_difficulty() -> None:
     assert {t["difficulty"] for t in TASKS} == set(range(1, 9))
     for t in TASKS:
         assert t["env"] == "workplace"
-        assert t["difficulty"] == len(t["ground_truth"])
+        # The steps before the final answer or decline (the kit's rule for shipped tasks).
+        answers = t["ground_truth"][-1]["name"] in ANSWER_TOOLS
+        assert t["difficulty"] == len(t["ground_truth"]) - answers
     assert len({t["responses_create_params"]["input"][1]["content"] for t in TASKS}) == len(TASKS)
 
 
@@ -37,11 +41,29 @@ def test_rows_offer_exactly_the_tools_and_the_policy() -> None:
 
 
 def test_answer_only_tasks_check_the_answer() -> None:
-    """Lookups and refusals change nothing, so only expected_outputs can tell them apart."""
+    """Lookups and refusals change nothing: the gold ends with submit_answer(the expected value)
+    or decline_request(the expected code), and the row states which; no free-text outputs."""
     reads_only = [t for t in TASKS if not WRITE_TOOLS & {c["name"] for c in t["ground_truth"]}]
     assert len(reads_only) >= 6
+    kinds, codes = set(), set()
     for t in reads_only:
-        assert t.get("expected_outputs"), t["task_id"]
+        last = t["ground_truth"][-1]
+        if "expected_answer" in t:
+            assert "expected_decline" not in t
+            assert last == {"name": "submit_answer", "arguments": {
+                "answer": t["expected_answer"]["value"]}}  # fmt: skip
+            kinds.add(t["expected_answer"]["kind"])
+        else:
+            code = t["expected_decline"]
+            assert code in ENVIRONMENT.decline_codes, t["task_id"]
+            assert last["name"] == "decline_request" and last["arguments"]["reason"] == code
+            codes.add(code)
+    for t in TASKS:
+        assert "expected_outputs" not in t, t["task_id"]
+        if t not in reads_only:  # an action task submits nothing
+            assert not {c["name"] for c in t["ground_truth"]} & set(ANSWER_TOOLS), t["task_id"]
+    assert {"name", "amount", "datetime", "id"} <= kinds
+    assert len(codes) >= 7
     assert sum(t["family"].startswith("refuse_") for t in TASKS) >= 5
 
 

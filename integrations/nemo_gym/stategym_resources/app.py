@@ -8,10 +8,13 @@ where NeMo Gym has filled in `host` and `port`. This file reads that block and s
 environment it names with `stategym serve` semantics; it does not import nemo_gym.
 
 Block keys read here: `env` (required), `host`, `port`, `data_dir` (default
-`./var/<instance>`), `num_workers`, `expose_tools_over_mcp` (NeMo Gym's own key: tools at `/mcp`
-and `resources_tools` in the seed answer, with the instance name as `server_name`), and
+`<results_dir>/stategym/<instance>`: under the launcher's working directory, so a run
+started from another folder leaves no session data in the checkout), `num_workers`,
+`expose_tools_over_mcp` (NeMo Gym's own key: tools at `/mcp` and `resources_tools` in the seed
+answer, with the instance name as `server_name`), and
 `settings` (a mapping of StateGym settings, e.g. `{max_open_sessions: 1024}`). Everything else
-(`entrypoint`, `domain`, ...) is NeMo Gym's.
+(`entrypoint`, `domain`, ...) is NeMo Gym's. An environment server in front of this instance
+that asks for MCP tool access its agent cannot take is refused before anything is served.
 """
 
 from __future__ import annotations
@@ -95,8 +98,14 @@ def load_block(config_yaml: str | None, instance: str | None) -> dict[str, Any]:
     return dict(implementations[0])
 
 
-def serve_arguments(block: Mapping[str, Any], instance: str) -> dict[str, Any]:
-    """`stategym serve` arguments from the block; refuses what StateGym cannot serve."""
+def serve_arguments(
+    block: Mapping[str, Any], instance: str, results_dir: str | None = None
+) -> dict[str, Any]:
+    """`stategym serve` arguments from the block; refuses what StateGym cannot serve.
+
+    `results_dir` is NeMo Gym's run-artifact root (absolute, `<launcher cwd>/results` unless set):
+    the default data dir lives there, beside the launcher's other output, not in this folder.
+    """
     env = block.get("env")
     if not isinstance(env, str) or not env:
         raise ShimConfigError(f"{instance}: set `env:` to a StateGym environment name")
@@ -106,7 +115,9 @@ def serve_arguments(block: Mapping[str, Any], instance: str) -> dict[str, Any]:
     host = block.get("host") or "127.0.0.1"
     data_dir = block.get("data_dir") or os.environ.get("STATEGYM_DATA_DIR")
     if data_dir is None:
-        data_dir = HERE / "var" / instance
+        data_dir = (
+            Path(results_dir) / "stategym" / instance if results_dir else HERE / "var" / instance
+        )
     workers = block.get("num_workers") or 1
     if not isinstance(workers, int) or workers < 1:
         raise ShimConfigError(f"{instance}: `num_workers` must be a positive integer")
@@ -117,6 +128,49 @@ def serve_arguments(block: Mapping[str, Any], instance: str) -> dict[str, Any]:
         "data_dir": Path(data_dir),
         "workers": workers,
     }
+
+
+def global_keys(config_yaml: str) -> Mapping[str, Any]:
+    """The whole resolved config (load_block already refused one that does not parse)."""
+    import yaml
+
+    config = yaml.safe_load(config_yaml)
+    return config if isinstance(config, Mapping) else {}
+
+
+def transport_problems(config: Mapping[str, Any], instance: str, expose: bool) -> list[str]:
+    """Environment servers in front of this instance that would fail every rollout at the seed.
+
+    nemo-gym 0.7.0 marks MCP tool access as required, and `simple_agent` refuses required MCP
+    access ("does not support required MCP tool access"); without `expose_tools_over_mcp` the
+    seed answer has no `resources_tools` and the environment server fails the seed instead.
+    Refusing to start keeps both from turning into a batch of failed sessions on disk.
+    """
+    problems = []
+    for name, entry in config.items():
+        servers = entry.get("environment_servers") if isinstance(entry, Mapping) else None
+        for block in (servers or {}).values() if isinstance(servers, Mapping) else ():
+            if not isinstance(block, Mapping):
+                continue
+            resources = block.get("resources_server") or {}
+            transports = block.get("resources_tool_transports") or []
+            if resources.get("name") != instance or "mcp" not in transports:
+                continue
+            agent_name = (block.get("agent_server") or {}).get("name")
+            agent = config.get(agent_name) if isinstance(agent_name, str) else None
+            kinds = (agent or {}).get("responses_api_agents") or {}
+            if "simple_agent" in kinds:
+                problems.append(
+                    f"{name}: resources_tool_transports lists `mcp`, but its agent "
+                    f"{agent_name} is a simple_agent, which speaks only direct_http; "
+                    "use [direct_http] (tools stay reachable at /mcp for MCP harnesses)"
+                )
+            if not expose:
+                problems.append(
+                    f"{name}: resources_tool_transports lists `mcp`, but {instance} does not "
+                    "set `expose_tools_over_mcp: true`"
+                )
+    return problems
 
 
 def settings_environment(block: Mapping[str, Any], instance: str) -> dict[str, str]:
@@ -146,8 +200,15 @@ def main() -> None:
     instance = os.environ.get(CONFIG_PATH_VAR)
     block = load_block(os.environ.get(CONFIG_DICT_VAR), instance)
     assert instance is not None  # load_block refused a missing one
-    arguments = serve_arguments(block, instance)
+    config = global_keys(os.environ[CONFIG_DICT_VAR])
+    results_dir = config.get("results_dir")
+    arguments = serve_arguments(
+        block, instance, results_dir if isinstance(results_dir, str) else None
+    )
     os.environ.update(settings_environment(block, instance))
+    problems = transport_problems(config, instance, bool(block.get("expose_tools_over_mcp")))
+    if problems:
+        raise ShimConfigError("; ".join(problems))
     from app.registry import environment_names
 
     if arguments["env"] not in environment_names():

@@ -1,0 +1,233 @@
+"""The cold path: never-seen tasks seeded and verified once each, over HTTP, one request at a time.
+
+    PYTHONPATH=. python -m bench.cold_path [--tasks FILE.jsonl] [-n 200] [--think-ms 0]
+                                           [--root CHECKOUT] [--group 8] [--json]
+
+`FILE.jsonl` defaults to `$STATEGYM_BENCH_TASKS` or generates 500 retail tasks once
+(`stategym tasks generate --env retail --count 500 --seed 5`) into the temp dir. A real server
+(`stategym serve` from `--root`, default this checkout; one worker, retention `delete_on_close`)
+on a fresh data dir; per task: seed (cold: the task was never seen), with `--think-ms` a pause
+(the agent's first turn), its gold calls, verify (the first of the task), close; a second seed
+and close (it writes the task's seed file); a third seed (warm), its gold calls, verify (warm),
+close. Reported: server-side (X-Process-Time) p50/p99 of each, and the bytes left in the data dir
+per distinct task once every session is closed, by kind (snapshots, seed files, gold, templates,
+control database). With `--group G`: GRPO-shaped traffic instead, each task's G rollouts at
+once (two tasks' groups in flight), rollouts/s over the `-n` never-seen tasks against the 48
+shipped retail tasks, warm, in the same groups.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.client import Client, Samples
+from bench.phases import pct
+from bench.rollout import verify_body
+from bench.servers import ROOT, ServerProcess, _wait_healthy, free_port
+
+KINDS = ("cold_seed", "first_verify", "second_seed", "warm_seed", "warm_verify", "tool", "close")
+
+
+def _tasks(path: str | None) -> Path:
+    if path:
+        return Path(path)
+    if os.environ.get("STATEGYM_BENCH_TASKS"):
+        return Path(os.environ["STATEGYM_BENCH_TASKS"])
+    out = Path(tempfile.gettempdir()) / "stategym-bench-retail-500-seed5.jsonl"
+    if not out.exists():
+        argv = [sys.executable, "-m", "app", "tasks", "generate", str(out)]
+        argv += ["--env", "retail", "--count", "500", "--seed", "5"]
+        subprocess.run(argv, check=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    return out
+
+
+def _start(root: Path, data_dir: Path) -> ServerProcess:
+    """`stategym serve` from the checkout at `root` (another worktree gives the before figure in
+    the same run), one worker, retention delete_on_close."""
+    port = free_port()
+    argv = [sys.executable, "-m", "app", "serve", "--env", "retail", "--host", "127.0.0.1"]
+    argv += ["--port", str(port), "--data-dir", str(data_dir), "--workers", "1"]
+    env = {**os.environ, "PYTHONPATH": str(root), "STATEGYM_LOG_LEVEL": "warning"}
+    env["STATEGYM_RETENTION"] = "delete_on_close"
+    data_dir.mkdir(parents=True, exist_ok=True)
+    log_path = data_dir / "server.log"
+    with open(log_path, "wb") as log:  # cwd=root: `-m app` imports the checkout at `root`
+        proc = subprocess.Popen(argv, cwd=root, env=env, stdout=log, stderr=log)
+    server = ServerProcess("stategym-cold", proc, port, data_dir, log_path)
+    _wait_healthy(server, 120)
+    return server
+
+
+def _bytes_by_kind(data_dir: Path) -> dict[str, int]:
+    """Allocated bytes under the data dir, by top-level kind (`.seed` files apart)."""
+    kinds: dict[str, int] = {}
+    for root, _dirs, files in os.walk(data_dir):
+        rel = Path(root).relative_to(data_dir).parts
+        for name in files:
+            if name.endswith(".log"):
+                continue
+            kind = rel[0] if rel else name.split(".")[0]
+            if ".seed" in rel:
+                kind = "seed_files"
+            try:
+                size = os.stat(os.path.join(root, name)).st_blocks * 512
+            except OSError:
+                continue
+            kinds[kind] = kinds.get(kind, 0) + size
+    return kinds
+
+
+async def _rollout(
+    client: Client,
+    task: dict[str, Any],
+    kinds: dict[str, Samples],
+    seed_kind: str,
+    verify_kind: str,
+    think_ms: float,
+) -> Any:
+    """Seed, (think), the gold calls, verify, close; the verify's reward (None if it failed)."""
+    seeded = await client.safe_post(kinds[seed_kind], "/seed_session", task)
+    if seeded is None or seeded.cookie is None:
+        return None
+    cookie = seeded.cookie
+    if think_ms:  # the agent's first turn (an LLM call) before its first tool call
+        await asyncio.sleep(think_ms / 1000)
+    for call in task.get("ground_truth") or []:
+        await client.safe_post(kinds["tool"], f"/{call['name']}", call["arguments"], cookie)
+    verdict = await client.safe_post(kinds[verify_kind], "/verify", verify_body(task), cookie)
+    await client.safe_post(kinds["close"], "/close_session", {}, cookie)
+    return verdict.body.get("reward") if verdict is not None and verdict.ok else None
+
+
+async def _run(
+    url: str, rows: list[dict[str, Any]], rewards: list[Any], think_ms: float = 0
+) -> dict[str, Samples]:
+    kinds = {k: Samples() for k in KINDS}
+    async with Client(url, limit=4) as client:
+        for task in rows:
+            rewards.append(
+                await _rollout(client, task, kinds, "cold_seed", "first_verify", think_ms)
+            )
+            # The second seed of a task writes its seed file; the third is copied from it.
+            again = await client.safe_post(kinds["second_seed"], "/seed_session", task)
+            if again is not None and again.cookie is not None:
+                await client.safe_post(kinds["close"], "/close_session", {}, again.cookie)
+            await _rollout(client, task, kinds, "warm_seed", "warm_verify", 0)
+    return kinds
+
+
+async def _groups(url: str, rows: list[dict[str, Any]], group: int) -> tuple[int, float, int]:
+    """GRPO-shaped traffic: per task, `group` whole rollouts at once, then the next task, two
+    tasks' groups in flight; (rollouts, seconds, errors)."""
+    kinds = {k: Samples() for k in KINDS}
+    rewards: list[Any] = []
+    queue = list(rows)
+    started = time.perf_counter()
+    async with Client(url, limit=4 * group) as client:
+
+        async def lane() -> None:
+            while queue:
+                task = queue.pop(0)
+                jobs = [
+                    _rollout(client, task, kinds, "cold_seed", "first_verify", 0)
+                    for _ in range(group)
+                ]
+                rewards.extend(await asyncio.gather(*jobs))
+
+        await asyncio.gather(lane(), lane())
+    seconds = time.perf_counter() - started
+    return len(rewards), seconds, sum(s.errors for s in kinds.values())
+
+
+def grpo(args: argparse.Namespace, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Rollouts/s of never-seen tasks in groups vs. the 48 shipped tasks, warm, in groups."""
+    out: dict[str, Any] = {"root": args.root, "group": args.group}
+    shipped = [json.loads(x) for x in (ROOT / "fixtures" / "retail" / "tasks.jsonl").open()]
+    for name, tasks, warm in (("warm_48", shipped, True), ("cold_distinct", rows, False)):
+        data_dir = Path(tempfile.mkdtemp(prefix="stategym-grpo-"))
+        server = _start(Path(args.root), data_dir)
+        try:
+            if warm:  # every snapshot and gold built first
+                asyncio.run(_groups(server.url, tasks, 1))
+            picked = (tasks * (len(rows) // len(tasks) + 1))[: len(rows)] if warm else tasks
+            n, seconds, errors = asyncio.run(_groups(server.url, picked, args.group))
+        finally:
+            server.stop()
+        out[name] = {"rollouts": n, "rollouts_per_s": round(n / seconds, 1), "errors": errors}
+    out["cold_over_warm"] = round(
+        out["cold_distinct"]["rollouts_per_s"] / out["warm_48"]["rollouts_per_s"], 2
+    )
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tasks")
+    parser.add_argument("-n", type=int, default=200, help="distinct tasks (never seen before)")
+    parser.add_argument(
+        "--think-ms", type=float, default=0, help="pause after each cold seed (the agent's turn)"
+    )
+    parser.add_argument("--root", default=str(ROOT), help="checkout the server runs from")
+    parser.add_argument(
+        "--group", type=int, default=0, help="GRPO mode: rollouts per task at once (e.g. 8)"
+    )
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    lines = _tasks(args.tasks).read_text().splitlines()
+    rows = [json.loads(line) for line in lines if line.strip()][: args.n]
+    if args.group:
+        print(json.dumps(grpo(args, rows), indent=None if args.json else 2))
+        return
+    data_dir = Path(tempfile.mkdtemp(prefix="stategym-cold-"))
+    server = _start(Path(args.root), data_dir)
+    try:
+        # The template is built at start-up; one task outside the measured set warms the code
+        # paths (imports, statement caches) without seeing any measured task.
+        asyncio.run(_run(server.url, rows[-1:], []))
+        rewards: list[Any] = []
+        measured = rows[:-1] if len(rows) > 1 else rows
+        kinds = asyncio.run(_run(server.url, measured, rewards, args.think_ms))
+        rss = server.rss_mb()
+    finally:
+        server.stop()
+    disk = _bytes_by_kind(data_dir)
+    n = len(rows)
+    per_task = {k: round(v / 1024 / n, 1) for k, v in sorted(disk.items())}
+    kept = ("snapshots", "gold", "sessions")  # per task, for ever (no bound)
+    result: dict[str, Any] = {
+        "root": args.root,
+        "tasks": n,
+        "think_ms": args.think_ms,
+        "errors": sum(s.errors for s in kinds.values()),
+        "first_error": next((s.first_error for s in kinds.values() if s.first_error), None),
+        "reward_1": sum(1 for r in rewards if r == 1),
+        "verified": sum(1 for r in rewards if r is not None),
+        "rss_mb": round(rss, 1),
+        "disk_kb_per_task_by_kind": per_task,
+        # What stays per distinct task with no bound (snapshot and gold files, sessions left).
+        "disk_kb_kept_per_distinct_task": round(sum(disk.get(k, 0) for k in kept) / 1024 / n, 1),
+        # Everything task-related, the bounded seed-file cache included (seed_file_cache_mb).
+        "disk_kb_per_distinct_task_with_seed_files": round(
+            sum(disk.get(k, 0) for k in (*kept, "seed_files")) / 1024 / n, 1
+        ),
+    }
+    for name, samples in kinds.items():
+        if samples.server_ms:
+            result[f"{name}_server_ms"] = {
+                "p50": round(pct(samples.server_ms, 50) or 0.0, 2),
+                "p99": round(pct(samples.server_ms, 99) or 0.0, 2),
+            }
+    print(json.dumps(result, indent=None if args.json else 2))
+
+
+if __name__ == "__main__":
+    main()
