@@ -9,6 +9,7 @@ from typing import Any
 
 import httpx
 import pytest
+from pydantic import Field
 
 from app.errors import InvalidTask
 from app.runtime.tasks import task_from_data
@@ -185,7 +186,7 @@ def test_task_rows_with_bad_answers_are_refused(row, fix):
 
 
 class _Args(ToolArgs):
-    answer: str
+    answer: str = Field(description="An answer.")
 
 
 def test_an_environment_cannot_define_a_reserved_tool():
@@ -299,7 +300,7 @@ async def test_step_rewards_add_up_to_the_reward(client):
 
 
 class _ForgeArgs(ToolArgs):
-    answer: str
+    answer: str = Field(description="The answer to forge into the answer table.")
 
 
 @tool

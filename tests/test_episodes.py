@@ -16,7 +16,6 @@ from app.registry import load_environment
 from app.runtime.sessions import SessionManager
 from app.settings import Settings
 from tests.conftest import TEST_SECRET
-from tests.support.rollouts import gold_answer
 
 RETAIL = load_environment("retail")
 
@@ -60,10 +59,12 @@ async def test_gold_then_finish_scores_one_and_closes(sessions):
     row = TaskSets(RETAIL).rows("test")[10]
     episode = Episode(sessions)
     await episode.start(row)
-    for call in row["ground_truth"]:
+    *calls, last = row["ground_truth"]
+    assert last["name"] == "decline_request"  # a refusal: the answer tools end an episode
+    for call in calls:
         step = await episode.call(call["name"], call["arguments"])
         assert not step.done and "error" not in step.result
-    end = await episode.call(FINISH_TOOL, {"message": gold_answer(row)})
+    end = await episode.call(last["name"], last["arguments"])
     assert end.done and end.reward == 1.0
     assert sum(end.verdict["step_rewards"]) == pytest.approx(1.0)
     assert status(sessions, episode.session_id) == "closed"

@@ -8,5 +8,8 @@ an environment declares one `TaskGenerator`. docs/generating_tasks.md shows how 
 from app.taskgen.details import Omission
 from app.taskgen.kit import Draft, TaskGenerator, build_row, call
 from app.taskgen.splits import Split
+from app.taskgen.validate import STORY_ID_FLOOR
 
-__all__ = ["Draft", "Omission", "Split", "TaskGenerator", "build_row", "call"]
+# A story's new rows take ids from STORY_ID_FLOOR up; the base data stays below it, so stories
+# never collide with it (or, drawn apart, with each other).
+__all__ = ["STORY_ID_FLOOR", "Draft", "Omission", "Split", "TaskGenerator", "build_row", "call"]

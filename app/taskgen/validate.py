@@ -181,7 +181,10 @@ class Validator:
                 if isinstance(key[0], int) and key[0] >= STORY_ID_FLOOR:
                     continue  # a new entity: above every base id (checked in __init__)
                 if key not in self.base_keys[name] and isinstance(key[0], int):
-                    return f"new {name} row below the story id floor"
+                    return (
+                        f"new {name} row below the story id floor {STORY_ID_FLOOR:,} (a story's "
+                        "new rows take ids from app.sdk.taskgen.STORY_ID_FLOOR up)"
+                    )
         return None
 
 
