@@ -14,5 +14,6 @@ The layers, top to bottom (a layer imports only the ones below it; docs/architec
                  `ToolError`, the compare spec, the task generation kit, test helpers;
 - `app.taskgen`  task generation at training scale (drives each environment's families).
 
-`app.settings`, `app.errors` and `app.registry` are shared by every layer.
+`app.settings`, `app.errors`, `app.registry`, `app.clock` and `app.jsonio` are shared by every
+layer.
 """

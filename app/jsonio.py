@@ -1,18 +1,8 @@
 """JSON in and out (request bodies, answers, the control database's task and verify columns):
 orjson where it gives the stdlib's answer, else json.
 
-A verify request echoes the whole rollout (often 10-20 KB): parsing it and encoding the answer
-were 60 % of the protocol layer's own time for verify (bench/README.md, "Issue 20, round 5").
-orjson does both 5-10x faster. It is used only where its result is the stdlib's:
-- parsing: orjson reads integers beyond 64 bits as floats (the echo would change), so a body
-  with a run of 19 or more digits goes to json; anything orjson refuses (NaN, 1e400, a lone
-  surrogate, UTF-16, deep nesting) goes to json too, whose answer and message stay what they
-  were before orjson (tests/test_jsonio.py compares the two on such bodies). One refusal is
-  new: text with an unpaired surrogate ("\\ud800"), which json accepts but no UTF-8 answer,
-  step log row or database can hold (it was a 500 on a tool call and on verify);
-- encoding: orjson refuses non-str keys and integers beyond 64 bits; those go to json with
-  Starlette's JSONResponse settings. Output is the same JSON as Starlette's; only exponents
-  are spelled without a leading zero (1.5e-7, not 1.5e-07).
+Invariant: every body parses and every answer encodes as the stdlib would (tests/test_jsonio.py),
+except text with an unpaired surrogate, refused. Cases and figures: docs/storage.md#json-in-and-out.
 """
 
 from __future__ import annotations

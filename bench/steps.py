@@ -304,7 +304,7 @@ def _verify_figures(data_dir: Path, runs: int) -> dict[str, Any]:
                 task=t,
                 response=resp,
                 diff_limit=20,
-            )  # fmt: skip
+            )
         )
         assert result["reward"] == 1.0, result.get("failure_reason")
         wall_s.append(wall)

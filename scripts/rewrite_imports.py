@@ -1,6 +1,6 @@
 """Rewrite imports, dotted names and file paths from the flat `app/` layout to the layered one.
 
-The layout change (issue 16) moved every module of `app/` into a layer package. Branches started
+The layout change moved every module of `app/` into a layer package. Branches started
 before it can be brought over with:
 
     python scripts/rewrite_imports.py FILE...        # rewrite in place, print what changed

@@ -1,4 +1,5 @@
-"""A scripted adversarial policy per environment, through HTTP only (issue 15 items 2, 3, 4).
+"""A scripted adversarial policy per environment, through HTTP only: each reward hack below
+earns 0.
 
 For each of the five environments it tries the reward-hacking classes verify must hold against:
 

@@ -1,6 +1,6 @@
-"""Scripted adversarial policies, one per environment, for the hidden-change class (issue 15,
-item 1): a policy that answers like the gold solution but also writes where it hopes verify does
-not look must earn 0, through HTTP only.
+"""Scripted adversarial policies, one per environment, for hidden changes: a policy that
+answers like the gold solution but also writes where it hopes verify does not look must earn 0,
+through HTTP only.
 
 sql: REPLACE / UPDATE OR REPLACE / UPSERT and friends next to the right answer of every task that
 only reads. The other environments have typed tools only, so their adversary repeats the gold

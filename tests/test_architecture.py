@@ -17,29 +17,27 @@ ENVS = ROOT / "envs"
 BACKEND_PACKAGES = ("app.storage.sqlite", "app.storage.postgres")
 BACKEND_IMPORTERS_ALLOWED = {
     "app.storage.factory",  # builds the backend from settings
-    "app.storage.base",  # the protocol names Snapshot/Store (snapshot images, both backends)
-    "app.storage.inspection",  # inside storage: snapshot and gold images are SQLite files
+    "app.storage.images",  # snapshot images are SQLite files on both backends
 }
-# Outside app/storage/, still importing the SQLite plumbing directly, and why. Shrink this list.
+# Outside app/storage/, still importing the SQLite plumbing directly instead of
+# app.storage.images, and why. Shrink this list.
 LEGACY_SQLITE_IMPORTERS = {
-    # Snapshot images and gold replays are SQLite on both backends (Store, memory images).
+    # Gold replays and story validation build and clone in-memory images themselves.
     "app.verify.gold",
-    "app.runtime.replay",
-    "app.cli.main",  # `prepare` builds the template image
-    "app.cli.tasks",
-    "app.cli.env_contract",  # `envs check` builds the template and replays gold like `tasks check`
-    "app.cli.export",
-    "app.cli.reverify",  # offline reverify builds snapshots like `tasks check`
-    # Reverify by replay runs on in-memory SQLite images.
-    "app.runtime.reverify",
-    # Stories are replayed and validated on in-memory SQLite clones of the tracked base image.
     "app.taskgen.gold_run",
-    # The runner's SQLite time limit and size cap (progress handler, max_page_count).
-    "app.runtime.runner",
-    # SQLite's "disk is full" mapped to the 507 answer (PostgreSQL reports its own errors).
-    "app.server.api",
-    "app.server.mcp",
-    "app.server.cookies",  # SESSION_ID_RE
+}
+# Outside app/storage/, still naming a dialect (`dialect.name`), the sqlite3 connection type or
+# psycopg in code, and why. Shrink this list: such knowledge belongs to a backend's module.
+DRIVER_NAMERS_ALLOWED = {
+    # The bounded SQL functions of the `sql` environment's SQLite console.
+    "app.runtime.sql_functions",
+    # Story validation runs on in-memory SQLite images (sqlite3 itself).
+    "app.taskgen.gold_run",
+    "app.taskgen.validate",
+    # Verify's table reads and patching choose SQL per dialect (JSON arrays, row values).
+    "app.verify.table_reads",
+    "app.verify.patching",
+    "app.verify.raw_values",
 }
 # What envs/ may import from app beyond app.sdk (envs/*/tests may import more): the shared
 # settings and errors only (the taskgen kit and replay helpers are app.sdk.taskgen/.replay).
@@ -199,3 +197,57 @@ def test_environments_import_only_the_sdk():
         if bad:
             offenders[str(path.relative_to(ROOT))] = bad
     assert offenders == {}, offenders
+
+
+def names_a_driver(path: Path) -> list[str]:
+    """Where the code names a dialect (`x.dialect.name`), sqlite3's connection type, or psycopg."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Attribute) and node.attr == "name":
+            value = node.value
+            if (isinstance(value, ast.Attribute) and value.attr == "dialect") or (
+                isinstance(value, ast.Name) and value.id == "dialect"
+            ):
+                found.append(f"{node.lineno}: dialect.name")
+        elif isinstance(node, ast.Attribute) and node.attr == "Connection":
+            if isinstance(node.value, ast.Name) and node.value.id == "sqlite3":
+                found.append(f"{node.lineno}: sqlite3.Connection")
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module]
+            if any((n or "").split(".")[0] == "psycopg" for n in names):
+                found.append(f"{node.lineno}: import psycopg")
+    return found
+
+
+def test_only_storage_names_a_dialect_or_a_driver_connection():
+    offenders = {}
+    for path in APP.rglob("*.py"):
+        name = module_name(path)
+        if name.startswith("app.storage") or name in DRIVER_NAMERS_ALLOWED:
+            continue
+        found = names_a_driver(path)
+        if found:
+            offenders[name] = found
+    assert offenders == {}, f"ask the backend (app/storage/base.py, driver.py): {offenders}"
+
+
+def test_driver_allow_list_is_current():
+    stale = [
+        name
+        for name in DRIVER_NAMERS_ALLOWED
+        if not names_a_driver(APP.joinpath(*name.split(".")[1:]).with_suffix(".py"))
+    ]
+    assert stale == []
+
+
+def test_names_a_driver_sees_each_form(tmp_path):
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        "import psycopg\nimport sqlite3\n"
+        "def f(conn, c: sqlite3.Connection):\n    return conn.dialect.name\n"
+    )
+    assert sorted(f.split(": ")[1] for f in names_a_driver(probe)) == [
+        "dialect.name",
+        "import psycopg",
+        "sqlite3.Connection",
+    ]

@@ -124,7 +124,7 @@ def _ctx(snapshot):  # type: ignore[no-untyped-def]
     return ToolContext(now=snapshot.now, session_id="test", task_id=None)
 
 
-# --- issue 20: the lean baseline and the targets harness -----------------------------------------
+# --- the lean baseline and the targets harness ----------------------------------------------------
 # The lean baselines' gold rollouts, for every environment: tests/test_lean_baselines.py.
 
 

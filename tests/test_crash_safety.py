@@ -1,4 +1,4 @@
-"""Crash safety (issue 7.2): kill -9 a real server under concurrent rollouts, restart, check.
+"""Crash safety: kill -9 a real server under concurrent rollouts, restart, check.
 
 Every rollout repeats `update_customer_default_address` with a zip unique to (rollout, call), and
 once `cancel_pending_order` (a multi-row write: order, lines, stock, refund payments, audit).

@@ -1,4 +1,4 @@
-"""A disk that fills up (issue 7.6b): a real server whose data dir is a tiny tmpfs.
+"""A disk that fills up: a real server whose data dir is a tiny tmpfs.
 
 Seeding until the space runs out must give clear JSON errors while /health keeps answering;
 tool calls that cannot write get a readable tool error and leave their session sound; after the

@@ -1,4 +1,4 @@
-"""Issue 20's fast paths write and read exactly what the SQLAlchemy paths they replace did.
+"""The raw fast paths write and read exactly what the SQLAlchemy paths they replace did.
 
 Each test runs the same operations twice, once through the raw DB-API path and once with it
 switched off, and compares the stored rows (or the results) byte for byte.
@@ -20,18 +20,19 @@ from app.runtime.lru import LRU
 from app.runtime.runner import run_tool
 from app.runtime.tasks import task_from_data
 from app.sdk.environment import ToolContext
-from app.storage.control import open_sqlite_control
+from app.storage.control import ControlDB
 from app.storage.meta import read_meta
 from app.storage.sqlite import db as sqlite_db
+from app.storage.sqlite.control import open_sqlite_control
 from app.storage.sqlite.store import Store
 from app.verify import patching, table_reads
 from tests.test_change_tracking import _dump, _random_write, load_fixture_tasks
 
 
 def _control_ops(path: Path, *, raw: bool) -> tuple[list[tuple], list]:
-    control = open_sqlite_control(path)
+    control: ControlDB = open_sqlite_control(path)
     if not raw:
-        control._raw_path = None  # the SQLAlchemy statements
+        control = ControlDB(control.engine)  # the SQLAlchemy statements PostgreSQL runs
     created = datetime(2026, 11, 24, 1, 2, 3)
     task = {"task_id": "t-1", "seed": {"rows": {"x": [{"a": 1}]}}, "when": created}
     seen: list = []

@@ -1,4 +1,4 @@
-"""Every row a session writes, by any statement path, is seen by verify (issue 15, item 1).
+"""Every row a session writes, by any statement path, is seen by verify.
 
 REPLACE (INSERT OR REPLACE, REPLACE INTO, UPDATE OR REPLACE) deletes the rows it conflicts with;
 SQLite fires delete triggers for those only with `recursive_triggers` on, so without it the

@@ -1,4 +1,4 @@
-"""Issue 15 item 9: /admin and `stategym browse` answer only configured Host names (DNS
+"""/admin and `stategym browse` answer only configured Host names (DNS
 rebinding: a page on evil.example whose name now resolves to 127.0.0.1 sends that Host)."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """A proven-fast tool that an argument makes slow holds the event loop at most
 INLINE_TIME_LIMIT_MS: its inline try is stopped and rolled back, and the call runs again in a
-tool thread with the full limit (issue 15, item 6). Real SQLite files, a real retail tool."""
+tool thread with the full limit. Real SQLite files, a real retail tool."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Isolation under load (issue 7.4): 1,000 sessions on a real `--workers 2` server, driven 64 at
+"""Isolation under load: 1,000 sessions on a real `--workers 2` server, driven 64 at
 a time with interleaved writes; afterwards every session file holds exactly its own changes.
 
 Session i moves its customer's default address to "<i> Load St", zip i (first pass, shuffled),

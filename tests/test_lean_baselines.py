@@ -1,4 +1,4 @@
-"""Issue 20's lean baselines (bench/lean_server.py), one per environment, over real HTTP.
+"""The lean baselines (bench/lean_server.py), one per environment, over real HTTP.
 
 For every shipped task of every environment, on the lean server's FastAPI app (TestClient: the
 same routes, cookie and middleware uvicorn serves): the gold rollout (seed -> every gold call ->

@@ -1,4 +1,4 @@
-"""Issue 15 item 8: malformed seeds, bodies, metrics and admin queries are 4xx, never 500.
+"""Malformed seeds, bodies, metrics and admin queries are 4xx, never 500.
 
 Found by fuzzing (every column of one seeded table of sql, retail and ledger with None, 2**70,
 -2**64, text, a list, an object, 1e308 and true; odd `now` values; NaN/Infinity bodies; huge

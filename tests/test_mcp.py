@@ -1,4 +1,4 @@
-"""Tools over MCP (issue 18), driven by the official `mcp` client against real uvicorn servers.
+"""Tools over MCP, driven by the official `mcp` client against real uvicorn servers.
 
 Coverage, to bound time: every environment lists exactly `GET /tools`; every retail task's gold
 replayed over MCP earns 1.0 and its no-op 0.0, and three tasks of each other environment do the

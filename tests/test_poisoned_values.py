@@ -1,4 +1,4 @@
-"""Issue 15 item 4: data an agent wrote never makes verify, /admin or the sessions CLI a 500.
+"""Data an agent wrote never makes verify, /admin or the sessions CLI a 500.
 
 The sql environment lets an agent write any value into any SQLite column (type affinity is no
 type check). Each poisoned value must be a mismatch with evidence (reward 0), answered 200.

@@ -13,6 +13,7 @@ import threading
 import httpx
 import pytest
 from sqlalchemy import text
+from sqlalchemy.exc import DBAPIError
 
 from app.errors import SessionNotFound
 from app.registry import load_environment
@@ -314,7 +315,7 @@ def test_bench_pg_in_process_figures_run(pg_prefix, monkeypatch):
 def test_statement_timeout_answers_like_sqlite_time_limit(tmp_path, pg_prefix):
     """A real statement_timeout on a session connection becomes the `time_limit` tool error."""
     from app.runtime.runner import run_tool
-    from app.storage.postgres.backend import as_time_limit
+    from app.storage.driver import DbError, classify
     from tests.support.warehouse_env import ENVIRONMENT as WAREHOUSE
 
     engine = make_engine(PG_URL, pool_size=1, statement_timeout_ms=50)
@@ -325,13 +326,14 @@ def test_statement_timeout_answers_like_sqlite_time_limit(tmp_path, pg_prefix):
             conn.exec_driver_sql(f'CREATE SCHEMA "{names.control}"')
         with session_connection(engine, names.control) as conn, conn.begin():
             # The tool's own query stands in for a slow one: the timeout fires in pg_sleep.
-            try:
+            with pytest.raises(DBAPIError) as caught:
                 conn.exec_driver_sql("SELECT pg_sleep(1)")
-            except Exception as exc:  # noqa: BLE001 - the OperationalError run_tool would see
-                message = str(exc.orig)
-        raw = {"error": {"code": "database_error", "message": f"x could not complete ({message})"}}
-        assert as_time_limit(raw, tool, 50)["error"]["code"] == "time_limit"
+            found = classify(caught.value, conn)
+        assert found is not None and found[0] is DbError.TIME_LIMIT
+        answer = found[0].payload(tool.name, limit_ms=50, **found[1])
+        assert answer["error"]["code"] == "time_limit"
+        assert answer["error"]["message"].startswith("get_item ran longer than 50 ms")
         ok = run_tool(engine, tool, [1], None)  # type: ignore[arg-type]  # bad args: untouched
-        assert as_time_limit(ok, tool, 50) == ok
+        assert ok["error"]["code"] == "invalid_arguments"
     finally:
         engine.dispose()

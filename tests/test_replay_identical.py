@@ -2,7 +2,7 @@
 run too) gives the recorded tool outputs and the recorded final database, table by table.
 
 The digests in `tests/golden/replay_digests.json` were recorded before the environments' ORM and
-Core twins were merged into one implementation per rule (issue 16); see
+Core twins were merged into one implementation per rule; see
 `tests/support/replay_record.py` for what is recorded and how to diff two full records. A change
 that means to alter behaviour re-blesses the file and says so in its commit.
 """

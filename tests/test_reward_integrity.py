@@ -1,4 +1,4 @@
-"""Issue 15 item 2: verify scores the task stored at seed, never the task in the request body.
+"""Verify scores the task stored at seed, never the task in the request body.
 
 Runs on both backends (SQLite files, PostgreSQL schemas) on the warehouse test environment.
 """

@@ -1,4 +1,4 @@
-"""Hard limits on agent SQL (issue 15, items 6 and 7), through HTTP on real session files.
+"""Hard limits on agent SQL (time, size and pattern bounds), through HTTP on real session files.
 
 Time: no statement keeps a call past the sandbox's 1 s limit by more than a small margin, even
 when the work sits inside single function calls where a progress handler never fires; and slow

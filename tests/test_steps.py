@@ -394,7 +394,7 @@ def test_postgres_row_images_and_undo_round_trip_every_value(pg_prefix):
         Numeric,
         Table,
         Text,
-    )  # fmt: skip
+    )
 
     from app.storage.postgres.db import (
         ensure_step_function,

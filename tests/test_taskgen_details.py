@@ -221,7 +221,7 @@ def test_sql_requests_may_name_the_employee_without_their_number() -> None:
                 (p["first_name"], p["last_name"]) == (e["first_name"], e["last_name"])
                 for p in people
             )
-            == 1  # fmt: skip
+            == 1
             and any(
                 f"first_name = '{e['first_name']}' AND last_name = '{e['last_name']}'" in s
                 for s in statements

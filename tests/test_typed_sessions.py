@@ -370,8 +370,8 @@ def test_racing_typed_seeds_across_workers_make_one_database(live_server, tmp_pa
 
 # --- the control database's new table on databases that already exist ---------------------------
 def test_an_older_control_database_gains_the_claims_table(tmp_path):
-    from app.storage.control import open_sqlite_control
     from app.storage.migrations import head_revision, revision_of, upgrade_file
+    from app.storage.sqlite.control import open_sqlite_control
 
     path = tmp_path / "control.sqlite"
     sqlite3.connect(path).close()

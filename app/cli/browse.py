@@ -105,7 +105,7 @@ def explorer_for(
                 settings.data_dir, sessions, limit=limit, base_url=DATASETTE_PREFIX + "/"
             )
         x = Explorer(
-            insp, RunQueries(control.engine), settings.data_dir,
+            insp, RunQueries(control), settings.data_dir,
             backend=view.capabilities.name, datasette=ds is not None,
         )  # fmt: skip
         yield x, ds

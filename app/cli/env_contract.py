@@ -57,7 +57,7 @@ def tool_failures(env: Environment) -> Iterator[str]:
 
 def template_failures(env: Environment, data_dir: Path) -> Iterator[str]:
     """The schema and base data build into a template."""
-    from app.storage.sqlite.store import Store
+    from app.storage.images import Store
 
     try:
         Store(data_dir, env).template_image()
@@ -127,7 +127,7 @@ def nudge_failures(env: Environment, rows: list[dict[str, Any]], data_dir: Path)
     the reward must drop below 1. A tool refusing every nudge is the best case, not a failure."""
     from app.runtime.tasks import task_from_data
     from app.sdk.environment import ToolContext
-    from app.storage.sqlite.store import Store
+    from app.storage.images import Store
     from app.verify.gold import GoldCache, replay
     from app.verify.session_verify import verify_state
 

@@ -157,7 +157,7 @@ def prepare(env: EnvOption = None, data_dir: DataDirOption = None) -> None:
     """Build the environment's template database (schema + base data) ahead of serving."""
     import time
 
-    from app.storage.sqlite.store import Store
+    from app.storage.images import Store
 
     settings = make_settings(env=env, data_dir=data_dir)
     environment = environment_or_exit(settings.env)

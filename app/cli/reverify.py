@@ -24,7 +24,7 @@ from app.errors import StateGymError
 from app.runtime.reverify import replay_verify
 from app.runtime.tasks import task_from_data
 from app.sdk.environment import Environment
-from app.storage.sqlite.store import Store
+from app.storage.images import Store
 from app.verify.gold import GoldCache
 
 err = Console(stderr=True, soft_wrap=True)

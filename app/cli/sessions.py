@@ -28,10 +28,9 @@ from app.storage.factory import open_inspection
 from app.storage.inspection import (
     Inspector,
     parse_duration,
-    parse_reward,
-    parse_since,
     parse_where,
     record_summary,
+    session_query,
     utcnow,
 )
 
@@ -102,15 +101,8 @@ def list_sessions(
 ) -> None:
     """List sessions, newest first."""
     with cli_errors(), inspector(data_dir) as insp:
-        op, value = parse_reward(reward) if reward is not None else (None, None)
-        query = SessionQuery(
-            env=env,
-            task_id=task,
-            status=status,
-            reward_op=op,
-            reward=value,
-            since=parse_since(since) if since else None,
-            limit=limit,
+        query = session_query(
+            env=env, task_id=task, status=status, reward=reward, since=since, limit=limit
         )
         rows = [record_summary(r, insp.file_present(r)) for r in insp.query(query)]
     if as_json:
@@ -306,7 +298,7 @@ def gc(
             help="Remove sessions created longer ago than this (7d, 12h). "
             "Default: from the retention setting."
         ),
-    ] = None,  # fmt: skip
+    ] = None,
     keep_failed: Annotated[
         bool, typer.Option("--keep-failed", help="Keep sessions without a perfect reward.")
     ] = False,
@@ -403,11 +395,9 @@ def tree(session: SessionArg, data_dir: DataDirOption = None, as_json: JsonOptio
     """The fork lineage holding the session: its root, forks (at which step) and restores."""
     from rich.tree import Tree
 
-    from app.storage.lineage import tree as lineage_tree
-
     with cli_errors(), inspector(data_dir) as insp:
         record = insp.record(session)
-        result = lineage_tree(insp.control.engine, record.id)
+        result = insp.control.lineage_tree(record.id)
     if as_json:
         emit_json(result)
         return

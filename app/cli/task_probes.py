@@ -25,7 +25,7 @@ from app.verify.hedges import hedges
 from app.verify.session_verify import verify_state
 
 if TYPE_CHECKING:
-    from app.storage.sqlite.store import Store  # the caller's (app/cli/tasks.py)
+    from app.storage.images import Store  # the caller's (app/cli/tasks.py)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -27,9 +27,9 @@ from app.errors import StateGymError
 from app.registry import load_environment
 from app.runtime.tasks import TaskSpec, task_from_data
 from app.sdk.environment import Environment
+from app.storage import images
+from app.storage.images import Store
 from app.storage.seeding import SeedError
-from app.storage.sqlite import db as sqlite_db
-from app.storage.sqlite.store import Store
 from app.verify.gold import GoldCache, replay
 from app.verify.session_verify import verify_state
 
@@ -62,8 +62,8 @@ def _gold_answer(task: TaskSpec) -> dict[str, Any]:
 
 @contextmanager
 def _clone(image: bytes) -> Iterator[Any]:
-    conn = sqlite_db.memory_from_image(image)
-    engine = sqlite_db.bind_engine(conn)
+    conn = images.memory_from_image(image)
+    engine = images.bind_engine(conn)
     try:
         yield engine
     finally:

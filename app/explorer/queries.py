@@ -17,10 +17,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, Engine, and_, cast, false, func, or_, select, tuple_, type_coerce
+from sqlalchemy import and_, false, func, or_, select, tuple_
 
 from app import jsonio
 from app.explorer.filters import RunFilter
+from app.storage.base import ControlStore
 from app.storage.control_schema import lineage_table, sessions_table
 
 PASS = 1.0  # a run passes when its reward reaches this (the strict success bit)
@@ -97,10 +98,10 @@ def _like_text(text: str) -> str:
 
 
 class RunQueries:
-    """Control-database reads for the explorer, over the control store's engine."""
+    """Control-database reads for the explorer, on the control store's read connections."""
 
-    def __init__(self, engine: Engine, summary_ttl: float = SUMMARY_TTL):
-        self.engine = engine
+    def __init__(self, control: ControlStore, summary_ttl: float = SUMMARY_TTL):
+        self.control = control
         # (filter fields) -> (when, summary, failure headlines): turning pages of one filter
         # reads only the page, not the whole filtered set again.
         self.summary_ttl = summary_ttl
@@ -116,7 +117,7 @@ class RunQueries:
         """(difficulty, family) of each (env, task_id), from one stored task row each."""
         missing = [p for p in pairs if p not in self._meta]
         if missing:
-            with self.engine.connect() as conn:
+            with self.control.connect() as conn:
                 for env, task_id in missing:
                     row = conn.execute(
                         select(t.c.task_json).where(t.c.env == env, t.c.task_id == task_id).limit(1)
@@ -131,13 +132,13 @@ class RunQueries:
         """The environments with sessions (kept for ENV_TTL seconds)."""
         now = time.monotonic()
         if now - self._envs[0] > ENV_TTL:
-            with self.engine.connect() as conn:
+            with self.control.connect() as conn:
                 found = [r.env for r in conn.execute(select(t.c.env).distinct())]
             self._envs = (now, found or [""])
         return self._envs[1]
 
     def all_tasks(self) -> list[tuple[str, str | None]]:
-        with self.engine.connect() as conn:
+        with self.control.connect() as conn:
             rows = conn.execute(select(t.c.env, t.c.task_id).group_by(t.c.env, t.c.task_id))
             return [(r.env, r.task_id) for r in rows]
 
@@ -201,7 +202,7 @@ class RunQueries:
                 .offset(f.offset).limit(f.limit + 1).subquery()
             )  # fmt: skip
             query = select(*columns).join(ids, ids.c.id == t.c.id).order_by(*_order(f))
-        with self.engine.connect() as conn:
+        with self.control.connect() as conn:
             rows = conn.execute(query.limit(f.limit + 1)).all()
         more = len(rows) > f.limit
         rows = rows[: f.limit]
@@ -253,7 +254,7 @@ class RunQueries:
             .where(*self.conditions(f))
             .group_by(t.c.env, t.c.task_id, t.c.reward)
         )
-        with self.engine.connect() as conn:
+        with self.control.connect() as conn:
             rows = conn.execute(query).all()
         bins = [0] * BINS
         unverified = 0
@@ -297,7 +298,7 @@ class RunQueries:
         )
         query = select(newest.c.reason, func.count().label("n")).group_by(newest.c.reason)
         counts: dict[str, int] = {}
-        with self.engine.connect() as conn:
+        with self.control.connect() as conn:
             for row in conn.execute(query):
                 head = headline(row.reason) or "(no reason recorded)"
                 counts[head] = counts.get(head, 0) + int(row.n)
@@ -305,9 +306,7 @@ class RunQueries:
 
     def _reason(self) -> Any:
         """verify_json's failure_reason as text (a TEXT column: PostgreSQL casts it to JSON)."""
-        if self.engine.dialect.name == "postgresql":
-            return cast(t.c.verify_json, JSON)["failure_reason"].as_string()
-        return type_coerce(t.c.verify_json, JSON)["failure_reason"].as_string()
+        return self.control.verify_field("failure_reason")
 
     # --- tasks and lineage -----------------------------------------------------------------------
     def task_runs(self, env: str, task_id: str, limit: int) -> tuple[list[str], int]:
@@ -315,7 +314,7 @@ class RunQueries:
         sampled), and how many runs the task has."""
         where = (t.c.env == env, t.c.task_id == task_id)
         query = select(t.c.id).where(*where).order_by(t.c.created_at, t.c.id).limit(limit)
-        with self.engine.connect() as conn:
+        with self.control.connect() as conn:
             ids = [row.id for row in conn.execute(query)]
             total = conn.execute(select(func.count()).select_from(t).where(*where)).scalar_one()
         return ids, int(total)
@@ -323,7 +322,7 @@ class RunQueries:
     def lineage(self, session_id: str) -> dict[str, Any]:
         """Where a session came from (parent, step, kind) and the sessions made from it."""
         lt = lineage_table
-        with self.engine.connect() as conn:
+        with self.control.connect() as conn:
             up = conn.execute(select(lt).where(lt.c.session_id == session_id)).first()
             kids = conn.execute(
                 select(lt.c.session_id, lt.c.parent_step, lt.c.kind, t.c.reward, t.c.status)

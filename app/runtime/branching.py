@@ -31,7 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from app.clock import naive_utcnow
+from app.clock import created_now, issued_at, naive_utcnow
 from app.errors import (
     BadRequest,
     ExportExpired,
@@ -138,11 +138,9 @@ class Branching:
     ) -> list[Child]:
         """Control rows (and claims) first: a crash before the copy leaves rows without a
         database, never a database nobody knows about."""
-        from app.runtime.sessions import _issued, _utcnow
-
         manager, children = self.sessions, list[Child]()
         for rsid in rsids:
-            session_id, created_at = secrets.token_hex(16), _utcnow()
+            session_id, created_at = secrets.token_hex(16), created_now()
             held = manager.control.add(
                 session_id=session_id,
                 env=record.env,
@@ -157,7 +155,7 @@ class Branching:
             if held is not None:
                 self._remove_rows(record, children)
                 raise SeedConflict(f"resources_session_id {rsid!r} is already in use")
-            children.append(Child(session_id, rsid, _issued(created_at)))
+            children.append(Child(session_id, rsid, issued_at(created_at)))
         return children
 
     def _remove_rows(self, record: SessionRecord, children: list[Child]) -> None:
@@ -174,9 +172,8 @@ class Branching:
         self, record: SessionRecord, children: list[Child], parent: str, step: int, kind: str
     ) -> None:
         manager = self.sessions
-        lineage.record(
-            manager.control.engine,
-            [lineage.Origin(c.session_id, parent, step, kind) for c in children],
+        manager.control.record_lineage(
+            [lineage.Origin(c.session_id, parent, step, kind) for c in children]
         )
         for child in children:
             if child.resources_session_id is not None:
@@ -279,7 +276,7 @@ class Branching:
         return image, record
 
     async def tree(self, session_id: str) -> dict[str, Any]:
-        return await self.sessions._run(lineage.tree, self.sessions.control.engine, session_id)
+        return await self.sessions._run(self.sessions.control.lineage_tree, session_id)
 
 
 def _signed_bytes(blob: dict[str, Any]) -> bytes:

@@ -12,15 +12,11 @@ the free-disk check and SQLite's per-session cap still hold there).
 from __future__ import annotations
 
 import os
-import sqlite3
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
-
-from sqlalchemy import Engine, text
 
 from app.errors import RequestOverBudget, StorageBudget
 from app.settings import Settings
@@ -33,17 +29,6 @@ FREE_DISK_RESERVE = 64 * MIB
 # The server's state is measured again (a walk of the data dir) at most this often; writes of
 # this process in between are added as they finish. Others' seeds in between are not counted.
 MEASURE_SECONDS = 2.0
-
-_PG_SESSION_BYTES = text(
-    "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
-    "JOIN pg_namespace n ON n.oid = c.relnamespace "
-    "WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'm')"
-)
-_PG_SCHEMAS_BYTES = text(
-    "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
-    "JOIN pg_namespace n ON n.oid = c.relnamespace "
-    "WHERE n.nspname LIKE :pattern AND c.relkind IN ('r', 'm')"
-)
 
 
 def _mib(size: int) -> str:
@@ -78,7 +63,6 @@ class DiskBudget:
         self.request_bytes = settings.fork_max_mb * MIB
         self.total_bytes = settings.data_max_mb * MIB if settings.data_max_mb else None
         self.backend = backend
-        self._pg_pattern = settings.pg_schema_prefix + "\\_%"
         self._pending = 0  # bytes of writes in flight
         # The last measure of the server's state, and what this process wrote since: a fork
         # does not walk every session file again when another one did a moment ago.
@@ -89,28 +73,12 @@ class DiskBudget:
     # --- sizes -----------------------------------------------------------------------------
     def size_of(self, handle: SessionHandle) -> int:
         """The session's current size in bytes (what one copy of it writes)."""
-        conn = getattr(handle, "conn", None)
-        if isinstance(conn, sqlite3.Connection):
-            pages = conn.execute("PRAGMA page_count").fetchone()[0]
-            return int(pages) * int(conn.execute("PRAGMA page_size").fetchone()[0])
-
-        def read(bind: Any) -> int:
-            return int(bind.execute(_PG_SESSION_BYTES).scalar() or 0)
-
-        return self.backend.read(handle, read)
+        return self.backend.session_bytes(handle)
 
     def used(self) -> int:
-        """The session state this server holds now: the data dir's files, plus this
-        deployment's PostgreSQL schemas when sessions live there."""
-        return directory_bytes(self.data_dir) + self._schemas_bytes()
-
-    def _schemas_bytes(self) -> int:
-        engine = getattr(self.backend, "engine", None)
-        if not isinstance(engine, Engine) or self.backend.capabilities.raw_sqlite:
-            return 0
-        with engine.connect() as conn:
-            pattern = {"pattern": self._pg_pattern}
-            return int(conn.execute(_PG_SCHEMAS_BYTES, pattern).scalar() or 0)
+        """The session state this server holds now: the data dir's files, plus what the
+        backend holds elsewhere (this deployment's PostgreSQL schemas)."""
+        return directory_bytes(self.data_dir) + self.backend.stored_bytes()
 
     # --- checks ----------------------------------------------------------------------------
     def check_image(self, size: int) -> None:
@@ -144,7 +112,7 @@ class DiskBudget:
         now = time.monotonic()
         if self._measured is None or now - self._measured[0] > MEASURE_SECONDS:
             self._measured, self._written_since = (now, directory_bytes(self.data_dir)), 0
-        return self._measured[1] + self._written_since + self._schemas_bytes()
+        return self._measured[1] + self._written_since + self.backend.stored_bytes()
 
     @contextmanager
     def reserve(self, need: int, what: str) -> Iterator[None]:

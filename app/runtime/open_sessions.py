@@ -1,23 +1,10 @@
 """The session handles a worker keeps open, the opens in flight, and the open after a seed.
 
 One open per session at a time: a request that needs a session another request (or the
-prefetch) is opening waits for that open instead of starting its own.
-
-Prefetch: right after a seed answers, the new session is opened in the background, so the
-rollout's first tool call does not pay for the open. On SQLite that open is ~1.3 ms of parsing
-the schema (36 step-log triggers in retail), and the first write creates the WAL and syncs it,
-which the open ahead does too: after 50 ms of agent "thinking", the first call of a rollout took
-6.0-6.6 ms, now 1.4-1.5 like the next ones (bench/README.md, "Issue 20, round 5"). An agent
-thinks for a while before its first call, so in a real rollout the open is done by then.
-Only while the LRU has room: a prefetch never closes a session in use to make room for one
-nobody has called yet. How many prefetched sessions may wait for their first call at once is
-`open_ahead_sessions` (unset: the LRU's whole room, `max_open_sessions`). A trainer seeds a batch,
-then calls every session of it within an LLM turn, so the batch is opened ahead whatever its size:
-2,000 first calls sent at once after 2,000 seeds took 15-18 s (p99) with the old fixed cap of 64
-and 3.5-3.8 s with every session opened ahead (bench/README.md, "Issue 20, round 9"). Seeds nobody
-ever calls (a capacity test, a crashed trainer) then hold open connections (~0.4 MB each for
-retail on SQLite, most of it the parsed schema and its triggers) up to `max_open_sessions`, the
-same bound calls have; set `open_ahead_sessions` lower to keep them cheaper.
+prefetch) is opening waits for that open instead of starting its own. Right after a seed answers,
+the new session is opened in the background, so the rollout's first tool call does not pay for
+the open; only while the LRU has room (a prefetch never closes a session in use), and at most
+`open_ahead_sessions` wait for their first call. Figures: bench/README.md ("round 5", "round 9").
 """
 
 from __future__ import annotations

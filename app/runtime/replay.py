@@ -7,18 +7,16 @@ its gold calls through the tools themselves.
 from __future__ import annotations
 
 import random
-import sqlite3
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.orm import Session
-from sqlalchemy.pool import StaticPool
 
 from app.sdk.environment import Environment, ToolContext
+from app.storage import images
 from app.storage.seeding import apply_seed, parse_now
-from app.storage.sqlite import db as sqlite_db
 
 
 def memory_engine(env: Environment) -> Engine:
@@ -45,21 +43,9 @@ def base_image(env: Environment) -> bytes:
             env.build_base(db, random.Random(env.base_seed))
             db.commit()
         with engine.connect() as conn:
-            raw = conn.connection.dbapi_connection
-            assert isinstance(raw, sqlite3.Connection)
-            _TEMPLATES[key] = raw.serialize()
+            _TEMPLATES[key] = images.serialize(conn)
         engine.dispose()
     return _TEMPLATES[key]
-
-
-def _clone(image: bytes) -> Engine:
-    def connect() -> sqlite3.Connection:
-        conn = sqlite3.connect(":memory:", check_same_thread=False)
-        conn.deserialize(image)
-        conn.execute("PRAGMA foreign_keys=ON")
-        return conn
-
-    return create_engine("sqlite://", creator=connect, poolclass=StaticPool)
 
 
 def open_task_db(
@@ -68,8 +54,8 @@ def open_task_db(
     """A session on a fresh in-memory database holding the base data plus `seed` (committed)."""
     # On the process-wide engine: a fresh engine per clone recompiled every statement (a third
     # of a generated task's time went to compiling); the session's close drops the database.
-    conn = sqlite_db.memory_from_image(base_image(env))
-    db = Session(bind=sqlite_db.bind_connection(conn, begin="BEGIN"))
+    conn = images.memory_from_image(base_image(env))
+    db = Session(bind=images.bind_connection(conn, begin="BEGIN"))
     apply_seed(db, env.metadata, seed)
     db.commit()
     return db, parse_now((seed or {}).get("now"), env.default_now)
@@ -82,13 +68,11 @@ def dump(db: Session, env: Environment) -> dict[str, list[tuple[Any, ...]]]:
     statement compilation or type processing: dumps only serve comparisons, and this is ~3x
     faster than a select() per table on a fresh engine (the task generator dumps twice a task).
     """
-    raw = db.connection().connection.driver_connection
-    assert isinstance(raw, sqlite3.Connection)
     out = {}
     for name, table in env.metadata.tables.items():
         cols = ", ".join(f'"{c.name}"' for c in table.columns)
         order = ", ".join(f'"{c.name}"' for c in table.primary_key.columns)
-        out[name] = raw.execute(f'SELECT {cols} FROM "{name}" ORDER BY {order}').fetchall()
+        out[name] = images.raw_rows(db, f'SELECT {cols} FROM "{name}" ORDER BY {order}')
     return out
 
 

@@ -21,7 +21,7 @@ from app.runtime.runner import run_tool
 from app.runtime.steps import StepRecorder
 from app.runtime.tasks import TaskSpec
 from app.sdk.environment import Environment, ToolContext
-from app.storage.sqlite import db as sqlite_db
+from app.storage import images
 from app.verify.gold import GoldCache
 from app.verify.session_verify import verify_state
 from app.verify.step_budget import StepBudget
@@ -67,8 +67,8 @@ def replay_verify(
             "failure_kind": "replay_refused",
             "failure_reason": f"{len(calls)} calls to replay; the limit is {MAX_REPLAYED_CALLS}",
         }
-    conn = sqlite_db.memory_from_image(snapshot.image)
-    bind = sqlite_db.bind_connection(conn)
+    conn = images.memory_from_image(snapshot.image)
+    bind = images.bind_connection(conn)
     try:
         ctx = ToolContext(now=snapshot.now, session_id=session_id, task_id=None)
         for name, args in calls:

@@ -7,19 +7,16 @@ path an agent's calls take.
 from __future__ import annotations
 
 import logging
-import sqlite3
-import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 from sqlalchemy import Connection, Engine
-from sqlalchemy.exc import IntegrityError, OperationalError
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
 from app.sdk.environment import Tool, ToolContext, ToolError
-from app.storage.sqlite import db as sqlite_db
+from app.storage.driver import DbError, classify, time_limit
 
 log = logging.getLogger("stategym.tools")
 
@@ -63,22 +60,6 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-@contextmanager
-def sql_time_limit(db: Session, limit_ms: int | None) -> Iterator[None]:
-    """Interrupt the call's SQL once it has run `limit_ms` (SQLite's progress handler)."""
-    raw = db.connection().connection.driver_connection
-    if not limit_ms or not isinstance(raw, sqlite3.Connection):
-        yield
-        return
-    deadline = time.monotonic() + limit_ms / 1000
-    # Called every 10k VM steps; a truthy answer makes SQLite abort with "interrupted".
-    raw.set_progress_handler(lambda: time.monotonic() > deadline, 10_000)
-    try:
-        yield
-    finally:
-        raw.set_progress_handler(None, 0)
-
-
 def run_tool(
     engine: Engine | Connection,
     tool: Tool,
@@ -95,72 +76,20 @@ def run_tool(
     try:
         args = parse_args(tool, raw_args)
         with Session(bind=engine, expire_on_commit=False) as db, db.begin():
-            with sql_time_limit(db, time_limit_ms):
+            with time_limit(db, time_limit_ms):
                 answer = {"output": _jsonable(tool(db, args, ctx))}
                 if on_success is not None:
                     on_success(db, answer)
         return answer
     except ToolError as exc:
         return {"error": exc.as_payload()}
-    except IntegrityError as exc:
-        reason = str(exc.orig) if exc.orig is not None else str(exc)
-        return {
-            "error": {
-                "code": "constraint_violation",
-                "message": f"{tool.name} was refused by a database constraint ({reason}); "
-                "nothing was changed.",
-                "hint": "Check the identifiers and quantities you passed.",
-            }
-        }
-    except OperationalError as exc:
-        if "interrupted" in str(exc.orig):
-            return {
-                "error": {
-                    "code": "time_limit",
-                    "message": f"{tool.name} ran longer than {time_limit_ms} ms and was stopped; "
-                    "nothing was changed.",
-                    "hint": "Ask for less at once (narrower filters, fewer rows).",
-                }
-            }
-        if "database is locked" in str(exc.orig):
-            return {
-                "error": {
-                    "code": "busy",
-                    "message": f"{tool.name} could not start: another call holds this session's "
-                    "database; nothing was changed.",
-                    "hint": "Retry the call.",
-                }
-            }
-        cap = _size_limit(engine) if "disk is full" in str(exc.orig) else None
-        if cap is not None:
-            return {
-                "error": {
-                    "code": "size_limit",
-                    "message": f"{tool.name} would grow this session's database past its size "
-                    f"limit of {cap // 2**20} MiB; nothing was changed.",
-                    "hint": "Write less at once, or remove what you added that is not needed.",
-                }
-            }
-        if "disk is full" in str(exc.orig):
-            return {
-                "error": {
-                    "code": "storage_full",
-                    "message": f"{tool.name} could not be saved: no space left on the server's "
-                    "disk; nothing was changed.",
-                    "hint": "Retry later; if it keeps failing, stop and explain.",
-                }
-            }
-        log.warning("tool %s failed in the database: %s", tool.name, exc)
-        return {
-            "error": {
-                "code": "database_error",
-                "message": f"{tool.name} could not complete ({exc.orig}); nothing was changed.",
-                "hint": "Retry the call; if it keeps failing, stop and explain.",
-            }
-        }
-
-
-def _size_limit(engine: Engine | Connection) -> int | None:
-    """The session's size cap when a "database or disk is full" was that cap (not the disk)."""
-    raw = getattr(getattr(engine, "connection", None), "driver_connection", None)
-    return sqlite_db.size_limit_hit(raw) if isinstance(raw, sqlite3.Connection) else None
+    except DBAPIError as exc:
+        # The backend's driver says what failed (app/storage/driver.py); the answer's words are
+        # the catalogue's, the same on every backend.
+        found = classify(exc, engine)
+        if found is None:
+            raise
+        failure, facts = found
+        if failure is DbError.DATABASE:
+            log.warning("tool %s failed in the database: %s", tool.name, exc)
+        return failure.payload(tool.name, limit_ms=time_limit_ms, **facts)

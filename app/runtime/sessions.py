@@ -24,7 +24,7 @@ from typing import Any, Literal, TypeVar
 
 from sqlalchemy import Connection
 
-from app.clock import naive_utcnow
+from app.clock import created_now, issued_at
 from app.errors import (
     InvalidTask,
     NotOwner,
@@ -53,10 +53,13 @@ from app.storage.control import (
     SessionRecord,
     deletes_on_close,
 )
+from app.storage.driver import NO_ROOM, RETRY_IN_THREAD, DbError
 from app.storage.factory import make_backend
 from app.storage.seeding import SeedError
+from app.storage.snapshots import Snapshot
 from app.verify.answer_names import keep_answers_at_most
 from app.verify.checks import compile_checks
+from app.verify.evidence import cap_evidence
 from app.verify.gold import GoldCache
 from app.verify.judge import Judge, JudgeSettings, JudgeSpec, apply_judge
 from app.verify.patching import keep_at_most
@@ -144,22 +147,22 @@ class SessionManager:
         """A new session; for a typed seed, the existing one when its id was seeded before by
         the same episode (NeMo Gym retries seeds). A legacy seed is always a new rollout."""
         if request.resources_session_id is None:
-            session_id, created_at = secrets.token_hex(16), _utcnow()
+            session_id, created_at = secrets.token_hex(16), created_now()
             await self._run(self._create, session_id, request, created_at)
             self._prefetch(session_id)
             self._gold_ahead(request.task)
-            return Seeded(session_id, _issued(created_at), created=True)
+            return Seeded(session_id, issued_at(created_at), created=True)
         return await self._seed_typed(request, request.resources_session_id)
 
     async def _seed_typed(self, request: SeedRequest, rsid: str) -> Seeded:
         deadline = time.monotonic() + SEED_WAIT_SECONDS
         while True:
-            session_id, created_at = secrets.token_hex(16), _utcnow()
+            session_id, created_at = secrets.token_hex(16), created_now()
             held = await self._run(self._claim_or_create, rsid, session_id, request, created_at)
             if held is None:
                 self._prefetch(session_id)
                 self._gold_ahead(request.task)
-                return Seeded(session_id, _issued(created_at), created=True)
+                return Seeded(session_id, issued_at(created_at), created=True)
             seeded = await self._existing(held, request)
             if seeded is not None:
                 return seeded
@@ -193,7 +196,7 @@ class SessionManager:
         record = await self._run(self.control.get, held.session_id)
         if record is None or record.status == "closed":
             raise SeedConflict(f"resources_session_id {rsid!r} was closed; it cannot be reseeded")
-        return Seeded(record.id, _issued(record.created_at), created=False)
+        return Seeded(record.id, issued_at(record.created_at), created=False)
 
     def _claim_or_create(
         self, rsid: str, session_id: str, request: SeedRequest, created_at: datetime
@@ -212,12 +215,7 @@ class SessionManager:
         # Checks naming unknown tables or columns are refused now, not at verify.
         compile_checks(self.env.metadata.tables, self.env.compare, task.expected_state)
         check_decline_code(task, self.env.decline_codes, self.env.name)
-        try:
-            snapshot = self.backend.snapshot(task)
-        except SeedError as exc:
-            raise InvalidTask(
-                f"the task's seed does not fit environment {self.env.name}: {exc}"
-            ) from exc
+        snapshot = self._snapshot(task)
         # The control row comes first: a crash between the two leaves a row without a
         # database (the reaper closes it) rather than a database nobody knows about.
         held = self.control.add(
@@ -403,9 +401,9 @@ class SessionManager:
             if self.inline is not None and self.inline.allows(tool.name):
                 result, seconds = self._timed_call(handle, tool, raw_args, inline=True)
                 code = result.get("error", {}).get("code")
-                if code != "busy":
+                if code != DbError.BUSY.code:
                     self.inline.record(tool.name, seconds, inline=True)
-                if code not in ("busy", "time_limit"):
+                if code not in RETRY_IN_THREAD:
                     return result
                 # Another process holds the session's write lock, or the call ran past the
                 # loop's short limit (and was rolled back): it runs again in a thread, never
@@ -440,12 +438,12 @@ class SessionManager:
 
         result = self.backend.call(handle, tool, logged, limit_ms=limit, inline=inline)
         code = result.get("error", {}).get("code")
-        if code in ("storage_full", "size_limit"):
+        if code in NO_ROOM:
             # No room for the step itself: the call runs unlogged (a lookup still answers).
             result = self.backend.call(handle, tool, unlogged, limit_ms=limit, inline=inline)
             return result, time.thread_time() - started
         # An inline attempt that was busy or too slow runs again in a thread: not a step yet.
-        if code is not None and not (inline and code in ("busy", "time_limit")):
+        if code is not None and not (inline and code in RETRY_IN_THREAD):
             self.backend.write_failed_step(handle, step.failure_writer(result))
         return result, time.thread_time() - started
 
@@ -495,7 +493,8 @@ class SessionManager:
             return record, scored, result, False  # the judge is awaited on the event loop
         if scored.mismatch:
             result["task_mismatch"] = list(scored.mismatch)
-        self.control.mark_verified(record.id, result["reward"], result)
+        # What is stored is capped in size, as what is shown (app/verify/evidence.py).
+        self.control.mark_verified(record.id, result["reward"], cap_evidence(result))
         return record, scored, result, True
 
     async def _verified(
@@ -517,7 +516,9 @@ class SessionManager:
                 )
             if scored.mismatch:
                 result["task_mismatch"] = list(scored.mismatch)
-            await self._run(self.control.mark_verified, record.id, result["reward"], result)
+            await self._run(
+                self.control.mark_verified, record.id, result["reward"], cap_evidence(result)
+            )
         if self.settings.close_on_verify and record.status != "closed":
             await self.close(session_id)
         return result
@@ -544,13 +545,17 @@ class SessionManager:
             self.replay_files.touch(paths)
             self.replay_files.keep(created)
 
-    def _replay_verify(self, task: TaskSpec, response: Any) -> dict[str, Any]:
+    def _snapshot(self, task: TaskSpec) -> Snapshot:
+        """The task's seeded snapshot; InvalidTask when its seed does not fit the models."""
         try:
-            snapshot = self.backend.snapshot(task)
+            return self.backend.snapshot(task)
         except SeedError as exc:
             raise InvalidTask(
                 f"the task's seed does not fit environment {self.env.name}: {exc}"
             ) from exc
+
+    def _replay_verify(self, task: TaskSpec, response: Any) -> dict[str, Any]:
+        snapshot = self._snapshot(task)
         return replay_verify(
             env=self.env,
             snapshot=snapshot,
@@ -626,18 +631,10 @@ class Seeded:
 
 
 # A retried seed waits this long for the first one to finish; a claim older than the stale limit
-# belongs to a seeder that died (a cold snapshot takes well under a second, PERF_FACTS.md).
+# belongs to a seeder that died (a cold snapshot takes well under a second).
 SEED_WAIT_SECONDS = 30.0
 SEED_POLL_SECONDS = 0.01
 STALE_CLAIM_SECONDS = 120.0
-
-
-def _utcnow() -> datetime:
-    return naive_utcnow().replace(microsecond=0)
-
-
-def _issued(created_at: datetime) -> int:
-    return int(created_at.replace(tzinfo=UTC).timestamp())
 
 
 def _age_seconds(stamp: datetime) -> float:

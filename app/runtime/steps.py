@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sqlite3
 import time
 from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy.orm import Session
 
+from app.storage.images import ImageConnection
 from app.storage.steplog import canonical, write_alone, write_step
 
 OUTPUT_CAP = 16 * 1024
@@ -74,13 +74,13 @@ class StepRecorder:
         if db.new or db.dirty or db.deleted:
             db.flush()
         values = step_values(self.tool, self.raw_args, payload, time.perf_counter() - self.started)
-        write_step(db.connection(), values)  # on SQLite, on the sqlite3 connection itself
+        write_step(db.connection(), values)  # as the session's backend writes it
 
     def failure_writer(self, payload: dict[str, Any]) -> Callable[[Any], None]:
         """What writes a failed call's step, in a transaction of its own (the backend's)."""
         values = step_values(self.tool, self.raw_args, payload, time.perf_counter() - self.started)
         return lambda conn: write_step(conn, values)
 
-    def record_failure(self, conn: sqlite3.Connection, payload: dict[str, Any]) -> None:
-        """A failed call's step on a sqlite3 connection of our own (replays, tests)."""
+    def record_failure(self, conn: ImageConnection, payload: dict[str, Any]) -> None:
+        """A failed call's step on an image connection of our own (replays, tests)."""
         write_alone(conn, self.failure_writer(payload))

@@ -16,8 +16,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import Response
 
 from app.errors import StateGymError
-from app.storage.control import SessionQuery
-from app.storage.inspection import Inspector, parse_reward, parse_since, parse_where, record_summary
+from app.storage.inspection import Inspector, parse_where, record_summary, session_query
 
 
 class AdminOff(StateGymError):
@@ -70,14 +69,12 @@ def list_sessions(
     offset: Offset = 0,
 ) -> dict[str, Any]:
     """Sessions, newest first."""
-    op, value = parse_reward(reward) if reward is not None else (None, None)
-    query = SessionQuery(
+    query = session_query(
         env=env,
         task_id=task,
         status=status,
-        reward_op=op,
-        reward=value,
-        since=parse_since(since) if since else None,
+        reward=reward,
+        since=since,
         limit=limit,
         offset=offset,
     )

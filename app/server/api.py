@@ -60,7 +60,7 @@ from app.server.models import (
     validated,
 )
 from app.settings import Settings
-from app.storage.sqlite.db import is_disk_full
+from app.storage.driver import is_storage_full
 from app.verify.metrics import aggregate
 from app.verify.request_task import require_something_to_score
 
@@ -215,7 +215,7 @@ def _install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
-        if is_disk_full(exc) or is_disk_full(getattr(exc, "orig", None) or exc):
+        if is_storage_full(exc) or is_storage_full(getattr(exc, "orig", None) or exc):
             full = StorageFull(
                 "no space left on the data dir's disk; nothing was written",
                 hint="Free disk space (e.g. `stategym sessions gc`) and retry.",

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from app.errors import NoSession, SessionExpired
-from app.storage.sqlite.store import SESSION_ID_RE
+from app.storage.snapshots import SESSION_ID_RE
 
 SECRET_FILE = "secret_key"
 

@@ -1,4 +1,4 @@
-"""Tools over MCP: the environment's tools served by the official `mcp` SDK (issue 18).
+"""Tools over MCP: the environment's tools served by the official `mcp` SDK.
 
 `/mcp` speaks streamable HTTP through the SDK's low-level `Server` and its
 `StreamableHTTPSessionManager` in stateless mode: every POST is answered on its own, so any
@@ -43,7 +43,7 @@ from app.sdk.environment import Environment
 from app.server.cookies import CookieSigner, load_or_create_secret
 from app.server.models import MCPServerMetadata
 from app.settings import Settings
-from app.storage.sqlite.db import is_disk_full
+from app.storage.driver import is_storage_full
 
 MCP_URL_PATH = "/mcp"
 _VERSION = "0.1.0"  # StateGym's, as the app's OpenAPI version
@@ -101,7 +101,7 @@ def _protocol_error(exc: StateGymError) -> McpError:
 def _unexpected_error(exc: Exception, tool: str) -> McpError:
     """What the HTTP app's last-resort handler answers: 507 when the disk is full, else a 500
     naming only the exception's type (never its text, which may quote SQL or paths)."""
-    if is_disk_full(exc) or is_disk_full(getattr(exc, "orig", None) or exc):
+    if is_storage_full(exc) or is_storage_full(getattr(exc, "orig", None) or exc):
         full = StorageFull(
             "no space left on the data dir's disk; nothing was written",
             hint="Free disk space (e.g. `stategym sessions gc`) and retry.",

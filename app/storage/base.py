@@ -1,32 +1,9 @@
 """What a storage backend is: the one interface the runtime, inspection, /admin and the CLI use.
 
-A session is one rollout's database: a SQLite file cloned from a per-task snapshot image
-(app/storage/sqlite/) or a PostgreSQL schema cloned from a per-task template schema
-(app/storage/postgres/). `make_backend(settings, env)` (app/storage/factory.py) builds one
-`SessionBackend` per process from `database_url`; nothing outside app/storage/ asks which one it
-got: it reads `capabilities` instead.
-
-The protocol flow (seed claims and idempotency, the per-session lock, tool calls, verify, close)
-lives in app/runtime/sessions.py and calls, per request, at most:
-
-    seed    control.add -> backend.create(session_id, snapshot)
-    tool    backend.open(session_id) (first call only) -> backend.call(handle, tool, work)
-    verify  backend.read(handle, work)
-    close   backend.release(handle, session_id, delete=...) -> control.mark_closed
-
-Every one of them is one transaction on the session (one worker-thread hop, no extra query):
-`call` runs `work(bind)` in the session's namespace, where `bind` is a SQLAlchemy `Connection`
-not yet in a transaction; the runner's ORM `Session` opens it (SQLite: BEGIN IMMEDIATE) or joins
-the one the backend began (PostgreSQL: BEGIN + the session's advisory lock).
-
-Gold states and seed dumps are computed on the SQLite snapshot images on both backends
-(`backend.snapshots`), so both verify against the very same reference.
-
-Extension point: a capability that needs the session's storage (fork: copy one session's state
-into n new sessions; rewind to a step; export/restore a session) is a method added to
-`SessionBackend` here and implemented in both backend modules, with a flag in `Capabilities`
-when one backend cannot offer it (as `browse` is today). The runtime calls the method; it never
-reaches for a file path or a schema name.
+`make_backend` (app/storage/factory.py) builds one `SessionBackend` per process; nothing outside
+app/storage/ asks which one it got: it reads `capabilities`. Every call below is one transaction
+on the session (one worker-thread hop). The flow and the extension point:
+docs/storage.md#the-backend-protocol.
 """
 
 from __future__ import annotations
@@ -38,16 +15,20 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 from sqlalchemy import Connection
 
 from app.errors import StateGymError
-from app.runtime.tasks import TaskSpec
 from app.sdk.environment import Environment, Tool, ToolContext
 from app.settings import Settings
 from app.storage.control import ResourcesClaim, SessionQuery, SessionRecord
-from app.storage.sqlite.store import Snapshot, Store
+from app.storage.lineage import Origin
+from app.storage.snapshots import Snapshot
+
+if TYPE_CHECKING:  # types only: the task model and the snapshot image store
+    from app.runtime.tasks import TaskSpec
+    from app.storage.sqlite.store import Store
 
 T = TypeVar("T")
 # What `SessionBackend.call` runs inside the session's transaction: the tool runner.
@@ -137,9 +118,7 @@ class SessionHandle(Protocol):
 @runtime_checkable
 class ControlStore(Protocol):
     """The control database: one row per session plus the typed-seed claims (app/storage/
-    control.py). Both backends use `ControlDB`'s queries; only the engine differs."""
-
-    engine: Any  # a SQLAlchemy Engine; session lineage (app/storage/lineage.py) uses it
+    control.py, with each backend's own in app/storage/{sqlite,postgres}/control.py)."""
 
     def add(
         self,
@@ -168,6 +147,16 @@ class ControlStore(Protocol):
     def live_created_before(
         self, env: str, cutoff: datetime
     ) -> builtins.list[tuple[str, datetime]]: ...
+    def connect(self) -> AbstractContextManager[Connection]:
+        """A connection for reads of the control tables (app/storage/control_schema.py)."""
+        ...
+
+    def verify_field(self, key: str) -> Any:
+        """The stored verify result's field `key` as text, in a SQL expression."""
+        ...
+
+    def record_lineage(self, origins: builtins.list[Origin]) -> None: ...
+    def lineage_tree(self, session_id: str) -> dict[str, Any]: ...
     def dispose(self) -> None: ...
 
 
@@ -271,6 +260,15 @@ class SessionBackend(Protocol):
         ...
 
     def view(self) -> ReadOnlyView: ...
+
+    def session_bytes(self, handle: SessionHandle) -> int:
+        """The session's current size in bytes (what one copy of it writes: fork budgets)."""
+        ...
+
+    def stored_bytes(self) -> int:
+        """Bytes of session state this deployment holds outside the data dir (PostgreSQL
+        schemas; 0 on SQLite)."""
+        ...
 
     # --- steps, forks and copies (docs/steps.md) ---------------------------------------------
     def logs_steps(self, handle: SessionHandle) -> bool:

@@ -1,36 +1,37 @@
 """The control database: one row per session (who, which task, when, status, reward, file).
 
-A small SQLite file in WAL mode shared by all workers of a server (or, on PostgreSQL, a schema
-shared by every replica: app/storage/postgres/control.py); both run these queries. Written on
-seed, verify and close only, never on a tool call, so it is not on the hot path.
+A small SQLite file in WAL mode shared by all workers of a server (app/storage/sqlite/control.py)
+or, on PostgreSQL, a schema shared by every replica (app/storage/postgres/control.py). `ControlDB`
+holds the queries, written once in SQLAlchemy Core; a backend overrides only what it runs its own
+way (SQLite: the four hot statements on raw sqlite3). Written on seed, verify and close only,
+never on a tool call.
 """
 
 from __future__ import annotations
 
 import builtins  # `list` is a method name of the control store
-import sqlite3
-import threading
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
-from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 from sqlalchemy import (
+    JSON,
+    Connection,
     Engine,
     case,
-    create_engine,
     delete,
-    event,
     func,
     insert,
     select,
+    type_coerce,
     update,
 )
 from sqlalchemy.exc import IntegrityError
 
 from app import jsonio
 from app.clock import naive_utcnow
+from app.storage import lineage
 from app.storage.control_schema import (  # re-exported: the control table's names
     CLAIM_CLOSED,
     CLAIM_OPEN,
@@ -39,8 +40,6 @@ from app.storage.control_schema import (  # re-exported: the control table's nam
     resources_ids_table,
     sessions_table,
 )
-from app.storage.migrations import prepare_control_database
-from app.verify.evidence import cap_evidence
 
 __all__ = [
     "CLAIM_CLOSED",
@@ -51,7 +50,6 @@ __all__ = [
     "SessionQuery",
     "SessionRecord",
     "control_metadata",
-    "open_sqlite_control",
     "resources_ids_table",
     "sessions_table",
 ]
@@ -85,7 +83,7 @@ class SessionRecord:
     verify: dict[str, Any] | None = None
 
 
-def _record(row: Any) -> SessionRecord:
+def session_record(row: Any) -> SessionRecord:
     return SessionRecord(
         id=row.id,
         env=row.env,
@@ -135,34 +133,21 @@ def _utcnow() -> datetime:
 
 class ControlDB:
     """The control queries over an engine (SQLite file or PostgreSQL schema); no I/O here:
-    `open_sqlite_control` and app/storage/postgres/control.py's `open_pg_control` create or
+    `open_sqlite_control` (app/storage/sqlite/control.py) and `open_pg_control` create or
     upgrade the tables first."""
 
     def __init__(self, engine: Engine, one_statement: Engine | None = None):
-        self.engine = engine
+        self._engine = engine
         # Where the hot queries that are one statement each (add without a resources id, get,
-        # mark_verified, mark_closed) run when there is no raw SQLite path: on PostgreSQL an
-        # engine whose transactions send no BEGIN (app/storage/postgres/control.py).
+        # mark_verified, mark_closed) run: on PostgreSQL an engine whose transactions send no
+        # BEGIN (app/storage/postgres/control.py).
         self._one_statement = one_statement if one_statement is not None else engine
-        self._lock = threading.Lock()
-        # On SQLite, the hot queries (add, get, mark_verified, mark_closed) run prebuilt SQL on
-        # a per-thread sqlite3 connection: SQLAlchemy built, cache-keyed and compiled each
-        # statement per call (~25 % of a seed, ~24 % of a close; bench/README.md).
-        self._raw_path = engine.url.database if engine.dialect.name == "sqlite" else None
-        self._raw_local = threading.local()
-        self._raw_conns: list[sqlite3.Connection] = []
 
-    def _raw(self) -> sqlite3.Connection | None:
-        if not self._raw_path:
-            return None
-        conn: sqlite3.Connection | None = getattr(self._raw_local, "conn", None)
-        if conn is None:
-            conn = sqlite3.connect(self._raw_path, isolation_level=None, check_same_thread=False)
-            _pragmas(conn, None)
-            self._raw_local.conn = conn
-            with self._lock:
-                self._raw_conns.append(conn)
-        return conn
+    @property
+    def engine(self) -> Engine:
+        """For the backend that opened it (schema creation, orphans); callers above storage
+        use the methods."""
+        return self._engine
 
     def add(
         self,
@@ -180,31 +165,22 @@ class ControlDB:
         """Insert the session's row. With a `resources_session_id`, claim that id for it in
         the same transaction (state `seeding`): when another session holds the id already,
         nothing is written and that claim is returned."""
-        raw = self._raw() if resources_session_id is None else None
-        if raw is not None:
-            values = (
-                session_id, env, task_id, snapshot_key, None, "open",
-                _sqlite_datetime(created_at or _utcnow()), file, jsonio.dumps_text(task),
-            )  # fmt: skip
-            raw.execute(_RAW_INSERT, values)
-            return None
-        row = sessions_table.insert().values(
-            id=session_id,
-            env=env,
-            task_id=task_id,
-            snapshot_key=snapshot_key,
-            resources_session_id=resources_session_id,
-            status="open",
-            created_at=created_at or _utcnow(),
-            file=file,
-            task_json=jsonio.dumps_text(task),
-        )
+        row = {
+            "id": session_id,
+            "env": env,
+            "task_id": task_id,
+            "snapshot_key": snapshot_key,
+            "resources_session_id": resources_session_id,
+            "status": "open",
+            "created_at": created_at or _utcnow(),
+            "file": file,
+            "task_json": jsonio.dumps_text(task),
+        }
         if resources_session_id is None:
-            with self._one_statement.begin() as conn:
-                conn.execute(row)
+            self._add_unclaimed(row)
             return None
         try:
-            with self.engine.begin() as conn:
+            with self._engine.begin() as conn:
                 conn.execute(
                     insert(resources_ids_table).values(
                         env=env,
@@ -215,7 +191,7 @@ class ControlDB:
                         updated_at=_utcnow(),
                     )
                 )
-                conn.execute(row)
+                conn.execute(insert(sessions_table).values(**row))
         except IntegrityError:
             held = self.claim(env, resources_session_id)
             if held is None:  # released between our insert and this read: try once more
@@ -227,17 +203,22 @@ class ControlDB:
             return held
         return None
 
+    def _add_unclaimed(self, row: dict[str, Any]) -> None:
+        """The session's row alone (`add` without a resources id): one statement."""
+        with self._one_statement.begin() as conn:
+            conn.execute(insert(sessions_table).values(**row))
+
     def claim(self, env: str, resources_session_id: str) -> ResourcesClaim | None:
         t = resources_ids_table
         query = select(t).where(t.c.env == env, t.c.resources_session_id == resources_session_id)
-        with self.engine.connect() as conn:
+        with self._engine.connect() as conn:
             row = conn.execute(query).first()
         return ResourcesClaim(**row._mapping) if row else None
 
     def take_over_claim(self, claim: ResourcesClaim, session_id: str) -> bool:
         """Hand a stale `seeding` claim (its seeder died) to a new session; False if it moved."""
         t = resources_ids_table
-        with self.engine.begin() as conn:
+        with self._engine.begin() as conn:
             result = conn.execute(
                 update(t)
                 .where(t.c.env == claim.env)
@@ -251,7 +232,7 @@ class ControlDB:
     def open_claim(self, env: str, resources_session_id: str, session_id: str) -> bool:
         """The session is ready: `seeding` -> `open`. False when a close got there first."""
         t = resources_ids_table
-        with self.engine.begin() as conn:
+        with self._engine.begin() as conn:
             result = conn.execute(
                 update(t)
                 .where(t.c.env == env)
@@ -265,7 +246,7 @@ class ControlDB:
     def release_claim(self, env: str, resources_session_id: str, session_id: str) -> None:
         """A seed that failed gives its id back (only its own, still-seeding claim)."""
         t = resources_ids_table
-        with self.engine.begin() as conn:
+        with self._engine.begin() as conn:
             conn.execute(
                 delete(t)
                 .where(t.c.env == env)
@@ -279,7 +260,7 @@ class ControlDB:
         already closed."""
         t = resources_ids_table
         try:
-            with self.engine.begin() as conn:
+            with self._engine.begin() as conn:
                 conn.execute(
                     insert(t).values(
                         env=env,
@@ -293,7 +274,7 @@ class ControlDB:
             return True
         except IntegrityError:
             pass
-        with self.engine.begin() as conn:
+        with self._engine.begin() as conn:
             result = conn.execute(
                 update(t)
                 .where(t.c.env == env)
@@ -304,14 +285,10 @@ class ControlDB:
         return result.rowcount > 0
 
     def get(self, session_id: str) -> SessionRecord | None:
-        raw = self._raw()
-        if raw is not None:
-            found = raw.execute(_RAW_GET, (session_id,)).fetchone()
-            return _raw_record(found) if found else None
         with self._one_statement.connect() as conn:
             query = select(sessions_table).where(sessions_table.c.id == session_id)
             row = conn.execute(query).first()
-        return _record(row) if row else None
+        return session_record(row) if row else None
 
     def find_by_resources_id(self, env: str, resources_session_id: str) -> SessionRecord | None:
         query = (
@@ -320,17 +297,12 @@ class ControlDB:
             .where(sessions_table.c.resources_session_id == resources_session_id)
             .order_by(sessions_table.c.created_at.desc())
         )
-        with self.engine.connect() as conn:
+        with self._engine.connect() as conn:
             row = conn.execute(query).first()
-        return _record(row) if row else None
+        return session_record(row) if row else None
 
     def mark_verified(self, session_id: str, reward: float, result: dict[str, Any]) -> None:
-        raw = self._raw()
-        if raw is not None:
-            verify_json = jsonio.dumps_text(cap_evidence(result))
-            values = (_sqlite_datetime(_utcnow()), reward, verify_json, session_id)
-            raw.execute(_RAW_VERIFIED, values)
-            return
+        """Record the verify `result` as given (the caller caps its evidence's size)."""
         status = sessions_table.c.status
         with self._one_statement.begin() as conn:
             conn.execute(
@@ -341,15 +313,12 @@ class ControlDB:
                     status=case((status == "closed", status), else_="verified"),
                     verified_at=_utcnow(),
                     reward=reward,
-                    verify_json=jsonio.dumps_text(cap_evidence(result)),
+                    verify_json=jsonio.dumps_text(result),
                 )
             )
 
     def mark_closed(self, session_id: str) -> bool:
         """True when this call closed it, False when it was closed already."""
-        raw = self._raw()
-        if raw is not None:
-            return raw.execute(_RAW_CLOSED, (_sqlite_datetime(_utcnow()), session_id)).rowcount > 0
         with self._one_statement.begin() as conn:
             result = conn.execute(
                 update(sessions_table)
@@ -363,8 +332,8 @@ class ControlDB:
         query = select(sessions_table).order_by(sessions_table.c.created_at.desc()).limit(limit)
         if env:
             query = query.where(sessions_table.c.env == env)
-        with self.engine.connect() as conn:
-            return [_record(r) for r in conn.execute(query)]
+        with self._engine.connect() as conn:
+            return [session_record(r) for r in conn.execute(query)]
 
     def query(self, q: SessionQuery) -> builtins.list[SessionRecord]:
         """Newest first."""
@@ -382,14 +351,14 @@ class ControlDB:
             stmt = stmt.where(t.c.created_at < q.before)
         if q.reward_op is not None and q.reward is not None:
             stmt = stmt.where(_compare(t.c.reward, q.reward_op, q.reward))
-        with self.engine.connect() as conn:
-            return [_record(r) for r in conn.execute(stmt)]
+        with self._engine.connect() as conn:
+            return [session_record(r) for r in conn.execute(stmt)]
 
     def delete(self, session_ids: builtins.list[str]) -> int:
         """Remove control rows (the caller removes the files first)."""
         if not session_ids:
             return 0
-        with self.engine.begin() as conn:
+        with self._engine.begin() as conn:
             t = sessions_table
             result = conn.execute(delete(t).where(t.c.id.in_(session_ids)))
         return result.rowcount
@@ -398,7 +367,7 @@ class ControlDB:
         """Sessions of `env` not closed yet (open or verified)."""
         t = sessions_table
         query = select(func.count()).where(t.c.env == env).where(t.c.status != "closed")
-        with self.engine.connect() as conn:
+        with self._engine.connect() as conn:
             return int(conn.execute(query).scalar_one())
 
     def live_created_before(
@@ -412,58 +381,28 @@ class ControlDB:
             .where(t.c.status != "closed")
             .where(t.c.created_at < cutoff)
         )
-        with self.engine.connect() as conn:
+        with self._engine.connect() as conn:
             return [(row.id, row.created_at) for row in conn.execute(query)]
 
+    def connect(self) -> AbstractContextManager[Connection]:
+        """A connection for reads of the control tables (the explorer's run pages)."""
+        return self._engine.connect()
+
+    def verify_field(self, key: str) -> Any:
+        """The stored verify result's field `key` as text, in a SQL expression (SQLite's JSON
+        functions read the TEXT column as it is)."""
+        return type_coerce(sessions_table.c.verify_json, JSON)[key].as_string()
+
+    def record_lineage(self, origins: builtins.list[lineage.Origin]) -> None:
+        """Where forked or restored sessions came from (app/storage/lineage.py)."""
+        lineage.record(self._engine, origins)
+
+    def lineage_tree(self, session_id: str) -> dict[str, Any]:
+        """The fork/restore tree holding `session_id`, from its root."""
+        return lineage.tree(self._engine, session_id)
+
     def dispose(self) -> None:
-        with self._lock:
-            conns, self._raw_conns = self._raw_conns, []
-        for conn in conns:
-            conn.close()
-        self._raw_local = threading.local()
-        self.engine.dispose()
-
-
-# The raw SQLite statements (ControlDB._raw); each is one autocommitted statement, as the
-# SQLAlchemy versions were one transaction. Values are stored as SQLAlchemy stores them.
-_COLUMNS = [c.name for c in sessions_table.columns]
-_RAW_INSERT = (
-    "INSERT INTO sessions (id, env, task_id, snapshot_key, resources_session_id, status, "
-    "created_at, file, task_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
-)
-_RAW_GET = f"SELECT {', '.join(_COLUMNS)} FROM sessions WHERE id = ?"
-_RAW_VERIFIED = (
-    "UPDATE sessions SET status = CASE WHEN status = 'closed' THEN status ELSE 'verified' END, "
-    "verified_at = ?, reward = ?, verify_json = ? WHERE id = ?"
-)
-_RAW_CLOSED = (
-    "UPDATE sessions SET status = 'closed', closed_at = ? WHERE id = ? AND status != 'closed'"
-)
-
-
-def _sqlite_datetime(value: datetime) -> str:
-    """A datetime as SQLAlchemy's SQLite DateTime stores it (always with microseconds)."""
-    return value.strftime("%Y-%m-%d %H:%M:%S.%f")
-
-
-def _parse_sqlite_datetime(value: str | None) -> datetime | None:
-    return None if value is None else datetime.fromisoformat(value)
-
-
-def _raw_record(row: tuple[Any, ...]) -> SessionRecord:
-    r = dict(zip(_COLUMNS, row, strict=True))
-    for name in ("created_at", "verified_at", "closed_at"):
-        r[name] = _parse_sqlite_datetime(r[name])
-    return _record(SimpleNamespace(**r))
-
-
-def open_sqlite_control(path: Path) -> ControlDB:
-    """The SQLite control database at `path`, created at head or upgraded in place."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    engine = create_engine(f"sqlite:///{path}")
-    event.listen(engine, "connect", _pragmas)
-    prepare_control_database(engine, path)
-    return ControlDB(engine)
+        self._engine.dispose()
 
 
 def _compare(column: Any, op: str, value: float) -> Any:
@@ -477,11 +416,3 @@ def _compare(column: Any, op: str, value: float) -> Any:
         ">": column > value,
         ">=": column >= value,
     }[op]
-
-
-def _pragmas(dbapi_conn: Any, _record: Any) -> None:
-    cursor = dbapi_conn.cursor()
-    cursor.execute("PRAGMA journal_mode=WAL")
-    cursor.execute("PRAGMA synchronous=NORMAL")
-    cursor.execute("PRAGMA busy_timeout=10000")
-    cursor.close()

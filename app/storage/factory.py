@@ -16,12 +16,12 @@ from app.sdk.environment import Environment
 from app.settings import Settings
 from app.storage.backend import POSTGRES, backend_of
 from app.storage.base import ControlStore, ReadOnlyView, SessionBackend, check_requirements
-from app.storage.control import open_sqlite_control
 from app.storage.postgres import backend as pg
 from app.storage.postgres import migrate as pg_migrate
 from app.storage.postgres.control import PgControlDB, open_pg_control
 from app.storage.postgres.db import SchemaNames, make_engine
 from app.storage.sqlite import backend as lite
+from app.storage.sqlite.control import open_sqlite_control
 from app.storage.sqlite.store import Store
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import math
 import os
 import re
-import sqlite3
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -31,9 +30,9 @@ from app.runtime.tasks import task_from_data
 from app.sdk.environment import Environment
 from app.storage.base import ControlStore, NotOnDisk, ReadOnlyView
 from app.storage.control import REWARD_OPS, SessionQuery, SessionRecord
+from app.storage.images import Store, read_only_image
 from app.storage.seeding import parse_now
-from app.storage.sqlite.backend import open_read_only
-from app.storage.sqlite.store import Snapshot, Store, check_session_id
+from app.storage.snapshots import Snapshot, check_session_id
 from app.verify.diff import describe, diff_states, summarize
 from app.verify.gold import GoldCache, replay, state_of_image
 from app.verify.raw_values import raw_column, reader
@@ -91,6 +90,30 @@ def parse_reward(text: str) -> tuple[str, float]:
         return op, value
     except ValueError:
         raise BadRequest(f"{text!r} is not a reward filter; use e.g. 1, '<1' or '>=0.5'") from None
+
+
+def session_query(
+    *,
+    env: str | None,
+    task_id: str | None,
+    status: str | None,
+    reward: str | None,
+    since: str | None,
+    limit: int,
+    offset: int = 0,
+) -> SessionQuery:
+    """The filters `sessions list` and /admin take as text, parsed once (BadRequest if not)."""
+    op, value = parse_reward(reward) if reward is not None else (None, None)
+    return SessionQuery(
+        env=env,
+        task_id=task_id,
+        status=status,
+        reward_op=op,
+        reward=value,
+        since=parse_since(since) if since else None,
+        limit=limit,
+        offset=offset,
+    )
 
 
 def parse_where(items: list[str]) -> dict[str, str]:
@@ -301,7 +324,7 @@ class Inspector:
         if path.is_file():
             meta_now = task.seed.get("now") if task.seed else None
             return Snapshot(
-                record.snapshot_key, image_of(path), parse_now(meta_now, env.default_now)
+                record.snapshot_key, read_only_image(path), parse_now(meta_now, env.default_now)
             )
         store = Store(self.data_dir, env)
         # Built in memory from the template (nothing written) unless even that is missing.
@@ -319,7 +342,7 @@ class Inspector:
         task = task_from_data(record.task)
         path = self.data_dir / "gold" / env.name / f"{task.gold_key}.sqlite"
         if path.is_file():
-            return state_of_image(env, image_of(path))
+            return state_of_image(env, read_only_image(path))
         # Not cached on disk yet: replay the reference solution in memory (nothing is written).
         conn, engine, _failures = replay(env, self._snapshot(record, env), task)
         try:
@@ -396,13 +419,3 @@ def carried_answer(expected: tuple[str, ...], stored: dict[str, Any] | None) -> 
     return {
         "output": [message]
     }, "state re-verified; outputs check carried over from the stored verify"
-
-
-def image_of(path: Path) -> bytes:
-    conn = open_read_only(path)
-    try:
-        mem = sqlite3.connect(":memory:")
-        conn.backup(mem)
-        return mem.serialize()
-    finally:
-        conn.close()

@@ -1,26 +1,8 @@
 """Change tracking on SQLite read from the step log: what a session wrote since its snapshot.
 
-A snapshot built with a step log (app/storage/sqlite/store.py `snapshot_image`) keeps no change-
-tracking triggers of its own: every row change a session makes is already in its step log
-(`_stategym_step_rows`, written by a trigger in the change's own transaction; a rewind deletes
-the rows of the steps it undoes; a fork, an export and a restore copy the log with the rows), so
-the log names exactly the rows that may differ from the snapshot. The second set of triggers
-(48 in retail) cost each open connection ~190 KB of parsed SQL, each open ~0.5 ms and each
-written row a second insert (bench/README.md, round 9). PostgreSQL reads its step log the same
-way (app/storage/postgres/changes.py).
-
-What the tracking triggers recorded, derived from the log here:
-- rows: `old_rid` / `new_rid` (rowids) per table;
-- "<table>#key" (references to the table may now resolve differently): a row inserted or
-  deleted in a table some compared reference to which is not an enforced foreign key, or an
-  update that changed one of the columns references resolve by (compared as quote() literals;
-  a change of representation only, 1 -> 1.0, counts as a change: read more, never less).
-
-Not trusted (None: the caller reads every table whole): another step-log version, a table the
-snapshot did not have (a renamed one), a table's three step triggers not all in place under its
-own name, or a migration run on the database (`migrated` in its meta: what a migration writes
-is in no log). A table the log does not cover (no rowid) is always read whole. Writes no row
-trigger sees are caught by verify's row-count backstop (app/verify/patching.py).
+Invariant: the log names every row that may differ from the snapshot; where it cannot be
+trusted, None (the caller reads every table whole). Details:
+docs/storage.md#change-tracking-from-the-step-log-sqlite.
 """
 
 from __future__ import annotations

@@ -186,12 +186,6 @@ class Changes:
     twin: str | None = field(default=None, compare=False)
 
 
-# Connection.info key: (Connection, table names) -> Changes | None. A backend whose databases
-# track changes otherwise than SQLite's triggers puts its reader there (PostgreSQL: its step
-# log, app/storage/postgres/changes.py).
-CHANGE_READER = "stategym.change_reader"
-
-
 def read_tracking_meta(conn: sqlite3.Connection) -> dict[str, str] | None:
     """The meta keys change tracking reads (app/storage/tracking.py); None without a meta."""
     try:

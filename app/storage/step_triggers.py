@@ -1,30 +1,8 @@
 """The step log of a SQLite database a migration changed, made whole again in its transaction.
 
-A migration adds, recreates (a copy-and-move batch: a new table under the old name) and drops
-tables; SQLite drops a table's triggers with it, and nothing in a migration creates the step
-log's. So after the migration steps of an upgrade to the branch head (app/storage/migrations.py,
-same transaction), the step log's triggers and column records are put back as a snapshot of the
-models has them (`install_step_log` on every table with a rowid):
-
-- a table the log holds no change of gets them afresh, from its columns as they now are (its
-  old triggers, if any, are dropped first: they quote the columns they were created with);
-- a table the log holds changes of keeps its record, which those changes were logged with. Its
-  triggers are re-made only where nothing else changed: same columns, and its rowid is its
-  integer primary key (a copy keeps it, and the log identifies rows by rowid). Otherwise undo
-  stays refused for the session (docs/steps.md, "Limits"), as it was before.
-
-A dropped table took its triggers along; its column record goes too unless the log names it.
-
-The migration's own writes (a backfill) are no step: the rows the log gained while it ran are
-deleted, or they would be counted as the next tool call's. The database is marked `migrated`
-(app/storage/migrations.py): change tracking read from the log (app/storage/log_changes.py) then
-makes verify read it whole, as a table that lost the older tracking triggers does, which is
-always right. A database without a step log is left without one.
-
-Every migration that moves a logged database's revision (up or down, to the head or not) records
-the step its log is at (`mark_migrated`: meta `migrated_at_step`, as PostgreSQL's): the row images
-of the steps up to it predate the migration, so no undo goes back before it (app/storage/
-steplog.py).
+Invariant: after a migration the triggers and column records are as a snapshot of the models
+has them, the migration's own writes are no step, and no undo goes back before it.
+Details: docs/storage.md#the-step-log-after-a-migration-sqlite.
 """
 
 from __future__ import annotations

@@ -1,37 +1,8 @@
 """The step log inside a session database: one row per tool call, and the rows each call changed.
 
-Two tables, created in every snapshot (so every session cloned from it has them):
-
-- `_stategym_steps(idx, tool, args, outcome, output, output_digest, output_bytes, duration_ms)`:
-  one row per tool call, 1-based; `outcome` is "ok" or the error code; `output` is the exact JSON
-  body the agent was sent, or NULL with its sha256 digest when it is over the size cap.
-- `_stategym_step_rows(seq, step, tbl, op, old_rid, new_rid, old_vals, new_vals)`: one row per
-  row a call inserted ("i"), updated ("u") or deleted ("d"), written by triggers on every table of
-  the environment; `old_vals`/`new_vals` are the row's columns as SQL literals (SQLite's own
-  `quote()`, so every value, blobs and reals included, reads back exactly), comma-separated in
-  the column order recorded in `_stategym_step_cols`.
-
-A row change belongs to the step being run, i.e. `max(idx) + 1`: the step row itself is written
-last, in the same transaction as the tool's writes (app/runtime/steps.py), so a rolled-back call
-leaves no row change and the failed call's step is written on its own afterwards.
-
-PostgreSQL sessions keep the same tables, filled by PL/pgSQL triggers, with row images as JSON
-(app/storage/postgres/steplog.py). Readers above app/storage/ use `step_log(conn)`, the `StepLog`
-of the connection's backend, and never the encoding: SQLite's is below (`SqliteStepLog`), a
-PostgreSQL connection carries its own in `conn.info[LOG_READER]` (set by that backend).
-
-Undo (rewind, and the intermediate states step rewards score) applies the before-images in
-reverse order in one transaction. An environment's own triggers (the `sql` environment's
-append-only rules) would refuse or repeat writes that only restore the past, so they are dropped
-for that transaction and re-created from their stored SQL before it ends (SQLite DDL is
-transactional: a failure restores them with everything else).
-
-A migration of the session (app/storage/migrations.py, app/storage/postgres/migrate.py) records
-the step the log was at in the meta (`migrated_at_step`, the same key on both backends; absent
-when it ran before the first step). The row images of steps up to it were taken before the
-migration changed the schema or its data, so writing them back would undo part of it (a backfill,
-a recreated or dropped table): an undo to an earlier step is refused (`check_step`: CannotRewind,
-saying so; `undo_to`: UndoUnavailable), an undo to it or later is as in any session.
+Invariant: a row change belongs to the step being run (`max(idx) + 1`), written in the call's own
+transaction, so a rolled-back call leaves none; undo never goes back before a migration's step.
+Format, undo and migrations: docs/storage.md#the-step-log.
 """
 
 from __future__ import annotations
@@ -47,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from app.errors import CannotRewind
+from app.storage.driver import driver_of
 from app.storage.meta import META_TABLE, write_meta
 
 log = logging.getLogger("stategym.steps")
@@ -115,14 +87,11 @@ def install_step_log(conn: sqlite3.Connection, tables: Mapping[str, Sequence[str
     write_meta(conn, {"step_log": STEP_LOG_VERSION})
 
 
-def has_step_log(conn: Any) -> bool:
-    """Whether the database keeps a step log (`conn`: sqlite3 or a SQLAlchemy Connection)."""
-    if hasattr(conn, "exec_driver_sql") and conn.dialect.name == "sqlite":
-        conn = conn.connection.driver_connection  # on sqlite3 itself: ~10x cheaper a query
-    run = conn.exec_driver_sql if hasattr(conn, "exec_driver_sql") else conn.execute
+def has_step_log(conn: sqlite3.Connection) -> bool:
+    """Whether the SQLite database keeps a step log."""
     try:
-        row = run(f"SELECT value FROM {META_TABLE} WHERE key = 'step_log'").fetchone()
-    except Exception:  # noqa: BLE001 - no meta table, or not SQLite
+        row = conn.execute(f"SELECT value FROM {META_TABLE} WHERE key = 'step_log'").fetchone()
+    except sqlite3.OperationalError:  # no meta table
         return False
     return row is not None and row[0] == STEP_LOG_VERSION
 
@@ -151,25 +120,21 @@ class RowChange:
 _OPS = {"i": "insert", "u": "update", "d": "delete"}
 
 
-_STEP_COLUMNS = ("tool", "args", "outcome", "output", "output_digest", "output_bytes",
-                 "duration_ms")  # fmt: skip
-_INSERT_STEP = (
-    f"INSERT INTO {STEPS_TABLE}(idx, {', '.join(_STEP_COLUMNS)}) VALUES ({_CURRENT_STEP}, "
-)
+STEP_COLUMNS = ("tool", "args", "outcome", "output", "output_digest", "output_bytes",
+                "duration_ms")  # fmt: skip
+# The step row's INSERT up to its values: each backend's driver appends its parameter style.
+INSERT_STEP = f"INSERT INTO {STEPS_TABLE}(idx, {', '.join(STEP_COLUMNS)}) VALUES ({_CURRENT_STEP}, "
 
 
 def write_step(conn: Any, step: Mapping[str, Any]) -> None:
     """Append one step (in the caller's transaction). `conn`: a sqlite3 connection, or a
     SQLAlchemy Connection of either backend (its namespace pinned to the session's)."""
     if not isinstance(conn, sqlite3.Connection):
-        if conn.dialect.name != "sqlite":
-            values = ", ".join(f"%({c})s" for c in _STEP_COLUMNS)
-            conn.exec_driver_sql(_INSERT_STEP + values + ")", {c: step[c] for c in _STEP_COLUMNS})
-            return
-        conn = conn.connection.driver_connection  # a tenth of a SQLAlchemy round trip
+        driver_of(conn).write_step(conn, step)
+        return
     conn.execute(
-        _INSERT_STEP + ", ".join("?" * len(_STEP_COLUMNS)) + ")",
-        tuple(step[c] for c in _STEP_COLUMNS),
+        INSERT_STEP + ", ".join("?" * len(STEP_COLUMNS)) + ")",
+        tuple(step[c] for c in STEP_COLUMNS),
     )
 
 
@@ -437,7 +402,6 @@ def undo_to(conn: sqlite3.Connection, to_step: int) -> int:
 
 
 # --- the log as readers above app/storage/ see it -------------------------------------------
-LOG_READER = "stategym.step_log"  # Connection.info key: (Connection) -> StepLog | None
 
 
 class StepLog(Protocol):
@@ -472,13 +436,7 @@ class StepLog(Protocol):
 def step_log(conn: Any) -> StepLog | None:
     """The step log of the session `conn` (a SQLAlchemy Connection) is on, or None when the
     session keeps none."""
-    reader = conn.info.get(LOG_READER)
-    if reader is not None:
-        found: StepLog | None = reader(conn)
-        return found
-    if conn.dialect.name != "sqlite" or not has_step_log(conn):
-        return None
-    return SqliteStepLog(conn.connection.driver_connection)
+    return driver_of(conn).step_log(conn)
 
 
 class SqliteStepLog:

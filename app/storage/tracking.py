@@ -1,25 +1,20 @@
 """What a session database wrote since its snapshot (`tracked_changes`), whichever way it tracks.
 
-- PostgreSQL: the backend's reader in `conn.info[CHANGE_READER]` (its step log,
-  app/storage/postgres/changes.py);
-- SQLite, a snapshot built with a step log: read from that log (app/storage/log_changes.py);
-- SQLite, the task generator's bases and files of older releases: the change-tracking
-  triggers' own records (app/storage/meta.py `changes_from_triggers`).
+The session's backend reads it (app/storage/driver.py): PostgreSQL from its step log
+(app/storage/postgres/changes.py); SQLite with `changes_in_file` below, from the step log of a
+snapshot built with one (app/storage/log_changes.py), else from the change-tracking triggers'
+own records (the task generator's bases, files of older releases; app/storage/meta.py).
 """
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterable
 from typing import Any
 
+from app.storage.driver import driver_of
 from app.storage.log_changes import changes_from_log
-from app.storage.meta import (
-    CHANGE_READER,
-    LOG_TRACKING,
-    Changes,
-    changes_from_triggers,
-    read_tracking_meta,
-)
+from app.storage.meta import LOG_TRACKING, Changes, changes_from_triggers, read_tracking_meta
 
 
 def tracked_changes(conn: Any, tables: Iterable[str]) -> Changes | None:
@@ -29,12 +24,13 @@ def tracked_changes(conn: Any, tables: Iterable[str]) -> Changes | None:
 
     `conn` is a sqlite3 connection or a SQLAlchemy Connection (read in the caller's transaction).
     """
-    if getattr(getattr(conn, "dialect", None), "name", "sqlite") != "sqlite":
-        reader = conn.info.get(CHANGE_READER)
-        found: Changes | None = reader(conn, tables) if reader is not None else None
-        return found
-    if hasattr(conn, "exec_driver_sql"):  # read on its sqlite3 connection: 5x cheaper a query
-        conn = conn.connection.driver_connection
+    if isinstance(conn, sqlite3.Connection):
+        return changes_in_file(conn, tables)
+    return driver_of(conn).tracked_changes(conn, tables)
+
+
+def changes_in_file(conn: sqlite3.Connection, tables: Iterable[str]) -> Changes | None:
+    """`tracked_changes` of a SQLite database, read on its sqlite3 connection."""
     meta = read_tracking_meta(conn)
     if meta is None:
         return None

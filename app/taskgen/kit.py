@@ -1,4 +1,4 @@
-"""The one task-generation kit every environment uses (issue 16): the story's `Draft`, gold
+"""The one task-generation kit every environment uses: the story's `Draft`, gold
 calls, the self-check that replays them, the task row, the generator declaration (with the
 shipped evaluation set it implies), and the difficulty and answer-kind rules applied to every
 generated task. An environment's `envs/<env>/taskgen/` keeps only what is its own: its Story

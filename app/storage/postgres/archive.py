@@ -1,33 +1,8 @@
 """Closed sessions kept as their step log, their schemas reused (PostgreSQL, keeping retention).
 
-Under `keep` (and `keep_days`, and `keep_failed` for the sessions it keeps) every closed session
-kept its schema, so every seed needed a new clone: ~70 catalog objects, ~50 ms of PostgreSQL CPU,
-the floor of a rollout there (docs/postgres.md). But a session's step log already holds, since
-its template, every row it changed with both images (app/storage/postgres/steplog.py). So when a
-kept session closes, its template's schema pool has room and its log is trusted (as recycling
-requires), one transaction holding the session's lock:
-
-1. writes the session's status `closed`;
-2. reads the archive: the meta and version rows, the step log's three tables and each
-   sequence's position (one query);
-3. stores it in `<prefix>_archive.archived_sessions` (session id, environment, template);
-4. resets the schema into the pool, exactly as a deleted session is recycled
-   (app/storage/postgres/recycle.py: undo to step 0, row counts checked, renamed).
-
-Any failure rolls all of it back and the schema is kept as before. A killed server so leaves
-either the schema or the archive, never neither.
-
-Reading an archived session (inspection, /admin, `stategym sessions ...`) rebuilds it inside
-the reader's transaction, which is always rolled back: the template is cloned under the
-session's schema name, the archived rows go back in, the log's after-images are applied in order
-(`PgStepLog.redo`), the sequences are set, and every table must hold its template's rows plus
-the log's inserts minus its deletes. So an archived session reads exactly as its schema did, at
-the price of one clone per read (~50-300 ms), and reading never writes anything that stays.
-
-An archive needs its template: `drop_stale_templates` keeps every template an archive names.
-An archive is not migrated: after a model change its session reads back only on a server
-running the models that wrote it (the read fails with that message otherwise; its meta still
-reads). `sessions gc` (retention) deletes the archive row with the schema.
+Invariant: a kept session is always either a schema or an archive, never neither (one
+transaction); reading an archive rebuilds it in a transaction that is rolled back, so it reads
+exactly as its schema did. Details and costs: docs/storage.md#archived-sessions-postgresql.
 """
 
 from __future__ import annotations

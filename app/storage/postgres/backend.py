@@ -50,7 +50,6 @@ from app.storage.base import (
     worker_threads,
 )
 from app.storage.control import SessionRecord
-from app.storage.meta import CHANGE_READER
 from app.storage.postgres.archive import SessionArchive
 from app.storage.postgres.control import PgControlDB, open_pg_control
 from app.storage.postgres.db import (
@@ -61,6 +60,7 @@ from app.storage.postgres.db import (
     make_engine,
     session_connection,
 )
+from app.storage.postgres.driver import bind_readers
 from app.storage.postgres.migrate import ensure_current
 from app.storage.postgres.steplog import (
     PG_STEP_LOG_VERSION,
@@ -71,7 +71,7 @@ from app.storage.postgres.steplog import (
 )
 from app.storage.postgres.store import PgStore
 from app.storage.sqlite.store import Snapshot, Store
-from app.storage.steplog import LOG_READER, UndoUnavailable, check_step
+from app.storage.steplog import UndoUnavailable, check_step
 
 T = TypeVar("T")
 log = logging.getLogger("stategym.postgres")
@@ -141,8 +141,7 @@ class PgBackend:
 
         @event.listens_for(self.engine, "engine_connect")
         def _step_log_reader(conn: Connection) -> None:
-            conn.info[LOG_READER] = reader
-            conn.info[CHANGE_READER] = changes
+            bind_readers(conn, reader, changes)
 
         self.control = control or open_pg_control(self.engine, self.names.control)
         # Live records whose schema is gone (a server killed mid-seed, -fork or -recycle) are
@@ -206,11 +205,7 @@ class PgBackend:
                 if status == "closed":  # closed by any replica: seen at once
                     raise SessionClosed(f"session {handle.id} is closed")
                 # The ORM Session joins this transaction: a tool error rolls it back.
-                try:
-                    result = work(conn)
-                except DataError as exc:  # e.g. a string longer than its VARCHAR(n)
-                    return _refused(tool, exc)
-                result = as_time_limit(result, tool, limit_ms)
+                result = work(conn)
                 # An error may come before the ORM Session began (bad arguments): roll back.
                 if transaction.is_active and "output" in result:
                     if not tool.read_only:  # the idle reaper's activity clock
@@ -251,6 +246,16 @@ class PgBackend:
         if _LAST_WRITE in meta:
             stamps.append(float(meta[_LAST_WRITE]))
         return max(stamps)
+
+    def session_bytes(self, handle: SessionHandle) -> int:
+        """The session schema's tables and their indexes and TOAST."""
+        return self.read(handle, lambda bind: int(bind.execute(_SCHEMA_BYTES).scalar() or 0))
+
+    def stored_bytes(self) -> int:
+        """Every schema of this deployment's prefix (sessions, templates, the pool)."""
+        with self.engine.connect() as conn:
+            pattern = {"pattern": self.names.prefix + "\\_%"}
+            return int(conn.execute(_SCHEMAS_BYTES, pattern).scalar() or 0)
 
     def view(self) -> PgView:
         def env_named(name: str) -> Environment:
@@ -354,11 +359,11 @@ class PgView:
     def scratch(self, record: SessionRecord, env: Environment) -> Iterator[Connection]:
         # Not READ ONLY: step rewards may undo the log (in a savepoint); all is rolled back.
         with self._transaction(record, read_only=False) as conn:
-            conn.info[LOG_READER] = step_log_reader(env.metadata)
+            bind_readers(conn, step_log_reader(env.metadata))
             try:
                 yield conn
             finally:
-                conn.info.pop(LOG_READER, None)
+                bind_readers(conn, None)
 
     @contextmanager
     def _transaction(self, record: SessionRecord, *, read_only: bool) -> Iterator[Connection]:
@@ -416,32 +421,16 @@ class PgView:
         return 0
 
 
-def as_time_limit(result: dict[str, Any], tool: Tool, limit_ms: int) -> dict[str, Any]:
-    """statement_timeout cancels a long call as SQLite's progress handler does: same answer."""
-    error = result.get("error") or {}
-    if error.get("code") == "database_error" and "statement timeout" in error.get("message", ""):
-        return {
-            "error": {
-                "code": "time_limit",
-                "message": f"{tool.name} ran longer than {limit_ms} ms and was stopped; "
-                "nothing was changed.",
-                "hint": "Ask for less at once (narrower filters, fewer rows).",
-            }
-        }
-    return result
-
-
-def _refused(tool: Tool, exc: DataError) -> dict[str, Any]:
-    """PostgreSQL checks what SQLite lets through (VARCHAR lengths, value ranges): a tool
-    error the agent can correct, as run_tool answers a constraint violation."""
-    reason = str(exc.orig).splitlines()[0] if exc.orig is not None else str(exc)
-    return {
-        "error": {
-            "code": "constraint_violation",
-            "message": f"{tool.name} was refused by the database ({reason}); nothing was changed.",
-            "hint": "Check the lengths and formats of the values you passed.",
-        }
-    }
+_SCHEMA_BYTES = text(
+    "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
+    "JOIN pg_namespace n ON n.oid = c.relnamespace "
+    "WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'm')"
+)
+_SCHEMAS_BYTES = text(
+    "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
+    "JOIN pg_namespace n ON n.oid = c.relnamespace "
+    "WHERE n.nspname LIKE :pattern AND c.relkind IN ('r', 'm')"
+)
 
 
 def _stamp_write(conn: Connection) -> None:

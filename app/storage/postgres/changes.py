@@ -1,25 +1,8 @@
 """Change tracking on PostgreSQL: what a session schema wrote since its template, from its step log.
 
-Every table of a session schema has a row trigger writing each change to `_stategym_step_rows`
-(app/storage/postgres/steplog.py), in the transaction of the write: the log and the rows commit
-or vanish together (a killed server aborts both), a rewind deletes the log rows of the steps it
-undoes, and a fork or a restore copies the log with the rows. So the log holds exactly the rows
-that differ from the template, and verify dumps a session as SQLite's change tracking does
-(app/verify/patching.py): the template's dump (read whole once per template and process, on the
-caller's connection) patched with the rows the log names, read back by primary key.
-
-What SQLite's tracking triggers record, derived here from the log in the same read:
-- rows: `old_rid`/`new_rid`, the table's integer primary key (SQLite's rowid);
-- "<table>#key" (references to the table may now resolve differently): a row inserted or
-  deleted in a table some compared reference to which is not an enforced foreign key, or an
-  update that changed the primary key or a natural-key column (compared as PostgreSQL's own text
-  of the values, `row_to_json`).
-
-A schema whose log cannot be trusted is dumped whole: no step log or another version, another
-schema fingerprint than the running models' (a session migrated from an older release), a
-migration run on it (`migrated` in its meta: what the migration wrote is in no log), or a
-table's log trigger missing or disabled. Tables without a primary key have no trigger: always
-read whole. Writes no row trigger sees (TRUNCATE) are caught by the row-count backstop.
+Invariant: the log holds exactly the rows that differ from the template (it commits or vanishes
+with them); a schema whose log cannot be trusted is dumped whole. Details:
+docs/storage.md#change-tracking-postgresql.
 """
 
 from __future__ import annotations
@@ -69,7 +52,7 @@ def _key_columns(metadata: MetaData, compare: CompareSpec) -> dict[str, list[str
 
 
 class PgChangeReader:
-    """`conn.info[CHANGE_READER]` for one environment (app.storage.meta.tracked_changes).
+    """The change reader the backend binds to its connections (app/storage/tracking.py).
 
     `template_of(fingerprint, snapshot key)` names the template schema a session of that
     snapshot was cloned from, or None when `fingerprint` is not the running models'.

@@ -9,8 +9,9 @@ constructor does no I/O.
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import Engine, func, select, text
+from sqlalchemy import JSON, Engine, cast, func, select, text
 
 from app.clock import naive_utcnow
 from app.storage.control import ControlDB, control_metadata, sessions_table
@@ -84,6 +85,10 @@ class PgControlDB(ControlDB):
                 },
             )
         return int(result.rowcount or 0)
+
+    def verify_field(self, key: str) -> Any:
+        """As ControlDB's; PostgreSQL casts the TEXT column to JSON first."""
+        return cast(sessions_table.c.verify_json, JSON)[key].as_string()
 
     def dispose(self) -> None:
         pass  # the engine belongs to the backend (or CLI) that made it, which disposes of it

@@ -24,7 +24,7 @@ from sqlalchemy.exc import OperationalError
 from sqlalchemy.schema import AddConstraint, CreateIndex, CreateTable
 
 from app.storage.backend import sync_pg_url
-from app.storage.sqlite.store import check_session_id
+from app.storage.snapshots import check_session_id
 from app.storage.steplog import STEP_COLS_TABLE, STEP_PREFIX, STEP_ROWS_TABLE, STEPS_TABLE
 
 _SCHEMA_RE = re.compile(r"^[a-z][a-z0-9_]{0,62}$")

@@ -1,24 +1,8 @@
 """A deleted session's schema reset to its template and put back in the schema pool.
 
-Dropping a session schema (~70 catalog objects) costs ~10 ms of PostgreSQL CPU and the clone that
-replaces it in the pool ~50 ms; a session writes a few rows. So when retention deletes a session
-at close and the pool of its template has room, the schema is reset instead, in one transaction
-holding the session's lock:
-
-- its step log must be trusted (app/storage/postgres/changes.py: version, every trigger, the
-  running models' template), else it is dropped as before;
-- the log is undone to step 0 (app/storage/postgres/steplog.py: before-images in reverse order)
-  and emptied, each SERIAL sequence set as a clone sets it, the meta and version rows are
-  copied from the template again, the log's own sequence restarts;
-- the row count of every table must equal the template's (the backstop verify uses), else the
-  transaction is rolled back and the schema dropped;
-- a schema of a release before round 7 has its own step-log trigger function: it is dropped
-  and the triggers re-made to call the prefix's (app/storage/postgres/db.py), so a pooled
-  schema never has one;
-- it is renamed to a pooled name (`<prefix>_p_<hex>`).
-
-Then it holds what a clone holds (`tests/test_pg_recycle.py` compares them) and a seed renames it
-as it renames a fresh clone.
+Invariant: a recycled schema holds what a fresh clone holds (tests/test_pg_recycle.py), or it
+is dropped; one transaction under the session's lock. Steps and costs:
+docs/storage.md#recycled-schemas-postgresql.
 """
 
 from __future__ import annotations

@@ -1,36 +1,8 @@
 """The step log of a session schema a migration changed, made whole again in its transaction.
 
-A migration adds, recreates (a copy-and-move batch: a new table under the old name) and drops
-tables; PostgreSQL drops a table's triggers with it, and nothing in a migration creates the step
-log's. So after the migration steps of an upgrade to the branch head (app/storage/postgres/
-migrate.py, in the same transaction, under the session's lock), the schema's step-log triggers
-are re-made from the models exactly as a clone of their template has them (app/storage/postgres/
-db.py: `step_logged`, `Ddl.triggers`, calling the prefix's one function): every step-log trigger
-of the schema is dropped (and a release's own per-schema function, as recycling drops it), then
-one is created per table of the models with a primary key. A dropped table took its trigger
-along.
-
-`_stategym_step_cols` (what undo checks a table's columns against) records the table's columns
-as they now are, but for a table the log holds changes of: those were logged with the columns
-the record names, so when a migration changed them, undo stays refused for the session (docs/
-steps.md, "Limits"). The log's values are JSON keyed by column name, so a table's later changes
-read back whatever its columns.
-
-The migration's own writes (a backfill) are no step: the step triggers are silenced while it runs
-(`stategym.quiet`, as an undo silences them), or they would be logged as the next tool call's.
-A schema without a step log (built before it existed) is left without one, as its forks are.
-
-After any migration that moves a schema's revision (app/storage/postgres/migrate.py):
-
-- `mark_migrated` records the step its log is at (meta `migrated_at_step`, as SQLite's): the
-  row images of the steps up to it predate the migration, so no undo goes back before it
-  (app/storage/steplog.py);
-- `make_foreign_keys_deferrable`: a foreign key a migration created (`op.create_table`,
-  `create_foreign_key`, a recreated table's) is NOT DEFERRABLE, where a clone's are `DEFERRABLE
-  INITIALLY IMMEDIATE` (db.py: `schema_ddl`). An undo defers every key (`SET CONSTRAINTS ALL
-  DEFERRED`), as it puts rows back in the log's reverse order: a child may come back before its
-  parent (a statement that deleted both). So every key of the schema is made as a clone's:
-  checked at each statement's end as before, deferred by an undo.
+Invariant: after a migration the schema's step-log triggers and foreign keys are as a clone of
+its template has them, the migration's own writes are no step, and no undo goes back before it.
+Details: docs/storage.md#the-step-log-after-a-migration-postgresql.
 """
 
 from __future__ import annotations

@@ -10,15 +10,15 @@ form, "Infinity", bytea as hex, timestamps in ISO 8601); `json_populate_record(N
 vals)` reads them back as the column's very values. `old_rid`/`new_rid` are the table's integer
 primary key (SQLite's rowid for such a table), NULL for other keys.
 
-Readers get `PgStepLog` through `step_log(conn)` (the backend puts its factory in
-`conn.info[LOG_READER]`); values come back through the table's SQLAlchemy column types, as the
-verify dump reads them. Undo applies the before-images in reverse order as one script, with the
-step triggers silenced (`stategym.quiet`, transaction-local) and the foreign keys (DEFERRABLE)
-deferred, then drops the later steps; a rewind also moves each SERIAL sequence back to where a
-run of the kept steps leaves it, so the next insert gets the id a replay would give it. No undo
-goes back before the step a migration last ran after (meta `migrated_at_step`, app/storage/
-steplog.py); a logged table the models no longer have (a migration dropped it) is refused by
-name.
+Readers get `PgStepLog` through `step_log(conn)` (the backend binds its factory to each
+connection: app/storage/postgres/driver.py); values come back through the table's SQLAlchemy
+column types, as the verify dump reads them. Undo applies the before-images in reverse order as
+one script, with the step triggers silenced (`stategym.quiet`, transaction-local) and the
+foreign keys (DEFERRABLE) deferred, then drops the later steps; a rewind also moves each SERIAL
+sequence back to where a run of the kept steps leaves it, so the next insert gets the id a
+replay would give it. No undo goes back before the step a migration last ran after (meta
+`migrated_at_step`, app/storage/steplog.py); a logged table the models no longer have (a
+migration dropped it) is refused by name.
 """
 
 from __future__ import annotations
@@ -362,7 +362,7 @@ def _values_query(table: Table, schema: str | None) -> TextualSelect:
 
 
 def step_log_reader(metadata: MetaData) -> Any:
-    """What the backend puts in `conn.info[LOG_READER]` (app/storage/steplog.step_log)."""
+    """The step-log reader the backend binds to its connections (postgres/driver.py)."""
     return lambda conn: PgStepLog.of(conn, metadata)
 
 

@@ -33,9 +33,10 @@ from app.sdk.environment import Environment, Tool, ToolContext
 from app.storage.base import Capabilities, NotOnDisk, SessionHandle, Work
 from app.storage.control import ControlDB, SessionRecord
 from app.storage.meta import read_meta, read_status, reopened_image, write_meta
+from app.storage.snapshots import Snapshot, check_session_id
 from app.storage.sqlite import branch
 from app.storage.sqlite import db as sqlite_db
-from app.storage.sqlite.store import Snapshot, Store, check_session_id
+from app.storage.sqlite.store import Store
 from app.storage.steplog import has_step_log, write_alone
 
 T = TypeVar("T")
@@ -173,6 +174,15 @@ class SqliteBackend:
                 if stat.st_size:
                     stamps.append(stat.st_mtime)
         return max(stamps)
+
+    def session_bytes(self, handle: SessionHandle) -> int:
+        """The database's pages (what one copy of it writes)."""
+        assert isinstance(handle, OpenSession)
+        pages = handle.conn.execute("PRAGMA page_count").fetchone()[0]
+        return int(pages) * int(handle.conn.execute("PRAGMA page_size").fetchone()[0])
+
+    def stored_bytes(self) -> int:
+        return 0  # every session is a file of the data dir
 
     def view(self) -> SqliteView:
         return SqliteView(self.data_dir)

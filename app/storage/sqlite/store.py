@@ -18,11 +18,8 @@ seed of that snapshot on, and from the image in memory before. Ids reach a path 
 
 from __future__ import annotations
 
-import re
 import sqlite3
 import threading
-from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 
 from app.errors import SessionNotFound, SessionUnavailable, StorageFull
@@ -32,6 +29,7 @@ from app.sdk.environment import Environment
 from app.storage.meta import LOG_TRACKING, read_meta
 from app.storage.migrations import schema_state, upgrade_retained
 from app.storage.seeding import parse_seed_now
+from app.storage.snapshots import SESSION_ID_RE, Snapshot, check_session_id
 from app.storage.sqlite import db as sqlite_db
 from app.storage.sqlite.seed_files import SeedFiles
 from app.storage.sqlite.snapshots import (
@@ -44,17 +42,9 @@ from app.storage.steplog import STEP_LOG_VERSION
 __all__ = ["SESSION_ID_RE", "Snapshot", "Store", "check_session_id", "schema_fingerprint"]
 __all__ += ["snapshot_image", "template_image"]
 
-SESSION_ID_RE = re.compile(r"^[0-9a-f]{32}$")
 # Defaults of the byte bounds (settings `snapshot_cache_mb`, `seed_file_cache_mb`).
 SNAPSHOT_CACHE_BYTES = 256 * 2**20
 SEED_FILE_CACHE_BYTES = 64 * 2**20
-
-
-def check_session_id(session_id: str) -> str:
-    """Session ids are 32 lowercase hex characters; anything else never becomes a path."""
-    if not SESSION_ID_RE.fullmatch(session_id):
-        raise SessionNotFound(f"{session_id!r} is not a session id (32 hex characters)")
-    return session_id
 
 
 def _tracking_versions(image: bytes) -> tuple[str | None, str | None]:
@@ -65,17 +55,6 @@ def _tracking_versions(image: bytes) -> tuple[str | None, str | None]:
         return meta.get("change_tracking"), meta.get("step_log")
     finally:
         conn.close()
-
-
-@dataclass
-class Snapshot:
-    key: str
-    image: bytes
-    now: datetime
-    # The image, WAL-marked, as a file sessions are copied from (Store.seed_file); set on the
-    # second seed of this snapshot in this process.
-    seed_file: Path | None = None
-    seeded: int = 0  # sessions created from it in this process
 
 
 def _image_bytes(snapshot: Snapshot) -> int:

@@ -125,7 +125,7 @@ def test_sqlite_master_cannot_be_written(db: TaskDb) -> None:
 
 
 def test_wall_clock_reads_the_sessions_frozen_clock(db: TaskDb) -> None:
-    """Issue 15 item 5: 'now' however it is built, and the CURRENT_* keywords, are the
+    """'now' however it is built, and the CURRENT_* keywords, are the
     session's clock (2026-03-16 09:00 here), never the machine's."""
     cases = {
         "SELECT date('now')": "2026-03-16",

@@ -1,0 +1,118 @@
+"""The control database as one SQLite file in WAL mode, shared by every worker of a server.
+
+`SqliteControlDB` runs `ControlDB`'s queries, except the four hot ones (add without a resources
+id, get, mark_verified, mark_closed): those run prebuilt SQL on a per-thread sqlite3 connection,
+because SQLAlchemy built, cache-keyed and compiled each statement per call (~25 % of a seed, ~24 %
+of a close; bench/README.md). Each stores exactly what `ControlDB`'s version stores
+(tests/test_fast_paths_equal.py).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from datetime import datetime
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event
+
+from app import jsonio
+from app.clock import naive_utcnow
+from app.storage.control import ControlDB, SessionRecord, session_record, sessions_table
+from app.storage.migrations import prepare_control_database
+
+# Each is one autocommitted statement, as the SQLAlchemy versions are one transaction; values
+# are stored as SQLAlchemy stores them.
+_COLUMNS = [c.name for c in sessions_table.columns]
+_INSERT_COLUMNS = (
+    "id", "env", "task_id", "snapshot_key", "resources_session_id", "status", "created_at",
+    "file", "task_json",
+)  # fmt: skip
+_INSERT = (
+    f"INSERT INTO sessions ({', '.join(_INSERT_COLUMNS)}) "
+    f"VALUES ({', '.join('?' * len(_INSERT_COLUMNS))})"
+)
+_GET = f"SELECT {', '.join(_COLUMNS)} FROM sessions WHERE id = ?"
+_VERIFIED = (
+    "UPDATE sessions SET status = CASE WHEN status = 'closed' THEN status ELSE 'verified' END, "
+    "verified_at = ?, reward = ?, verify_json = ? WHERE id = ?"
+)
+_CLOSED = "UPDATE sessions SET status = 'closed', closed_at = ? WHERE id = ? AND status != 'closed'"
+
+
+class SqliteControlDB(ControlDB):
+    def __init__(self, engine: Engine):
+        super().__init__(engine)
+        self._path = engine.url.database
+        self._lock = threading.Lock()
+        self._local = threading.local()
+        self._conns: list[sqlite3.Connection] = []
+
+    def _conn(self) -> sqlite3.Connection:
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            assert self._path, "the control database is a file"
+            conn = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
+            _pragmas(conn, None)
+            self._local.conn = conn
+            with self._lock:
+                self._conns.append(conn)
+        return conn
+
+    def _add_unclaimed(self, row: dict[str, Any]) -> None:
+        values = [row[c] for c in _INSERT_COLUMNS]
+        values[_INSERT_COLUMNS.index("created_at")] = _sqlite_datetime(row["created_at"])
+        self._conn().execute(_INSERT, values)
+
+    def get(self, session_id: str) -> SessionRecord | None:
+        found = self._conn().execute(_GET, (session_id,)).fetchone()
+        return _raw_record(found) if found else None
+
+    def mark_verified(self, session_id: str, reward: float, result: dict[str, Any]) -> None:
+        values = (_sqlite_datetime(naive_utcnow()), reward, jsonio.dumps_text(result), session_id)
+        self._conn().execute(_VERIFIED, values)
+
+    def mark_closed(self, session_id: str) -> bool:
+        return (
+            self._conn().execute(_CLOSED, (_sqlite_datetime(naive_utcnow()), session_id)).rowcount
+            > 0
+        )
+
+    def dispose(self) -> None:
+        with self._lock:
+            conns, self._conns = self._conns, []
+        for conn in conns:
+            conn.close()
+        self._local = threading.local()
+        super().dispose()
+
+
+def open_sqlite_control(path: Path) -> SqliteControlDB:
+    """The SQLite control database at `path`, created at head or upgraded in place."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    engine = create_engine(f"sqlite:///{path}")
+    event.listen(engine, "connect", _pragmas)
+    prepare_control_database(engine, path)
+    return SqliteControlDB(engine)
+
+
+def _sqlite_datetime(value: datetime) -> str:
+    """A datetime as SQLAlchemy's SQLite DateTime stores it (always with microseconds)."""
+    return value.strftime("%Y-%m-%d %H:%M:%S.%f")
+
+
+def _raw_record(row: tuple[Any, ...]) -> SessionRecord:
+    r = dict(zip(_COLUMNS, row, strict=True))
+    for name in ("created_at", "verified_at", "closed_at"):
+        r[name] = None if r[name] is None else datetime.fromisoformat(r[name])
+    return session_record(SimpleNamespace(**r))
+
+
+def _pragmas(dbapi_conn: Any, _record: Any) -> None:
+    cursor = dbapi_conn.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.execute("PRAGMA busy_timeout=10000")
+    cursor.close()
