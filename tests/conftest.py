@@ -254,3 +254,19 @@ def depot(monkeypatch: pytest.MonkeyPatch) -> Iterator[Environment]:
     yield depot_env.ENVIRONMENT
     migrations.head_revision.cache_clear()
     migrations.branch_revisions.cache_clear()
+
+
+# Modules whose PostgreSQL half repeats what the SQLite half proves with the same code above the
+# storage interface: `make test` runs them on SQLite, `make test-slow` on PostgreSQL too.
+POSTGRES_HALF_IS_SLOW = {"test_answers_as_state.py"}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        spec = getattr(item, "callspec", None)
+        if (
+            spec is not None
+            and spec.params.get("backend") == "postgres"
+            and item.path.name in POSTGRES_HALF_IS_SLOW
+        ):
+            item.add_marker(pytest.mark.slow)

@@ -31,7 +31,7 @@ from tests.conftest import (
 )
 from tests.support.rollouts import gold_answer, load_tasks, run_rollout
 
-PG_SAMPLE = 8
+PG_SAMPLE = 16
 
 
 def _task_params() -> list:

@@ -156,6 +156,7 @@ async def test_retail_lists_http_tools_and_every_task_scores_over_mcp(retail_url
     await assert_gold_and_noop(retail_url, tasks_of("retail"))
 
 
+@pytest.mark.slow  # retail over MCP is in `make test`; the other four add ~13 s there
 @pytest.mark.parametrize("env_name", OTHER_ENVS)
 async def test_other_envs_list_http_tools_and_score_over_mcp(env_name, tmp_path):
     proc, url = start_server(env_name, tmp_path / "data", extra_env=MCP_ON)

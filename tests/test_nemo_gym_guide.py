@@ -14,6 +14,8 @@ import time
 from pathlib import Path
 from types import ModuleType
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[1]
 GUIDE = REPO / "docs" / "nemo_gym.md"
 
@@ -142,6 +144,7 @@ def _gone(pid: int) -> bool:
     return "\nState:\tZ" in status
 
 
+@pytest.mark.slow  # real process trees, ~5 s each
 def test_stop_script_leaves_nothing_of_a_launcher_tree(tmp_path: Path) -> None:
     """A stand-in launcher: a server child, and a worker in a process group of its own (as
     Ray's `ray::IDLE` workers are); all of them must be gone afterwards."""
@@ -181,6 +184,7 @@ def test_stop_script_leaves_nothing_of_a_launcher_tree(tmp_path: Path) -> None:
     assert again.returncode == 0 and "nothing left" in again.stdout
 
 
+@pytest.mark.slow  # real process trees, ~5 s each
 def test_stop_script_stops_what_an_exited_launcher_left_in_its_group(tmp_path: Path) -> None:
     """`gym eval reverify` exits and leaves its servers running in its process group."""
     pid_file = tmp_path / "server.pid"

@@ -67,6 +67,7 @@ def test_the_shipped_environments_register_through_entry_points() -> None:
         load_environment("no_such_env")
 
 
+@pytest.mark.slow  # new-env, pip install, a served package: ~20 s
 def test_the_written_package_is_small_and_formatted(installed_clinic) -> None:
     root, _ = installed_clinic
     skip = {"__pycache__", "build"}  # what pip's build left beside the sources
@@ -87,6 +88,7 @@ def test_the_written_package_is_small_and_formatted(installed_clinic) -> None:
     assert families == ["lend", "loan_due", "refuse_too_many_loans"]
 
 
+@pytest.mark.slow  # new-env, pip install, a served package: ~20 s
 def test_installed_it_is_listed_checked_and_generates(installed_clinic, tmp_path: Path) -> None:
     _, env = installed_clinic
     listed = _run(["envs"], env)
@@ -102,6 +104,7 @@ def test_installed_it_is_listed_checked_and_generates(installed_clinic, tmp_path
     assert len(load_tasks(out)) == 5
 
 
+@pytest.mark.slow  # new-env, pip install, a served package: ~20 s
 def test_installed_it_serves_gold_1_and_noop_0(installed_clinic, tmp_path: Path) -> None:
     root, env = installed_clinic
     tasks = load_tasks(root / "clinic_env" / "tasks.jsonl")
