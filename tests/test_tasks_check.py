@@ -168,3 +168,18 @@ def test_good_file_exits_zero_and_bad_input_is_a_usage_error(registered, tmp_pat
     result = run_check(broken, "--env", "warehouse")
     assert result.exit_code == 2 and "not valid JSON" in result.output
     assert run_check(good, "--env", "nope").exit_code == 2
+
+
+def test_all_codes_declines_every_task_with_every_code(tmp_path) -> None:
+    """By default each task tries one decline code (spread over the file); --all-codes tries
+    each code on each task, and both find nothing to pay on the shipped tasks."""
+    from app.cli.tasks import check_rows
+    from app.registry import load_environment
+
+    env = load_environment("retail")
+    rows = [json.loads(line) for line in env.tasks_path.read_text().splitlines()[:4]]
+    one = check_rows(env, rows, tmp_path / "one")
+    every = check_rows(env, rows, tmp_path / "every", all_codes=True)
+    assert all(not r.problems for r in one + every)
+    codes = len(env.decline_codes)
+    assert sum(r.probes_tried for r in every) - sum(r.probes_tried for r in one) >= 3 * (codes - 2)

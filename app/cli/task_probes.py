@@ -3,8 +3,13 @@
 - answer tasks (`expected_answer` via the tool): the gold's calls, its answer replaced by a hedge
   (the expected value plus a rival, as a list and as "A or B");
 - every task that is not a refusal: the gold's calls without their submission, then a decline
-  with each of the environment's codes (declining is never a way to score);
-- refusal tasks (`expected_decline`): the gold's calls, the decline naming each other code.
+  (declining is never a way to score);
+- refusal tasks (`expected_decline`): the gold's calls, the decline naming another code.
+
+Scoring a decline does not depend on which code it names beyond "the expected one or not", so by
+default each task tries ONE code, picked by the task's id so a file spreads over every code
+(`all_codes`: each code on each task, `stategym tasks check --all-codes`; on 500 generated
+ledger tasks that is ~5,000 more replays).
 
 Each runs through the same runner as a session's calls, on a fresh clone of the task's snapshot,
 and is verified as a rollout is. A failure is one readable line.
@@ -13,6 +18,7 @@ and is verified as a rollout is. A failure is one readable line.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
@@ -34,8 +40,15 @@ class Probe:
     calls: tuple[ToolCall, ...]
 
 
-def probes(env: Environment, task: TaskSpec) -> Iterator[Probe]:
-    """Every adversarial submission for `task` (none for a task with no reference solution)."""
+def _codes(codes: list[str], task: TaskSpec, all_codes: bool) -> list[str]:
+    if all_codes or not codes:
+        return codes
+    spread = int(hashlib.sha256((task.task_id or "").encode()).hexdigest()[:8], 16)
+    return [codes[spread % len(codes)]]
+
+
+def probes(env: Environment, task: TaskSpec, all_codes: bool = False) -> Iterator[Probe]:
+    """The adversarial submissions for `task` (none for a task with no reference solution)."""
     gold = task.ground_truth
     if not gold:
         return
@@ -46,24 +59,28 @@ def probes(env: Environment, task: TaskSpec) -> Iterator[Probe]:
             call = ToolCall(SUBMIT_ANSWER, {"answer": hedge})
             yield Probe(f"a hedged answer {json.dumps(hedge)}", (*plain, call))
     if task.expected_decline is None:
-        for code in env.decline_codes:
+        for code in _codes(list(env.decline_codes), task, all_codes):
             call = ToolCall(DECLINE_REQUEST, {"reason": code, "message": "I cannot do that."})
             yield Probe(f"declining ({code}) after the gold's calls", (*plain, call))
         return
-    for code in env.decline_codes:
-        if code == task.expected_decline:
-            continue
+    wrong = [code for code in env.decline_codes if code != task.expected_decline]
+    for code in _codes(wrong, task, all_codes):
         call = ToolCall(DECLINE_REQUEST, {"reason": code, "message": "I cannot do that."})
         yield Probe(f"declining with the wrong code {code}", (*plain, call))
 
 
 def probe_problems(
-    env: Environment, store: Store, gold: GoldCache, task: TaskSpec, response: Any
+    env: Environment,
+    store: Store,
+    gold: GoldCache,
+    task: TaskSpec,
+    response: Any,
+    all_codes: bool = False,
 ) -> tuple[int, list[str]]:
     """(probes tried, one line per probe that earned more than 0)."""
     snapshot = store.snapshot(task)
     problems, tried = [], 0
-    for probe in probes(env, task):
+    for probe in probes(env, task, all_codes):
         tried += 1
         conn, engine, failed = replay(
             env, snapshot, dataclasses.replace(task, ground_truth=probe.calls), session_id="probe"

@@ -71,7 +71,9 @@ def _clone(image: bytes) -> Iterator[Any]:
         conn.close()
 
 
-def check_task(env: Environment, store: Store, gold: GoldCache, task: TaskSpec) -> TaskReport:
+def check_task(
+    env: Environment, store: Store, gold: GoldCache, task: TaskSpec, all_codes: bool = False
+) -> TaskReport:
     report = TaskReport(task.task_id or "?")
     snapshot = store.snapshot(task)
     if not task.checks_only:
@@ -112,7 +114,9 @@ def check_task(env: Environment, store: Store, gold: GoldCache, task: TaskSpec) 
             f"a no-op (no calls, nothing submitted, empty answer) earns reward {noop['reward']:g}"
         )
     if not task.checks_only:
-        report.probes_tried, found = probe_problems(env, store, gold, task, _gold_answer(task))
+        report.probes_tried, found = probe_problems(
+            env, store, gold, task, _gold_answer(task), all_codes
+        )
         report.problems.extend(found)
     return report
 
@@ -126,6 +130,7 @@ def check_rows(
     rows: list[dict[str, Any]],
     data_dir: Path,
     advance: Callable[[], None] = lambda: None,
+    all_codes: bool = False,
 ) -> list[TaskReport]:
     store = Store(data_dir, env)
     gold = GoldCache(store, capacity=max(len(rows), 1))
@@ -135,7 +140,7 @@ def check_rows(
             str(row.get("task_id", f"line {i + 1}")) if isinstance(row, dict) else f"line {i + 1}"
         )
         try:
-            reports.append(check_task(env, store, gold, task_from_data(row)))
+            reports.append(check_task(env, store, gold, task_from_data(row), all_codes))
         except (StateGymError, SeedError) as exc:  # a task that does not fit the environment
             message = exc.message if isinstance(exc, StateGymError) else str(exc)
             reports.append(TaskReport(label, [f"invalid task: {message}"]))
@@ -202,6 +207,10 @@ def check(
         Path | None, typer.Option("--data-dir", help="Templates/snapshots here (default: temp).")
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON report.")] = False,
+    all_codes: Annotated[
+        bool,
+        typer.Option("--all-codes", help="Decline every task with every reason code (slow)."),
+    ] = False,
 ) -> None:
     """Replay every task's gold, a no-op and hedged/declining submissions; exit 1 if any task's
     reward cannot be trusted (gold below 1, or anything else above 0)."""
@@ -218,7 +227,11 @@ def check(
         ) as progress:
             bar = progress.add_task(f"checking {file.name}", total=len(rows))
             reports = check_rows(
-                environment, rows, data_dir or Path(tmp), lambda: progress.advance(bar)
+                environment,
+                rows,
+                data_dir or Path(tmp),
+                lambda: progress.advance(bar),
+                all_codes=all_codes,
             )
     bad = [r for r in reports if r.problems]
     if as_json:
