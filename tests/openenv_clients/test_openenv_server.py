@@ -27,6 +27,9 @@ def gold_message(row: dict[str, Any]) -> str:
     return "Done. " + " ".join(row.get("expected_outputs") or [])
 
 
+ANSWER_TOOLS = ("submit_answer", "decline_request")
+
+
 def call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
     return {"type": "call_tool", "tool_name": name, "arguments": arguments}
 
@@ -38,12 +41,20 @@ async def play(url: str, row: dict[str, Any], *, gold: bool) -> dict[str, Any]:
         reset = await env.reset(task_id=row["task_id"])
         assert not reset.done and reset.observation["task_id"] == row["task_id"]
         results = []
-        for gold_call in row["ground_truth"] if gold else []:
+        calls = row["ground_truth"] if gold else []
+        end = None
+        for i, gold_call in enumerate(calls):
             step = await env.step(call(gold_call["name"], gold_call["arguments"]))
-            assert not step.done and step.observation.get("error") is None, step.observation
+            assert step.observation.get("error") is None, step.observation
             results.append(step.observation["result"])
-        message = gold_message(row) if gold else ""
-        end = await env.step(call("finish", {"message": message}))
+            # The answer tools end an episode: a gold that submits or declines ends with it.
+            last = i == len(calls) - 1 and gold_call["name"] in ANSWER_TOOLS
+            assert step.done == last, step.observation
+            if last:
+                end = step
+        if end is None:
+            message = gold_message(row) if gold else ""
+            end = await env.step(call("finish", {"message": message}))
         state = await env.state()
     return {"end": end, "state": state, "results": results, "reset": reset}
 
@@ -79,7 +90,8 @@ async def test_every_retail_gold_scores_one_and_no_session_stays_open(servers):
         assert end.reward == 1.0, (row["task_id"], end.metadata)
         assert "verification" in end.metadata and "step_rewards" in end.metadata
         assert sum(end.metadata["step_rewards"]) == pytest.approx(end.reward)
-        assert run["state"]["step_count"] == len(row["ground_truth"]) + 1
+        ends_itself = row["ground_truth"][-1]["name"] in ANSWER_TOOLS  # else `finish` ends it
+        assert run["state"]["step_count"] == len(row["ground_truth"]) + (0 if ends_itself else 1)
     session_ids = {run["state"]["session_id"] for run in played}
     assert len(session_ids) == len(rows)
     assert await _wait_until_closed(server, session_ids) == {}
@@ -139,11 +151,18 @@ async def test_mcp_tool_client_lists_and_calls_tools_on_the_reset_session(server
         assert [t.name for t in tools] == expected
         reset = await env.reset(task_id=row["task_id"])
         assert reset.observation.metadata["task_id"] == row["task_id"]
-        for gold_call in row["ground_truth"]:
+        *calls, last = row["ground_truth"]
+        for gold_call in calls:
             await env.call_tool(gold_call["name"], **gold_call["arguments"])
-        end = await env.step(CallToolAction(tool_name="finish", arguments={"message": ""}))
+        if last["name"] in ANSWER_TOOLS:  # the answer tools end the episode themselves
+            end = await env.step(
+                CallToolAction(tool_name=last["name"], arguments=last["arguments"])
+            )
+        else:
+            await env.call_tool(last["name"], **last["arguments"])
+            end = await env.step(CallToolAction(tool_name="finish", arguments={"message": ""}))
         assert end.done is True
-        assert end.reward == (0.0 if row.get("expected_outputs") else 1.0)
+        assert end.reward == 1.0
 
 
 async def test_reset_by_split_and_index_seeds_the_task_the_task_api_names(servers):
