@@ -30,7 +30,7 @@ LEGACY_SQLITE_IMPORTERS = {
 # psycopg in code, and why. Shrink this list: such knowledge belongs to a backend's module.
 DRIVER_NAMERS_ALLOWED = {
     # The bounded SQL functions of the `sql` environment's SQLite console.
-    "app.runtime.sql_functions",
+    "app.storage.sqlite.sql_functions",
     # Story validation runs on in-memory SQLite images (sqlite3 itself).
     "app.taskgen.gold_run",
     "app.taskgen.validate",
@@ -49,8 +49,8 @@ ENV_IMPORTS_ALLOWED = {
     | {
         "app.storage.sqlite",
         "app.storage.seeding",
-        "app.runtime.sql_functions",
-        "app.runtime.runner",
+        "app.storage.sqlite.sql_functions",
+        "app.storage.runner",
     },
 }
 

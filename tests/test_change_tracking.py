@@ -15,11 +15,11 @@ from typing import Any
 
 import pytest
 
+from app.core.lru import LRU
+from app.core.tasks import task_from_data
 from app.registry import load_environment
-from app.runtime.lru import LRU
-from app.runtime.runner import run_tool
-from app.runtime.tasks import task_from_data
 from app.sdk.environment import ToolContext
+from app.storage.runner import run_tool
 from app.storage.sqlite import db as sqlite_db
 from app.storage.sqlite.store import Store
 from app.storage.tracking import tracked_changes

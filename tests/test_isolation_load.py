@@ -20,8 +20,8 @@ from typing import Any
 import httpx
 import pytest
 
+from app.core.tasks import task_from_data
 from app.registry import load_environment
-from app.runtime.tasks import task_from_data
 from app.storage.sqlite.db import write_image
 from app.storage.sqlite.store import Store
 from app.storage.tracking import tracked_changes

@@ -11,9 +11,9 @@ from sqlalchemy import text
 from app.errors import SessionClosed
 from app.registry import load_environment
 from app.runtime.branching import Branching
+from app.runtime.inspection import Inspector
 from app.runtime.sessions import SessionManager
 from app.server.models import parse_seed_body
-from app.storage.inspection import Inspector
 from app.storage.migrations import head_revision
 from app.storage.postgres.archive import ArchiveUnreadable
 from app.storage.postgres.db import SchemaNames, make_engine, session_connection

@@ -314,8 +314,8 @@ def test_bench_pg_in_process_figures_run(pg_prefix, monkeypatch):
 
 def test_statement_timeout_answers_like_sqlite_time_limit(tmp_path, pg_prefix):
     """A real statement_timeout on a session connection becomes the `time_limit` tool error."""
-    from app.runtime.runner import run_tool
     from app.storage.driver import DbError, classify
+    from app.storage.runner import run_tool
     from tests.support.warehouse_env import ENVIRONMENT as WAREHOUSE
 
     engine = make_engine(PG_URL, pool_size=1, statement_timeout_ms=50)

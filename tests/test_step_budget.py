@@ -16,8 +16,8 @@ from typing import Any
 import httpx
 import pytest
 
+from app.core.tasks import task_from_data
 from app.registry import load_environment
-from app.runtime.tasks import task_from_data
 from app.server.api import create_app
 from app.settings import Settings
 from app.storage.sqlite.store import Store

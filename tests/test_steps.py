@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
+from app.core.tasks import task_from_data
 from app.registry import ENVIRONMENTS, load_environment
-from app.runtime.runner import run_tool
 from app.runtime.steps import StepRecorder
-from app.runtime.tasks import task_from_data
 from app.sdk.environment import ToolContext
+from app.storage.runner import run_tool
 from app.storage.sqlite import branch
 from app.storage.sqlite import db as sqlite_db
 from app.storage.sqlite.store import Store

@@ -29,8 +29,8 @@ import json
 import sqlite3
 from typing import Any, cast
 
+from app.core.tasks import TaskSpec, task_from_data
 from app.errors import StateGymError
-from app.runtime.tasks import TaskSpec, task_from_data
 from app.sdk.environment import Environment
 from app.storage.seeding import SeedError
 from app.taskgen.gold_run import bound, gold_run, run_calls, tracked_base

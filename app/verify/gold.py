@@ -18,10 +18,10 @@ from typing import Any
 
 from sqlalchemy import Connection
 
-from app.runtime.lru import LRU
-from app.runtime.runner import run_tool
-from app.runtime.tasks import TaskSpec
+from app.core.lru import LRU
+from app.core.tasks import TaskSpec
 from app.sdk.environment import Environment, ToolContext
+from app.storage.runner import run_tool
 from app.storage.sqlite import db as sqlite_db
 from app.storage.sqlite.store import Snapshot, Store
 from app.verify.diff import StateDiff, diff_states

@@ -29,10 +29,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from app.core.tasks import task_from_data
 from app.registry import environment_names, load_environment
-from app.runtime.runner import run_tool
-from app.runtime.tasks import task_from_data
 from app.sdk.environment import ToolContext
+from app.storage.runner import run_tool
 from app.storage.sqlite import db as sqlite_db
 from app.storage.sqlite.store import Store
 
