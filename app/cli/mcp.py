@@ -93,7 +93,7 @@ def mcp(
     tasks: Annotated[
         Path | None,
         typer.Option(
-            "--tasks", help="Task file (default: the environment's fixtures/.../tasks.jsonl)."
+            "--tasks", help="Task file (default: the environment's own, its tasks_path)."
         ),
     ] = None,
     data_dir: Annotated[
