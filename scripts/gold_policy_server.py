@@ -117,7 +117,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8900)
-    parser.add_argument("--tasks", type=Path, nargs="*", help="task files (default: every environment's own)")
+    parser.add_argument(
+        "--tasks", type=Path, nargs="*", help="task files (default: envs/*/tasks.jsonl)"
+    )
     args = parser.parse_args()
     paths = args.tasks or sorted(REPO.glob("envs/*/tasks.jsonl"))
     uvicorn.run(create_app(load_index(paths)), host=args.host, port=args.port, log_level="warning")

@@ -2,11 +2,11 @@
 
 Branch labels are the target names (`control`, `retail`, ...); an environment's scripts live in
 its package (`Environment.migrations_path`, e.g. `envs/retail/migrations/`), the control
-database's in `migrations/versions/control/`. A new database is built with `create_all` and stamped at the
-branch head; migrations upgrade databases that already exist (templates, retained sessions). In
-a database with a step log, the migration's own writes are no step, and an upgrade to the head
-puts the step log's triggers back on the tables it added or recreated, in the same transaction,
-and any migration records the step the log was at: no undo goes back before it
+database's in `migrations/versions/control/`. A new database is built with `create_all` and
+stamped at the branch head; migrations upgrade databases that already exist (templates, retained
+sessions). In a database with a step log, the migration's own writes are no step, and an upgrade
+to the head puts the step log's triggers back on the tables it added or recreated, in the same
+transaction, and any migration records the step the log was at: no undo goes back before it
 (app/storage/step_triggers.py).
 """
 
