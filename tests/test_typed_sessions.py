@@ -341,7 +341,7 @@ def test_racing_typed_seeds_across_workers_make_one_database(live_server, tmp_pa
     import json
     from concurrent.futures import ThreadPoolExecutor
 
-    row = json.loads((load_environment("retail").tasks_path).read_text().splitlines()[0])
+    row = json.loads(load_environment("retail").tasks_path.read_text().splitlines()[0])
     task_data = {k: v for k, v in row.items() if k != "responses_create_params"}
     data_dir = tmp_path / "race"
     url = live_server("retail", workers=2, data_dir=data_dir)
