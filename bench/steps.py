@@ -45,7 +45,7 @@ REPLAYED = ("retail-005", "retail-020", "retail-033", "retail-040", "retail-046"
 
 
 def _rows() -> dict[str, dict[str, Any]]:
-    path = REPO / "fixtures" / "retail" / "tasks.jsonl"
+    path = REPO / "envs" / "retail" / "tasks.jsonl"
     return {r["task_id"]: r for r in map(json.loads, path.read_text().splitlines())}
 
 

@@ -48,7 +48,7 @@ def _stats(samples: list[float]) -> dict[str, float]:
 
 
 def _rows() -> list[dict[str, Any]]:
-    path = REPO / "fixtures" / "retail" / "tasks.jsonl"
+    path = REPO / "envs" / "retail" / "tasks.jsonl"
     rows = {r["task_id"]: r for r in map(json.loads, path.read_text().splitlines())}
     return [rows[t] for t in TASK_IDS]
 

@@ -23,7 +23,7 @@ from app.server.api import create_app
 from tests.conftest import REPO, backend_settings, drop_pg_schemas, new_pg_prefix
 from tests.support.rollouts import gold_answer, load_tasks
 
-TASKS = {t["task_id"]: t for t in load_tasks(REPO / "fixtures" / "retail" / "tasks.jsonl")}
+TASKS = {t["task_id"]: t for t in load_tasks(load_environment("retail").tasks_path)}
 MULTI = TASKS["retail-044"]  # three writing steps among eight
 
 

@@ -27,11 +27,9 @@ from app.verify.diff import diff_states
 from app.verify.state import dump_state
 from tests.conftest import ENV_NAMES, PORTABLE_ENVS
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
-
 
 def load_fixture_tasks(env_name: str) -> list[dict[str, Any]]:
-    lines = (FIXTURES / env_name / "tasks.jsonl").read_text().splitlines()
+    lines = load_environment(env_name).tasks_path.read_text().splitlines()
     return [json.loads(line) for line in lines if line.strip()]
 
 

@@ -170,7 +170,7 @@ def _env_name(path: Path, rows: list[dict[str, Any]], explicit: str | None) -> s
     if len(names) == 1:
         return names.pop()
     if not names and path.parent.name:
-        return path.parent.name  # fixtures/<env>/tasks.jsonl
+        return path.parent.name  # <env>/tasks.jsonl, as in envs/<env>/
     raise typer.BadParameter(
         f"cannot tell the environment of {path} (rows name {sorted(names)}); pass --env"
     )
