@@ -111,8 +111,10 @@ def test_the_kit_modules_are_leaves_of_the_sdk() -> None:
                 continue
             for module in modules:
                 top = module.split(".")[0]
-                assert top in sys.stdlib_module_names or top == "sqlalchemy" or (
-                    module.startswith("app.sdk")
+                assert (
+                    top in sys.stdlib_module_names
+                    or top == "sqlalchemy"
+                    or (module.startswith("app.sdk"))
                 ), f"app/sdk/{name}.py imports {module}"
 
 
@@ -166,8 +168,9 @@ def test_a_missing_generator_is_one_line_naming_the_package_to_add(tmp_path: Pat
     assert done.returncode == 2
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert len(lines) == 1, done.stderr
-    assert "environment 'plug' has no task generator: add package tests/support/depot_env/" in (
-        lines[0]
+    assert (
+        "environment 'plug' has no task generator: add package tests/support/depot_env/"
+        in (lines[0])
     )
     assert "docs/generating_tasks.md" in lines[0] and "ModuleNotFoundError" not in done.stderr
 
