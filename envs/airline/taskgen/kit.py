@@ -16,13 +16,21 @@ from sqlalchemy.orm import Session
 
 from app.sdk.environment import Environment
 from app.sdk.taskgen import Draft as Draft  # re-exported: what the families return
+from app.sdk.taskgen import (
+    Phrasing,
+    SeedBuilder,
+    name_pool,
+    opening,
+    sentence_starting,
+    sentence_with,
+)
 from app.sdk.taskgen import call as shared_call
 from envs.airline import ENVIRONMENT
 from envs.airline.models import Airport, Flight, FlightCabin, Seat
 from envs.airline.rules import BAG_FEE, CABIN_OF, INSURANCE_PER_PASSENGER, free_bags
 
 NOW = ENVIRONMENT.default_now
-# Parents before children: apply_seed inserts in this order and foreign keys are on.
+# The seed's table order (parents first; seats and flight_cabins rows update base rows).
 SEED_TABLES = ("users", "payment_methods", "reservations", "reservation_segments", "passengers",
                "payments", "baggage", "seats", "flight_cabins")  # fmt: skip
 
@@ -113,21 +121,17 @@ class Booking:
 
 
 class Story:
-    """The rows one task seeds on top of the base data; ids from 100000 + 100 * index."""
+    """The rows one task seeds on top of the base data (its `SeedBuilder`, id block `index`)."""
 
     def __init__(self, index: int, net: Network, rng: random.Random) -> None:
         self.index, self.net, self.rng = index, net, rng
-        self.block = 100_000 + 100 * index
-        self.rows: dict[str, list[dict[str, Any]]] = {t: [] for t in SEED_TABLES}
-        self.counts: dict[str, int] = defaultdict(int)
+        self.b = SeedBuilder(index, SEED_TABLES, NOW)
+        self.rows = self.b.rows
         self.left: dict[int, int] = {}  # flight_cabins id -> seats left after this story's rows
         self.taken: set[int] = set()
 
     def _add(self, table: str, **row: Any) -> int:
-        row = {"id": self.block + self.counts[table], **row}
-        self.counts[table] += 1
-        self.rows[table].append(row)
-        return int(row["id"])
+        return int(self.b.add(table, **row)["id"])
 
     def _ts(self, days_ago: float) -> str:
         return (NOW - timedelta(days=days_ago)).isoformat()
@@ -143,7 +147,7 @@ class Story:
         return p
 
     def method(self, p: Person, kind: str, label: str, balance: float | None = None) -> str:
-        code = f"{kind}_9{self.index:03d}{self.counts['payment_methods']:03d}"
+        code = f"{kind}_9{self.index:03d}{self.b.count('payment_methods'):03d}"
         card = kind == "credit_card"
         self._add("payment_methods", code=code, user_id=p.id, kind=kind,
                   brand=label if card else None,
@@ -179,7 +183,7 @@ class Story:
         seats: bool = False,
         pay: str | None = None,
     ) -> Booking:
-        n = len(self.rows["reservations"])
+        n = self.b.count("reservations")
         code = f"T{self.index:03d}{n}K"  # '0' never appears in generated codes: no collisions
         round_trip = len(flights) == 2 and flights[0].origin == flights[1].destination
         rid = self._add("reservations", code=code, user_id=p.id, origin_id=None,
@@ -227,14 +231,13 @@ class Story:
                 for pid in pax_ids:
                     sid = next(s for s, _ in f.free_seats[CABIN_OF[fare]] if s not in self.taken)
                     self.taken.add(sid)
-                    self.rows["seats"].append({"id": sid, "passenger_id": pid})
+                    self.b.update("seats", sid, passenger_id=pid)
         return Booking(rid, code, flights, fare, pax, tickets, sum(a for _, a in bills), pax_ids)
 
     def seed(self) -> dict[str, Any]:
-        self.rows["flight_cabins"] = [
-            {"id": k, "seats_left": v} for k, v in sorted(self.left.items())
-        ]
-        return {"now": NOW.isoformat(), "rows": {t: r for t, r in self.rows.items() if r}}
+        """The seed, with the seats left of every cabin the story booked (base rows)."""
+        left = [{"id": k, "seats_left": v} for k, v in sorted(self.left.items())]
+        return self.b.seed(updates={"flight_cabins": left})
 
 
 AIRPORT_IDS = {code: i for i, code in enumerate(
@@ -252,22 +255,7 @@ def call(env: Environment, name: str, **arguments: Any) -> dict[str, Any]:
 C = partial(call, ENVIRONMENT)
 
 
-NAMES = [
-    ("Mia", "Chen"), ("Noah", "Patel"), ("Ava", "Kowalski"), ("Liam", "Okafor"), ("Zara", "Haddad"),
-    ("Ethan", "Larsen"), ("Chloe", "Dubois"), ("Mateo", "Silva"), ("Nina", "Petrova"),
-    ("Oscar", "Lindqvist"), ("Leila", "Rahimi"), ("Kenji", "Watanabe"), ("Ines", "Moreau"),
-    ("Felix", "Brandt"), ("Aisha", "Bello"), ("Lucas", "Ferreira"), ("Maya", "Goldberg"),
-    ("Samir", "Nasser"), ("Elena", "Rossi"), ("Jonah", "Fischer"), ("Priya", "Raman"),
-    ("Theo", "Novak"), ("Hana", "Sato"), ("Victor", "Almeida"), ("Clara", "Jensen"),
-    ("Rafael", "Costa"), ("Ingrid", "Holm"), ("Tariq", "Aziz"), ("Lena", "Vogel"),
-    ("Marco", "Bianchi"), ("Sofia", "Nieminen"), ("Daniel", "Oyelaran"), ("Yara", "Mansour"),
-    ("Pavel", "Dvorak"), ("Ruth", "Adeyemi"), ("Kai", "Nakamura"), ("Alma", "Quintero"),
-    ("Bruno", "Keller"), ("Freya", "Olsen"), ("Hugo", "Marchetti"), ("Iris", "Kaplan"),
-    ("Jamal", "Wright"), ("Kira", "Ivanova"), ("Leo", "Hartmann"), ("Mina", "Park"),
-    ("Nils", "Berg"), ("Omar", "Saleh"), ("Paula", "Mendes"), ("Quinn", "Gallagher"),
-    ("Rosa", "Delgado"), ("Sven", "Aalto"), ("Tessa", "Byrne"), ("Umar", "Farouk"),
-    ("Vera", "Lindgren"), ("Wes", "Okonkwo"), ("Xenia", "Popescu"), ("Yusuf", "Demir"),
-]  # fmt: skip
+NAMES = name_pool(57, replace={53: ("Vera", "Lindgren"), 54: ("Wes", "Okonkwo")})
 
 
 @dataclass
@@ -301,6 +289,15 @@ def ident(p: Person, by: str = "id") -> list[dict[str, Any]]:
 
 
 GO = "Please go ahead, you have my confirmation."
+# What a draw may reword (app/sdk/phrasing.py): the "Please ..." request (not the consent), the
+# consent sentence, and the greeting saying who the member is (`hello`).
+PHRASING = Phrasing(
+    request=sentence_starting("Please"),
+    keep_request=("go ahead", "confirm"),
+    consent=sentence_with("confirmation"),
+    greeting=opening(("Hi",), ("I'm",)),
+    closing=("confirm", "go ahead", "proceed"),
+)
 
 
 def asked(family: str, prompt: str, gold: list[dict[str, Any]], kind: str, value: Any) -> Draft:

@@ -10,11 +10,12 @@ from datetime import date, datetime, timedelta
 from typing import Any
 
 from app.sdk.taskgen import Draft as Draft  # re-exported: what the families return
+from app.sdk.taskgen import Phrasing, SeedBuilder, name_grid, sentence_starting
 from envs.sql import ENVIRONMENT
 
 NOW = datetime(2026, 3, 16, 9, 0)
 TODAY = NOW.date()
-# Parents before children: apply_seed inserts in this order and foreign keys are on.
+# The seed's table order (parents first).
 SEED_TABLES = ("employees", "salaries", "projects", "invoices", "timesheets")
 DEPT_NAMES = {
     "ENG": "Engineering", "DATA": "Data Science", "DES": "Design", "DEL": "Delivery",
@@ -59,23 +60,21 @@ class Proj:
 
 
 class Story:
-    """The rows one task seeds on top of the base data; ids from 100000 + 100 * index."""
+    """The rows one task seeds on top of the base data (its `SeedBuilder`, id block `index`)."""
 
     def __init__(self, index: int, rng: random.Random, names: list[tuple[str, str]]) -> None:
         self.index, self.rng, self.names = index, rng, names
-        self.block = 100_000 + 100 * index
-        self.rows: dict[str, list[dict[str, Any]]] = {t: [] for t in SEED_TABLES}
+        self.b = SeedBuilder(index, SEED_TABLES, NOW)
+        self.rows = self.b.rows
 
     def _add(self, table: str, **row: Any) -> int:
-        row = {"id": self.block + len(self.rows[table]), **row}
-        self.rows[table].append(row)
-        return int(row["id"])
+        return int(self.b.add(table, **row)["id"])
 
     def person(self, dept: str = "ENG", *, manager_id: int | None = None, status: str = "active",
                title: str = "Software Engineer", salary: float | None = 70_000.0,
                email: str | None = None, hired: date = date(2022, 5, 2)) -> Person:  # fmt: skip
         first, last = self.names.pop()
-        n = len(self.rows["employees"])
+        n = self.b.count("employees")
         no = f"E{90000 + self.index * 10 + n}"
         pid = self._add(
             "employees", employee_no=no, first_name=first, last_name=last,
@@ -95,7 +94,7 @@ class Story:
 
     def project(self, *, customer_id: int | None = 3, dept: str = "ENG", rate: float = 120.0,
                 kind: str = "Data Platform", status: str = "active") -> Proj:  # fmt: skip
-        n = len(self.rows["projects"])
+        n = self.b.count("projects")
         code = f"PRJ-{9000 + self.index * 10 + n}"
         name = f"{kind} {code[-4:]}"
         pid = self._add("projects", code=code, name=name, customer_id=customer_id,
@@ -112,7 +111,7 @@ class Story:
 
     def invoice(self, proj: Proj, amount: float, status: str = "sent",
                 issued: date = date(2026, 2, 5)) -> tuple[int, str]:  # fmt: skip
-        n = len(self.rows["invoices"])
+        n = self.b.count("invoices")
         number = f"INV-2026-{9000 + self.index * 10 + n}"
         paid = (issued + timedelta(days=20)).isoformat() if status == "paid" else None
         iid = self._add("invoices", number=number, customer_id=proj.customer_id,
@@ -122,7 +121,7 @@ class Story:
         return iid, number
 
     def seed(self) -> dict[str, Any]:
-        return {"now": NOW.isoformat(), "rows": {t: r for t, r in self.rows.items() if r}}
+        return self.b.seed()
 
 
 def call(name: str, **arguments: Any) -> dict[str, Any]:
@@ -160,6 +159,9 @@ def rows_of(output: dict[str, Any]) -> list[list[Any]]:
 
 
 def names_pool() -> list[tuple[str, str]]:
-    pairs = [(f, ln) for f in FIRSTS for ln in LASTS]
-    random.Random("sql-names").shuffle(pairs)
-    return pairs
+    return name_grid(FIRSTS, LASTS, shuffle="sql-names")
+
+
+# What a draw may reword (app/sdk/phrasing.py): the "Please ..." request; the requests carry
+# no greeting and no consent sentence.
+PHRASING = Phrasing(request=sentence_starting("Please"), keep_request=("go ahead", "confirm"))

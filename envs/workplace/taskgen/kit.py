@@ -5,13 +5,13 @@ helpers and the self-check that replays every task's gold calls in memory.
 from __future__ import annotations
 
 import random
-from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
 
 from app.sdk.taskgen import Draft as Draft  # re-exported: what the families return
+from app.sdk.taskgen import Phrasing, SeedBuilder, name_pool, sentence_starting
 from app.sdk.taskgen import call as shared_call
 from envs.workplace import ENVIRONMENT
 from envs.workplace.data import AS_OF
@@ -19,21 +19,12 @@ from envs.workplace.models import INTERNAL_DOMAIN
 
 NOW = AS_OF
 TUESDAY = NOW.date() + timedelta(days=1)
-# Parents before children: apply_seed inserts in this order and foreign keys are on.
+# The seed's table order (parents first; assistant_profile's row updates the base row).
 SEED_TABLES = (
     "employees", "assistant_profile", "companies", "contacts", "deals", "deal_stage_history",
     "projects", "tasks", "events", "event_attendees", "messages", "mailbox_items",
 )  # fmt: skip
-NAMES = [
-    ("Mia", "Chen"), ("Noah", "Patel"), ("Ava", "Kowalski"), ("Liam", "Okafor"), ("Zara", "Haddad"),
-    ("Ethan", "Larsen"), ("Chloe", "Dubois"), ("Mateo", "Silva"), ("Nina", "Petrova"),
-    ("Oscar", "Lindqvist"), ("Leila", "Rahimi"), ("Kenji", "Watanabe"), ("Ines", "Moreau"),
-    ("Felix", "Brandt"), ("Aisha", "Bello"), ("Lucas", "Ferreira"), ("Maya", "Goldberg"),
-    ("Samir", "Nasser"), ("Elena", "Rossi"), ("Jonah", "Fischer"), ("Priya", "Raman"),
-    ("Theo", "Novak"), ("Hana", "Sato"), ("Victor", "Almeida"), ("Clara", "Jensen"),
-    ("Rafael", "Costa"), ("Ingrid", "Holm"), ("Tariq", "Aziz"), ("Lena", "Vogel"),
-    ("Marco", "Bianchi"), ("Sofia", "Nieminen"), ("Daniel", "Oyelaran"), ("Yara", "Mansour"),
-]  # fmt: skip
+NAMES = name_pool(33)
 COMPANIES = (
     "Halvorsen Marine", "Quillfeather Press", "Tidewater Energy", "Brightloom Textiles",
     "Copperleaf Farms", "Northstar Clinics", "Vantage Freight", "Silverpine Studios",
@@ -54,7 +45,7 @@ class Person:
 
 
 class Story:
-    """The rows one task seeds on top of the base data; ids from 100000 + 100 * index."""
+    """The rows one task seeds on top of the base data (its `SeedBuilder`, id block `index`)."""
 
     def __init__(
         self,
@@ -64,18 +55,14 @@ class Story:
     ) -> None:
         self.index = index
         self.rng = rng or random.Random(f"workplace-{index}")
-        self.block = 100_000 + 100 * index
-        self.rows: dict[str, list[dict[str, Any]]] = {t: [] for t in SEED_TABLES}
-        self.counts: dict[str, int] = defaultdict(int)
+        self.b = SeedBuilder(index, SEED_TABLES, NOW)
+        self.rows = self.b.rows
         # Names are drawn without repetition, so a name always means one person in a story.
         pool = NAMES if names is None else names
         self.names = self.rng.sample(pool, len(pool))
 
     def _add(self, table: str, **row: Any) -> int:
-        row = {"id": self.block + self.counts[table], **row}
-        self.counts[table] += 1
-        self.rows[table].append(row)
-        return int(row["id"])
+        return int(self.b.add(table, **row)["id"])
 
     # ---- people ----------------------------------------------------------------------------
     def person(self, dept: str = "Sales", active: bool = True) -> Person:
@@ -88,7 +75,7 @@ class Story:
 
     def user(self, dept: str = "Sales") -> Person:
         p = self.person(dept)
-        self.rows["assistant_profile"].append({"id": 1, "employee_id": p.id})
+        self.b.update("assistant_profile", 1, employee_id=p.id)
         return p
 
     # ---- CRM -------------------------------------------------------------------------------
@@ -108,7 +95,7 @@ class Story:
 
     def deal(self, company_id: int, owner: Person, stage: str, amount: float | None,
              name: str = "Annual subscription") -> str:  # fmt: skip
-        code = f"D-{7000 + 10 * self.index + self.counts['deals']}"
+        code = f"D-{7000 + 10 * self.index + self.b.count('deals')}"
         self._add("deals", code=code, name=name, company_id=company_id, owner_id=owner.id,
                   stage=stage, amount=amount, close_date=(NOW + timedelta(days=30)).date()
                   .isoformat())  # fmt: skip
@@ -134,7 +121,7 @@ class Story:
     # ---- calendar --------------------------------------------------------------------------
     def event(self, organizer: Person, title: str, start: datetime, minutes: int,
               attendees: list[Person], status: str = "confirmed") -> str:  # fmt: skip
-        code = f"EV-S{self.index:03d}{self.counts['events']:02d}"
+        code = f"EV-S{self.index:03d}{self.b.count('events'):02d}"
         eid = self._add("events", code=code, title=title, organizer_id=organizer.id,
                         start_at=start.isoformat(),
                         end_at=(start + timedelta(minutes=minutes)).isoformat(),
@@ -148,7 +135,7 @@ class Story:
     def email(self, sender: str, to: list[Person], subject: str, body: str, hours_ago: float,
               *, read: bool = False, folder: str = "inbox") -> str:  # fmt: skip
         """A message from `sender` (an address) delivered to each of `to`'s inboxes."""
-        mid = f"<s{self.index:03d}{self.counts['messages']:02d}@{INTERNAL_DOMAIN}>"
+        mid = f"<s{self.index:03d}{self.b.count('messages'):02d}@{INTERNAL_DOMAIN}>"
         sent = NOW - timedelta(hours=hours_ago)
         msg = self._add("messages", message_id=mid, sender=sender,
                         to_addresses=",".join(sorted(p.email for p in to)), cc_addresses="",
@@ -160,7 +147,12 @@ class Story:
         return mid
 
     def seed(self) -> dict[str, Any]:
-        return {"now": NOW.isoformat(), "rows": {t: r for t, r in self.rows.items() if r}}
+        return self.b.seed()
+
+
+# What a draw may reword (app/sdk/phrasing.py): the "Please ..." request; the requests carry
+# no greeting and no consent sentence.
+PHRASING = Phrasing(request=sentence_starting("Please"), keep_request=("go ahead", "confirm"))
 
 
 # The shared gold-call builder, bound to this environment.
