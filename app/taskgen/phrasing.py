@@ -41,11 +41,14 @@ def rephrase(prompt: str, split: Split, rng: random.Random, phrasing: Phrasing) 
         if phrasing.request is not None:
             wording = words.request[split][n]
             asked = phrasing.request.sub(
-                lambda m: m.group(0) if _holds(m.group("x"), phrasing.keep_request)
-                else wording.format(x=m.group("x")),
+                lambda m: (
+                    m.group(0)
+                    if _holds(m.group("x"), phrasing.keep_request)
+                    else wording.format(x=m.group("x"))
+                ),
                 text,
                 count=1,
-            )  # fmt: skip
+            )
             if asked != text:
                 text = asked
                 tags.append(f"ask{n}")

@@ -67,9 +67,18 @@ class Network:
         self.flights: dict[tuple[str, str], FlightInfo] = {}
         by_id: dict[int, FlightInfo] = {}
         for f in db.scalars(select(Flight).order_by(Flight.id)):
-            info = FlightInfo(f.id, f.flight_number, f.flight_date.isoformat(), codes[f.origin_id],
-                              codes[f.destination_id], f.scheduled_departure, f.status,
-                              f.delay_minutes, {}, defaultdict(list))  # fmt: skip
+            info = FlightInfo(
+                f.id,
+                f.flight_number,
+                f.flight_date.isoformat(),
+                codes[f.origin_id],
+                codes[f.destination_id],
+                f.scheduled_departure,
+                f.status,
+                f.delay_minutes,
+                {},
+                defaultdict(list),
+            )
             self.flights[(info.number, info.date)] = by_id[f.id] = info
         for c in db.scalars(select(FlightCabin).order_by(FlightCabin.id)):
             by_id[c.flight_id].cabins[c.fare_class] = {
@@ -140,8 +149,16 @@ class Story:
         code = f"{first}_{last}_{7000 + self.index}".lower()
         email = f"{first}.{last}{self.index}@example.org".lower()
         dob = f"{self.rng.randint(1960, 2000)}-0{self.rng.randint(1, 9)}-1{self.rng.randint(0, 9)}"
-        uid = self._add("users", user_code=code, email=email, first_name=first, last_name=last,
-                        date_of_birth=dob, membership=tier, created_at=self._ts(800))  # fmt: skip
+        uid = self._add(
+            "users",
+            user_code=code,
+            email=email,
+            first_name=first,
+            last_name=last,
+            date_of_birth=dob,
+            membership=tier,
+            created_at=self._ts(800),
+        )
         p = Person(uid, code, first, last, email, tier, dob)
         self.method(p, "credit_card", "visa")
         return p
@@ -149,10 +166,15 @@ class Story:
     def method(self, p: Person, kind: str, label: str, balance: float | None = None) -> str:
         code = f"{kind}_9{self.index:03d}{self.b.count('payment_methods'):03d}"
         card = kind == "credit_card"
-        self._add("payment_methods", code=code, user_id=p.id, kind=kind,
-                  brand=label if card else None,
-                  last4=f"{self.rng.randint(1000, 9999)}" if card else None,
-                  balance=None if card else balance)  # fmt: skip
+        self._add(
+            "payment_methods",
+            code=code,
+            user_id=p.id,
+            kind=kind,
+            brand=label if card else None,
+            last4=f"{self.rng.randint(1000, 9999)}" if card else None,
+            balance=None if card else balance,
+        )
         p.methods[label] = code
         return code
 
@@ -186,36 +208,70 @@ class Story:
         n = self.b.count("reservations")
         code = f"T{self.index:03d}{n}K"  # '0' never appears in generated codes: no collisions
         round_trip = len(flights) == 2 and flights[0].origin == flights[1].destination
-        rid = self._add("reservations", code=code, user_id=p.id, origin_id=None,
-                        destination_id=None, trip_type="round_trip" if round_trip else "one_way",
-                        fare_class=fare, status="confirmed", insurance=insurance,
-                        cancel_reason=None, created_at=self._ts(days_ago))  # fmt: skip
+        rid = self._add(
+            "reservations",
+            code=code,
+            user_id=p.id,
+            origin_id=None,
+            destination_id=None,
+            trip_type="round_trip" if round_trip else "one_way",
+            fare_class=fare,
+            status="confirmed",
+            insurance=insurance,
+            cancel_reason=None,
+            created_at=self._ts(days_ago),
+        )
         row = self.rows["reservations"][-1]
         row["origin_id"] = AIRPORT_IDS[flights[0].origin]
         row["destination_id"] = AIRPORT_IDS[flights[0 if round_trip else -1].destination]
         for leg_no, f in enumerate(flights, start=1):
-            self._add("reservation_segments", reservation_id=rid, leg_no=leg_no, flight_id=f.id,
-                      price=f.cabins[fare]["price"])  # fmt: skip
+            self._add(
+                "reservation_segments",
+                reservation_id=rid,
+                leg_no=leg_no,
+                flight_id=f.id,
+                price=f.cabins[fare]["price"],
+            )
             self.left[f.cabins[fare]["id"]] = self.seats_left(f, fare) - travellers
         pax = [{"first_name": p.first, "last_name": p.last, "date_of_birth": p.dob}]
         for k in range(1, travellers):
             first = COMPANIONS[(self.index + k) % len(COMPANIONS)]
-            pax.append({"first_name": first, "last_name": p.last,
-                        "date_of_birth": f"{1985 + k}-0{k + 2}-2{k}"})  # fmt: skip
+            pax.append(
+                {
+                    "first_name": first,
+                    "last_name": p.last,
+                    "date_of_birth": f"{1985 + k}-0{k + 2}-2{k}",
+                }
+            )
         tickets, pax_ids = [], []
         for pos, who in enumerate(pax, start=1):
             tickets.append(f"{code}-{pos}")
-            pax_ids.append(self._add("passengers", ticket_number=f"{code}-{pos}",
-                                     reservation_id=rid, position=pos, **who))  # fmt: skip
+            pax_ids.append(
+                self._add(
+                    "passengers",
+                    ticket_number=f"{code}-{pos}",
+                    reservation_id=rid,
+                    position=pos,
+                    **who,
+                )
+            )
         allowance = free_bags(p.tier, fare, travellers)
         paid_bags = max(0, bags - allowance)
-        self._add("baggage", reservation_id=rid, checked_bags=bags, free_bags=bags - paid_bags,
-                  paid_bags=paid_bags)  # fmt: skip
-        method_id = next(m["id"] for m in self.rows["payment_methods"]
-                         if m["code"] == (pay or p.methods["visa"]))  # fmt: skip
-        bills = [("fare", round(sum(f.cabins[fare]["price"] for f in flights) * travellers, 2)),
-                 ("insurance", INSURANCE_PER_PASSENGER * travellers if insurance else 0),
-                 ("baggage", BAG_FEE * paid_bags)]  # fmt: skip
+        self._add(
+            "baggage",
+            reservation_id=rid,
+            checked_bags=bags,
+            free_bags=bags - paid_bags,
+            paid_bags=paid_bags,
+        )
+        method_id = next(
+            m["id"] for m in self.rows["payment_methods"] if m["code"] == (pay or p.methods["visa"])
+        )
+        bills = [
+            ("fare", round(sum(f.cabins[fare]["price"] for f in flights) * travellers, 2)),
+            ("insurance", INSURANCE_PER_PASSENGER * travellers if insurance else 0),
+            ("baggage", BAG_FEE * paid_bags),
+        ]
         for purpose, amount in bills:
             if amount:
                 self._add(
@@ -240,8 +296,12 @@ class Story:
         return self.b.seed(updates={"flight_cabins": left})
 
 
-AIRPORT_IDS = {code: i for i, code in enumerate(
-    ("SFO", "LAX", "SEA", "DEN", "ORD", "JFK", "BOS", "ATL", "MIA", "DFW"), start=1)}  # fmt: skip
+AIRPORT_IDS = {
+    code: i
+    for i, code in enumerate(
+        ("SFO", "LAX", "SEA", "DEN", "ORD", "JFK", "BOS", "ATL", "MIA", "DFW"), start=1
+    )
+}
 COMPANIONS = ("Ada", "Ben", "Cleo", "Dev", "Elsa", "Finn", "Gia", "Hal", "Ivy", "Jude")
 
 

@@ -77,8 +77,9 @@ class Internal:
     """The base data's internal accounts: number -> (id, balance), read once."""
 
     def __init__(self, db: Session) -> None:
-        rows = db.execute(select(Account.number, Account.id, Account.balance).where(
-            Account.type == "internal")).all()  # fmt: skip
+        rows = db.execute(
+            select(Account.number, Account.id, Account.balance).where(Account.type == "internal")
+        ).all()
         self.accounts = {n: (i, float(b)) for n, i, b in rows}
 
 
@@ -98,25 +99,46 @@ class Story:
         dob = date(self.rng.randint(1955, 2003), self.rng.randint(1, 12), self.rng.randint(1, 28))
         email = f"{first}.{last}{self.index}@example.org".lower()
         row = self.b.add(
-            "customers", email=email, first_name=first, last_name=last,
+            "customers",
+            email=email,
+            first_name=first,
+            last_name=last,
             phone=f"+1-555-{self.rng.randint(100, 999)}-{self.rng.randint(0, 9999):04d}",
-            date_of_birth=dob.isoformat(), kyc_status=kyc, created_at=self._ts(700),
-        )  # fmt: skip
+            date_of_birth=dob.isoformat(),
+            kyc_status=kyc,
+            created_at=self._ts(700),
+        )
         return Person(row["id"], first, last, email, dob.isoformat())
 
     def account(
-        self, p: Person, kind: str, opening: float, *, label: str | None = None,
-        currency: str = "USD", overdraft: float = 0.0, status: str = "open",
+        self,
+        p: Person,
+        kind: str,
+        opening: float,
+        *,
+        label: str | None = None,
+        currency: str = "USD",
+        overdraft: float = 0.0,
+        status: str = "open",
         freeze_reason: str | None = None,
-    ) -> Acct:  # fmt: skip
+    ) -> Acct:
         """An account with its opening posting: a cash deposit, or a loan's disbursement."""
         aid = self.b.next_id("accounts")
         row = self.b.add(
-            "accounts", number=f"{TYPE_PREFIX[kind]}{aid:06d}", customer_id=p.id, type=kind,
-            currency=currency, status=status, freeze_reason=freeze_reason,
-            overdraft_allowed=overdraft > 0, overdraft_limit=overdraft,
-            daily_limit=DAILY_LIMIT[kind], balance=0.0, opened_at=self._ts(400), closed_at=None,
-        )  # fmt: skip
+            "accounts",
+            number=f"{TYPE_PREFIX[kind]}{aid:06d}",
+            customer_id=p.id,
+            type=kind,
+            currency=currency,
+            status=status,
+            freeze_reason=freeze_reason,
+            overdraft_allowed=overdraft > 0,
+            overdraft_limit=overdraft,
+            daily_limit=DAILY_LIMIT[kind],
+            balance=0.0,
+            opened_at=self._ts(400),
+            closed_at=None,
+        )
         acct = Acct(aid, row["number"], kind, currency, row)
         p.accounts[label or kind] = acct
         if opening:
@@ -133,16 +155,29 @@ class Story:
         return target.id, amount
 
     def post(
-        self, kind: str, days_ago: float, legs: list[tuple[Acct | str, float]], memo: str,
-        status: str = "posted", reverses: str | None = None,
-    ) -> str:  # fmt: skip
+        self,
+        kind: str,
+        days_ago: float,
+        legs: list[tuple[Acct | str, float]],
+        memo: str,
+        status: str = "posted",
+        reverses: str | None = None,
+    ) -> str:
         """A balanced transaction; returns its reference."""
         n = self.b.count("transactions")
         ref = f"RV9{self.index:03d}{n:05d}" if kind == "reversal" else f"TX9{self.index:03d}{n:05d}"
-        rev_id = next((t["id"] for t in self.rows["transactions"] if t["reference"] == reverses),
-                      None)  # fmt: skip
-        tx = self.b.add("transactions", reference=ref, kind=kind, status=status,
-                       created_at=self._ts(days_ago), memo=memo, reverses_id=rev_id)  # fmt: skip
+        rev_id = next(
+            (t["id"] for t in self.rows["transactions"] if t["reference"] == reverses), None
+        )
+        tx = self.b.add(
+            "transactions",
+            reference=ref,
+            kind=kind,
+            status=status,
+            created_at=self._ts(days_ago),
+            memo=memo,
+            reverses_id=rev_id,
+        )
         for target, amount in legs:
             aid, amt = self._leg(target, cents(amount))
             self.b.add("entries", transaction_id=tx["id"], account_id=aid, amount=amt)
@@ -163,27 +198,42 @@ class Story:
     def transfer(self, src: Acct, dst: Acct, amount: float, days_ago: float, memo: str) -> str:
         return self.post("transfer", days_ago, [(src, -amount), (dst, amount)], memo)
 
-    def hold(self, acct: Acct, amount: float, merchant: str, hours_ago: float,
-             hours_valid: float) -> str:  # fmt: skip
+    def hold(
+        self, acct: Acct, amount: float, merchant: str, hours_ago: float, hours_valid: float
+    ) -> str:
         code = f"HD9{self.index:03d}{self.b.count('holds'):02d}"
         created = NOW - timedelta(hours=hours_ago)
-        self.b.add("holds", code=code, account_id=acct.id, amount=amount, merchant=merchant,
-                  status="active", created_at=created.isoformat(),
-                  expires_at=(created + timedelta(hours=hours_valid)).isoformat(),
-                  released_at=None)  # fmt: skip
+        self.b.add(
+            "holds",
+            code=code,
+            account_id=acct.id,
+            amount=amount,
+            merchant=merchant,
+            status="active",
+            created_at=created.isoformat(),
+            expires_at=(created + timedelta(hours=hours_valid)).isoformat(),
+            released_at=None,
+        )
         return code
 
     def payee(self, p: Person, acct: Acct, nickname: str) -> None:
-        self.b.add("beneficiaries", customer_id=p.id, account_id=acct.id, nickname=nickname,
-                  created_at=self._ts(90))  # fmt: skip
+        self.b.add(
+            "beneficiaries",
+            customer_id=p.id,
+            account_id=acct.id,
+            nickname=nickname,
+            created_at=self._ts(90),
+        )
 
     def seed(self) -> dict[str, Any]:
         """The seed, with the internal accounts' new balances (updates of base rows)."""
         balances = [
-            {"id": self.internal.accounts[number][0],
-             "balance": cents(self.internal.accounts[number][1] + delta)}
+            {
+                "id": self.internal.accounts[number][0],
+                "balance": cents(self.internal.accounts[number][1] + delta),
+            }
             for number, delta in sorted(self.internal_delta.items())
-        ]  # fmt: skip
+        ]
         return self.b.seed(updates={"accounts": balances})
 
 

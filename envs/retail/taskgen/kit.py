@@ -161,10 +161,14 @@ class Story:
     def person(self, first: str, last: str, *, card: str = "visa") -> Person:
         email = f"{first}.{last}{self.index}@example.org".lower()
         cid = self._add(
-            "customers", email=email, first_name=first, last_name=last,
-            phone=f"+1-415-555-{self.rng.randint(0, 9999):04d}", membership="regular",
+            "customers",
+            email=email,
+            first_name=first,
+            last_name=last,
+            phone=f"+1-415-555-{self.rng.randint(0, 9999):04d}",
+            membership="regular",
             created_at=self._ts(400),
-        )  # fmt: skip
+        )
         address = self.new_address()
         self._add("addresses", customer_id=cid, is_default=True, **address)
         p = Person(cid, first, last, email, address)
@@ -207,20 +211,38 @@ class Story:
         number = f"#W9{self.index:03d}{self.b.count('orders'):03d}"
         ship = {f"ship_{k}": v for k, v in p.address.items()}
         oid = self._add(
-            "orders", order_number=number, customer_id=p.id, status=status, total=total,
-            created_at=self._ts(days_ago), **ship,
-        )  # fmt: skip
+            "orders",
+            order_number=number,
+            customer_id=p.id,
+            status=status,
+            total=total,
+            created_at=self._ts(days_ago),
+            **ship,
+        )
         for n, (v, q) in enumerate(lines, start=1):
-            self._add("order_items", order_id=oid, line_no=n, variant_id=v["id"], quantity=q,
-                      unit_price=v["price"], status="active")  # fmt: skip
+            self._add(
+                "order_items",
+                order_id=oid,
+                line_no=n,
+                variant_id=v["id"],
+                quantity=q,
+                unit_price=v["price"],
+                status="active",
+            )
         if isinstance(pay, str):
             pay = [(pay, total)]
         else:  # split: the listed amounts, the last method pays the rest
             pay = [*pay[:-1], (pay[-1][0], round(total - sum(a for _, a in pay[:-1]), 2))]
         for code, amount in pay:
             mid = next(m["id"] for m in self.rows["payment_methods"] if m["code"] == code)
-            self._add("payments", order_id=oid, payment_method_id=mid, kind="charge",
-                      amount=amount, created_at=self._ts(days_ago))  # fmt: skip
+            self._add(
+                "payments",
+                order_id=oid,
+                payment_method_id=mid,
+                kind="charge",
+                amount=amount,
+                created_at=self._ts(days_ago),
+            )
         return OrderInfo(number, total, lines, oid)
 
     def history(self, p: Person, catalog: Catalog, n: int = 2) -> None:

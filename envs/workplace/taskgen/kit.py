@@ -68,9 +68,16 @@ class Story:
     def person(self, dept: str = "Sales", active: bool = True) -> Person:
         first, last = self.names.pop()
         email = f"{first}.{last}{self.index}@{INTERNAL_DOMAIN}".lower()
-        pid = self._add("employees", email=email, first_name=first, last_name=last,
-                        department=dept, title="Account Executive" if dept == "Sales"
-                        else "Specialist", manager_id=None, active=active)  # fmt: skip
+        pid = self._add(
+            "employees",
+            email=email,
+            first_name=first,
+            last_name=last,
+            department=dept,
+            title="Account Executive" if dept == "Sales" else "Specialist",
+            manager_id=None,
+            active=active,
+        )
         return Person(pid, first, last, email)
 
     def user(self, dept: str = "Sales") -> Person:
@@ -88,62 +95,132 @@ class Story:
         for title in ("Head of Procurement", "CFO"):
             first, last = self.names.pop()
             email = f"{first}.{last}@{domain}".lower()
-            ct = self._add("contacts", company_id=cid, first_name=first, last_name=last,
-                           email=email, phone=None, title=title)  # fmt: skip
+            ct = self._add(
+                "contacts",
+                company_id=cid,
+                first_name=first,
+                last_name=last,
+                email=email,
+                phone=None,
+                title=title,
+            )
             contacts.append(Person(ct, first, last, email))
         return cid, name, contacts
 
-    def deal(self, company_id: int, owner: Person, stage: str, amount: float | None,
-             name: str = "Annual subscription") -> str:  # fmt: skip
+    def deal(
+        self,
+        company_id: int,
+        owner: Person,
+        stage: str,
+        amount: float | None,
+        name: str = "Annual subscription",
+    ) -> str:
         code = f"D-{7000 + 10 * self.index + self.b.count('deals')}"
-        self._add("deals", code=code, name=name, company_id=company_id, owner_id=owner.id,
-                  stage=stage, amount=amount, close_date=(NOW + timedelta(days=30)).date()
-                  .isoformat())  # fmt: skip
+        self._add(
+            "deals",
+            code=code,
+            name=name,
+            company_id=company_id,
+            owner_id=owner.id,
+            stage=stage,
+            amount=amount,
+            close_date=(NOW + timedelta(days=30)).date().isoformat(),
+        )
         return code
 
     # ---- projects --------------------------------------------------------------------------
     def project(self, owner: Person, status: str = "active") -> str:
         key = f"{PROJECT_WORDS[self.index % len(PROJECT_WORDS)]}{self.index}"
-        self._add("projects", key=key, name=f"{key.title()} launch", owner_id=owner.id,
-                  status=status)  # fmt: skip
+        self._add(
+            "projects", key=key, name=f"{key.title()} launch", owner_id=owner.id, status=status
+        )
         return key
 
-    def task(self, key: str, title: str, assignee: Person | None, status: str = "todo",
-             priority: str = "medium", due_days: int = 7) -> str:  # fmt: skip
+    def task(
+        self,
+        key: str,
+        title: str,
+        assignee: Person | None,
+        status: str = "todo",
+        priority: str = "medium",
+        due_days: int = 7,
+    ) -> str:
         pid = next(p["id"] for p in self.rows["projects"] if p["key"] == key)
         code = f"{key}-{sum(t['project_id'] == pid for t in self.rows['tasks']) + 1}"
-        self._add("tasks", code=code, project_id=pid, title=title,
-                  assignee_id=assignee.id if assignee else None, status=status,
-                  priority=priority, due_date=(NOW + timedelta(days=due_days)).date().isoformat(),
-                  created_by=self.rows["employees"][0]["id"])  # fmt: skip
+        self._add(
+            "tasks",
+            code=code,
+            project_id=pid,
+            title=title,
+            assignee_id=assignee.id if assignee else None,
+            status=status,
+            priority=priority,
+            due_date=(NOW + timedelta(days=due_days)).date().isoformat(),
+            created_by=self.rows["employees"][0]["id"],
+        )
         return code
 
     # ---- calendar --------------------------------------------------------------------------
-    def event(self, organizer: Person, title: str, start: datetime, minutes: int,
-              attendees: list[Person], status: str = "confirmed") -> str:  # fmt: skip
+    def event(
+        self,
+        organizer: Person,
+        title: str,
+        start: datetime,
+        minutes: int,
+        attendees: list[Person],
+        status: str = "confirmed",
+    ) -> str:
         code = f"EV-S{self.index:03d}{self.b.count('events'):02d}"
-        eid = self._add("events", code=code, title=title, organizer_id=organizer.id,
-                        start_at=start.isoformat(),
-                        end_at=(start + timedelta(minutes=minutes)).isoformat(),
-                        location="Room Aurora", status=status)  # fmt: skip
+        eid = self._add(
+            "events",
+            code=code,
+            title=title,
+            organizer_id=organizer.id,
+            start_at=start.isoformat(),
+            end_at=(start + timedelta(minutes=minutes)).isoformat(),
+            location="Room Aurora",
+            status=status,
+        )
         for p in [organizer, *[a for a in attendees if a.id != organizer.id]]:
             response = "accepted" if p.id == organizer.id else "needs_action"
             self._add("event_attendees", event_id=eid, employee_id=p.id, response=response)
         return code
 
     # ---- mail ------------------------------------------------------------------------------
-    def email(self, sender: str, to: list[Person], subject: str, body: str, hours_ago: float,
-              *, read: bool = False, folder: str = "inbox") -> str:  # fmt: skip
+    def email(
+        self,
+        sender: str,
+        to: list[Person],
+        subject: str,
+        body: str,
+        hours_ago: float,
+        *,
+        read: bool = False,
+        folder: str = "inbox",
+    ) -> str:
         """A message from `sender` (an address) delivered to each of `to`'s inboxes."""
         mid = f"<s{self.index:03d}{self.b.count('messages'):02d}@{INTERNAL_DOMAIN}>"
         sent = NOW - timedelta(hours=hours_ago)
-        msg = self._add("messages", message_id=mid, sender=sender,
-                        to_addresses=",".join(sorted(p.email for p in to)), cc_addresses="",
-                        subject=subject, body=body, sent_at=sent.isoformat(),
-                        in_reply_to=None)  # fmt: skip
+        msg = self._add(
+            "messages",
+            message_id=mid,
+            sender=sender,
+            to_addresses=",".join(sorted(p.email for p in to)),
+            cc_addresses="",
+            subject=subject,
+            body=body,
+            sent_at=sent.isoformat(),
+            in_reply_to=None,
+        )
         for p in to:
-            self._add("mailbox_items", employee_id=p.id, message_id=msg, folder=folder,
-                      is_read=read, labels="")  # fmt: skip
+            self._add(
+                "mailbox_items",
+                employee_id=p.id,
+                message_id=msg,
+                folder=folder,
+                is_read=read,
+                labels="",
+            )
         return mid
 
     def seed(self) -> dict[str, Any]:
