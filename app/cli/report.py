@@ -8,9 +8,9 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
+from app.cli.rollout_report import load_rollouts, summarize, with_task_fields, write_report
 from app.cli.sessions import DataDirOption, JsonOption, cli_errors, emit_json, out
 from app.cli.tasks import read_rows
-from app.verify.report import load_rollouts, summarize, with_task_fields, write_report
 
 
 def report(
