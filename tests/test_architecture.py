@@ -19,25 +19,11 @@ BACKEND_IMPORTERS_ALLOWED = {
     "app.storage.factory",  # builds the backend from settings
     "app.storage.images",  # snapshot images are SQLite files on both backends
 }
-# Outside app/storage/, still importing the SQLite plumbing directly instead of
-# app.storage.images, and why. Shrink this list.
-LEGACY_SQLITE_IMPORTERS = {
-    # Gold replays and story validation build and clone in-memory images themselves.
-    "app.verify.gold",
-    "app.taskgen.gold_run",
-}
 # Outside app/storage/, still naming a dialect (`dialect.name`), the sqlite3 connection type or
 # psycopg in code, and why. Shrink this list: such knowledge belongs to a backend's module.
 DRIVER_NAMERS_ALLOWED = {
     # The bounded SQL functions of the `sql` environment's SQLite console.
     "app.runtime.sql_functions",
-    # Story validation runs on in-memory SQLite images (sqlite3 itself).
-    "app.taskgen.gold_run",
-    "app.taskgen.validate",
-    # Verify's table reads and patching choose SQL per dialect (JSON arrays, row values).
-    "app.verify.table_reads",
-    "app.verify.patching",
-    "app.verify.raw_values",
 }
 # What envs/ may import from app beyond app.sdk (envs/*/tests may import more): the shared
 # settings and errors only (the taskgen kit and replay helpers are app.sdk.taskgen/.replay).
@@ -155,20 +141,8 @@ def test_only_storage_names_a_backend_package():
         direct = sorted(i for i in imports_of(path) if _names_backend(i))
         if not direct:
             continue
-        if name in LEGACY_SQLITE_IMPORTERS and not any("postgres" in i for i in direct):
-            continue
         offenders[name] = direct
     assert offenders == {}, f"import app.storage.base / factory instead: {offenders}"
-
-
-def test_legacy_allow_list_is_current():
-    """An entry that no longer imports the SQLite plumbing leaves the list."""
-    stale = []
-    for name in LEGACY_SQLITE_IMPORTERS:
-        path = APP.joinpath(*name.split(".")[1:]).with_suffix(".py")
-        if not any(_names_backend(i) for i in imports_of(path)):
-            stale.append(name)
-    assert stale == []
 
 
 def test_runtime_does_not_branch_on_the_backend():
