@@ -133,11 +133,11 @@ bench-profile: install
 bench-taskgen: install
 	$(BIN)/python -m bench.taskgen
 
-# Rewrite the shipped evaluation sets (byte-identical every run; docs/generating_tasks.md).
-# The environments come from the registry (app/registry.py), not a list kept here.
+# Rewrite the shipped evaluation sets (byte-identical every run; docs/generating_tasks.md): each
+# environment package of this repository keeps its own (envs/<name>/tasks.jsonl, its tasks_path).
 shipped-tasks: install
-	for env in $$($(BIN)/python -c "from app.registry import environment_names as n; print(*n())"); do \
-		$(BIN)/stategym tasks generate --env $$env --shipped fixtures/$$env/tasks.jsonl || exit 1; done
+	for path in envs/*/tasks.jsonl; do env=$$(basename $$(dirname $$path)); \
+		$(BIN)/stategym tasks generate --env $$env --shipped $$path || exit 1; done
 
 clean:
 	rm -rf $(VENV) $(GYM_VENV) $(OPENENV_VENV) $(VERIFIERS_VENV) $(DATA_DIR) .pytest_cache

@@ -76,7 +76,7 @@ def _rivals(task: dict[str, Any], every: list[dict[str, Any]]) -> list[str]:
 
 
 def _load(env: str) -> list[dict[str, Any]]:
-    lines = (ROOT / "fixtures" / env / "tasks.jsonl").read_text().splitlines()
+    lines = (ROOT / "envs" / env / "tasks.jsonl").read_text().splitlines()
     return [json.loads(line) for line in lines if line.strip()]
 
 

@@ -151,7 +151,7 @@ async def _groups(url: str, rows: list[dict[str, Any]], group: int) -> tuple[int
 def grpo(args: argparse.Namespace, rows: list[dict[str, Any]]) -> dict[str, Any]:
     """Rollouts/s of never-seen tasks in groups vs. the 48 shipped tasks, warm, in groups."""
     out: dict[str, Any] = {"root": args.root, "group": args.group}
-    shipped = [json.loads(x) for x in (ROOT / "fixtures" / "retail" / "tasks.jsonl").open()]
+    shipped = [json.loads(x) for x in (ROOT / "envs" / "retail" / "tasks.jsonl").open()]
     for name, tasks, warm in (("warm_48", shipped, True), ("cold_distinct", rows, False)):
         data_dir = Path(tempfile.mkdtemp(prefix="stategym-grpo-"))
         server = _start(Path(args.root), data_dir)

@@ -41,7 +41,7 @@ from tests.support.rollouts import load_tasks, response_object
 
 REPO = Path(__file__).resolve().parents[1]
 SECRET = "bench-explorer-secret-0123456789abcdef"
-TASK = {t["task_id"]: t for t in load_tasks(REPO / "fixtures/retail/tasks.jsonl")}["retail-044"]
+TASK = {t["task_id"]: t for t in load_tasks(REPO / "envs/retail/tasks.jsonl")}["retail-044"]
 
 
 async def _rollout(settings: Settings, steps: int) -> str:

@@ -26,7 +26,7 @@ from mcp.client.streamable_http import streamable_http_client
 from bench.servers import ServerProcess, _spawn, free_port
 
 ARGS = {"order_number": "#W9020002"}
-TASKS = Path(__file__).resolve().parent.parent / "fixtures" / "retail" / "tasks.jsonl"
+TASKS = Path(__file__).resolve().parent.parent / "envs" / "retail" / "tasks.jsonl"
 
 
 def start(data_dir: Path) -> ServerProcess:

@@ -28,7 +28,7 @@ from openenv.core.generic_client import GenericEnvClient
 from bench.servers import ServerProcess, _spawn, free_port
 
 ARGS = {"order_number": "#W9020002"}
-TASKS = Path(__file__).resolve().parent.parent / "fixtures" / "retail" / "tasks.jsonl"
+TASKS = Path(__file__).resolve().parent.parent / "envs" / "retail" / "tasks.jsonl"
 
 
 def start(data_dir: Path, protocol: str) -> ServerProcess:

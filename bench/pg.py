@@ -43,8 +43,8 @@ def _median_ms(samples: list[float]) -> float:
 # --- in process: clone strategies ---------------------------------------------------------------
 def clone_strategies(n: int = 7) -> dict[str, Any]:
     """Median ms to make one retail session schema (~6,500 rows, 12 tables) each way."""
+    from app.core.tasks import task_from_data
     from app.registry import load_environment
-    from app.runtime.tasks import task_from_data
     from app.storage.postgres.db import (
         SchemaNames,
         clone_sql,
@@ -363,10 +363,10 @@ def archived_reads(n: int = 12) -> dict[str, Any]:
     import asyncio
 
     from app.registry import load_environment
+    from app.runtime.inspection import Inspector
     from app.runtime.sessions import SessionManager
     from app.server.models import parse_seed_body
     from app.settings import Settings
-    from app.storage.inspection import Inspector
 
     env, task = load_environment("retail"), T.rollout_task()
     work = Path(tempfile.mkdtemp(prefix="stategym-pgbench-"))

@@ -38,7 +38,7 @@ AREAS = (  # first match wins: (label, substring of the file path or function na
     ("verify (app/verify/)", "app/verify/"),
     ("store/snapshots (app/storage/sqlite/store.py, seeding)", "app/storage/sqlite/store.py"),
     ("sqlite helpers (app/storage/sqlite/db.py, meta)", "app/storage/sqlite/db.py"),
-    ("runner (app/runtime/runner.py)", "app/runtime/runner.py"),
+    ("runner (app/storage/runner.py)", "app/storage/runner.py"),
     ("sessions (app/runtime/sessions.py)", "app/runtime/sessions.py"),
     ("environment tools (envs/)", "envs/"),
     ("other app/", "app/"),

@@ -28,7 +28,7 @@ KINDS = ("seed", "tool", "verify", "close")
 
 
 def env_tasks(env_name: str, limit: int | None = None) -> list[dict[str, Any]]:
-    path = ROOT / "fixtures" / env_name / "tasks.jsonl"
+    path = ROOT / "envs" / env_name / "tasks.jsonl"
     rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     return rows[:limit] if limit else rows
 

@@ -39,10 +39,14 @@ def generate(env: str, count: int, seed: int, out: Path) -> list[dict[str, Any]]
 
 
 async def rollout(
-    client: httpx.AsyncClient, task: dict[str, Any], timings: list[tuple[float, str, float]]
+    client: httpx.AsyncClient,
+    task: dict[str, Any],
+    timings: list[tuple[float, str, float]],
+    noop: bool = False,
 ) -> str:
-    """One gold rollout on its own cookie jar; (finish time, op, seconds) appended per request.
-    Returns "ok", "error" (a request failed) or "not_1" (verify answered, the reward was not 1)."""
+    """One rollout on its own cookie jar, gold or (`noop`) no tool call at all; (finish time, op,
+    seconds) appended per request. Returns "ok" (gold scored 1), "noop" (no-op scored 0),
+    "error" (a request failed) or "not_1" (gold scored below 1, or a no-op above 0)."""
     client.cookies.clear()
 
     async def timed(op: str, path: str, body: Any) -> httpx.Response:
@@ -52,14 +56,17 @@ async def rollout(
         return answer
 
     ok = (await timed("seed", "/seed_session", task)).status_code == 200
-    for call in task["ground_truth"]:
+    for call in [] if noop else task["ground_truth"]:
         ok &= (await timed("tool", f"/{call['name']}", call["arguments"])).status_code == 200
     verified = await timed("verify", "/verify", {**task, "response": {"output": []}})
     ok &= verified.status_code == 200
     ok &= (await timed("close", "/close_session", {})).status_code == 200
     if not ok:
         return "error"
-    return "ok" if verified.json().get("reward") == 1.0 else "not_1"
+    reward = verified.json().get("reward")
+    if noop:
+        return "noop" if reward == 0.0 else "not_1"
+    return "ok" if reward == 1.0 else "not_1"
 
 
 def control_db_bytes(data_dir: Path) -> int:
@@ -94,14 +101,14 @@ async def drive(
 
     async with httpx.AsyncClient(base_url=server.url, timeout=120, limits=limits) as shared:
 
-        async def one(task: dict[str, Any]) -> None:
+        async def one(task: dict[str, Any], noop: bool) -> None:
             async with gate:
                 # A client per rollout shares the pool but keeps its own cookies.
                 client = httpx.AsyncClient(
                     transport=shared._transport, base_url=server.url, timeout=120
                 )
                 try:
-                    ok = await rollout(client, task, timings)
+                    ok = await rollout(client, task, timings, noop)
                 except httpx.HTTPError:
                     ok = "error"
                 finished.append((time.monotonic(), ok))
@@ -111,8 +118,10 @@ async def drive(
         pending: set[asyncio.Task[None]] = set()
         for i in range(groups):
             task = tasks[i % len(tasks)]
-            for _ in range(args.group):
-                pending.add(asyncio.create_task(one(task)))
+            for j in range(args.group):
+                # Every `noop_every`-th rollout fails (a no-op): what `keep_failed` keeps.
+                noop = bool(args.noop_every) and (i * args.group + j) % args.noop_every == 0
+                pending.add(asyncio.create_task(one(task, noop)))
             # Keep about two windows of work queued: a group starts as an earlier one drains.
             while len(pending) > 2 * args.concurrency:
                 done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
@@ -141,6 +150,7 @@ def tenths(run: dict[str, Any]) -> list[dict[str, Any]]:
                 "rollouts_per_s": len(part) / max(t1 - t0, 1e-9),
                 "errors": sum(outcome == "error" for _, outcome in part),
                 "not_1": sum(outcome == "not_1" for _, outcome in part),
+                "noop": sum(outcome == "noop" for _, outcome in part),
                 **{
                     f"{op}_p99_ms": (v[min(len(v) - 1, int(len(v) * 0.99))] * 1000 if v else 0.0)
                     for op, v in ops.items()
@@ -151,19 +161,31 @@ def tenths(run: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def verdict(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """The last tenth against the second (the first holds the warm-up)."""
+def verdict(rows: list[dict[str, Any]], kept_failed: bool) -> dict[str, Any]:
+    """The last tenth against the second (the first holds the warm-up). Under `keep_failed` the
+    data dir and control database grow with every kept (failed) rollout by design: they are
+    judged per kept rollout instead (the growth of the second tenth's rate, within 10 %)."""
     first, last = rows[1], rows[-1]
+    grows = ("data_dir_mb", "control_mb") if kept_failed else ()
     flat = {
         k: last[k] <= first[k] * 1.10 + (1 if k == "fds" else 0)
         for k in ("rss_mb", "fds", "data_dir_mb", "control_mb")
+        if k not in grows
     }
+    kept = {}
+    if kept_failed:
+        kept_between = sum(r["noop"] for r in rows[2:])
+        for k in grows:
+            per = (last[k] - first[k]) / max(kept_between, 1)
+            kept[f"{k}_per_kept_rollout_kb"] = per * 1024
     return {
+        **kept,
         "throughput_kept": last["rollouts_per_s"] / first["rollouts_per_s"],
         "throughput_ok": last["rollouts_per_s"] >= 0.9 * first["rollouts_per_s"],
         "flat": flat,
         "errors": sum(r["errors"] for r in rows),
         "rewards_not_1": sum(r["not_1"] for r in rows),
+        "noop_rollouts": sum(r["noop"] for r in rows),
     }
 
 
@@ -197,6 +219,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--group", type=int, default=8, help="rollouts per task, seeded at once")
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--retention", default="delete_on_close")
+    parser.add_argument(
+        "--noop-every", type=int, default=0, help="every N-th rollout is a no-op (scores 0)"
+    )
     parser.add_argument("--database-url", default=None)
     parser.add_argument("--sample-s", type=float, default=5.0)
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
@@ -221,7 +246,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     result = {
         "args": {k: str(v) for k, v in vars(args).items()},
         "tenths": rows,
-        "verdict": verdict(rows),
+        "verdict": verdict(rows, args.retention == "keep_failed"),
     }
     stamp = time.strftime("%Y%m%d-%H%M%S")
     (args.out / f"soak-{stamp}.json").write_text(json.dumps(result, indent=1))

@@ -28,10 +28,10 @@ from typing import Any
 
 import httpx
 
+from app.core.tasks import task_from_data
 from app.registry import load_environment
 from app.runtime.reverify import replay_verify
 from app.runtime.sessions import SessionManager
-from app.runtime.tasks import task_from_data
 from app.server.api import create_app
 from app.server.models import parse_seed_body
 from app.settings import Settings
@@ -45,7 +45,7 @@ REPLAYED = ("retail-005", "retail-020", "retail-033", "retail-040", "retail-046"
 
 
 def _rows() -> dict[str, dict[str, Any]]:
-    path = REPO / "fixtures" / "retail" / "tasks.jsonl"
+    path = REPO / "envs" / "retail" / "tasks.jsonl"
     return {r["task_id"]: r for r in map(json.loads, path.read_text().splitlines())}
 
 
@@ -222,9 +222,9 @@ async def _session_verify_figures(
 
 def _verify_figures(data_dir: Path, runs: int) -> dict[str, Any]:
     """Step rewards' added verify time, and reverify by replay, without HTTP."""
-    from app.runtime.runner import run_tool
     from app.runtime.steps import StepRecorder
     from app.sdk.environment import ToolContext
+    from app.storage.runner import run_tool
     from app.storage.sqlite import db as sqlite_db
     from app.storage.sqlite.store import Store
     from app.verify.gold import GoldCache

@@ -21,8 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from app.core.tasks import task_from_data
 from app.registry import environment_names, load_environment
-from app.runtime.tasks import task_from_data
 from app.settings import Settings
 from app.storage.sqlite.store import Store
 from app.taskgen.draw import choices, draw

@@ -11,7 +11,7 @@ from typing import Any
 from app.sdk.environment import Environment, Tool
 
 ROOT = Path(__file__).resolve().parent.parent
-FIXTURES = ROOT / "fixtures" / "retail" / "tasks.jsonl"
+FIXTURES = ROOT / "envs" / "retail" / "tasks.jsonl"
 # retail-018: a customer with one delivered order; the gold updates the default address.
 ROLLOUT_TASK = "retail-018"
 READ_TOOL = "get_order_details"

@@ -23,8 +23,8 @@ from typing import Any
 
 import httpx
 
+from app.core.tasks import task_from_data
 from app.registry import load_environment
-from app.runtime.tasks import task_from_data
 from app.server.api import create_app
 from app.settings import Settings
 from app.storage.sqlite.store import Store
@@ -48,7 +48,7 @@ def _stats(samples: list[float]) -> dict[str, float]:
 
 
 def _rows() -> list[dict[str, Any]]:
-    path = REPO / "fixtures" / "retail" / "tasks.jsonl"
+    path = REPO / "envs" / "retail" / "tasks.jsonl"
     rows = {r["task_id"]: r for r in map(json.loads, path.read_text().splitlines())}
     return [rows[t] for t in TASK_IDS]
 

@@ -112,7 +112,6 @@ WORKDIR /srv/stategym
 COPY pyproject.toml README.md ./
 COPY app ./app
 COPY envs ./envs
-COPY fixtures ./fixtures
 COPY migrations ./migrations
 COPY alembic.ini ./
 RUN pip install --no-cache-dir '.[openenv]'

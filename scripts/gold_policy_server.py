@@ -1,6 +1,6 @@
 """A scripted "model" for wiring checks: an OpenAI Responses endpoint that plays each task's gold.
 
-    python scripts/gold_policy_server.py --port 8900 [--tasks fixtures/retail/tasks.jsonl ...]
+    python scripts/gold_policy_server.py --port 8900 [--tasks envs/retail/tasks.jsonl ...]
 
 Point NeMo Gym's `openai_model` at it (`policy_base_url: http://127.0.0.1:8900/v1`) to run the
 whole launcher + collector flow without a model: for a conversation whose user text is a known
@@ -117,9 +117,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8900)
-    parser.add_argument("--tasks", type=Path, nargs="*", help="task files (default: fixtures/*)")
+    parser.add_argument(
+        "--tasks", type=Path, nargs="*", help="task files (default: envs/*/tasks.jsonl)"
+    )
     args = parser.parse_args()
-    paths = args.tasks or sorted(REPO.glob("fixtures/*/tasks.jsonl"))
+    paths = args.tasks or sorted(REPO.glob("envs/*/tasks.jsonl"))
     uvicorn.run(create_app(load_index(paths)), host=args.host, port=args.port, log_level="warning")
 
 

@@ -243,8 +243,8 @@ def depot(monkeypatch: pytest.MonkeyPatch) -> Iterator[Environment]:
 
     monkeypatch.setitem(registry.ENVIRONMENTS, "depot", depot_env.__name__)
     config = migrations.alembic_config()
-    shipped = [str(migrations.MIGRATIONS_DIR / "versions" / t) for t in migrations.targets()]
-    locations = [p for p in shipped if not p.endswith("/depot")] + [str(depot_env.MIGRATIONS)]
+    shipped = [str(migrations.version_location(t)) for t in migrations.targets() if t != "depot"]
+    locations = shipped + [str(depot_env.MIGRATIONS)]
     config.set_main_option("version_locations", " ".join(locations))
     script = ScriptDirectory.from_config(config)
     for module in (migrations, pg_migrate):  # both hold the script directory's getter

@@ -26,14 +26,14 @@ import pytest
 
 from app.registry import load_environment
 from app.verify.answers import id_families, infer_kind
-from tests.conftest import ENV_NAMES, REPO
+from tests.conftest import ENV_NAMES
 from tests.support.rollouts import gold_answer, load_tasks, response_object
 
 ENVS = ENV_NAMES
 
 
 def _tasks(env: str) -> list[dict[str, Any]]:
-    return load_tasks(REPO / "fixtures" / env / "tasks.jsonl")
+    return load_tasks(load_environment(env).tasks_path)
 
 
 def _args(call: dict[str, Any]) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.errors import InvalidTask
+from app.registry import load_environment
 from app.verify.answers import (
     MAX_ANSWER_CHARS,
     hedged_outputs,
@@ -21,7 +22,6 @@ from app.verify.answers import (
     text_answer,
 )
 from app.verify.state import TableState
-from tests.conftest import REPO
 from tests.support.rollouts import load_tasks, response_object
 
 STATE = {
@@ -212,7 +212,7 @@ def _sql_answer_tasks() -> list[dict]:
     """The sql tasks that end with an answer or a decline (answers are state)."""
     return [
         t
-        for t in load_tasks(REPO / "fixtures" / "sql" / "tasks.jsonl")
+        for t in load_tasks(load_environment("sql").tasks_path)
         if t.get("expected_answer") or t.get("expected_decline")
     ]
 

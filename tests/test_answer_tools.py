@@ -11,8 +11,8 @@ import httpx
 import pytest
 from pydantic import Field
 
+from app.core.tasks import task_from_data
 from app.errors import InvalidTask
-from app.runtime.tasks import task_from_data
 from app.sdk.answer import ANSWER_TABLE
 from app.sdk.environment import Environment, ToolArgs, ToolContext, tool
 from tests.conftest import backend_settings, drop_pg_schemas, new_pg_prefix

@@ -19,11 +19,11 @@ import pytest
 from app.registry import load_environment
 from app.server.api import create_app
 from app.verify.hedges import rival
-from tests.conftest import REPO, backend_settings, drop_pg_schemas, new_pg_prefix
+from tests.conftest import backend_settings, drop_pg_schemas, new_pg_prefix
 from tests.support.rollouts import fresh_client, load_tasks, response_object
 
 RETAIL = load_environment("retail")
-TASKS = load_tasks(REPO / "fixtures" / "retail" / "tasks.jsonl")
+TASKS = load_tasks(load_environment("retail").tasks_path)
 LOOKUPS = [t for t in TASKS if t.get("expected_answer")]
 REFUSALS = [t for t in TASKS if t.get("expected_decline")]
 ACTIONS = [t for t in TASKS if not t.get("expected_answer") and not t.get("expected_decline")]

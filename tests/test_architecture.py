@@ -1,7 +1,8 @@
 """The layering app/__init__.py and docs/architecture.md describe, checked on the source with ast.
 
 The graph counts every import in a module, at module level and inside functions alike (a lazy
-import that hides a cycle is still a cycle), but not those under `if TYPE_CHECKING:`.
+import that hides a cycle is still a cycle, and a lazy import that points up still points up),
+but not those under `if TYPE_CHECKING:`.
 """
 
 from __future__ import annotations
@@ -13,18 +14,28 @@ ROOT = Path(__file__).resolve().parents[1]
 APP = ROOT / "app"
 ENVS = ROOT / "envs"
 
-# Modules outside app/storage/{sqlite,postgres}/ allowed to name a backend package directly.
+# The layers of app/, top to bottom, each a set of module prefixes (a prefix names a module and
+# everything under it; the longest prefix decides). A module imports only its own layer and the
+# layers below it. `app` is the package root alone (app/__init__.py), not a prefix.
+LAYERS: list[tuple[str, set[str]]] = [
+    ("cli", {"app.__main__", "app.cli", "app.scaffold"}),
+    ("apps", {"app.explorer", "app.integrations"}),
+    ("server", {"app.server"}),
+    ("sdk facades", {"app.sdk.replay", "app.sdk.testing", "app.sdk.taskgen"}),
+    ("runtime", {"app.runtime"}),
+    ("taskgen", {"app.taskgen"}),
+    ("verify", {"app.verify"}),
+    ("storage", {"app.storage"}),
+    ("registry", {"app.registry"}),
+    ("sdk", {"app.sdk"}),
+    ("core", {"app.core"}),
+    ("shared", {"app", "app.settings", "app.errors", "app.clock", "app.jsonio"}),
+]
+ROOT_PACKAGE = "app"
+
+# Only app/storage/ names a backend package (app.storage.sqlite, app.storage.postgres); above
+# it, a backend is asked through app/storage/base.py, factory.py and images.py.
 BACKEND_PACKAGES = ("app.storage.sqlite", "app.storage.postgres")
-BACKEND_IMPORTERS_ALLOWED = {
-    "app.storage.factory",  # builds the backend from settings
-    "app.storage.images",  # snapshot images are SQLite files on both backends
-}
-# Outside app/storage/, still naming a dialect (`dialect.name`), the sqlite3 connection type or
-# psycopg in code, and why. Shrink this list: such knowledge belongs to a backend's module.
-DRIVER_NAMERS_ALLOWED = {
-    # The bounded SQL functions of the `sql` environment's SQLite console.
-    "app.runtime.sql_functions",
-}
 # What envs/ may import from app beyond app.sdk (envs/*/tests may import more): the shared
 # settings and errors only (the taskgen kit and replay helpers are app.sdk.taskgen/.replay).
 TASKGEN_KIT = {"app.settings", "app.errors"}
@@ -35,8 +46,8 @@ ENV_IMPORTS_ALLOWED = {
     | {
         "app.storage.sqlite",
         "app.storage.seeding",
-        "app.runtime.sql_functions",
-        "app.runtime.runner",
+        "app.storage.sqlite.sql_functions",
+        "app.storage.runner",
     },
 }
 
@@ -128,6 +139,70 @@ def test_find_cycle_sees_one():
     assert find_cycle({"a": {"b"}, "b": set()}) is None
 
 
+def _matches(module: str, prefix: str) -> bool:
+    if prefix == ROOT_PACKAGE:
+        return module == prefix
+    return module == prefix or module.startswith(prefix + ".")
+
+
+def layer_of(module: str, layers: list[tuple[str, set[str]]] = LAYERS) -> int | None:
+    """The rank (0 = top) of the layer holding `module`'s longest matching prefix."""
+    best: tuple[int, int] | None = None  # (prefix length, rank)
+    for rank, (_, prefixes) in enumerate(layers):
+        for prefix in prefixes:
+            if _matches(module, prefix) and (best is None or len(prefix) > best[0]):
+                best = (len(prefix), rank)
+    return None if best is None else best[1]
+
+
+def upward_imports(
+    edges: dict[str, set[str]], layers: list[tuple[str, set[str]]] = LAYERS
+) -> list[str]:
+    """Every import from a lower layer to a higher one, as `a -> b`."""
+    found = []
+    for a in sorted(edges):
+        rank_a = layer_of(a, layers)
+        for b in sorted(edges[a]):
+            rank_b = layer_of(b, layers)
+            if rank_a is not None and rank_b is not None and rank_b < rank_a:
+                found.append(f"{a} -> {b}")
+    return found
+
+
+def test_every_app_module_is_in_exactly_one_layer():
+    prefixes = [p for _, layer in LAYERS for p in layer]
+    assert len(prefixes) == len(set(prefixes)), "a prefix is listed in two layers"
+    unranked = sorted(m for m in graph(APP, "app") if layer_of(m) is None)
+    assert unranked == [], f"add these modules to a layer in LAYERS: {unranked}"
+
+
+def test_imports_point_down():
+    upward = upward_imports(graph(APP, "app"))
+    assert upward == [], "imports that point up a layer:\n" + "\n".join(upward)
+
+
+def test_upward_imports_sees_one():
+    layers = [
+        ("cli", {"app.cli"}),
+        ("sdk facades", {"app.sdk.replay"}),
+        ("runtime", {"app.runtime"}),
+        ("sdk", {"app.sdk"}),
+        ("shared", {"app", "app.errors"}),
+    ]
+    edges = {
+        "app.cli.main": {"app.runtime.x", "app"},  # down
+        "app.sdk.replay": {"app.runtime.x"},  # down: the longest prefix ranks the facade
+        "app.sdk.tool": {"app.sdk.replay"},  # up
+        "app.runtime.x": {"app.cli.main", "app.runtime.y", "app.errors"},  # up, same, down
+        "app.errors": {"app"},  # same layer
+    }
+    assert upward_imports(edges, layers) == [
+        "app.runtime.x -> app.cli.main",
+        "app.sdk.tool -> app.sdk.replay",
+    ]
+    assert layer_of("app.unlisted", layers) is None  # the package root is no prefix
+
+
 def _names_backend(imported: str) -> bool:
     return any(imported == p or imported.startswith(p + ".") for p in BACKEND_PACKAGES)
 
@@ -136,13 +211,13 @@ def test_only_storage_names_a_backend_package():
     offenders = {}
     for path in APP.rglob("*.py"):
         name = module_name(path)
-        if _names_backend(name) or name in BACKEND_IMPORTERS_ALLOWED:
+        if name == "app.storage" or name.startswith("app.storage."):
             continue
         direct = sorted(i for i in imports_of(path) if _names_backend(i))
         if not direct:
             continue
         offenders[name] = direct
-    assert offenders == {}, f"import app.storage.base / factory instead: {offenders}"
+    assert offenders == {}, f"import app.storage.base / factory / images instead: {offenders}"
 
 
 def test_runtime_does_not_branch_on_the_backend():
@@ -197,21 +272,12 @@ def test_only_storage_names_a_dialect_or_a_driver_connection():
     offenders = {}
     for path in APP.rglob("*.py"):
         name = module_name(path)
-        if name.startswith("app.storage") or name in DRIVER_NAMERS_ALLOWED:
+        if name.startswith("app.storage"):
             continue
         found = names_a_driver(path)
         if found:
             offenders[name] = found
-    assert offenders == {}, f"ask the backend (app/storage/base.py, driver.py): {offenders}"
-
-
-def test_driver_allow_list_is_current():
-    stale = [
-        name
-        for name in DRIVER_NAMERS_ALLOWED
-        if not names_a_driver(APP.joinpath(*name.split(".")[1:]).with_suffix(".py"))
-    ]
-    assert stale == []
+    assert offenders == {}, f"ask the backend (app/storage/driver.py, dump_sql.py): {offenders}"
 
 
 def test_names_a_driver_sees_each_form(tmp_path):

@@ -47,8 +47,8 @@ def test_quick_bench_runs_every_phase(tmp_path: Path) -> None:
 
 # --- the optimisations the benchmark led to keep verify's answers identical ---------------------
 def _retail_session(tmp_path: Path):  # type: ignore[no-untyped-def]
+    from app.core.tasks import task_from_data
     from app.registry import load_environment
-    from app.runtime.tasks import task_from_data
     from app.storage.sqlite import db as sqlite_db
     from app.storage.sqlite.store import Store
     from bench.tasks import rollout_task
@@ -75,7 +75,7 @@ def _dump(env, conn):  # type: ignore[no-untyped-def]
 
 
 def test_tracked_verify_dump_equals_a_full_dump(tmp_path: Path) -> None:
-    from app.runtime.runner import run_tool
+    from app.storage.runner import run_tool
     from app.storage.sqlite import db as sqlite_db
     from app.storage.tracking import tracked_changes
 

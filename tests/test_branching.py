@@ -23,7 +23,7 @@ from app.server.api import create_app
 from tests.conftest import REPO, backend_settings, drop_pg_schemas, new_pg_prefix
 from tests.support.rollouts import gold_answer, load_tasks
 
-TASKS = {t["task_id"]: t for t in load_tasks(REPO / "fixtures" / "retail" / "tasks.jsonl")}
+TASKS = {t["task_id"]: t for t in load_tasks(load_environment("retail").tasks_path)}
 MULTI = TASKS["retail-044"]  # three writing steps among eight
 
 
@@ -226,7 +226,7 @@ _WORKER = r"""
 import json, sys
 from pathlib import Path
 from app.registry import load_environment
-from app.runtime.runner import run_tool
+from app.storage.runner import run_tool
 from app.runtime.steps import StepRecorder
 from app.sdk.environment import ToolContext
 from app.storage.sqlite import branch, db as sqlite_db
@@ -273,7 +273,7 @@ def _state_of(path: Path, env: Any) -> tuple[int, Any]:
 
 
 def test_kill_9_during_forks_and_rewinds_leaves_every_session_whole(tmp_path):
-    from app.runtime.tasks import task_from_data
+    from app.core.tasks import task_from_data
     from app.storage.sqlite.store import Store
 
     env = load_environment("retail")
@@ -281,9 +281,9 @@ def test_kill_9_during_forks_and_rewinds_leaves_every_session_whole(tmp_path):
     snapshot = store.snapshot(task_from_data(MULTI))
     calls = _calls(MULTI)
     # The state after every step, from a clean forward run.
-    from app.runtime.runner import run_tool
     from app.runtime.steps import StepRecorder
     from app.sdk.environment import ToolContext
+    from app.storage.runner import run_tool
     from app.storage.sqlite import db as sqlite_db
 
     reference = tmp_path / "reference.sqlite"

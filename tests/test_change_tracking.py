@@ -15,11 +15,11 @@ from typing import Any
 
 import pytest
 
+from app.core.lru import LRU
+from app.core.tasks import task_from_data
 from app.registry import load_environment
-from app.runtime.lru import LRU
-from app.runtime.runner import run_tool
-from app.runtime.tasks import task_from_data
 from app.sdk.environment import ToolContext
+from app.storage.runner import run_tool
 from app.storage.sqlite import db as sqlite_db
 from app.storage.sqlite.store import Store
 from app.storage.tracking import tracked_changes
@@ -27,11 +27,9 @@ from app.verify.diff import diff_states
 from app.verify.state import dump_state
 from tests.conftest import ENV_NAMES, PORTABLE_ENVS
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
-
 
 def load_fixture_tasks(env_name: str) -> list[dict[str, Any]]:
-    lines = (FIXTURES / env_name / "tasks.jsonl").read_text().splitlines()
+    lines = load_environment(env_name).tasks_path.read_text().splitlines()
     return [json.loads(line) for line in lines if line.strip()]
 
 

@@ -8,8 +8,8 @@ import pytest
 from sqlalchemy import insert, update
 from sqlalchemy.orm import Session
 
+from app.core.tasks import task_from_data
 from app.errors import InvalidTask
-from app.runtime.tasks import task_from_data
 from app.storage.sqlite import db as sqlite_db
 from app.verify.checks import compile_checks, parse_checks, run_checks
 from app.verify.state import dump_state

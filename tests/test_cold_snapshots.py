@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
+from app.core.lru import LRU
+from app.core.tasks import task_from_data
 from app.registry import load_environment
-from app.runtime.lru import LRU
-from app.runtime.tasks import task_from_data
 from app.storage.meta import SEED_CHANGES, read_meta
 from app.storage.seeding import parse_seed_now
 from app.storage.sqlite import db as sqlite_db

@@ -20,12 +20,12 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.conftest import REPO
+from app.registry import load_environment
 from tests.support import chaos
 from tests.support.rollouts import load_tasks, response_object
 
 CANCEL_TASKS = [
-    t for t in load_tasks(REPO / "fixtures" / "retail" / "tasks.jsonl") if t["family"] == "cancel"
+    t for t in load_tasks(load_environment("retail").tasks_path) if t["family"] == "cancel"
 ]
 ROLLOUTS = 40
 CALLS_PER_ROUND = 40  # per rollout: bounds a round even if the kill trigger were never reached

@@ -16,14 +16,12 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.conftest import REPO
+from app.registry import load_environment
 from tests.support import chaos
 from tests.support.rollouts import load_tasks, response_object
 
 TASK = next(
-    t
-    for t in load_tasks(REPO / "fixtures" / "retail" / "tasks.jsonl")
-    if t["task_id"] == "retail-018"
+    t for t in load_tasks(load_environment("retail").tasks_path) if t["task_id"] == "retail-018"
 )
 CUSTOMER = TASK["ground_truth"][-1]["arguments"]["customer_id"]
 # Template, snapshot and gold take ~0.8 MB each, a session ~0.8 MB: room for a handful.

@@ -91,7 +91,7 @@ def test_relative_links_sees_only_relative_ones():
 # A repository path quoted in prose (`app/x.py`, `../shared/y.md`): it names a file of this
 # repository, which must exist. Paths of other projects (NeMo Gym's) start otherwise.
 _QUOTED_PATH = re.compile(
-    r"`((?:\.\./|shared/|app/|docs/|tests/|bench/|envs/|scripts/|fixtures/)[\w./-]+\.\w+)`"
+    r"`((?:\.\./|shared/|app/|docs/|tests/|bench/|envs/|scripts/)[\w./-]+\.\w+)`"
 )
 
 

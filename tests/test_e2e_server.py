@@ -9,10 +9,10 @@ import sqlite3
 
 import httpx
 
-from tests.conftest import REPO
+from app.registry import load_environment
 from tests.support.rollouts import gold_answer, load_tasks, run_rollout
 
-RETAIL_TASKS = load_tasks(REPO / "fixtures" / "retail" / "tasks.jsonl")
+RETAIL_TASKS = load_tasks(load_environment("retail").tasks_path)
 
 
 def _pick(n: int) -> list[dict]:

@@ -23,7 +23,6 @@ from tests.conftest import (
     BACKENDS,
     ENV_NAMES,
     PORTABLE_ENVS,
-    REPO,
     backend_settings,
     drop_pg_schemas,
     new_pg_prefix,
@@ -38,7 +37,7 @@ def _task_params() -> list:
     params = []
     for backend in BACKENDS:
         for env in ENV_NAMES:
-            path = REPO / "fixtures" / env / "tasks.jsonl"
+            path = load_environment(env).tasks_path
             if not path.exists() or (backend != "sqlite" and env not in PORTABLE_ENVS):
                 continue
             for n, task in enumerate(load_tasks(path)):
@@ -111,7 +110,7 @@ async def client_for(shared_data_dir: Path, shared_pg_prefix: str) -> AsyncItera
 
 def test_every_registered_environment_ships_tasks():
     for env in ENVIRONMENTS:
-        path = REPO / "fixtures" / env / "tasks.jsonl"
+        path = load_environment(env).tasks_path
         assert path.exists(), f"{env} has no {path}"
         assert len(load_tasks(path)) >= 40, env
 
@@ -120,7 +119,7 @@ def test_every_registered_environment_ships_tasks():
 async def test_task_rows_offer_exactly_the_server_tools(env_name, client_for):
     client = await client_for("sqlite", env_name)
     served = (await client.get("/tools")).json()["tools"]
-    for task in load_tasks(REPO / "fixtures" / env_name / "tasks.jsonl"):
+    for task in load_tasks(load_environment(env_name).tasks_path):
         assert task["responses_create_params"]["tools"] == served, task["task_id"]
 
 

@@ -15,13 +15,13 @@ from typing import Any
 
 import pytest
 
+from app.core.lru import LRU
+from app.core.tasks import task_from_data
 from app.registry import load_environment
-from app.runtime.lru import LRU
-from app.runtime.runner import run_tool
-from app.runtime.tasks import task_from_data
 from app.sdk.environment import ToolContext
 from app.storage.control import ControlDB
 from app.storage.meta import read_meta
+from app.storage.runner import run_tool
 from app.storage.sqlite import db as sqlite_db
 from app.storage.sqlite import dump_sql as sqlite_dump_sql
 from app.storage.sqlite.control import open_sqlite_control

@@ -203,7 +203,7 @@ async def test_indirect_writes_are_seen_on_both_backends(
 def test_verify_reads_a_table_whole_when_its_patched_dump_miscounts(tmp_path: Path) -> None:
     """The backstop: a write the tracking misses (here REPLACE with recursive triggers turned
     off again, as before the fix) makes the row counts disagree, and verify reads every table."""
-    from app.runtime.tasks import task_from_data
+    from app.core.tasks import task_from_data
     from app.storage.sqlite import db as sqlite_db
     from app.storage.sqlite.store import Store
     from app.verify.state import dump_state

@@ -22,11 +22,11 @@ from app.registry import load_environment
 from app.sdk.answer import RESERVED_TOOL_NAMES
 from app.server.api import create_app
 from app.settings import Settings
-from tests.conftest import REPO, TEST_SECRET
+from tests.conftest import TEST_SECRET
 from tests.support.rollouts import load_tasks
 
 RETAIL = load_environment("retail")
-TASK = load_tasks(REPO / "fixtures" / "retail" / "tasks.jsonl")[3]
+TASK = load_tasks(load_environment("retail").tasks_path)[3]
 _DATA_DIR = Path(tempfile.mkdtemp(prefix="stategym-fuzz-"))
 APP = create_app(Settings(data_dir=_DATA_DIR, secret_key=TEST_SECRET), RETAIL)
 _BOOT = TestClient(APP)

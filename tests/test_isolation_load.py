@@ -20,12 +20,11 @@ from typing import Any
 import httpx
 import pytest
 
+from app.core.tasks import task_from_data
 from app.registry import load_environment
-from app.runtime.tasks import task_from_data
 from app.storage.sqlite.db import write_image
 from app.storage.sqlite.store import Store
 from app.storage.tracking import tracked_changes
-from tests.conftest import REPO
 from tests.support import chaos
 from tests.support.rollouts import load_tasks
 
@@ -33,7 +32,7 @@ SESSIONS = 1000
 IN_FLIGHT = 64
 TASKS = [
     t
-    for t in load_tasks(REPO / "fixtures" / "retail" / "tasks.jsonl")
+    for t in load_tasks(load_environment("retail").tasks_path)
     if any(c["name"] == "update_customer_default_address" for c in t["ground_truth"])
 ]
 # Tables a tool call may legitimately touch; the rest must equal the snapshot row for row.

@@ -15,6 +15,7 @@ import pytest
 from fastapi.responses import JSONResponse
 
 from app import jsonio
+from app.registry import environment_names, load_environment
 from app.server.api import json_body
 
 REPO = Path(__file__).resolve().parent.parent
@@ -30,7 +31,8 @@ def _stdlib_loads(raw: bytes) -> Any:
 def _fixture_rows() -> list[bytes]:
     """Every shipped task row, as a client would send it (seed bodies, the verify echo)."""
     rows: list[bytes] = []
-    for path in sorted((REPO / "fixtures").glob("*/tasks.jsonl")):
+    for name in environment_names():
+        path = load_environment(name).tasks_path
         rows += [line.encode() for line in path.read_text().splitlines() if line.strip()]
     return rows
 

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
+from app.core.tasks import task_from_data
 from app.registry import load_environment
-from app.runtime.tasks import task_from_data
 from app.storage.log_changes import literals
 from app.storage.sqlite import db as sqlite_db
 from app.storage.sqlite.store import Store

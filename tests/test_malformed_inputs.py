@@ -13,7 +13,7 @@ import pytest
 
 from app.registry import load_environment
 from app.settings import Settings
-from tests.conftest import REPO, TEST_SECRET, backend_settings, drop_pg_schemas, new_pg_prefix
+from tests.conftest import TEST_SECRET, backend_settings, drop_pg_schemas, new_pg_prefix
 from tests.support.rollouts import load_tasks
 from tests.test_report import sg
 
@@ -30,7 +30,7 @@ def settings(tmp_path, backend, request):
 
 
 def _task_seeding(env: str, table: str) -> dict:
-    tasks = load_tasks(REPO / "fixtures" / env / "tasks.jsonl")
+    tasks = load_tasks(load_environment(env).tasks_path)
     return next(t for t in tasks if table in ((t.get("seed") or {}).get("rows") or {}))
 
 
@@ -72,7 +72,7 @@ async def test_bad_seed_rows_are_422(client_factory, settings, change):
     "now", ["9999-12-31T23:59:59", "0001-01-01", "0001-01-01T00:00:00+01:00", "soon", 5, ""]
 )
 async def test_odd_now_values_are_422(client_factory, settings, now):
-    task = load_tasks(REPO / "fixtures" / "retail" / "tasks.jsonl")[0]
+    task = load_tasks(load_environment("retail").tasks_path)[0]
     seed = {**(task.get("seed") or {}), "now": now}
     async with client_factory(load_environment("retail"), settings) as c:
         r = await c.post("/seed_session", json={**task, "seed": seed})
@@ -127,7 +127,7 @@ async def test_absurd_rewards_in_aggregate_metrics_are_400(warehouse, rows):
 )
 async def test_absurd_admin_filters_are_4xx(client_factory, tmp_path, query):
     custom = Settings(data_dir=tmp_path / "adm", secret_key=TEST_SECRET, admin_token=TOKEN)
-    task = load_tasks(REPO / "fixtures" / "retail" / "tasks.jsonl")[0]
+    task = load_tasks(load_environment("retail").tasks_path)[0]
     async with client_factory(load_environment("retail"), custom) as c:
         sid = (await c.post("/seed_session", json=task)).json()["session_id"]
         auth = {"Authorization": f"Bearer {TOKEN}", "host": "127.0.0.1"}

@@ -48,7 +48,7 @@ class MCPServerMetadata(BaseModel):
 
 
 def tasks_of(env: str) -> list[dict[str, Any]]:
-    return load_tasks(REPO / "fixtures" / env / "tasks.jsonl")
+    return load_tasks(load_environment(env).tasks_path)
 
 
 def spread(tasks: list[dict[str, Any]], n: int) -> list[dict[str, Any]]:

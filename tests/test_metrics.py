@@ -6,7 +6,6 @@ from pathlib import Path
 
 from app.registry import load_environment
 from app.server.metrics import Stats, directory_bytes, operation_of
-from tests.conftest import REPO
 from tests.support.rollouts import load_tasks, run_rollout
 
 
@@ -21,7 +20,7 @@ def test_requests_are_classified_by_protocol_operation() -> None:
 
 
 async def test_metrics_count_what_a_rollout_did(client_factory, settings) -> None:
-    task = load_tasks(REPO / "fixtures" / "retail" / "tasks.jsonl")[20]
+    task = load_tasks(load_environment("retail").tasks_path)[20]
     async with client_factory(load_environment("retail")) as client:
         before = (await client.get("/metrics")).text
         await run_rollout(client, task, task["ground_truth"], "")

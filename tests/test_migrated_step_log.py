@@ -243,15 +243,10 @@ async def test_a_migrations_own_writes_are_no_step_and_rewind_still_works(
     state the upgrade left."""
     from app.registry import load_environment
     from app.storage.migrations import branch_revisions
-    from tests.conftest import REPO
     from tests.support.rollouts import load_tasks
 
     retail = load_environment("retail")
-    task = next(
-        t
-        for t in load_tasks(REPO / "fixtures" / "retail" / "tasks.jsonl")
-        if t["family"] == "cancel"
-    )
+    task = next(t for t in load_tasks(retail.tasks_path) if t["family"] == "cancel")
     calls = [
         (
             c["name"],

@@ -7,6 +7,7 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -26,9 +27,7 @@ from tests.conftest import REPO
 from tests.support.rollouts import gold_answer, load_tasks, run_rollout
 
 RETAIL = load_environment("retail")
-TASK = next(
-    t for t in load_tasks(REPO / "fixtures" / "retail" / "tasks.jsonl") if t["family"] == "cancel"
-)
+TASK = next(t for t in load_tasks(RETAIL.tasks_path) if t["family"] == "cancel")
 
 
 @pytest.mark.parametrize("target", targets())
@@ -222,12 +221,22 @@ async def test_failed_upgrade_leaves_the_file_as_it_was(client_factory):
     conn.close()
 
 
-def test_the_alembic_command_finds_every_target_branch_without_a_list_in_alembic_ini() -> None:
-    """Adding an environment does not touch alembic.ini: its branch directory is found."""
-    from app.storage.migrations import targets
+def test_the_alembic_command_finds_every_target_branch() -> None:
+    """The shipped environments keep their branches inside their packages (`migrations_path`);
+    alembic.ini lists exactly those for the plain `alembic` command, beside the control branch
+    in migrations/versions/. StateGym's own commands build the list from the registry."""
+    from configparser import ConfigParser
 
-    ini = (REPO / "alembic.ini").read_text()
-    assert not any(f"versions/{t}" in ini for t in targets())
+    from app.storage.migrations import targets, version_location
+
+    ini = ConfigParser(defaults={"here": str(REPO)})
+    ini.read(REPO / "alembic.ini")
+    listed = {Path(p) for p in ini["alembic"]["version_locations"].split()}
+    wanted = {version_location(t) for t in SHIPPED} | {REPO / "migrations" / "versions"}
+    assert listed == wanted
+    for target in SHIPPED:
+        assert version_location(target) == load_environment(target).migrations_path
+        assert version_location(target).is_relative_to(REPO / "envs" / target)
     heads = subprocess.run(
         [sys.executable, "-m", "alembic", "heads"],
         cwd=REPO,

@@ -410,8 +410,8 @@ def test_nemo_gym_reads_the_configs_when_installed():
 def test_gold_policy_server_plays_each_tasks_gold_then_answers():
     """The scripted model of docs/nemo_gym.md ("Checking the wiring without a model")."""
     policy = _load("gold_policy_server", REPO / "scripts" / "gold_policy_server.py")
-    app = policy.create_app(policy.load_index([REPO / "fixtures" / "retail" / "tasks.jsonl"]))
-    task = load_tasks(REPO / "fixtures" / "retail" / "tasks.jsonl")[0]
+    app = policy.create_app(policy.load_index([load_environment("retail").tasks_path]))
+    task = load_tasks(load_environment("retail").tasks_path)[0]
     messages = list(task["responses_create_params"]["input"])
     from fastapi.testclient import TestClient
 

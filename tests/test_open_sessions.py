@@ -16,12 +16,12 @@ from app.runtime.sessions import SessionManager
 from app.sdk.environment import Tool
 from app.server.models import parse_seed_body
 from app.settings import Settings
-from tests.conftest import REPO, TEST_SECRET
+from tests.conftest import TEST_SECRET
 from tests.support.rollouts import load_tasks
 
 TASK, READ = next(
     (task, call)
-    for task in load_tasks(REPO / "fixtures" / "retail" / "tasks.jsonl")
+    for task in load_tasks(load_environment("retail").tasks_path)
     for call in task["ground_truth"]
     if call["name"].startswith(("get_", "find_"))
 )

@@ -11,9 +11,9 @@ from sqlalchemy import text
 from app.errors import SessionClosed
 from app.registry import load_environment
 from app.runtime.branching import Branching
+from app.runtime.inspection import Inspector
 from app.runtime.sessions import SessionManager
 from app.server.models import parse_seed_body
-from app.storage.inspection import Inspector
 from app.storage.migrations import head_revision
 from app.storage.postgres.archive import ArchiveUnreadable
 from app.storage.postgres.db import SchemaNames, make_engine, session_connection
@@ -23,7 +23,7 @@ from app.storage.postgres.templates import stale_templates
 from app.storage.sqlite.store import Store
 from app.storage.steplog import step_log
 from app.verify.state import dump_state
-from tests.conftest import PG_URL, REPO, backend_settings
+from tests.conftest import PG_URL, backend_settings
 from tests.support.rollouts import gold_answer, load_tasks, response_object
 from tests.test_pg_schema_pool import _pooled, _schema_view, _schema_view_on, _wait_full
 from tests.test_postgres import _calls
@@ -44,7 +44,7 @@ WRITES = [
 
 def _retail_store(tmp_path, prefix: str):  # type: ignore[no-untyped-def]
     env = load_environment("retail")
-    task = parse_seed_body(load_tasks(REPO / "fixtures" / "retail" / "tasks.jsonl")[0]).task
+    task = parse_seed_body(load_tasks(load_environment("retail").tasks_path)[0]).task
     engine = make_engine(PG_URL, pool_size=2)
     store = PgStore(
         Store(tmp_path / "data", env),
@@ -161,7 +161,7 @@ def test_a_full_pool_keeps_the_schema(tmp_path, pg_prefix):  # type: ignore[no-u
 async def test_kept_rollouts_close_into_archives_and_inspect_as_before(tmp_path, pg_prefix):  # type: ignore[no-untyped-def]
     env = load_environment("retail")
     settings = backend_settings("postgres", tmp_path, pg_prefix, pg_schema_pool=1, retention="keep")
-    task = load_tasks(REPO / "fixtures" / "retail" / "tasks.jsonl")[17]  # a write
+    task = load_tasks(load_environment("retail").tasks_path)[17]  # a write
     request = parse_seed_body(task)
     manager = SessionManager(settings, env)
     backend = manager.backend
@@ -255,7 +255,7 @@ async def test_forked_and_rewound_sessions_archive_and_read_back(tmp_path, pg_pr
     env = load_environment("retail")
     # A pool of 3 takes up to 6 back: room for the three closes below.
     settings = backend_settings("postgres", tmp_path, pg_prefix, pg_schema_pool=3, retention="keep")
-    task = load_tasks(REPO / "fixtures" / "retail" / "tasks.jsonl")[17]  # a write
+    task = load_tasks(load_environment("retail").tasks_path)[17]  # a write
     manager = SessionManager(settings, env)
     branching = Branching(manager, sign=lambda data: "x")
     store = manager.backend.store

@@ -25,7 +25,7 @@ from app.verify import patching
 from app.verify import state as state_module
 from app.verify.diff import _Delta, diff_states
 from app.verify.state import dump_state
-from tests.conftest import PORTABLE_ENVS, REPO, backend_settings
+from tests.conftest import PORTABLE_ENVS, backend_settings
 from tests.support.rollouts import load_tasks
 from tests.test_postgres import _calls
 
@@ -108,7 +108,7 @@ async def test_pg_patched_dumps_equal_whole_dumps(env_name, tmp_path, pg_prefix,
     env = load_environment(env_name)
     manager = SessionManager(backend_settings("postgres", tmp_path, pg_prefix), env)
     rng = random.Random(f"pg-{env_name}")
-    task = rng.choice(load_tasks(REPO / "fixtures" / env_name / "tasks.jsonl"))
+    task = rng.choice(load_tasks(load_environment(env_name).tasks_path))
     try:
         request = parse_seed_body(task)
         session_id = (await manager.seed(request)).session_id
@@ -162,7 +162,7 @@ async def test_pg_backstop_reads_whole_when_the_log_misses_a_write(tmp_path, pg_
     """TRUNCATE fires no row trigger: the row counts disagree and verify reads every table."""
     env = load_environment("retail")
     manager = SessionManager(backend_settings("postgres", tmp_path, pg_prefix), env)
-    task = load_tasks(REPO / "fixtures" / "retail" / "tasks.jsonl")[0]
+    task = load_tasks(load_environment("retail").tasks_path)[0]
     try:
         session_id = (await manager.seed(parse_seed_body(task))).session_id
         _dump(manager, session_id, reuse=True)  # the template's dump, kept
@@ -181,7 +181,7 @@ async def test_pg_untrusted_logs_are_not_used(tmp_path, pg_prefix):
     """A disabled log trigger or a session of other models is dumped whole (no tracking)."""
     env = load_environment("retail")
     manager = SessionManager(backend_settings("postgres", tmp_path, pg_prefix), env)
-    task = load_tasks(REPO / "fixtures" / "retail" / "tasks.jsonl")[0]
+    task = load_tasks(load_environment("retail").tasks_path)[0]
     try:
         first = (await manager.seed(parse_seed_body(task))).session_id
         second = (await manager.seed(parse_seed_body(task))).session_id

@@ -83,7 +83,7 @@ async def test_a_killed_call_or_recycle_leaves_the_session_and_its_log_as_they_w
 ):
     env = load_environment("retail")
     manager = SessionManager(backend_settings("postgres", tmp_path, pg_prefix), env)
-    task = load_tasks(REPO / "fixtures" / "retail" / "tasks.jsonl")[5]
+    task = load_tasks(load_environment("retail").tasks_path)[5]
     try:
         session_id = (await manager.seed(parse_seed_body(task))).session_id
         for call in _calls(task):

@@ -11,7 +11,7 @@ from app.server.models import parse_seed_body
 from app.storage.postgres.db import SchemaNames, make_engine, session_connection
 from app.storage.postgres.store import PgStore
 from app.storage.sqlite.store import Store
-from tests.conftest import PG_URL, REPO, backend_settings
+from tests.conftest import PG_URL, backend_settings
 from tests.support.rollouts import gold_answer, load_tasks, response_object
 from tests.test_pg_schema_pool import _pooled, _schema_view, _wait_full
 from tests.test_postgres import _calls
@@ -36,7 +36,7 @@ def _oid(engine, schema: str) -> int:  # type: ignore[no-untyped-def]
 
 def test_a_recycled_schema_equals_a_fresh_clone(tmp_path, pg_prefix):  # type: ignore[no-untyped-def]
     env = load_environment("retail")
-    task = parse_seed_body(load_tasks(REPO / "fixtures" / "retail" / "tasks.jsonl")[0]).task
+    task = parse_seed_body(load_tasks(load_environment("retail").tasks_path)[0]).task
     engine = make_engine(PG_URL, pool_size=2)
     names = SchemaNames(pg_prefix)
     store = PgStore(Store(tmp_path / "data", env), engine, names, schema_pool=1)
@@ -74,7 +74,7 @@ async def test_sessions_seeded_from_recycled_schemas_score_as_usual(tmp_path, pg
     settings = backend_settings(
         "postgres", tmp_path, pg_prefix, pg_schema_pool=1, retention="delete_on_close"
     )
-    task = load_tasks(REPO / "fixtures" / "retail" / "tasks.jsonl")[5]
+    task = load_tasks(load_environment("retail").tasks_path)[5]
     request = parse_seed_body(task)
     manager = SessionManager(settings, env)
     store = manager.backend.store

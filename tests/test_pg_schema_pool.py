@@ -11,7 +11,7 @@ from app.server.models import parse_seed_body
 from app.storage.postgres.db import SchemaNames, functions_schema_of, make_engine, quoted
 from app.storage.postgres.store import PgStore
 from app.storage.sqlite.store import Store
-from tests.conftest import PG_URL, REPO
+from tests.conftest import PG_URL
 from tests.support.rollouts import load_tasks
 
 
@@ -104,7 +104,7 @@ def _schema_view_on(conn, env, schema: str):  # type: ignore[no-untyped-def]
 
 def test_seeds_from_the_pool_equal_clones_and_the_pool_stays_bounded(tmp_path, pg_prefix):  # type: ignore[no-untyped-def]
     env = load_environment("retail")
-    tasks = load_tasks(REPO / "fixtures" / "retail" / "tasks.jsonl")
+    tasks = load_tasks(load_environment("retail").tasks_path)
     task = parse_seed_body(tasks[0]).task
     engine = make_engine(PG_URL, pool_size=2)
     names = SchemaNames(pg_prefix)
@@ -142,7 +142,7 @@ def test_seeds_from_the_pool_equal_clones_and_the_pool_stays_bounded(tmp_path, p
 
 def test_pool_off_makes_no_pooled_schema(tmp_path, pg_prefix):  # type: ignore[no-untyped-def]
     env = load_environment("retail")
-    task = parse_seed_body(load_tasks(REPO / "fixtures" / "retail" / "tasks.jsonl")[0]).task
+    task = parse_seed_body(load_tasks(load_environment("retail").tasks_path)[0]).task
     engine = make_engine(PG_URL, pool_size=1)
     store = PgStore(Store(tmp_path / "data", env), engine, SchemaNames(pg_prefix), schema_pool=0)
     assert store.pool is None

@@ -21,7 +21,7 @@ from app.storage.postgres.db import (
 )
 from app.storage.postgres.store import PgStore
 from app.storage.sqlite.store import Store
-from tests.conftest import PG_URL, REPO
+from tests.conftest import PG_URL
 from tests.support.rollouts import load_tasks
 from tests.test_pg_schema_pool import _pooled, _schema_view, _wait_full
 
@@ -39,7 +39,7 @@ AS $fn$ DECLARE o json; n json; BEGIN
 
 def _store(tmp_path, pg_prefix, pool: int = 0):  # type: ignore[no-untyped-def]
     env = load_environment("retail")
-    task = parse_seed_body(load_tasks(REPO / "fixtures" / "retail" / "tasks.jsonl")[0]).task
+    task = parse_seed_body(load_tasks(load_environment("retail").tasks_path)[0]).task
     engine = make_engine(PG_URL, pool_size=1)  # one connection: every schema on one backend
     store = PgStore(Store(tmp_path / "data", env), engine, SchemaNames(pg_prefix), schema_pool=pool)
     return env, engine, store, store.snapshot(task)

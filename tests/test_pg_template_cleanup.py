@@ -13,7 +13,7 @@ from app.runtime.sessions import SessionManager
 from app.server.models import parse_seed_body
 from app.storage.backend import sync_pg_url
 from app.storage.postgres.migrate import upgrade_retained_sessions
-from tests.conftest import PG_URL, REPO, backend_settings
+from tests.conftest import PG_URL, backend_settings
 from tests.support.rollouts import load_tasks
 
 
@@ -54,7 +54,7 @@ def _fake_template(prefix: str, kind: str, meta: dict[str, str]) -> str:
 async def test_old_templates_are_dropped_at_start_and_after_migrate(tmp_path, pg_prefix):
     env = load_environment("retail")
     settings = backend_settings("postgres", tmp_path, pg_prefix)
-    task = load_tasks(REPO / "fixtures" / "retail" / "tasks.jsonl")[0]
+    task = load_tasks(load_environment("retail").tasks_path)[0]
     manager = SessionManager(settings, env)
     try:
         session_id = (await manager.seed(parse_seed_body(task))).session_id
@@ -111,7 +111,7 @@ async def test_control_records_of_vanished_schemas_are_closed_at_start(tmp_path,
 
     env = load_environment("retail")
     settings = backend_settings("postgres", tmp_path, pg_prefix)
-    task = load_tasks(REPO / "fixtures" / "retail" / "tasks.jsonl")[0]
+    task = load_tasks(load_environment("retail").tasks_path)[0]
     manager = SessionManager(settings, env)
     try:
         live = (await manager.seed(parse_seed_body(task))).session_id

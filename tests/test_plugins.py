@@ -217,7 +217,7 @@ def test_tasks_schema_is_the_task_row_model() -> None:
 def test_the_published_task_row_schema_is_the_models() -> None:
     """docs/task_row.schema.json is what `stategym tasks schema` prints (regenerate it with
     `stategym tasks schema > docs/task_row.schema.json`)."""
-    from app.runtime.tasks import TaskRow
+    from app.core.tasks import TaskRow
 
     published = json.loads((REPO / "docs" / "task_row.schema.json").read_text())
     assert published == TaskRow.model_json_schema()

@@ -17,7 +17,7 @@ from app.cli.main import cli
 from app.registry import load_environment
 from app.server.api import create_app
 from app.settings import Settings
-from tests.conftest import REPO, TEST_SECRET
+from tests.conftest import TEST_SECRET
 from tests.support.rollouts import load_tasks, response_object
 
 TOKEN = "admin-token-0123456789abcdef"
@@ -37,7 +37,7 @@ POISON = [
 
 @pytest.fixture(scope="module")
 def task() -> dict:
-    return load_tasks(REPO / "fixtures" / "sql" / "tasks.jsonl")[0]  # an answer task: "65"
+    return load_tasks(load_environment("sql").tasks_path)[0]  # an answer task: "65"
 
 
 @pytest.fixture

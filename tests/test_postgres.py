@@ -26,7 +26,7 @@ from app.storage.postgres.store import PgStore
 from app.storage.sqlite.store import Store
 from app.verify.diff import diff_states
 from app.verify.state import dump_state
-from tests.conftest import PG_URL, PORTABLE_ENVS, REPO, backend_settings
+from tests.conftest import PG_URL, PORTABLE_ENVS, backend_settings
 from tests.support.rollouts import gold_answer, load_tasks, response_object
 
 PARITY_ENVS = PORTABLE_ENVS
@@ -74,7 +74,7 @@ async def test_postgres_and_sqlite_dumps_of_the_same_state_compare_equal(
     the gold computed on SQLite clones is a valid reference for PostgreSQL sessions."""
     env = load_environment(env_name)
     manager = SessionManager(backend_settings("postgres", tmp_path, pg_prefix), env)
-    tasks = load_tasks(REPO / "fixtures" / env_name / "tasks.jsonl")[:3]
+    tasks = load_tasks(load_environment(env_name).tasks_path)[:3]
     try:
         for task in tasks:
             request = parse_seed_body(task)
@@ -164,7 +164,7 @@ async def test_reaper_closes_idle_postgres_sessions(tmp_path, pg_prefix):
 def test_replicas_build_one_template_per_task(tmp_path, pg_prefix):
     """Two processes' stores racing on the same task build its template schema once."""
     env = load_environment("retail")
-    task = parse_seed_body(load_tasks(REPO / "fixtures" / "retail" / "tasks.jsonl")[0]).task
+    task = parse_seed_body(load_tasks(load_environment("retail").tasks_path)[0]).task
     names = SchemaNames(pg_prefix)
     results, errors = [], []
 
@@ -193,9 +193,7 @@ def test_replicas_serve_one_rollout_interchangeably(tmp_path, pg_prefix, live_se
     a = live_server("retail", data_dir=tmp_path / "host-a", **pg)
     b = live_server("retail", data_dir=tmp_path / "host-b", **pg)
     tasks = [
-        t
-        for t in load_tasks(REPO / "fixtures" / "retail" / "tasks.jsonl")
-        if len(t["ground_truth"]) >= 2
+        t for t in load_tasks(load_environment("retail").tasks_path) if len(t["ground_truth"]) >= 2
     ][:2]
     for task in tasks:
         rewards = []
@@ -229,7 +227,7 @@ async def test_session_schema_at_an_older_revision_is_upgraded_on_open(tmp_path,
     from app.storage.postgres.migrate import migrate_schema, schema_revision, upgrade_sessions
 
     env = load_environment("retail")
-    task = load_tasks(REPO / "fixtures" / "retail" / "tasks.jsonl")[0]
+    task = load_tasks(load_environment("retail").tasks_path)[0]
     settings = backend_settings("postgres", tmp_path, pg_prefix)
     first = SessionManager(settings, env)
     ids = [(await first.seed(parse_seed_body(task))).session_id for _ in range(3)]
@@ -314,8 +312,8 @@ def test_bench_pg_in_process_figures_run(pg_prefix, monkeypatch):
 
 def test_statement_timeout_answers_like_sqlite_time_limit(tmp_path, pg_prefix):
     """A real statement_timeout on a session connection becomes the `time_limit` tool error."""
-    from app.runtime.runner import run_tool
     from app.storage.driver import DbError, classify
+    from app.storage.runner import run_tool
     from tests.support.warehouse_env import ENVIRONMENT as WAREHOUSE
 
     engine = make_engine(PG_URL, pool_size=1, statement_timeout_ms=50)

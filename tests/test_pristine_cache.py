@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from app.core.lru import LRU
 from app.registry import load_environment
-from app.runtime.lru import LRU
 from app.runtime.sessions import SessionManager
 from app.server.models import parse_seed_body
 from app.settings import Settings

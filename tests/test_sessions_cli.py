@@ -17,10 +17,10 @@ from app.cli.main import cli
 from app.registry import load_environment
 from app.server.api import create_app
 from app.settings import Settings
-from tests.conftest import REPO, TEST_SECRET
+from tests.conftest import TEST_SECRET
 from tests.support.rollouts import gold_answer, load_tasks, run_rollout
 
-TASKS = {t["task_id"]: t for t in load_tasks(REPO / "fixtures" / "retail" / "tasks.jsonl")}
+TASKS = {t["task_id"]: t for t in load_tasks(load_environment("retail").tasks_path)}
 CANCEL = TASKS["retail-020"]  # cancels a pending order: writes orders, payments, ...
 
 

@@ -211,8 +211,8 @@ def test_cap_evidence_bounds_any_shape() -> None:
 def test_typed_tools_get_a_size_limit_error_too(tmp_path: Path) -> None:
     """Any environment: a write past the session's cap is the tool error `size_limit` (not the
     disk-full `storage_full`, nor a 507), and the session's earlier writes stay."""
-    from app.runtime.runner import run_tool
     from app.sdk.environment import ToolContext
+    from app.storage.runner import run_tool
     from app.storage.sqlite import db as sqlite_db
     from tests.support.warehouse_env import ENVIRONMENT as WAREHOUSE
 

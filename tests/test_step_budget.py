@@ -16,8 +16,8 @@ from typing import Any
 import httpx
 import pytest
 
+from app.core.tasks import task_from_data
 from app.registry import load_environment
-from app.runtime.tasks import task_from_data
 from app.server.api import create_app
 from app.settings import Settings
 from app.storage.sqlite.store import Store
@@ -25,7 +25,7 @@ from app.verify import session_verify
 from app.verify.gold import GoldCache
 from app.verify.state import dump_state
 from app.verify.step_budget import StepBudget
-from tests.conftest import REPO, TEST_SECRET
+from tests.conftest import TEST_SECRET
 from tests.support.rollouts import load_tasks, response_object
 from tests.test_steps import Clone
 
@@ -38,7 +38,7 @@ def _toggle(table: str, column: str, a: str, b: str) -> tuple[str, dict[str, Any
 
 def _run(tmp_path: Any, calls: list[tuple[str, Any]]) -> tuple[Clone, Any, GoldCache, Any]:
     env = load_environment("sql")
-    rows = load_tasks(REPO / "fixtures" / "sql" / "tasks.jsonl")
+    rows = load_tasks(load_environment("sql").tasks_path)
     row = next(r for r in rows if r["task_id"] == TASK)
     task = task_from_data(row)
     store = Store(tmp_path, env)
@@ -58,7 +58,7 @@ def _run(tmp_path: Any, calls: list[tuple[str, Any]]) -> tuple[Clone, Any, GoldC
 
 
 def _gold_calls() -> list[tuple[str, Any]]:
-    rows = load_tasks(REPO / "fixtures" / "sql" / "tasks.jsonl")
+    rows = load_tasks(load_environment("sql").tasks_path)
     row = next(r for r in rows if r["task_id"] == TASK)
     out = []
     for call in row["ground_truth"]:
@@ -154,7 +154,7 @@ def test_past_each_budget_step_rewards_are_skipped_with_the_reason_and_the_rewar
 
 async def test_the_budget_settings_reach_a_live_verify(tmp_path):
     env = load_environment("sql")
-    rows = load_tasks(REPO / "fixtures" / "sql" / "tasks.jsonl")
+    rows = load_tasks(load_environment("sql").tasks_path)
     row = next(r for r in rows if r["task_id"] == TASK)
     settings = Settings(data_dir=tmp_path, secret_key=TEST_SECRET, step_reward_max_rows=5)
     app = create_app(settings, env)

@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
+from app.core.tasks import task_from_data
 from app.registry import ENVIRONMENTS, load_environment
-from app.runtime.runner import run_tool
 from app.runtime.steps import StepRecorder
-from app.runtime.tasks import task_from_data
 from app.sdk.environment import ToolContext
+from app.storage.runner import run_tool
 from app.storage.sqlite import branch
 from app.storage.sqlite import db as sqlite_db
 from app.storage.sqlite.store import Store
@@ -34,10 +34,9 @@ from app.verify import session_verify
 from app.verify.gold import GoldCache
 from app.verify.session_verify import verify_state
 from app.verify.state import dump_state
-from tests.conftest import REPO
 from tests.support.rollouts import gold_answer, load_tasks, response_object
 
-ENV_NAMES = sorted(n for n in ENVIRONMENTS if (REPO / "fixtures" / n / "tasks.jsonl").exists())
+ENV_NAMES = sorted(n for n in ENVIRONMENTS if load_environment(n).tasks_path.exists())
 
 
 class Clone:
@@ -122,7 +121,7 @@ def _check_gold_tasks(env_name: str, tmp_path: Any, *, every_step: bool, sample:
     env = load_environment(env_name)
     store = Store(tmp_path, env)
     gold = GoldCache(store, 64)
-    for row in load_tasks(REPO / "fixtures" / env_name / "tasks.jsonl")[::sample]:
+    for row in load_tasks(load_environment(env_name).tasks_path)[::sample]:
         task = task_from_data(row)
         snapshot = store.snapshot(task)
         reference = gold.get(task)
@@ -205,7 +204,7 @@ def _random_calls(
 def test_random_sequences_rewind_like_a_replay_from_the_snapshot(env_name, tmp_path):
     env = load_environment(env_name)
     store = Store(tmp_path, env)
-    rows = load_tasks(REPO / "fixtures" / env_name / "tasks.jsonl")
+    rows = load_tasks(load_environment(env_name).tasks_path)
     rng = random.Random(f"steps-{env_name}")
     failed = written = 0
     for round_, row in enumerate(rng.sample(rows[-12:], 6)):  # the later tasks write more
@@ -257,7 +256,7 @@ def test_undo_restores_blobs_reals_and_rowids_through_environment_triggers(tmp_p
     """The sql environment refuses deletes of salaries (a trigger): undo still restores."""
     env = load_environment("sql")
     store = Store(tmp_path, env)
-    row = load_tasks(REPO / "fixtures" / "sql" / "tasks.jsonl")[0]
+    row = load_tasks(load_environment("sql").tasks_path)[0]
     snapshot = store.snapshot(task_from_data(row))
     live = Clone(env, snapshot.image, snapshot.now)
     before = live.state()
@@ -334,7 +333,7 @@ async def test_rewind_to_every_step_is_the_replay_of_the_first_k_calls(backend, 
         request.addfinalizer(lambda: drop_pg_schemas(prefix))
     env = load_environment("retail")
     manager = SessionManager(backend_settings(backend, tmp_path / "data", prefix), env)
-    rows = load_tasks(REPO / "fixtures" / "retail" / "tasks.jsonl")
+    rows = load_tasks(load_environment("retail").tasks_path)
     row = next(r for r in rows if r["task_id"] == "retail-044")  # three writing steps
     calls = _random_calls(row, rows, random.Random("rewind-every-step"), extra=3)
 

@@ -16,10 +16,10 @@ from app.registry import load_environment
 from app.server.api import create_app
 from app.storage.steplog import step_log
 from app.verify import session_verify
-from tests.conftest import REPO, backend_settings, drop_pg_schemas, new_pg_prefix
+from tests.conftest import backend_settings, drop_pg_schemas, new_pg_prefix
 from tests.support.rollouts import final_message, gold_answer, load_tasks
 
-TASKS = {t["task_id"]: t for t in load_tasks(REPO / "fixtures" / "retail" / "tasks.jsonl")}
+TASKS = {t["task_id"]: t for t in load_tasks(load_environment("retail").tasks_path)}
 MULTI = TASKS["retail-044"]  # address change + two order address changes: three writing steps
 CANCEL = TASKS["retail-020"]
 

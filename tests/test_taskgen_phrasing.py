@@ -6,21 +6,19 @@ from __future__ import annotations
 import json
 import random
 import re
-from pathlib import Path
 
 import pytest
 
-from app.registry import environment_names
+from app.registry import environment_names, load_environment
 from app.taskgen.phrasing import pools, rephrase
 from app.taskgen.splits import VOICES
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 # Ids, amounts, dates, emails, codes: every token holding a digit or an @.
 FACT = re.compile(r"[\w.@#'-]*[\d@][\w.@#'-]*")
 
 
 def _prompts(env: str) -> list[str]:
-    rows = [json.loads(line) for line in (FIXTURES / env / "tasks.jsonl").read_text().splitlines()]
+    rows = [json.loads(line) for line in load_environment(env).tasks_path.read_text().splitlines()]
     return [r["responses_create_params"]["input"][-1]["content"] for r in rows]
 
 

@@ -15,12 +15,11 @@ from typer.testing import CliRunner
 from app import registry
 from app.cli.main import cli
 from app.sdk.environment import ToolArgs, ToolContext, tool
-from tests.conftest import REPO
 from tests.support import warehouse_env
 from tests.support.warehouse_env import ENVIRONMENT as WAREHOUSE
 from tests.support.warehouse_env import _item
 
-SHIPPED = sorted(REPO.glob("fixtures/*/tasks.jsonl"))
+SHIPPED = [registry.load_environment(name).tasks_path for name in registry.environment_names()]
 
 
 class RelabelArgs(ToolArgs):
@@ -150,7 +149,7 @@ def test_human_report_lists_problem_tasks(registered, tmp_path):
     path.parent.mkdir()
     rows = [BAD_ROWS[0], BAD_ROWS[4]]
     path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
-    # No --env: the folder name (fixtures/<env>/tasks.jsonl) names the environment.
+    # No --env: the folder name (<env>/tasks.jsonl, as in envs/<env>/) names the environment.
     result = run_check(path)
     assert result.exit_code == 1
     assert "1 with problems" in result.stdout and "noop-passes" in result.stdout

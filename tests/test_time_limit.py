@@ -7,8 +7,8 @@ import time
 from sqlalchemy import func, insert, select, text
 from sqlalchemy.orm import Session
 
-from app.runtime.runner import run_tool
 from app.sdk.environment import ToolArgs, ToolContext, tool
+from app.storage.runner import run_tool
 from app.storage.sqlite import db as sqlite_db
 from tests.support.warehouse_env import ENVIRONMENT, Move
 

@@ -17,6 +17,7 @@ import httpx
 import pytest
 from sqlalchemy import text
 
+from app.registry import load_environment
 from tests.conftest import backend_settings, drop_pg_schemas, new_pg_prefix
 from tests.support.rollouts import fresh_client
 from tests.support.warehouse_env import ENVIRONMENT as WAREHOUSE
@@ -340,9 +341,7 @@ def test_racing_typed_seeds_across_workers_make_one_database(live_server, tmp_pa
     import json
     from concurrent.futures import ThreadPoolExecutor
 
-    from tests.conftest import REPO
-
-    row = json.loads((REPO / "fixtures" / "retail" / "tasks.jsonl").read_text().splitlines()[0])
+    row = json.loads(load_environment("retail").tasks_path.read_text().splitlines()[0])
     task_data = {k: v for k, v in row.items() if k != "responses_create_params"}
     data_dir = tmp_path / "race"
     url = live_server("retail", workers=2, data_dir=data_dir)

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.verify.values import (
+from app.core.values import (
     KINDS,
     NotOneValue,
     answers_equal,

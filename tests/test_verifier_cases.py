@@ -1,6 +1,6 @@
 """Every environment's verifier cases (`envs/<env>/verifier_cases.jsonl`), through HTTP in process.
 
-A case names a task of `fixtures/<env>/tasks.jsonl`, the calls an agent makes ("gold" or a list)
+A case names a task of `envs/<env>/tasks.jsonl`, the calls an agent makes ("gold" or a list)
 and its final answer ("gold" = "Done. " + expected outputs), and the reward / components it must
 get; a malformed case sends `verify_body` to /verify and expects an HTTP status. Optional
 `overrides` are merged into the task row (e.g. {"reward_mode": "partial"}). Every case runs twice:
@@ -54,7 +54,7 @@ def data_dir(tmp_path_factory) -> Path:
 
 
 def _tasks(env: str) -> dict[str, dict[str, Any]]:
-    return {t["task_id"]: t for t in load_tasks(REPO / "fixtures" / env / "tasks.jsonl")}
+    return {t["task_id"]: t for t in load_tasks(load_environment(env).tasks_path)}
 
 
 def _calls(case: dict[str, Any], task: dict[str, Any]) -> list[dict[str, Any]]:

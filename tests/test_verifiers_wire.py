@@ -23,11 +23,12 @@ import pytest
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
+from app.registry import load_environment
 from app.server.mcp import TOKEN_HEADER
-from tests.conftest import REPO, start_server, stop_server
+from tests.conftest import start_server, stop_server
 from tests.support.rollouts import gold_answer, load_tasks, response_object
 
-ROWS = load_tasks(REPO / "fixtures" / "retail" / "tasks.jsonl")
+ROWS = load_tasks(load_environment("retail").tasks_path)
 SETTINGS = {"STATEGYM_EXPOSE_TOOLS_OVER_MCP": "true", "STATEGYM_CLOSE_ON_VERIFY": "true"}
 
 

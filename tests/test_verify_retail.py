@@ -11,13 +11,14 @@ from pathlib import Path
 import httpx
 import pytest
 
+from app.registry import load_environment
 from app.server.api import create_app
 from app.settings import Settings
 from envs.retail import ENVIRONMENT as RETAIL
-from tests.conftest import REPO, TEST_SECRET
+from tests.conftest import TEST_SECRET
 from tests.support.rollouts import fresh_client, gold_answer, load_tasks, response_object
 
-TASKS = {t["task_id"]: t for t in load_tasks(REPO / "fixtures" / "retail" / "tasks.jsonl")}
+TASKS = {t["task_id"]: t for t in load_tasks(load_environment("retail").tasks_path)}
 
 
 @pytest.fixture(scope="module")

@@ -24,11 +24,11 @@ from app.errors import BadRequest, StateGymError
 from app.explorer.pages import Explorer
 from app.explorer.queries import RunQueries
 from app.explorer.web import DATASETTE_PREFIX, explorer_app
+from app.runtime.inspection import Inspector
 from app.server.middleware import HostCheckMiddleware, allowed_host_names
 from app.settings import Settings
 from app.storage.control import SessionQuery
 from app.storage.factory import open_inspection
-from app.storage.inspection import Inspector
 
 HOST = "127.0.0.1"  # the default: without an admin token, never another interface
 

@@ -125,7 +125,7 @@ def _nudged(arguments: dict[str, Any]) -> Iterator[dict[str, Any]]:
 def nudge_failures(env: Environment, rows: list[dict[str, Any]], data_dir: Path) -> Iterator[str]:
     """Gold, then each gold write again with one argument nudged: if a nudge changed the state,
     the reward must drop below 1. A tool refusing every nudge is the best case, not a failure."""
-    from app.runtime.tasks import task_from_data
+    from app.core.tasks import task_from_data
     from app.sdk.environment import ToolContext
     from app.storage.images import Store
     from app.verify.gold import GoldCache, replay
@@ -171,7 +171,7 @@ def nudge_failures(env: Environment, rows: list[dict[str, Any]], data_dir: Path)
 
 
 def _run_nudges(env: Environment, engine: Any, writes: list[Any], ctx: Any) -> list[str]:
-    from app.runtime.runner import run_tool
+    from app.storage.runner import run_tool
 
     accepted = []
     for call in writes:

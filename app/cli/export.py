@@ -89,7 +89,7 @@ def export_nemo_gym(
 
 def check_gold(env: Environment, data_dir: Path, rows: Iterable[Mapping[str, Any]]) -> list[str]:
     """Replay every row's ground truth; the problems found (a gold call that fails)."""
-    from app.runtime.tasks import task_from_data
+    from app.core.tasks import task_from_data
     from app.storage.images import Store
     from app.verify.gold import GoldCache
 

@@ -1,7 +1,7 @@
 """`stategym tasks generate`: N validated tasks for an environment, a seed and a split.
 
     stategym tasks generate --env retail --count 10000 --seed 1 --split train out.jsonl
-    stategym tasks generate --env retail --shipped fixtures/retail/tasks.jsonl
+    stategym tasks generate --env retail --shipped envs/retail/tasks.jsonl
 
 Byte-identical output for the same arguments (whatever --jobs); a progress bar and the summary
 (by family, difficulty, tool, kind, answer kind, dropped) go to stderr.

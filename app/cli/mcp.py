@@ -92,9 +92,7 @@ def mcp(
     env: Annotated[str | None, typer.Option("--env", help="Environment name.")] = None,
     tasks: Annotated[
         Path | None,
-        typer.Option(
-            "--tasks", help="Task file (default: the environment's fixtures/.../tasks.jsonl)."
-        ),
+        typer.Option("--tasks", help="Task file (default: the environment's own, its tasks_path)."),
     ] = None,
     data_dir: Annotated[
         Path | None,

@@ -20,9 +20,9 @@ from rich.console import Console
 from rich.progress import Progress
 
 from app.cli.common import environment_or_exit, settings_or_exit
+from app.core.tasks import task_from_data
 from app.errors import StateGymError
 from app.runtime.reverify import replay_verify
-from app.runtime.tasks import task_from_data
 from app.sdk.environment import Environment
 from app.storage.images import Store
 from app.verify.gold import GoldCache

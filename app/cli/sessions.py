@@ -21,11 +21,7 @@ from rich.table import Column, Table
 
 from app.cli.common import settings_or_exit
 from app.errors import StateGymError
-from app.settings import Settings
-from app.storage.base import ControlStore
-from app.storage.control import SessionQuery, SessionRecord
-from app.storage.factory import open_inspection
-from app.storage.inspection import (
+from app.runtime.inspection import (
     Inspector,
     parse_duration,
     parse_where,
@@ -33,6 +29,10 @@ from app.storage.inspection import (
     session_query,
     utcnow,
 )
+from app.settings import Settings
+from app.storage.base import ControlStore
+from app.storage.control import SessionQuery, SessionRecord
+from app.storage.factory import open_inspection
 
 sessions_app = typer.Typer(
     help="Inspect session databases after a run (list, show, diff, export, verify, gc).",
@@ -354,7 +354,7 @@ def steps(
     as_json: JsonOption = False,
 ) -> None:
     """The session's step log: step, tool, outcome, rows changed, step reward."""
-    from app.runtime.tasks import task_from_data
+    from app.core.tasks import task_from_data
     from app.runtime.timeline import timeline
 
     with cli_errors(), inspector(data_dir) as insp:

@@ -23,7 +23,7 @@ import json
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from app.runtime.tasks import TaskSpec, ToolCall
+from app.core.tasks import TaskSpec, ToolCall
 from app.sdk.answer import DECLINE_REQUEST, RESERVED_TOOL_NAMES, SUBMIT_ANSWER
 from app.sdk.environment import Environment
 from app.verify.gold import GoldCache, replay

@@ -23,9 +23,9 @@ from rich.progress import Progress
 from rich.table import Table
 
 from app.cli.task_probes import probe_problems
+from app.core.tasks import TaskSpec, task_from_data
 from app.errors import StateGymError
 from app.registry import load_environment
-from app.runtime.tasks import TaskSpec, task_from_data
 from app.sdk.environment import Environment
 from app.storage import images
 from app.storage.images import Store
@@ -170,7 +170,7 @@ def _env_name(path: Path, rows: list[dict[str, Any]], explicit: str | None) -> s
     if len(names) == 1:
         return names.pop()
     if not names and path.parent.name:
-        return path.parent.name  # fixtures/<env>/tasks.jsonl
+        return path.parent.name  # <env>/tasks.jsonl, as in envs/<env>/
     raise typer.BadParameter(
         f"cannot tell the environment of {path} (rows name {sorted(names)}); pass --env"
     )
@@ -252,7 +252,7 @@ def check(
 @tasks_cli.command("schema")
 def schema() -> None:
     """Print the JSON Schema of a task row (docs/tasks.md), generated from the model that
-    validates every row (app/runtime/tasks.py); keys it does not name pass through."""
-    from app.runtime.tasks import TaskRow
+    validates every row (app/core/tasks.py); keys it does not name pass through."""
+    from app.core.tasks import TaskRow
 
     typer.echo(json.dumps(TaskRow.model_json_schema(), indent=2))

@@ -14,7 +14,7 @@ from typing import Literal
 from urllib.parse import urlencode
 
 from app.errors import BadRequest
-from app.storage.inspection import parse_since
+from app.runtime.inspection import parse_since
 
 SORTS = ("created", "reward", "task", "env", "status")
 STATUSES = ("open", "verified", "closed")

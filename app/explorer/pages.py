@@ -19,14 +19,14 @@ from typing import Any
 
 from sqlalchemy import select
 
+from app.core.tasks import task_from_data
 from app.errors import BadRequest, SessionNotFound
 from app.explorer.filters import RunFilter
 from app.explorer.queries import PASS, RunQueries, headline
 from app.explorer.steps_view import rollout_steps, row_changes, table_at_step, task_calls
-from app.runtime.tasks import task_from_data
+from app.runtime.inspection import Inspector, jsonable
 from app.sdk.environment import Environment
 from app.storage.control import SessionRecord
-from app.storage.inspection import Inspector, jsonable
 from app.storage.steplog import canonical
 from app.verify.gold import GoldCache
 

@@ -12,11 +12,11 @@ from typing import Any
 
 from sqlalchemy import and_, func, or_, select
 
+from app.core.tasks import task_from_data
 from app.errors import BadRequest, CannotRewind
-from app.runtime.tasks import task_from_data
+from app.runtime.inspection import Inspector, jsonable
 from app.runtime.timeline import timeline
 from app.storage.control import SessionRecord
-from app.storage.inspection import Inspector, jsonable
 from app.storage.steplog import UndoUnavailable, step_log
 from app.verify.gold import GoldCache
 from app.verify.raw_values import raw_column, reader

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from app import jsonio
+from app.core.tasks import SeedRequest, task_from_data
 from app.errors import InvalidTask, StateGymError
 from app.integrations.rollout import (
     FINISH_TOOL,
@@ -40,7 +41,6 @@ from app.integrations.rollout import (
 )
 from app.runtime.lifecycle import check_capacity
 from app.runtime.sessions import SessionManager
-from app.runtime.tasks import SeedRequest, task_from_data
 from app.sdk.environment import Environment
 
 # The split of the environment's shipped evaluation set (`Environment.tasks_path`).

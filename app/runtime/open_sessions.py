@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
 
-from app.runtime.lru import LRU
+from app.core.lru import LRU
 from app.storage.base import SessionHandle
 
 # (session id, ahead): `ahead` is True for a prefetch (SessionBackend.open).

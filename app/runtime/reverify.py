@@ -17,11 +17,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from app.runtime.runner import run_tool
+from app.core.tasks import TaskSpec
 from app.runtime.steps import StepRecorder
-from app.runtime.tasks import TaskSpec
 from app.sdk.environment import Environment, ToolContext
 from app.storage import images
+from app.storage.runner import run_tool
 from app.verify.gold import GoldCache
 from app.verify.session_verify import verify_state
 from app.verify.step_budget import StepBudget

@@ -25,6 +25,7 @@ from typing import Any, Literal, TypeVar
 from sqlalchemy import Connection
 
 from app.clock import created_now, issued_at
+from app.core.tasks import SeedRequest, TaskSpec, check_decline_code, task_from_data
 from app.errors import (
     InvalidTask,
     NotOwner,
@@ -39,9 +40,7 @@ from app.runtime.open_sessions import OpenSessions
 from app.runtime.ownership import check_owner, owned_session_id
 from app.runtime.replay_cache import ReplayFiles
 from app.runtime.reverify import replay_verify
-from app.runtime.runner import run_tool
 from app.runtime.steps import StepRecorder
-from app.runtime.tasks import SeedRequest, TaskSpec, check_decline_code, task_from_data
 from app.sdk.environment import Environment, Tool
 from app.settings import Settings
 from app.storage.base import SessionBackend, SessionHandle, verify_threads, worker_threads
@@ -55,6 +54,7 @@ from app.storage.control import (
 )
 from app.storage.driver import NO_ROOM, RETRY_IN_THREAD, DbError
 from app.storage.factory import make_backend
+from app.storage.runner import run_tool
 from app.storage.seeding import SeedError
 from app.storage.snapshots import Snapshot
 from app.verify.answer_names import keep_answers_at_most

@@ -13,9 +13,9 @@ from typing import Any
 
 from sqlalchemy import Connection
 
-from app.runtime.tasks import TaskSpec
+from app.core.tasks import TaskSpec
+from app.runtime.inspection import jsonable
 from app.sdk.environment import Environment
-from app.storage.inspection import jsonable
 from app.storage.steplog import StepRow, step_log
 from app.verify.gold import GoldCache
 from app.verify.session_verify import verify_state

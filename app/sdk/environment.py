@@ -78,8 +78,8 @@ class Environment:
     data_version: str = "1"
     base_seed: int = 20260101
     # The environment's own Alembic version directory (its migration branch, labelled with its
-    # name). None: `migrations/versions/<name>/` of this repository, where the shipped five keep
-    # theirs. A plugin package keeps its branch inside itself (`stategym new-env` writes one).
+    # name), inside its package like `tasks_path` (`stategym new-env` writes one; the shipped
+    # five keep theirs in `envs/<name>/migrations/`). None: `migrations/versions/<name>/`.
     migrations_path: Path | None = None
     # "strict": reward is the success bit; "partial": reward is partial credit.
     reward_mode: Literal["strict", "partial"] = "strict"

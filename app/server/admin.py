@@ -16,7 +16,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import Response
 
 from app.errors import StateGymError
-from app.storage.inspection import Inspector, parse_where, record_summary, session_query
+from app.runtime.inspection import Inspector, parse_where, record_summary, session_query
 
 
 class AdminOff(StateGymError):

@@ -1,6 +1,6 @@
 """Every protocol body, declared once: the routes validate with these and OpenAPI shows them.
 
-The task-row bodies (legacy seed, verify) build on `app.runtime.tasks.TaskRow`, the one
+The task-row bodies (legacy seed, verify) build on `app.core.tasks.TaskRow`, the one
 validation of a task's fields. NeMo Gym 0.7.0's typed session bodies:
 
 They mirror `nemo_gym.base_resources_server` and `nemo_gym.episode_types` field for field,
@@ -26,8 +26,8 @@ from pydantic import (
     field_validator,
 )
 
+from app.core.tasks import SeedRequest, TaskRow, task_from_data
 from app.errors import BadRequest, InvalidTask, StateGymError, validation_message
-from app.runtime.tasks import SeedRequest, TaskRow, task_from_data
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 # Gym's rollout ids; `-a<N>` is reserved for the attempt-qualified capture key.

@@ -27,7 +27,7 @@ from app.storage.lineage import Origin
 from app.storage.snapshots import Snapshot
 
 if TYPE_CHECKING:  # types only: the task model and the snapshot image store
-    from app.runtime.tasks import TaskSpec
+    from app.core.tasks import TaskSpec
     from app.storage.sqlite.store import Store
 
 T = TypeVar("T")

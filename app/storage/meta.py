@@ -15,6 +15,8 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
+from sqlalchemy import Connection
+
 META_TABLE = "_stategym_meta"
 _CREATE = f"CREATE TABLE IF NOT EXISTS {META_TABLE} (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
 
@@ -151,16 +153,17 @@ def drop_change_tracking(conn: sqlite3.Connection) -> None:
     conn.execute(f"DELETE FROM {META_TABLE} WHERE key = 'change_tracking'")
 
 
-def reset_change_tracking(conn: Any, snapshot: str) -> str:
+def reset_change_tracking(conn: Connection, snapshot: str) -> str:
     """Forget what the database wrote so far and rename it snapshot `snapshot` (its template
     kept): from here on it tracks changes as a snapshot taken now would. Returns the tracking
-    key "<template>:<snapshot>" (`Changes.snapshot`). `conn`: as for `tracked_changes`."""
-    if hasattr(conn, "exec_driver_sql"):
-        conn = conn.connection.driver_connection
-    conn.execute(f"DELETE FROM {CHANGES_TABLE}")
-    conn.execute(f"DELETE FROM {ROWS_TABLE}")
-    write_meta(conn, {"snapshot": snapshot})
-    return f"{read_meta(conn).get('template')}:{snapshot}"
+    key "<template>:<snapshot>" (`Changes.snapshot`). `conn`: a SQLAlchemy connection on a
+    SQLite database that tracks its changes, in the caller's transaction."""
+    raw = conn.connection.driver_connection
+    assert isinstance(raw, sqlite3.Connection), "change tracking is SQLite's"
+    raw.execute(f"DELETE FROM {CHANGES_TABLE}")
+    raw.execute(f"DELETE FROM {ROWS_TABLE}")
+    write_meta(raw, {"snapshot": snapshot})
+    return f"{read_meta(raw).get('template')}:{snapshot}"
 
 
 # The pristine state of a tracked database, readable on the caller's connection: a context

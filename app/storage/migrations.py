@@ -1,11 +1,12 @@
 """Alembic wiring: one version branch per environment plus one for the control database.
 
-Branch labels are the target names (`control`, `retail`, ...); each branch's scripts live in
-`migrations/versions/<target>/`. A new database is built with `create_all` and stamped at the
-branch head; migrations upgrade databases that already exist (templates, retained sessions). In
-a database with a step log, the migration's own writes are no step, and an upgrade to the head
-puts the step log's triggers back on the tables it added or recreated, in the same transaction,
-and any migration records the step the log was at: no undo goes back before it
+Branch labels are the target names (`control`, `retail`, ...); an environment's scripts live in
+its package (`Environment.migrations_path`, e.g. `envs/retail/migrations/`), the control
+database's in `migrations/versions/control/`. A new database is built with `create_all` and
+stamped at the branch head; migrations upgrade databases that already exist (templates, retained
+sessions). In a database with a step log, the migration's own writes are no step, and an upgrade
+to the head puts the step log's triggers back on the tables it added or recreated, in the same
+transaction, and any migration records the step the log was at: no undo goes back before it
 (app/storage/step_triggers.py).
 """
 
@@ -57,8 +58,9 @@ def metadata_for(target: str) -> MetaData:
 
 
 def version_location(target: str) -> Path:
-    """Where a target's migration branch lives: the environment's own `migrations_path` (a
-    plugin package), else `migrations/versions/<target>/` of this repository."""
+    """Where a target's migration branch lives: the environment's own `migrations_path` (inside
+    its package, the shipped five's too), else `migrations/versions/<target>/` of this
+    repository (the control database's)."""
     if target != CONTROL:
         own = load_environment(target).migrations_path
         if own is not None:

@@ -32,12 +32,12 @@ from typing import Any
 from sqlalchemy import Connection
 from sqlalchemy.orm import Session
 
-from app.runtime.lru import LRU
-from app.runtime.runner import run_tool
-from app.runtime.tasks import task_from_data
+from app.core.lru import LRU
+from app.core.tasks import task_from_data
 from app.sdk.answer import RESERVED_TOOL_NAMES
 from app.sdk.environment import Environment, ToolContext
 from app.storage import images
+from app.storage.runner import run_tool
 from app.storage.seeding import apply_seed, parse_seed_now
 from app.verify.state import DbState, dump_state, rebase
 

@@ -28,8 +28,8 @@ import hashlib
 import json
 from typing import Any, cast
 
+from app.core.tasks import TaskSpec, task_from_data
 from app.errors import StateGymError
-from app.runtime.tasks import TaskSpec, task_from_data
 from app.sdk.environment import Environment
 from app.storage.images import image_connection
 from app.storage.seeding import SeedError

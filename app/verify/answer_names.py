@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from app.runtime.lru import LRU
+from app.core.lru import LRU
 from app.verify.state import DbState, TableState
 
 _WORD = re.compile(r"\w+")

@@ -1,7 +1,7 @@
 """The text answer path: the expected value is in the final message, and no rival of its kind.
 
 Used for rows that ask for it (`answer_via: "text"`), legacy `expected_outputs`, and the judge.
-ONE tokenizer (`app.verify.values.tokens`) decides both what is a candidate and whether the
+ONE tokenizer (`app.core.values.tokens`) decides both what is a candidate and whether the
 expected value is present: values are whole tokens, compared by value.
 
 - present: the expected value appears as a whole token of its kind, by value: `$1,234.50` is
@@ -41,8 +41,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from app.errors import InvalidTask
-from app.verify import value_grammar as g
+from app.core import value_grammar as g
+from app.core.values import ANSWER_KINDS as KINDS
+from app.core.values import (
+    NotOneValue,
+    Token,
+    check_answer_kind,
+    describe,
+    parse_value,
+    tokens,
+)
 from app.verify.answer_names import (
     _MAX_VALUE_CHARS,
     _WORD,
@@ -53,8 +61,6 @@ from app.verify.answer_names import (
     name_words,
 )
 from app.verify.state import DbState
-from app.verify.values import KINDS as VALUE_KINDS
-from app.verify.values import NotOneValue, Token, describe, parse_value, tokens
 
 __all__ = [
     "KINDS",
@@ -64,7 +70,6 @@ __all__ = [
     "Hedge",
     "_norm",
     "_vocabulary",
-    "check_answer_kind",
     "hedged_outputs",
     "id_families",
     "infer_kind",
@@ -74,7 +79,6 @@ __all__ = [
 
 MAX_ANSWER_CHARS = 4000
 MAX_READ_CHARS = 16 * MAX_ANSWER_CHARS  # longer answers fail on length; reading stops here
-KINDS = (*VALUE_KINDS, "refusal")  # refusal: a legacy keyword kind, read as text
 _DIGIT_KINDS = ("amount", "number", "id", "date", "time", "datetime")
 # Ids that read as numbers: digits between letters (`X66Y`), digit groups (`2-3`, `66_67`).
 _NUMBERISH_ID = re.compile(r"[A-Za-z][0-9]+[A-Za-z]|^#?[0-9]+(?:[-_][0-9]+)+$")
@@ -135,17 +139,6 @@ def infer_kind(expected: str) -> str:
         if any(c.isalpha() for c in e) or len(e) >= 6:
             return "id"
     return "name"
-
-
-def check_answer_kind(declared: Any, outputs: int) -> list[str]:
-    """A task's `answer_kind`, one kind per expected output; InvalidTask (422) if malformed."""
-    kinds = [declared] * outputs if isinstance(declared, str) else declared
-    if not isinstance(kinds, list) or len(kinds) != outputs or not all(k in KINDS for k in kinds):
-        raise InvalidTask(
-            f"answer_kind must be one of {', '.join(KINDS)}, or a list of them, one per "
-            "expected output"
-        )
-    return list(kinds)
 
 
 def _kinds(expected: Sequence[str], declared: Any) -> list[str]:

@@ -38,104 +38,14 @@ from sqlalchemy import (
     select,
 )
 
-from app.errors import InvalidTask
+from app.core.checks import fail, parse_checks
 from app.sdk.compare_spec import CompareSpec
 from app.storage.seeding import parse_now
 from app.verify.diff import diff_table
 from app.verify.raw_values import raw_column, reader
 from app.verify.state import DbState
 
-MAX_CHECKS = 200
-_KINDS = ("expect", "count", "unchanged")
-_CHECK_KEYS = {"table", "where", "expect", "count", "unchanged", "match", "name"}
-_OPS = {"eq", "ne", "gt", "gte", "lt", "lte", "in", "not_in", "is_null", "contains"}
-_MATCH = ("all", "one", "any")
 _SHOWN_ROWS = 5
-_SCALAR = (str, int, float, bool, type(None))
-
-
-def _fail(index: int, message: str) -> InvalidTask:
-    return InvalidTask(f"expected_state[{index}]: {message}")
-
-
-# --- shape (no environment needed: run when the task row is read) ------------------------------
-def _check_condition(index: int, where: str, value: Any, *, allow_ref: bool) -> None:
-    if isinstance(value, _SCALAR):
-        return
-    if not isinstance(value, Mapping) or not value:
-        raise _fail(index, f"{where} must be a literal or an object of operators")
-    if "ref" in value:
-        if not allow_ref or len(value) != 1 or not isinstance(value["ref"], Mapping):
-            raise _fail(index, f"{where}: 'ref' is allowed alone, in `where`, as an object")
-        for col, cond in value["ref"].items():
-            _check_condition(index, f"{where}.ref.{col}", cond, allow_ref=False)
-        return
-    unknown = set(value) - _OPS
-    if unknown:
-        raise _fail(index, f"{where}: unknown operator(s) {sorted(unknown)}; use {sorted(_OPS)}")
-    for op, operand in value.items():
-        if op in ("in", "not_in"):
-            if not isinstance(operand, list) or not all(isinstance(v, _SCALAR) for v in operand):
-                raise _fail(index, f"{where}.{op} must be a list of literals")
-        elif op == "is_null":
-            if not isinstance(operand, bool):
-                raise _fail(index, f"{where}.is_null must be true or false")
-        elif op == "contains":
-            if not isinstance(operand, str):
-                raise _fail(index, f"{where}.contains must be a string")
-        elif (
-            not isinstance(operand, _SCALAR)
-            or isinstance(operand, bool | type(None))
-            and op in ("gt", "gte", "lt", "lte")
-        ):
-            raise _fail(index, f"{where}.{op} must be a number or a string")
-
-
-def parse_checks(raw: Any) -> tuple[dict[str, Any], ...]:
-    """Validate the shape of `expected_state` (a list of checks); names are checked at compile."""
-    if raw is None:
-        return ()
-    if not isinstance(raw, list):
-        raise InvalidTask("expected_state must be a list of checks like {'table': ..., ...}")
-    if len(raw) > MAX_CHECKS:
-        raise InvalidTask(f"expected_state holds {len(raw)} checks; at most {MAX_CHECKS}")
-    out = []
-    for i, check in enumerate(raw):
-        if not isinstance(check, Mapping) or not isinstance(check.get("table"), str):
-            raise _fail(i, "each check must be an object with a string 'table'")
-        unknown = set(check) - _CHECK_KEYS
-        if unknown:
-            raise _fail(i, f"unknown key(s) {sorted(unknown)}; keys are {sorted(_CHECK_KEYS)}")
-        kinds = [k for k in _KINDS if k in check]
-        if len(kinds) != 1:
-            raise _fail(i, f"give exactly one of {list(_KINDS)}, got {kinds or 'none'}")
-        where = check.get("where", {})
-        if not isinstance(where, Mapping):
-            raise _fail(i, "where must be an object of column -> condition")
-        for col, cond in where.items():
-            _check_condition(i, f"where.{col}", cond, allow_ref=True)
-        if "unchanged" in check and (check["unchanged"] is not True or "where" in check):
-            raise _fail(i, "unchanged must be true and applies to the whole table (no where)")
-        if "count" in check:
-            count = check["count"]
-            if isinstance(count, bool) or not isinstance(count, int | Mapping):
-                raise _fail(i, "count must be an integer or an object of operators")
-            if isinstance(count, int) and count < 0:
-                raise _fail(i, "count must be >= 0")
-            if isinstance(count, Mapping):
-                _check_condition(i, "count", count, allow_ref=False)
-        if "expect" in check:
-            expect = check["expect"]
-            if not isinstance(expect, Mapping) or not expect:
-                raise _fail(i, "expect must be a non-empty object of column -> condition")
-            for col, cond in expect.items():
-                _check_condition(i, f"expect.{col}", cond, allow_ref=False)
-        if check.get("match", "all") not in _MATCH or ("match" in check and "expect" not in check):
-            raise _fail(i, f"match must be one of {list(_MATCH)} and goes with expect")
-        if "name" in check and not isinstance(check["name"], str):
-            raise _fail(i, "name must be a string")
-        out.append(dict(check))
-    return tuple(out)
 
 
 # --- compile against the environment's metadata -------------------------------------------------
@@ -149,7 +59,7 @@ class CompiledCheck:
 
 def _column(index: int, table: Table, name: str) -> Column[Any]:
     if name not in table.c:
-        raise _fail(
+        raise fail(
             index,
             f"table {table.name!r} has no column {name!r}; columns are {list(table.c.keys())}",
         )
@@ -181,7 +91,7 @@ class _Compiler:
     def table(self, name: str) -> Table:
         table = self.tables.get(name)
         if table is None:
-            raise _fail(self.index, f"unknown table {name!r}; tables are {sorted(self.tables)}")
+            raise fail(self.index, f"unknown table {name!r}; tables are {sorted(self.tables)}")
         return table
 
     def where(self, table: Table, conditions: Mapping[str, Any]) -> ColumnElement[bool] | None:
@@ -201,7 +111,7 @@ class _Compiler:
             for op, operand in ops.items():
                 clauses.append(self._op(col, target, op, operand, text=text, money=money))
         except ValueError as exc:
-            raise _fail(self.index, f"{table.name}.{name}: {exc}") from None
+            raise fail(self.index, f"{table.name}.{name}: {exc}") from None
         return and_(*clauses)
 
     def _op(
@@ -247,7 +157,7 @@ class _Compiler:
     ) -> ColumnElement[bool]:
         fks = list(col.foreign_keys)
         if len(fks) != 1:
-            raise _fail(self.index, f"{table.name}.{col.name} is no foreign key; 'ref' needs one")
+            raise fail(self.index, f"{table.name}.{col.name} is no foreign key; 'ref' needs one")
         target_col = fks[0].column
         inner = self.where(target_col.table, conditions)
         query = select(target_col)
@@ -263,7 +173,7 @@ def compile_checks(
         c = _Compiler(tables, compare, i)
         table = c.table(check["table"])
         if check.get("unchanged") and not compare.for_table(table.name).compared:
-            raise _fail(
+            raise fail(
                 i,
                 f"table {table.name!r} is left out of the comparison spec, so "
                 "'unchanged' cannot be judged; use count/expect checks instead",

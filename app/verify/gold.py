@@ -18,12 +18,12 @@ from typing import Any
 
 from sqlalchemy import Connection
 
-from app.runtime.lru import LRU
-from app.runtime.runner import run_tool
-from app.runtime.tasks import TaskSpec
+from app.core.lru import LRU
+from app.core.tasks import TaskSpec
 from app.sdk.environment import Environment, ToolContext
 from app.storage import images
 from app.storage.images import Snapshot, Store
+from app.storage.runner import run_tool
 from app.verify.diff import StateDiff, diff_states
 from app.verify.patching import remembered
 from app.verify.state import DbState, dump_state, remember_template_dump

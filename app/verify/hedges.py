@@ -12,7 +12,7 @@ import re
 from decimal import Decimal
 from typing import Any
 
-from app.verify import values
+from app.core import values
 
 
 def rival(kind: str, value: Any) -> Any:

@@ -25,8 +25,8 @@ import httpx
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from app.core.lru import LRU
 from app.errors import InvalidTask
-from app.runtime.lru import LRU
 from app.verify.outputs import final_assistant_text
 
 log = logging.getLogger("stategym.judge")

@@ -12,7 +12,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Table, func, select
 
-from app.runtime.lru import LRU
+from app.core.lru import LRU
 from app.sdk.compare_spec import CompareSpec
 from app.storage.dump_sql import dump_sql
 from app.storage.meta import Changes

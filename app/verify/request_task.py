@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from app.core.tasks import TaskSpec, task_from_data
 from app.errors import InvalidTask
-from app.runtime.tasks import TaskSpec, task_from_data
 
 # Every field that changes a reward: the reference solution, the answer checks (text and
 # submitted), the expected decline, the checks, the scoring mode, the judge's rubric, the answer

@@ -7,7 +7,7 @@ from typing import Any
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
-from app.runtime.tasks import TaskSpec
+from app.core.tasks import TaskSpec
 from app.sdk.environment import Environment
 from app.storage.steplog import StepLog, step_log
 from app.verify.answers import hedged_outputs

@@ -2,7 +2,7 @@
 
 An answer task (`expected_answer`, read "via tool") matches only when the submitted JSON value
 parses as exactly one value of the expected kind (or, for a list, a set of them) and equals the
-expected one (app/verify/values.py). A refusal task (`expected_decline`) matches only a decline
+expected one (app/core/values.py). A refusal task (`expected_decline`) matches only a decline
 with exactly its code. On any other task a decline is a failure ("declined a task that needed
 an action") and an answer is ignored. Two values, a sentence with rivals, glued tokens, nothing
 submitted, or the other tool: a mismatch whose evidence says why.
@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, Table
 
+from app.core import values
 from app.sdk.answer import ANSWER_TABLE, RESERVED_TOOL_NAMES
-from app.verify import values
 
 if TYPE_CHECKING:
-    from app.runtime.tasks import ExpectedAnswer, TaskSpec
+    from app.core.tasks import ExpectedAnswer, TaskSpec
 
 
 @dataclass(frozen=True)

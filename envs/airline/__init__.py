@@ -1,5 +1,6 @@
 """The airline environment: a reservation desk (tau-bench airline, on real tables)."""
 
+from importlib.resources import files
 from pathlib import Path
 
 from app.sdk.environment import Environment
@@ -9,7 +10,9 @@ from envs.airline.models import Base
 from envs.airline.policy import ANSWER_INSTRUCTIONS, DECLINE_REASONS, POLICY
 from envs.airline.tools import TOOLS
 
-TASKS_PATH = Path(__file__).resolve().parents[2] / "fixtures" / "airline" / "tasks.jsonl"
+# Shipped inside the package (pyproject's package-data), found wherever it is installed.
+HERE = Path(str(files(__name__)))
+TASKS_PATH = HERE / "tasks.jsonl"
 
 ENVIRONMENT = Environment(
     name="airline",
@@ -21,6 +24,7 @@ ENVIRONMENT = Environment(
     compare=COMPARE,
     policy=POLICY,
     tasks_path=TASKS_PATH,
+    migrations_path=HERE / "migrations",
     default_now=AS_OF,
     decline_reasons=DECLINE_REASONS,
     answer_instructions=ANSWER_INSTRUCTIONS,

@@ -1,5 +1,6 @@
 """The ledger environment: a bank's customer desk over a double-entry ledger."""
 
+from importlib.resources import files
 from pathlib import Path
 
 from app.sdk.environment import Environment
@@ -10,7 +11,9 @@ from envs.ledger.models import Base
 from envs.ledger.policy import ANSWER_INSTRUCTIONS, DECLINE_REASONS, POLICY
 from envs.ledger.tools import TOOLS
 
-TASKS_PATH = Path(__file__).resolve().parents[2] / "fixtures" / "ledger" / "tasks.jsonl"
+# Shipped inside the package (pyproject's package-data), found wherever it is installed.
+HERE = Path(str(files(__name__)))
+TASKS_PATH = HERE / "tasks.jsonl"
 
 ENVIRONMENT = Environment(
     name="ledger",
@@ -23,6 +26,7 @@ ENVIRONMENT = Environment(
     compare=COMPARE,
     policy=POLICY,
     tasks_path=TASKS_PATH,
+    migrations_path=HERE / "migrations",
     default_now=AS_OF,
     decline_reasons=DECLINE_REASONS,
     answer_instructions=ANSWER_INSTRUCTIONS,

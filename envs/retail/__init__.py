@@ -1,6 +1,7 @@
 """The retail environment: an online shop's customer-support desk (tau-bench retail, on tables)."""
 
 from datetime import datetime
+from importlib.resources import files
 from pathlib import Path
 
 from app.sdk.environment import Environment
@@ -10,7 +11,9 @@ from envs.retail.models import Base
 from envs.retail.policy import ANSWER_INSTRUCTIONS, DECLINE_REASONS, POLICY
 from envs.retail.tools import TOOLS
 
-TASKS_PATH = Path(__file__).resolve().parents[2] / "fixtures" / "retail" / "tasks.jsonl"
+# Shipped inside the package (pyproject's package-data), found wherever it is installed.
+HERE = Path(str(files(__name__)))
+TASKS_PATH = HERE / "tasks.jsonl"
 
 ENVIRONMENT = Environment(
     name="retail",
@@ -22,6 +25,7 @@ ENVIRONMENT = Environment(
     compare=COMPARE,
     policy=POLICY,
     tasks_path=TASKS_PATH,
+    migrations_path=HERE / "migrations",
     default_now=datetime(2026, 3, 14, 10, 0),
     decline_reasons=DECLINE_REASONS,
     answer_instructions=ANSWER_INSTRUCTIONS,

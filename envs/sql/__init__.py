@@ -1,6 +1,7 @@
 """The sql environment: a SQL console on a small consulting company's operational database."""
 
 from datetime import datetime
+from importlib.resources import files
 from pathlib import Path
 
 from app.sdk.environment import Environment
@@ -10,7 +11,9 @@ from envs.sql.models import Base
 from envs.sql.policy import ANSWER_INSTRUCTIONS, DECLINE_REASONS, POLICY
 from envs.sql.tools import TOOLS
 
-TASKS_PATH = Path(__file__).resolve().parents[2] / "fixtures" / "sql" / "tasks.jsonl"
+# Shipped inside the package (pyproject's package-data), found wherever it is installed.
+HERE = Path(str(files(__name__)))
+TASKS_PATH = HERE / "tasks.jsonl"
 
 ENVIRONMENT = Environment(
     name="sql",
@@ -25,6 +28,7 @@ ENVIRONMENT = Environment(
     decline_reasons=DECLINE_REASONS,
     answer_instructions=ANSWER_INSTRUCTIONS,
     tasks_path=TASKS_PATH,
+    migrations_path=HERE / "migrations",
     default_now=datetime(2026, 3, 16, 9, 0),
     # A query's cost is the agent's to choose (up to the sandbox's 1 s limit): never on the loop.
     inline_tool_calls=False,

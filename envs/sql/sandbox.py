@@ -11,7 +11,7 @@ statement raises ToolError and the whole call is rolled back.
 
 A progress handler runs between VM steps, never inside one: functions whose cost grows with
 their arguments (printf widths, instr / replace / trim / LIKE / GLOB on long strings) are
-replaced by bounded versions that also check the deadline (app/runtime/sql_functions.py), and
+replaced by bounded versions that also check the deadline (app/storage/sqlite/sql_functions.py), and
 the clock functions read the session's frozen clock. The limits and what they cost are in
 docs/durability.md ("Agent SQL: time, memory and disk").
 """
@@ -29,10 +29,10 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from app.runtime.sql_functions import install_bounded_functions, install_frozen_clock
 from app.sdk.answer import ANSWER_TABLE
 from app.sdk.environment import ToolError
 from app.storage.sqlite import db as sqlite_db
+from app.storage.sqlite.sql_functions import install_bounded_functions, install_frozen_clock
 
 MAX_SQL_CHARS = 20_000
 MAX_ROWS = 200

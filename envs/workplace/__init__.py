@@ -1,5 +1,6 @@
 """The workplace environment: an office assistant over email, calendar, CRM and project tasks."""
 
+from importlib.resources import files
 from pathlib import Path
 
 from app.sdk.environment import Environment
@@ -9,7 +10,9 @@ from envs.workplace.models import Base
 from envs.workplace.policy import ANSWER_INSTRUCTIONS, DECLINE_REASONS, POLICY
 from envs.workplace.tools import TOOLS
 
-TASKS_PATH = Path(__file__).resolve().parents[2] / "fixtures" / "workplace" / "tasks.jsonl"
+# Shipped inside the package (pyproject's package-data), found wherever it is installed.
+HERE = Path(str(files(__name__)))
+TASKS_PATH = HERE / "tasks.jsonl"
 
 ENVIRONMENT = Environment(
     name="workplace",
@@ -23,6 +26,7 @@ ENVIRONMENT = Environment(
     decline_reasons=DECLINE_REASONS,
     answer_instructions=ANSWER_INSTRUCTIONS,
     tasks_path=TASKS_PATH,
+    migrations_path=HERE / "migrations",
     default_now=AS_OF,
 )
 

@@ -88,7 +88,7 @@ def served(request, tmp_path) -> tuple[Any, dict[str, Any]]:
             _drop_schemas(prefix)
 
         request.addfinalizer(teardown)
-    rows = (REPO / "fixtures" / env_name / "tasks.jsonl").read_text().splitlines()
+    rows = load_environment(env_name).tasks_path.read_text().splitlines()
     return app, json.loads(rows[0])
 
 
@@ -210,7 +210,7 @@ def test_gym_session_contract_with_tools_over_mcp(tmp_path):
     as Gym's TestClient drives it)."""
     settings = Settings(data_dir=tmp_path / "data", secret_key=SECRET, expose_tools_over_mcp=True)
     app = create_app(settings, load_environment("retail"))
-    row = json.loads((REPO / "fixtures" / "retail" / "tasks.jsonl").read_text().splitlines()[0])
+    row = json.loads(load_environment("retail").tasks_path.read_text().splitlines()[0])
     check_resources_session_contract(app, _seed_request(row), keeps_state=True)
 
     client = TestClient(app, raise_server_exceptions=False)

@@ -18,10 +18,9 @@ import httpx
 from app.registry import load_environment
 from app.server.api import create_app
 from app.settings import Settings
-from tests.conftest import REPO
 from tests.support.rollouts import gold_answer, load_tasks, response_object
 
-TASKS = {t["task_id"]: t for t in load_tasks(REPO / "fixtures" / "retail" / "tasks.jsonl")}
+TASKS = {t["task_id"]: t for t in load_tasks(load_environment("retail").tasks_path)}
 CANCEL = TASKS["retail-020"]
 DELIVERED = TASKS["retail-011"]
 PENDING = "#W9020002"  # the order retail-020 cancels

@@ -1,12 +1,12 @@
 """Byte-for-byte record of every shipped task's gold replay: each tool output and the final state.
 
-For every task of `fixtures/<env>/tasks.jsonl`, on a clone of the task's snapshot (the one the
-server seeds sessions from, change-tracking triggers included), the gold calls run through the
-real runner (`run_tool`); then they run a second time on the same database, which exercises the
-refusals (an order already cancelled, a seat already taken) and any write that may repeat. The
-record keeps, per call, the exact JSON of `{"output": ...}` or `{"error": ...}`, and the final
-state: every row of every table in the file (framework tables included), in primary-key order,
-as `repr` (so 1 and 1.0, or -0.0 and 0.0, differ).
+For every task of `envs/<env>/tasks.jsonl` (the environment's `tasks_path`), on a clone of the
+task's snapshot (the one the server seeds sessions from, change-tracking triggers included), the
+gold calls run through the real runner (`run_tool`); then they run a second time on the same
+database, which exercises the refusals (an order already cancelled, a seat already taken) and any
+write that may repeat. The record keeps, per call, the exact JSON of `{"output": ...}` or
+`{"error": ...}`, and the final state: every row of every table in the file (framework tables
+included), in primary-key order, as `repr` (so 1 and 1.0, or -0.0 and 0.0, differ).
 
 A refactor that must not change behaviour compares the digests before and after
 (`tests/test_replay_identical.py` against `tests/golden/replay_digests.json`). To see what
@@ -29,10 +29,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from app.core.tasks import task_from_data
 from app.registry import environment_names, load_environment
-from app.runtime.runner import run_tool
-from app.runtime.tasks import task_from_data
 from app.sdk.environment import ToolContext
+from app.storage.runner import run_tool
 from app.storage.sqlite import db as sqlite_db
 from app.storage.sqlite.store import Store
 
@@ -40,7 +40,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def _tasks(env_name: str) -> list[dict[str, Any]]:
-    path = REPO / "fixtures" / env_name / "tasks.jsonl"
+    path = load_environment(env_name).tasks_path
     if not path.exists():
         return []
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]

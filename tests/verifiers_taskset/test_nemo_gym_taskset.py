@@ -40,7 +40,7 @@ from verifiers.v1.trace import AgentInfo, Trace, TraceTask  # noqa: E402
 from verifiers.v1.types import AssistantMessage, ToolCall, ToolMessage, UserMessage  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
-DATASET = REPO / "fixtures" / "retail" / "tasks.jsonl"
+DATASET = REPO / "envs" / "retail" / "tasks.jsonl"  # the retail package's shipped tasks
 SECRET = "test-secret-0123456789-abcdefghijklmnopqrstuvwxyz"
 STATEGYM_PYTHON = os.environ.get("STATEGYM_PYTHON") or str(REPO / ".venv" / "bin" / "python")
 TASK_INDEXES = (0, 7, 20, 30)

@@ -29,6 +29,7 @@ from sqlalchemy import Connection, Engine, event, text
 from sqlalchemy.exc import DataError, IntegrityError, SQLAlchemyError
 
 from app.clock import naive_utcnow
+from app.core.tasks import TaskSpec
 from app.errors import (
     CannotRewind,
     InvalidTask,
@@ -37,7 +38,6 @@ from app.errors import (
     SessionUnavailable,
 )
 from app.registry import load_environment
-from app.runtime.tasks import TaskSpec
 from app.sdk.environment import Environment, Tool, ToolContext
 from app.settings import Settings
 from app.storage.base import (

@@ -23,8 +23,8 @@ from typing import Any
 from sqlalchemy import Connection, Engine, func, select, text
 from sqlalchemy.exc import ProgrammingError
 
+from app.core.tasks import TaskSpec
 from app.errors import CannotRewind, SessionNotFound
-from app.runtime.tasks import TaskSpec
 from app.sdk.environment import Environment
 from app.storage.meta import read_meta
 from app.storage.migrations import head_revision

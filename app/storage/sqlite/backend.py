@@ -27,8 +27,8 @@ from typing import Any, TypeVar
 from sqlalchemy import Connection
 from sqlalchemy.exc import DBAPIError
 
+from app.core.tasks import TaskSpec
 from app.errors import SessionClosed, SessionUnavailable
-from app.runtime.tasks import TaskSpec
 from app.sdk.environment import Environment, Tool, ToolContext
 from app.storage.base import Capabilities, NotOnDisk, SessionHandle, Work
 from app.storage.control import ControlDB, SessionRecord

@@ -21,7 +21,7 @@ import hashlib
 import threading
 from pathlib import Path
 
-from app.runtime.lru import LRU
+from app.core.lru import LRU
 from app.storage.sqlite import db as sqlite_db
 
 

@@ -34,7 +34,7 @@ from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.orm import Session
 from sqlalchemy.schema import CreateIndex, CreateTable
 
-from app.runtime.lru import LRU
+from app.core.lru import LRU
 from app.sdk.environment import Environment
 from app.storage.log_changes import changes_from_log, mark_log_tracked
 from app.storage.meta import (

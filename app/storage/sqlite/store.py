@@ -22,9 +22,9 @@ import sqlite3
 import threading
 from pathlib import Path
 
+from app.core.lru import LRU
+from app.core.tasks import TaskSpec
 from app.errors import SessionNotFound, SessionUnavailable, StorageFull
-from app.runtime.lru import LRU
-from app.runtime.tasks import TaskSpec
 from app.sdk.environment import Environment
 from app.storage.meta import LOG_TRACKING, read_meta
 from app.storage.migrations import schema_state, upgrade_retained

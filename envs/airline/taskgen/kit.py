@@ -305,7 +305,7 @@ GO = "Please go ahead, you have my confirmation."
 
 def asked(family: str, prompt: str, gold: list[dict[str, Any]], kind: str, value: Any) -> Draft:
     """A question: the gold reads; build_row ends it submitting `value` (a `kind` of
-    app/verify/values.py)."""
+    app/core/values.py)."""
     return Draft(family, prompt, gold, False, answer=(kind, value))
 
 

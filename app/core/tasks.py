@@ -23,10 +23,9 @@ from pydantic import (
     model_validator,
 )
 
+from app.core import values
+from app.core.checks import parse_checks
 from app.errors import InvalidTask, validation_message
-from app.verify import values
-from app.verify.answers import check_answer_kind
-from app.verify.checks import parse_checks
 
 # Keys NeMo Gym adds for its own bookkeeping; they are not part of the task.
 _NG_KEYS = ("agent_ref", "task_source", "responses_create_params", "response")
@@ -40,7 +39,7 @@ class ToolCall:
 
 @dataclass(frozen=True)
 class ExpectedAnswer:
-    """A task's expected answer: a kind (app/verify/values.py KINDS) and a JSON value, a list
+    """A task's expected answer: a kind (app/core/values.py KINDS) and a JSON value, a list
     for a list-valued answer (compared as a set)."""
 
     kind: str
@@ -59,7 +58,7 @@ class TaskSpec:
     expected_outputs: tuple[str, ...]
     reward_mode: str | None
     data: Mapping[str, Any]
-    # Declarative checks on the final state (app/verify/checks.py); not part of the gold state.
+    # Declarative checks on the final state (app/core/checks.py); not part of the gold state.
     expected_state: tuple[Mapping[str, Any], ...] = ()
     # Answers as state (app/verify/submitted.py): what `submit_answer` must have written, and
     # where it is read ("tool": the answer table; "text": the final assistant message).
@@ -179,7 +178,7 @@ class TaskRow(BaseModel):
             )
         if self.answer_kind is not None and self._answer_kind_countable():
             # refused at seed, not first at verify
-            check_answer_kind(self.answer_kind, len(self.outputs()))
+            values.check_answer_kind(self.answer_kind, len(self.outputs()))
         return self
 
     def _answer_kind_countable(self) -> bool:

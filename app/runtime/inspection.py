@@ -24,9 +24,9 @@ from typing import Any
 from sqlalchemy import Connection, Table, func, select
 
 from app.clock import naive_utcnow
+from app.core.tasks import task_from_data
 from app.errors import BadRequest, SessionNotFound, SessionUnavailable
 from app.registry import load_environment
-from app.runtime.tasks import task_from_data
 from app.sdk.environment import Environment
 from app.storage.base import ControlStore, NotOnDisk, ReadOnlyView
 from app.storage.control import REWARD_OPS, SessionQuery, SessionRecord

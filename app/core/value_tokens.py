@@ -10,7 +10,7 @@ value glued to letters (`q233.00q`, `_Anna`, `qE90110q`, `abc123def`), other scr
 answer check (app/verify/answers.py) counts one that carries digits as a rival of the
 digit-bearing kinds.
 
-Values use app/verify/value_grammar.py, as `parse_value` does, so "2026-05-07 at 10:00" here
+Values use app/core/value_grammar.py, as `parse_value` does, so "2026-05-07 at 10:00" here
 equals `parse_value("datetime", "2026-05-07 10:00")`. Invisible format characters (zero-width
 spaces and joiners) are removed first: they glue, they never separate; positions index the text
 without them.
@@ -23,7 +23,7 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
-from app.verify import value_grammar as g
+from app.core import value_grammar as g
 
 # A cheap test before the date patterns' month alternations: a year, or a day then a word, or
 # a word (a weekday or month name) must start here.

@@ -3,7 +3,7 @@
 Pure functions, no database. `parse_value(kind, raw)` reads the WHOLE raw JSON scalar as one
 value of `kind` and raises `NotOneValue(reason)` otherwise; values compare with `==` (they are
 normalised: Decimal, datetime, casefolded text). The free-text path uses `tokens(text)`, the one
-tokenizer, built on the same grammar (app/verify/value_grammar.py).
+tokenizer, built on the same grammar (app/core/value_grammar.py).
 
 Accepted spellings, per kind (around ONE value, surrounding whitespace, one trailing period,
 quotes `"…"`, `'…'`, `“…”` and markdown emphasis `*…*`, `**…**`, `` `…` `` are dropped):
@@ -45,16 +45,19 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from app.verify import value_grammar as g
-from app.verify.value_tokens import Token, tokens
+from app.core import value_grammar as g
+from app.core.value_tokens import Token, tokens
+from app.errors import InvalidTask
 
 __all__ = [
+    "ANSWER_KINDS",
     "KINDS",
     "NotOneValue",
     "Token",
     "Verdict",
     "answers_equal",
     "check",
+    "check_answer_kind",
     "describe",
     "parse_answer",
     "parse_value",
@@ -62,6 +65,9 @@ __all__ = [
 ]
 
 KINDS = ("amount", "number", "id", "date", "time", "datetime", "email", "name", "text", "boolean")
+# What a task's `answer_kind` may name: the kinds, and refusal (a legacy keyword kind, read as
+# text by app/verify/answers.py).
+ANSWER_KINDS = (*KINDS, "refusal")
 _NAMES = {"amount": "an amount", "id": "an id", "email": "an email address"}
 _PLURAL = {"datetime": "datetimes", "text": "texts", "boolean": "booleans"}
 
@@ -301,3 +307,18 @@ def describe(kind: str, value: object) -> str:
     if isinstance(value, dt.date):
         return value.isoformat()
     return str(value)
+
+
+def check_answer_kind(declared: Any, outputs: int) -> list[str]:
+    """A task's `answer_kind`, one kind per expected output; InvalidTask (422) if malformed."""
+    kinds = [declared] * outputs if isinstance(declared, str) else declared
+    if (
+        not isinstance(kinds, list)
+        or len(kinds) != outputs
+        or not all(k in ANSWER_KINDS for k in kinds)
+    ):
+        raise InvalidTask(
+            f"answer_kind must be one of {', '.join(ANSWER_KINDS)}, or a list of them, one per "
+            "expected output"
+        )
+    return list(kinds)
