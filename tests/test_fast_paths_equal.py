@@ -58,9 +58,17 @@ def _control_ops(path: Path, *, raw: bool) -> tuple[list[tuple], list]:
         record = control.get(sid)
         if record is not None:  # stamps differ between the runs; their types must not
             seen.append(
-                (record.id, record.status, record.reward, record.task, record.verify,
-                 record.created_at, type(record.verified_at), type(record.closed_at))
-            )  # fmt: skip
+                (
+                    record.id,
+                    record.status,
+                    record.reward,
+                    record.task,
+                    record.verify,
+                    record.created_at,
+                    type(record.verified_at),
+                    type(record.closed_at),
+                )
+            )
         else:
             seen.append(None)
     control.dispose()

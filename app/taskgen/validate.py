@@ -31,6 +31,7 @@ from typing import Any, cast
 from app.core.tasks import TaskSpec, task_from_data
 from app.errors import StateGymError
 from app.sdk.environment import Environment
+from app.sdk.seed_builder import STORY_ID_FLOOR
 from app.storage.images import image_connection
 from app.storage.seeding import SeedError
 from app.taskgen.gold_run import bound, gold_run, run_calls, tracked_base
@@ -40,7 +41,6 @@ from app.verify.session_verify import verify_state
 from app.verify.state import DbState, dump_state
 
 # Every environment's Story allocates ids from 100000 + 100 * index.
-STORY_ID_FLOOR = 100_000
 
 
 def content_key(task: dict[str, Any]) -> str:
