@@ -21,7 +21,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("cli", {"app.__main__", "app.cli", "app.scaffold"}),
     ("apps", {"app.explorer", "app.integrations"}),
     ("server", {"app.server"}),
-    ("sdk facades", {"app.sdk.replay", "app.sdk.testing", "app.sdk.taskgen"}),
+    ("sdk facades", {"app.sdk.replay", "app.sdk.testing", "app.sdk.taskgen", "app.sdk.sqlite"}),
     ("runtime", {"app.runtime"}),
     ("taskgen", {"app.taskgen"}),
     ("verify", {"app.verify"}),
@@ -37,19 +37,8 @@ ROOT_PACKAGE = "app"
 # it, a backend is asked through app/storage/base.py, factory.py and images.py.
 BACKEND_PACKAGES = ("app.storage.sqlite", "app.storage.postgres")
 # What envs/ may import from app beyond app.sdk (envs/*/tests may import more): the shared
-# settings and errors only (the taskgen kit and replay helpers are app.sdk.taskgen/.replay).
-TASKGEN_KIT = {"app.settings", "app.errors"}
-ENV_IMPORTS_ALLOWED = {
-    # envs/sql is a SQLite console (it declares requires=("sqlite",)): its sandbox needs the
-    # SQLite connection plumbing, the bounded SQL functions, and its replay the runner.
-    "envs.sql": TASKGEN_KIT
-    | {
-        "app.storage.sqlite",
-        "app.storage.seeding",
-        "app.storage.sqlite.sql_functions",
-        "app.storage.runner",
-    },
-}
+# settings and errors; the engine only through the SDK's facades (taskgen, replay, testing, sqlite).
+ENV_IMPORTS = {"app.settings", "app.errors"}
 
 
 def module_name(path: Path) -> str:
@@ -234,14 +223,12 @@ def test_environments_import_only_the_sdk():
         rel = path.relative_to(ENVS).parts
         if "tests" in rel or rel[-1].startswith("test_") or rel[-1] == "conftest.py":
             continue  # environment tests may drive the framework
-        env = f"envs.{rel[0]}"
-        allowed = ENV_IMPORTS_ALLOWED.get(env, TASKGEN_KIT)
         bad = sorted(
             i
             for i in imports_of(path)
             if i.startswith("app.")
             and not i.startswith("app.sdk")
-            and not any(i == a or i.startswith(a + ".") for a in allowed)
+            and not any(i == a or i.startswith(a + ".") for a in ENV_IMPORTS)
         )
         if bad:
             offenders[str(path.relative_to(ROOT))] = bad

@@ -1,7 +1,7 @@
 """A sql database in memory, wired exactly like a session's, and tool calls replayed on it.
 
-Uses the framework's own plumbing (`app.storage.sqlite.db` connections,
-`app.storage.runner.run_tool`), so the generator's self-check and the tests exercise the code
+Uses the framework's own plumbing (`app.sdk.sqlite`: the SQLite connections and
+`run_tool` of a live session), so the generator's self-check and the tests exercise the code
 path a live session takes: autocommit driver connection, BEGIN IMMEDIATE per call, foreign keys on,
 rollback on ToolError.
 """
@@ -18,11 +18,10 @@ from typing import Any
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
+from app.sdk import sqlite as sqlite_db
 from app.sdk.answer import ANSWER_TABLE
 from app.sdk.environment import ToolContext
-from app.storage.runner import run_tool
-from app.storage.seeding import apply_seed, parse_now
-from app.storage.sqlite import db as sqlite_db
+from app.sdk.sqlite import apply_seed, parse_now, run_tool
 from envs.sql import ENVIRONMENT
 
 _BASE: list[bytes] = []
