@@ -36,11 +36,20 @@ def _scope(path: str, raw: bytes, cookie: bytes | None) -> dict[str, Any]:
     if cookie:
         headers.append((b"cookie", cookie))
     return {
-        "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST",
-        "scheme": "http", "path": path, "raw_path": path.encode(), "query_string": b"",
-        "root_path": "", "headers": headers, "client": ("127.0.0.1", 1),
-        "server": ("127.0.0.1", 80), "state": {},
-    }  # fmt: skip
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": b"",
+        "root_path": "",
+        "headers": headers,
+        "client": ("127.0.0.1", 1),
+        "server": ("127.0.0.1", 80),
+        "state": {},
+    }
 
 
 async def measure(n: int) -> dict[str, float]:

@@ -58,10 +58,17 @@ async def _rollout(settings: Settings, steps: int) -> str:
                 args = call["arguments"]
                 args = json.loads(args) if isinstance(args, str) else args
                 r = await c.post(f"/{call['name']}", json=args)
-                outputs.append({"type": "function_call", "call_id": f"c{i}", "name": call["name"],
-                                "arguments": json.dumps(args)})  # fmt: skip
-                outputs.append({"type": "function_call_output", "call_id": f"c{i}",
-                                "output": r.text})  # fmt: skip
+                outputs.append(
+                    {
+                        "type": "function_call",
+                        "call_id": f"c{i}",
+                        "name": call["name"],
+                        "arguments": json.dumps(args),
+                    }
+                )
+                outputs.append(
+                    {"type": "function_call_output", "call_id": f"c{i}", "output": r.text}
+                )
             verified = await c.post(
                 "/verify", json={**TASK, "response": response_object(outputs, "done")}
             )
@@ -97,13 +104,23 @@ def synthesise(settings: Settings, n: int, seed: int = 7) -> None:
             for i in range(n):
                 t = rng.randrange(200)
                 reward = rng.choice([0.0, 0.5, 1.0, 1.0, None])
-                row = {**base, "id": uuid.uuid4().hex, "task_id": f"retail-syn-{t:03d}",
-                       "created_at": start + timedelta(seconds=i), "reward": reward,
-                       "status": "closed" if reward is not None else "open",
-                       "verify_json": base["verify_json"] if reward is not None else None,
-                       "task_json": json.dumps({**task, "task_id": f"retail-syn-{t:03d}",
-                                                "family": families[t % 8],
-                                                "difficulty": 1 + t % 5})}  # fmt: skip
+                row = {
+                    **base,
+                    "id": uuid.uuid4().hex,
+                    "task_id": f"retail-syn-{t:03d}",
+                    "created_at": start + timedelta(seconds=i),
+                    "reward": reward,
+                    "status": "closed" if reward is not None else "open",
+                    "verify_json": base["verify_json"] if reward is not None else None,
+                    "task_json": json.dumps(
+                        {
+                            **task,
+                            "task_id": f"retail-syn-{t:03d}",
+                            "family": families[t % 8],
+                            "difficulty": 1 + t % 5,
+                        }
+                    ),
+                }
                 batch.append(row)
                 if len(batch) == 5000:
                     conn.execute(insert(sessions_table), batch)
@@ -155,10 +172,12 @@ async def _measure(settings: Settings, paths: dict[str, str], requests: int) -> 
                     "requests": requests,
                     "bytes": len(first.content),
                 }
-                print(f"  {name:<34} p50 {out[name]['p50_ms']:>7.1f} ms  "
-                      f"p99 {out[name]['p99_ms']:>7.1f} ms  "
-                      f"cpu p50 {out[name]['cpu_p50_ms']:>7.1f} ms  "
-                      f"({len(first.content)} bytes)")  # fmt: skip
+                print(
+                    f"  {name:<34} p50 {out[name]['p50_ms']:>7.1f} ms  "
+                    f"p99 {out[name]['p99_ms']:>7.1f} ms  "
+                    f"cpu p50 {out[name]['cpu_p50_ms']:>7.1f} ms  "
+                    f"({len(first.content)} bytes)"
+                )
     return out
 
 

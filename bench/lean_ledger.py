@@ -79,8 +79,11 @@ def _open(a: Row) -> None:
 
 
 def _held(db: Db, a: Row) -> float:
-    return cents(sum(h["amount"] for h in db.where("holds", "account_id", a["id"])
-                     if h["status"] == "active"))  # fmt: skip
+    return cents(
+        sum(
+            h["amount"] for h in db.where("holds", "account_id", a["id"]) if h["status"] == "active"
+        )
+    )
 
 
 def _floor(a: Row) -> float:
@@ -152,8 +155,9 @@ def _post(
         },
     )
     for a, amount in legs:
-        db.insert("entries", {"transaction_id": tx["id"], "account_id": a["id"],
-                              "amount": cents(amount)})  # fmt: skip
+        db.insert(
+            "entries", {"transaction_id": tx["id"], "account_id": a["id"], "amount": cents(amount)}
+        )
         mine = db.mut("accounts", a["id"])
         mine["balance"] = cents(mine["balance"] + amount)
     return tx
@@ -396,8 +400,15 @@ def add_beneficiary(db: Db, a: dict[str, Any], now: str) -> Any:
         raise ToolFailed(f"Account {acc['number']} cannot be saved as a beneficiary.")
     if any(b["account_id"] == acc["id"] for b in db.where("beneficiaries", "customer_id", c["id"])):
         raise ToolFailed(f"Account {acc['number']} is already saved.")
-    db.insert("beneficiaries", {"customer_id": c["id"], "account_id": acc["id"],
-                                "nickname": a["nickname"], "created_at": now})  # fmt: skip
+    db.insert(
+        "beneficiaries",
+        {
+            "customer_id": c["id"],
+            "account_id": acc["id"],
+            "nickname": a["nickname"],
+            "created_at": now,
+        },
+    )
     return {"beneficiary": a["nickname"], "account": acc["number"], "currency": acc["currency"]}
 
 

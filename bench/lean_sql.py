@@ -45,10 +45,14 @@ _DENIED = {
     for name in dir(sqlite3)
     if name.startswith(("SQLITE_CREATE_", "SQLITE_DROP_"))
 } | {
-    sqlite3.SQLITE_ALTER_TABLE, sqlite3.SQLITE_REINDEX, sqlite3.SQLITE_ANALYZE,
-    sqlite3.SQLITE_ATTACH, sqlite3.SQLITE_DETACH, sqlite3.SQLITE_TRANSACTION,
+    sqlite3.SQLITE_ALTER_TABLE,
+    sqlite3.SQLITE_REINDEX,
+    sqlite3.SQLITE_ANALYZE,
+    sqlite3.SQLITE_ATTACH,
+    sqlite3.SQLITE_DETACH,
+    sqlite3.SQLITE_TRANSACTION,
     sqlite3.SQLITE_SAVEPOINT,
-}  # fmt: skip
+}
 
 
 def _authorize(action: int, arg1: str | None, arg2: str | None, dbname: str | None, _s: Any) -> int:
@@ -173,10 +177,15 @@ def describe_table(db: Db, a: dict[str, Any], now: str) -> Any:
         raise ToolFailed(f"There is no table {a['table']!r}. Tables: {', '.join(TABLES)}.")
     fks = {r[3]: f"{r[2]}.{r[4]}" for r in db.conn.execute(f'PRAGMA foreign_key_list("{name}")')}
     columns = [
-        {"name": r[1], "type": r[2], "nullable": not r[3], "primary_key": bool(r[5]),
-         "references": fks.get(r[1])}
+        {
+            "name": r[1],
+            "type": r[2],
+            "nullable": not r[3],
+            "primary_key": bool(r[5]),
+            "references": fks.get(r[1]),
+        }
         for r in db.conn.execute(f'PRAGMA table_info("{name}")')
-    ]  # fmt: skip
+    ]
     return {"table": name, "columns": columns}
 
 

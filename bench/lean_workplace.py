@@ -79,8 +79,13 @@ def _name(e: Row) -> str:
 
 
 def _person(e: Row) -> dict[str, Any]:
-    return {"name": _name(e), "email": e["email"], "department": e["department"],
-            "title": e["title"], "active": bool(e["active"])}  # fmt: skip
+    return {
+        "name": _name(e),
+        "email": e["email"],
+        "department": e["department"],
+        "title": e["title"],
+        "active": bool(e["active"]),
+    }
 
 
 def _split(text: str | None) -> list[str]:
@@ -128,10 +133,14 @@ def _task(db: Db, t: Row) -> dict[str, Any]:
     project = db.get("projects", t["project_id"])
     assignee = db.get("employees", t["assignee_id"]) if t["assignee_id"] else None
     return {
-        "code": t["code"], "project": project and project["key"], "title": t["title"],
-        "assignee": assignee and assignee["email"], "status": t["status"],
-        "priority": t["priority"], "due_date": str(t["due_date"])[:10] if t["due_date"] else None,
-    }  # fmt: skip
+        "code": t["code"],
+        "project": project and project["key"],
+        "title": t["title"],
+        "assignee": assignee and assignee["email"],
+        "status": t["status"],
+        "priority": t["priority"],
+        "due_date": str(t["due_date"])[:10] if t["due_date"] else None,
+    }
 
 
 def list_tasks(db: Db, a: dict[str, Any], now: str) -> Any:
@@ -296,11 +305,27 @@ def _deliver(
             "in_reply_to": in_reply_to,
         },
     )
-    db.insert("mailbox_items", {"employee_id": user["id"], "message_id": msg["id"],
-                                "folder": "sent", "is_read": True, "labels": ""})  # fmt: skip
+    db.insert(
+        "mailbox_items",
+        {
+            "employee_id": user["id"],
+            "message_id": msg["id"],
+            "folder": "sent",
+            "is_read": True,
+            "labels": "",
+        },
+    )
     for employee in {e["id"]: e for e in recipients if e["id"] != user["id"]}.values():
-        db.insert("mailbox_items", {"employee_id": employee["id"], "message_id": msg["id"],
-                                    "folder": "inbox", "is_read": False, "labels": ""})  # fmt: skip
+        db.insert(
+            "mailbox_items",
+            {
+                "employee_id": employee["id"],
+                "message_id": msg["id"],
+                "folder": "inbox",
+                "is_read": False,
+                "labels": "",
+            },
+        )
     return {"message_id": mid, "to": to, "cc": cc, "subject": subject, "sent_at": at.isoformat()}
 
 
@@ -461,8 +486,11 @@ def find_free_slot(db: Db, a: dict[str, Any], now: str) -> Any:
     while start + length <= stop:
         end = start + length
         if start >= at and not any(s < end and e > start for s, e in spans):
-            return {"start": start.isoformat(), "end": end.isoformat(),
-                    "attendees": [p["email"] for p in people]}  # fmt: skip
+            return {
+                "start": start.isoformat(),
+                "end": end.isoformat(),
+                "attendees": [p["email"] for p in people],
+            }
         start += SLOT_STEP
     raise ToolFailed(f"No free {minutes}-minute slot for everyone on {day.isoformat()}.")
 
@@ -493,8 +521,9 @@ def create_event(db: Db, a: dict[str, Any], now: str) -> Any:
     )
     for p in people:
         response = "accepted" if p["id"] == user["id"] else "needs_action"
-        db.insert("event_attendees",
-                  {"event_id": ev["id"], "employee_id": p["id"], "response": response})  # fmt: skip
+        db.insert(
+            "event_attendees", {"event_id": ev["id"], "employee_id": p["id"], "response": response}
+        )
     return _event_view(db, ev)
 
 
@@ -538,10 +567,13 @@ def respond_to_event(db: Db, a: dict[str, Any], now: str) -> Any:
         raise ToolFailed(f"No event has code {a['code']!r}.")
     user = _me(db)
     invite = next(
-        (x for x in db.where("event_attendees", "event_id", ev["id"])
-         if x["employee_id"] == user["id"]),
+        (
+            x
+            for x in db.where("event_attendees", "event_id", ev["id"])
+            if x["employee_id"] == user["id"]
+        ),
         None,
-    )  # fmt: skip
+    )
     if invite is None or ev["organizer_id"] == user["id"]:
         raise ToolFailed(f"{user['email']} is not an invitee of event {ev['code']}.")
     if ev["status"] != "confirmed":
@@ -573,10 +605,13 @@ def search_customers(db: Db, a: dict[str, Any], now: str) -> Any:
         key=lambda c: c["name"],
     )[:10]
     out = [
-        {**{k: c[k] for k in ("industry", "domain")}, "company": c["name"],
-         "contacts": [_contact(x) for x in db.where("contacts", "company_id", c["id"])]}
+        {
+            **{k: c[k] for k in ("industry", "domain")},
+            "company": c["name"],
+            "contacts": [_contact(x) for x in db.where("contacts", "company_id", c["id"])],
+        }
         for c in companies
-    ]  # fmt: skip
+    ]
     return {"companies": out}
 
 
@@ -599,14 +634,19 @@ def _deal(db: Db, d: Row, full: bool = False) -> dict[str, Any]:
         "close_date": str(d["close_date"])[:10] if d["close_date"] else None,
     }
     if full:
-        history = sorted(db.where("deal_stage_history", "deal_id", d["id"]),
-                         key=lambda h: (_dt(h["changed_at"]), h["id"]))  # fmt: skip
+        history = sorted(
+            db.where("deal_stage_history", "deal_id", d["id"]),
+            key=lambda h: (_dt(h["changed_at"]), h["id"]),
+        )
         view["stage_history"] = [
             {"from": h["from_stage"], "to": h["to_stage"], "at": _iso(h["changed_at"])}
             for h in history
         ]
-        acts = sorted(db.where("activities", "deal_id", d["id"]),
-                      key=lambda x: _dt(x["occurred_at"]), reverse=True)  # fmt: skip
+        acts = sorted(
+            db.where("activities", "deal_id", d["id"]),
+            key=lambda x: _dt(x["occurred_at"]),
+            reverse=True,
+        )
         view["activities"] = [
             {"kind": x["kind"], "summary": x["summary"], "at": _iso(x["occurred_at"])} for x in acts
         ]
@@ -647,9 +687,16 @@ def update_deal_stage(db: Db, a: dict[str, Any], now: str) -> Any:
         raise ToolFailed(f"Deal {d['code']} is in {d['stage']}; it cannot move to {stage}.")
     if stage == "won" and not d["amount"]:
         raise ToolFailed(f"Deal {d['code']} has no amount; a deal can only be won with one.")
-    db.insert("deal_stage_history", {"deal_id": d["id"], "from_stage": d["stage"],
-                                     "to_stage": stage, "changed_by": _me(db)["id"],
-                                     "changed_at": _iso(now)})  # fmt: skip
+    db.insert(
+        "deal_stage_history",
+        {
+            "deal_id": d["id"],
+            "from_stage": d["stage"],
+            "to_stage": stage,
+            "changed_by": _me(db)["id"],
+            "changed_at": _iso(now),
+        },
+    )
     d["stage"] = stage
     return _deal(db, d)
 
@@ -684,9 +731,17 @@ def log_activity(db: Db, a: dict[str, Any], now: str) -> Any:
         if contact is None or contact["company_id"] != d["company_id"]:
             raise ToolFailed(f"{a['contact_email']} is not a contact of the deal's company.")
         contact_id = contact["id"]
-    db.insert("activities", {"deal_id": d["id"], "contact_id": contact_id,
-                             "employee_id": _me(db)["id"], "kind": a["kind"],
-                             "summary": a["summary"], "occurred_at": _iso(now)})  # fmt: skip
+    db.insert(
+        "activities",
+        {
+            "deal_id": d["id"],
+            "contact_id": contact_id,
+            "employee_id": _me(db)["id"],
+            "kind": a["kind"],
+            "summary": a["summary"],
+            "occurred_at": _iso(now),
+        },
+    )
     return {"deal": d["code"], "kind": a["kind"], "logged_at": _iso(now)}
 
 

@@ -65,19 +65,33 @@ def _timed(fn: Callable[[], Any]) -> tuple[float, float, Any]:
 
 
 def _address(customer: int, i: int) -> dict[str, Any]:
-    return {"customer_id": customer, "line1": f"{i} Bench St", "line2": None, "city": "Reno",
-            "state": "NV", "zip": f"{89500 + i % 90}", "country": "USA"}  # fmt: skip
+    return {
+        "customer_id": customer,
+        "line1": f"{i} Bench St",
+        "line2": None,
+        "city": "Reno",
+        "state": "NV",
+        "zip": f"{89500 + i % 90}",
+        "country": "USA",
+    }
 
 
 def gold_response(row: dict[str, Any], outputs: list[str]) -> dict[str, Any]:
     items: list[dict[str, Any]] = []
     for i, (call, out) in enumerate(zip(row["ground_truth"], outputs, strict=True)):
-        items.append({"type": "function_call", "call_id": f"c{i}", "name": call["name"],
-                      "arguments": json.dumps(call["arguments"])})  # fmt: skip
+        items.append(
+            {
+                "type": "function_call",
+                "call_id": f"c{i}",
+                "name": call["name"],
+                "arguments": json.dumps(call["arguments"]),
+            }
+        )
         items.append({"type": "function_call_output", "call_id": f"c{i}", "output": out})
     text = "Done. " + " ".join(row.get("expected_outputs") or [])
-    items.append({"type": "message", "role": "assistant",
-                  "content": [{"type": "output_text", "text": text}]})  # fmt: skip
+    items.append(
+        {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": text}]}
+    )
     return {"output": items}
 
 
@@ -106,9 +120,11 @@ async def _manager_figures(data_dir: Path, runs: int, pg: bool) -> dict[str, Any
         from tests.conftest import PG_URL, new_pg_prefix
 
         settings = Settings(
-            data_dir=data_dir, secret_key=SECRET, database_url=PG_URL,
+            data_dir=data_dir,
+            secret_key=SECRET,
+            database_url=PG_URL,
             pg_schema_prefix=new_pg_prefix(),
-        )  # fmt: skip
+        )
     env = load_environment("retail")
     manager = SessionManager(settings, env)
     rows = _rows()
@@ -203,9 +219,14 @@ async def _session_verify_figures(
 
             def work(bind: Any, w: bool = with_steps) -> dict[str, Any]:
                 return verify_state(
-                    env=env, gold=manager.gold, engine=bind, task=task, response=response,
-                    diff_limit=20, with_steps=w,
-                )  # fmt: skip
+                    env=env,
+                    gold=manager.gold,
+                    engine=bind,
+                    task=task,
+                    response=response,
+                    diff_limit=20,
+                    with_steps=w,
+                )
 
             wall, cpu, result = _timed(lambda: manager.backend.read(handle, work))
             assert result["reward"] == 1.0 and ("step_rewards" in result) == with_steps
@@ -243,8 +264,9 @@ def _verify_figures(data_dir: Path, runs: int) -> dict[str, Any]:
         outputs = []
         for call in row["ground_truth"]:
             step = StepRecorder(call["name"], call["arguments"])
-            result = run_tool(bind, T.tool(env, call["name"]), call["arguments"], ctx, None,
-                              step.on_success)  # fmt: skip
+            result = run_tool(
+                bind, T.tool(env, call["name"]), call["arguments"], ctx, None, step.on_success
+            )
             outputs.append(json.dumps(result, ensure_ascii=False, separators=(",", ":")))
         return conn, bind, gold_response(row, outputs)
 

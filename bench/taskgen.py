@@ -66,8 +66,10 @@ def memory(env: str, n: int) -> None:
     tasks = [t for t in drawn if t is not None]
     with tempfile.TemporaryDirectory() as tmp:
         store = Store(Path(tmp), load_environment(env), snapshot_cache_size=cap)
-        print(f"{env}: snapshot cache cap {cap} (STATEGYM_SNAPSHOT_CACHE_SIZE); RSS before "
-              f"{rss_mb():.0f} MB")  # fmt: skip
+        print(
+            f"{env}: snapshot cache cap {cap} (STATEGYM_SNAPSHOT_CACHE_SIZE); RSS before "
+            f"{rss_mb():.0f} MB"
+        )
         n = len(tasks)
         for i, task in enumerate(tasks, 1):
             store.snapshot(task_from_data(task))
@@ -87,15 +89,19 @@ def main() -> None:
         memory((args.env or ["retail"])[0], args.memory)
         return
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
-    print(f"{'env':<10} {'tasks':>6} {'seconds':>8} {'tasks/s':>8} {'cpu ms/task':>11} "
-          f"{'idle-core tasks/s':>17} {'attempts':>8} dropped")  # fmt: skip
+    print(
+        f"{'env':<10} {'tasks':>6} {'seconds':>8} {'tasks/s':>8} {'cpu ms/task':>11} "
+        f"{'idle-core tasks/s':>17} {'attempts':>8} dropped"
+    )
     for env in args.env or environment_names():
         seconds, cpu, s = rate(env, args.count, args.jobs, args.seed)
         dropped = ", ".join(f"{k} {v}" for k, v in sorted(s.dropped.items())) or "-"
         per_task = cpu / max(s.written, 1)
-        print(f"{env:<10} {s.written:>6} {seconds:>8.1f} {s.written / seconds:>8.2f} "
-              f"{per_task * 1000:>11.0f} {args.jobs / per_task:>17.1f} {s.attempts:>8} "
-              f"{dropped}")  # fmt: skip
+        print(
+            f"{env:<10} {s.written:>6} {seconds:>8.1f} {s.written / seconds:>8.2f} "
+            f"{per_task * 1000:>11.0f} {args.jobs / per_task:>17.1f} {s.attempts:>8} "
+            f"{dropped}"
+        )
 
 
 if __name__ == "__main__":

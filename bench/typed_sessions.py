@@ -69,10 +69,16 @@ async def run(env_name: str, n: int, database_url: str | None) -> None:
             async with httpx.AsyncClient(transport=transport, base_url="http://b") as client:
                 for row in rows:  # warm every snapshot
                     await client.post("/seed_session", json=row)
-                times: dict[str, list[float]] = {k: [] for k in (
-                    "legacy seed", "typed seed", "typed seed (retry)", "legacy close",
-                    "typed close",
-                )}  # fmt: skip
+                times: dict[str, list[float]] = {
+                    k: []
+                    for k in (
+                        "legacy seed",
+                        "typed seed",
+                        "typed seed (retry)",
+                        "legacy close",
+                        "typed close",
+                    )
+                }
                 for i in range(n):
                     row = rows[i % len(rows)]
                     client.cookies.clear()

@@ -74,9 +74,13 @@ async def _attacked(client: Client, task: dict[str, Any], toggles: int) -> tuple
         args = {"sql": f"UPDATE employees SET employee_no = '{new}' WHERE employee_no = '{old}'"}
         out = await _ok(await client.post("/run_sql", args, cookie))
         items.append(
-            {"type": "function_call", "call_id": f"c{i}", "name": "run_sql",
-             "arguments": json.dumps(args)}
-        )  # fmt: skip
+            {
+                "type": "function_call",
+                "call_id": f"c{i}",
+                "name": "run_sql",
+                "arguments": json.dumps(args),
+            }
+        )
         items.append(
             {"type": "function_call_output", "call_id": f"c{i}", "output": json.dumps(out.body)}
         )

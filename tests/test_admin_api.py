@@ -58,9 +58,13 @@ async def test_admin_api_is_off_without_a_token(made):
 
 @pytest.mark.parametrize(
     "headers",
-    [{}, {"Authorization": "Bearer wrong-token-0123456789"}, {"Authorization": f"Basic {TOKEN}"},
-     {"Authorization": f"Bearer {TOKEN}x"}],
-)  # fmt: skip
+    [
+        {},
+        {"Authorization": "Bearer wrong-token-0123456789"},
+        {"Authorization": f"Basic {TOKEN}"},
+        {"Authorization": f"Bearer {TOKEN}x"},
+    ],
+)
 async def test_wrong_or_missing_token_is_401(made, headers):
     data_dir, ids = made
     async with admin_client(data_dir) as client:
@@ -97,18 +101,21 @@ async def test_list_show_rows_and_paging(made):
         assert body["rows"][0][body["columns"].index("status")] == "cancelled"
         first = await client.get(
             f"/admin/sessions/{ids['gold']}/tables/products",
-            params={"limit": 2, "offset": 0}, headers=AUTH,
-        )  # fmt: skip
+            params={"limit": 2, "offset": 0},
+            headers=AUTH,
+        )
         second = await client.get(
             f"/admin/sessions/{ids['gold']}/tables/products",
-            params={"limit": 2, "offset": 2}, headers=AUTH,
-        )  # fmt: skip
+            params={"limit": 2, "offset": 2},
+            headers=AUTH,
+        )
         assert len(first.json()["rows"]) == 2 and first.json()["rows"] != second.json()["rows"]
         # A value is bound as a parameter: SQL in it matches nothing and runs nothing.
         injected = await client.get(
             f"/admin/sessions/{ids['gold']}/tables/orders",
-            params={"where": "status=pending' OR '1'='1"}, headers=AUTH,
-        )  # fmt: skip
+            params={"where": "status=pending' OR '1'='1"},
+            headers=AUTH,
+        )
         assert injected.status_code == 200 and injected.json()["total"] == 0
 
 

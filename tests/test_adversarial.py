@@ -258,7 +258,7 @@ def _hedged_submissions(task: dict[str, Any], env: str) -> list[Any]:
             if t["expected_answer"]["kind"] == kind
             for v in _submitted(t)
             if v not in mine
-        }  # fmt: skip
+        }
     )[:3]
     if kind in ("amount", "number"):
         rivals.append(str(float(mine[0]) + 1))

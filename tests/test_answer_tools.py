@@ -96,10 +96,14 @@ async def rollout(
             assert r.status_code == 200, r.text
             bodies.append(r.json())
             items += [
-                {"type": "function_call", "call_id": f"c{i}", "name": name,
-                 "arguments": json.dumps(args)},
+                {
+                    "type": "function_call",
+                    "call_id": f"c{i}",
+                    "name": name,
+                    "arguments": json.dumps(args),
+                },
                 {"type": "function_call_output", "call_id": f"c{i}", "output": r.text},
-            ]  # fmt: skip
+            ]
         response = response_object(items, text)
         verified = await c.post("/verify", json={**task, "response": response})
         assert verified.status_code == 200, verified.text
@@ -267,9 +271,10 @@ async def test_action_tasks_ignore_answers_and_zero_declines(client):
         assert declined["reward"] == 0.0 and "needed an action" in declined["failure_reason"]
         assert sums_to_reward(declined)
     did_and_declined = await rollout(
-        client, ACTION, [*gold_calls(ACTION), ("decline_request", {"reason": "unknown_item",
-                                                                   "message": "no"})]
-    )  # fmt: skip
+        client,
+        ACTION,
+        [*gold_calls(ACTION), ("decline_request", {"reason": "unknown_item", "message": "no"})],
+    )
     assert did_and_declined["reward"] == 0.0 and sums_to_reward(did_and_declined)
     assert did_and_declined["step_rewards"] == [1.0, -1.0]
 

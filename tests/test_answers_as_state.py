@@ -79,10 +79,14 @@ async def rollout(
             assert r.status_code == 200, r.text
             bodies.append(r.json())
             items += [
-                {"type": "function_call", "call_id": f"c{i}", "name": name,
-                 "arguments": json.dumps(args)},
+                {
+                    "type": "function_call",
+                    "call_id": f"c{i}",
+                    "name": name,
+                    "arguments": json.dumps(args),
+                },
                 {"type": "function_call_output", "call_id": f"c{i}", "output": r.text},
-            ]  # fmt: skip
+            ]
         verified = await c.post("/verify", json={**task, "response": response_object(items, text)})
         assert verified.status_code == 200, verified.text
         await c.post("/close_session", json={})

@@ -36,24 +36,6 @@ ROOT_PACKAGE = "app"
 # Only app/storage/ names a backend package (app.storage.sqlite, app.storage.postgres); above
 # it, a backend is asked through app/storage/base.py, factory.py and images.py.
 BACKEND_PACKAGES = ("app.storage.sqlite", "app.storage.postgres")
-# Outside app/storage/, still importing the SQLite plumbing directly instead of
-# app.storage.images, and why. Shrink this list.
-LEGACY_SQLITE_IMPORTERS = {
-    # Gold replays and story validation build and clone in-memory images themselves.
-    "app.verify.gold",
-    "app.taskgen.gold_run",
-}
-# Outside app/storage/, still naming a dialect (`dialect.name`), the sqlite3 connection type or
-# psycopg in code, and why. Shrink this list: such knowledge belongs to a backend's module.
-DRIVER_NAMERS_ALLOWED = {
-    # Story validation runs on in-memory SQLite images (sqlite3 itself).
-    "app.taskgen.gold_run",
-    "app.taskgen.validate",
-    # Verify's table reads and patching choose SQL per dialect (JSON arrays, row values).
-    "app.verify.table_reads",
-    "app.verify.patching",
-    "app.verify.raw_values",
-}
 # What envs/ may import from app beyond app.sdk (envs/*/tests may import more): the shared
 # settings and errors only (the taskgen kit and replay helpers are app.sdk.taskgen/.replay).
 TASKGEN_KIT = {"app.settings", "app.errors"}
@@ -234,20 +216,8 @@ def test_only_storage_names_a_backend_package():
         direct = sorted(i for i in imports_of(path) if _names_backend(i))
         if not direct:
             continue
-        if name in LEGACY_SQLITE_IMPORTERS and not any("postgres" in i for i in direct):
-            continue
         offenders[name] = direct
     assert offenders == {}, f"import app.storage.base / factory / images instead: {offenders}"
-
-
-def test_legacy_allow_list_is_current():
-    """An entry that no longer imports the SQLite plumbing leaves the list."""
-    stale = []
-    for name in LEGACY_SQLITE_IMPORTERS:
-        path = APP.joinpath(*name.split(".")[1:]).with_suffix(".py")
-        if not any(_names_backend(i) for i in imports_of(path)):
-            stale.append(name)
-    assert stale == []
 
 
 def test_runtime_does_not_branch_on_the_backend():
@@ -302,21 +272,12 @@ def test_only_storage_names_a_dialect_or_a_driver_connection():
     offenders = {}
     for path in APP.rglob("*.py"):
         name = module_name(path)
-        if name.startswith("app.storage") or name in DRIVER_NAMERS_ALLOWED:
+        if name.startswith("app.storage"):
             continue
         found = names_a_driver(path)
         if found:
             offenders[name] = found
-    assert offenders == {}, f"ask the backend (app/storage/base.py, driver.py): {offenders}"
-
-
-def test_driver_allow_list_is_current():
-    stale = [
-        name
-        for name in DRIVER_NAMERS_ALLOWED
-        if not names_a_driver(APP.joinpath(*name.split(".")[1:]).with_suffix(".py"))
-    ]
-    assert stale == []
+    assert offenders == {}, f"ask the backend (app/storage/driver.py, dump_sql.py): {offenders}"
 
 
 def test_names_a_driver_sees_each_form(tmp_path):

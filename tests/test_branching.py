@@ -29,20 +29,33 @@ MULTI = TASKS["retail-044"]  # three writing steps among eight
 
 def _calls(task: dict[str, Any]) -> list[tuple[str, Any]]:
     return [
-        (c["name"], json.loads(c["arguments"]) if isinstance(c["arguments"], str)
-         else c["arguments"])
+        (
+            c["name"],
+            json.loads(c["arguments"]) if isinstance(c["arguments"], str) else c["arguments"],
+        )
         for c in task["ground_truth"]
-    ]  # fmt: skip
+    ]
 
 
 def _response(calls: list[tuple[str, Any]], bodies: list[str], answer: str) -> dict[str, Any]:
     items: list[dict[str, Any]] = []
     for i, ((name, args), body) in enumerate(zip(calls, bodies, strict=True)):
-        items.append({"type": "function_call", "call_id": f"c{i}", "name": name,
-                      "arguments": json.dumps(args)})  # fmt: skip
+        items.append(
+            {
+                "type": "function_call",
+                "call_id": f"c{i}",
+                "name": name,
+                "arguments": json.dumps(args),
+            }
+        )
         items.append({"type": "function_call_output", "call_id": f"c{i}", "output": body})
-    items.append({"type": "message", "role": "assistant",
-                  "content": [{"type": "output_text", "text": answer}]})  # fmt: skip
+    items.append(
+        {
+            "type": "message",
+            "role": "assistant",
+            "content": [{"type": "output_text", "text": answer}],
+        }
+    )
     return {"output": items}
 
 
@@ -200,16 +213,23 @@ async def test_fork_of_a_typed_session_by_resources_id(app):
         assert refused.status_code == 403, refused.text
         forked = await bare.post(
             "/fork_session",
-            json={"resources_session_id": "rs-parent", "episode_id": episode, "n": 2,
-                  "resources_session_ids": ["rs-a", "rs-b"]},
-        )  # fmt: skip
+            json={
+                "resources_session_id": "rs-parent",
+                "episode_id": episode,
+                "n": 2,
+                "resources_session_ids": ["rs-a", "rs-b"],
+            },
+        )
         assert forked.status_code == 200, forked.text
         assert [s["resources_session_id"] for s in forked.json()["sessions"]] == ["rs-a", "rs-b"]
         clash = await bare.post(
             "/fork_session",
-            json={"resources_session_id": "rs-parent", "episode_id": episode,
-                  "resources_session_ids": ["rs-a"]},
-        )  # fmt: skip
+            json={
+                "resources_session_id": "rs-parent",
+                "episode_id": episode,
+                "resources_session_ids": ["rs-a"],
+            },
+        )
         assert clash.status_code == 409
         closed = await bare.post(
             "/close_session",
@@ -305,10 +325,19 @@ def test_kill_9_during_forks_and_rewinds_leaves_every_session_whole(tmp_path):
     env_vars = {**os.environ, "PYTHONPATH": str(REPO)}
     for round_ in range(4):
         proc = subprocess.Popen(
-            [sys.executable, "-c", _WORKER, str(session), str(forks), json.dumps(calls),
-             snapshot.now.isoformat()],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env_vars,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-c",
+                _WORKER,
+                str(session),
+                str(forks),
+                json.dumps(calls),
+                snapshot.now.isoformat(),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env_vars,
+        )
         assert proc.stdout is not None
         proc.stdout.readline()  # at least one loop done: imports are behind us
         time.sleep(0.05 + 0.07 * round_)
@@ -418,11 +447,20 @@ async def test_kill_9_of_a_postgres_server_during_forks_and_rewinds_leaves_sessi
                 states.append((await read(reference, first))[1])
     for round_ in range(3):
         proc = subprocess.Popen(
-            [sys.executable, "-c", _PG_WORKER, str(settings.data_dir), settings.database_url,
-             pg_prefix, TEST_SECRET, json.dumps(MULTI)],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            [
+                sys.executable,
+                "-c",
+                _PG_WORKER,
+                str(settings.data_dir),
+                settings.database_url,
+                pg_prefix,
+                TEST_SECRET,
+                json.dumps(MULTI),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             env={**os.environ, "PYTHONPATH": str(REPO)},
-        )  # fmt: skip
+        )
         assert proc.stdout is not None
         assert proc.stdout.readline(), proc.stderr.read() if proc.stderr else ""  # one loop done
         time.sleep(0.1 + 0.15 * round_)

@@ -30,10 +30,20 @@ def made(tmp_path_factory) -> tuple[Path, dict[str, str]]:
 def start_browse(data_dir: Path, *extra: str) -> tuple[subprocess.Popen, str]:
     """Run `stategym browse` on a free port; returns (process, base URL) once it answers."""
     port = free_port()
-    cmd = [sys.executable, "-m", "app", "browse", "--data-dir", str(data_dir),
-           "--port", str(port), *extra]  # fmt: skip
-    proc = subprocess.Popen(cmd, cwd=REPO, env={**os.environ}, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT)  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "app",
+        "browse",
+        "--data-dir",
+        str(data_dir),
+        "--port",
+        str(port),
+        *extra,
+    ]
+    proc = subprocess.Popen(
+        cmd, cwd=REPO, env={**os.environ}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+    )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:

@@ -121,8 +121,11 @@ async def test_rollout_page_shows_steps_rows_rewards_and_verify(runs):
         assert html.count('class="step') >= 3 and "cancel_pending_order" in html
         assert "Please cancel order #W9020002" in html  # the prompt, from the task file
         # The cancel's row diff: orders.status pending -> cancelled, the column highlighted.
-        changed = re.search(r'<tr class="changed"><th scope="row">status</th><td>pending</td>'
-                            r"<td>cancelled</td>", html)  # fmt: skip
+        changed = re.search(
+            r'<tr class="changed"><th scope="row">status</th><td>pending</td>'
+            r"<td>cancelled</td>",
+            html,
+        )
         assert changed, "orders.status before -> after is highlighted"
         assert "<details><summary>Output" in html  # outputs collapsed
         assert 'aria-labelledby="steps-title"' in html  # the step reward chart
@@ -187,9 +190,11 @@ async def test_table_as_of_each_step(runs):
         number = data["columns"].index("order_number")
         statuses = {}
         for offset in range(0, data["total"], 1000):
-            page = json_of(await c.get(
-                f"/rollouts/{sid}/tables/orders?step={step}&offset={offset}&limit=1000&format=json"
-            ))  # fmt: skip
+            page = json_of(
+                await c.get(
+                    f"/rollouts/{sid}/tables/orders?step={step}&offset={offset}&limit=1000&format=json"
+                )
+            )
             statuses.update({row[number]: row[col] for row in page["rows"]})
         return statuses[PENDING], data["written"]
 
@@ -268,8 +273,9 @@ async def test_host_check_and_admin_token(runs):
         assert bearer.status_code == 200
         wrong = await c.post("/-/login", content="token=nope&next=/", headers=FORM)
         assert wrong.status_code == 401
-        signed = await c.post("/-/login", content=f"token={token}&next=/tasks/retail/retail-020",
-                              headers=FORM)  # fmt: skip
+        signed = await c.post(
+            "/-/login", content=f"token={token}&next=/tasks/retail/retail-020", headers=FORM
+        )
         assert signed.status_code == 303
         assert signed.headers["location"] == "/tasks/retail/retail-020"
         assert (await c.get("/tasks/retail/retail-020")).status_code == 200  # the cookie

@@ -23,9 +23,10 @@ from app.storage.control import ControlDB
 from app.storage.meta import read_meta
 from app.storage.runner import run_tool
 from app.storage.sqlite import db as sqlite_db
+from app.storage.sqlite import dump_sql as sqlite_dump_sql
 from app.storage.sqlite.control import open_sqlite_control
 from app.storage.sqlite.store import Store
-from app.verify import patching, table_reads
+from app.verify import patching
 from tests.test_change_tracking import _dump, _random_write, load_fixture_tasks
 
 
@@ -57,9 +58,17 @@ def _control_ops(path: Path, *, raw: bool) -> tuple[list[tuple], list]:
         record = control.get(sid)
         if record is not None:  # stamps differ between the runs; their types must not
             seen.append(
-                (record.id, record.status, record.reward, record.task, record.verify,
-                 record.created_at, type(record.verified_at), type(record.closed_at))
-            )  # fmt: skip
+                (
+                    record.id,
+                    record.status,
+                    record.reward,
+                    record.task,
+                    record.verify,
+                    record.created_at,
+                    type(record.verified_at),
+                    type(record.closed_at),
+                )
+            )
         else:
             seen.append(None)
     control.dispose()
@@ -82,8 +91,8 @@ def test_raw_control_queries_are_identical_to_sqlalchemys(tmp_path):
 
 @pytest.mark.parametrize("env_name", ["retail", "airline", "ledger"])
 def test_raw_cursor_dumps_are_identical_to_sqlalchemys(env_name, tmp_path, monkeypatch):
-    """verify's dump statements on the DB-API cursor (app/verify/table_reads.py `execute`) read the
-    same values, of the same types, as through SQLAlchemy, unreadable values included."""
+    """verify's dump statements on the DB-API cursor (app/storage/sqlite/dump_sql.py `execute`)
+    read the same values, of the same types, as through SQLAlchemy, unreadable values included."""
     env = load_environment(env_name)
     store = Store(tmp_path / "data", env)
     rng = random.Random(env_name)
@@ -116,12 +125,12 @@ def test_raw_cursor_dumps_are_identical_to_sqlalchemys(env_name, tmp_path, monke
         ]
 
     fast = dumps()
-    table_reads._sql_text.clear()
+    sqlite_dump_sql._sql_text.clear()
 
     def through_sqlalchemy(conn: Any, key: Any, build: Any, params: tuple[Any, ...] = ()) -> Any:
         return conn.execute(build(), {"ids": params[0]} if params else {})
 
-    monkeypatch.setattr(table_reads, "execute", through_sqlalchemy)
+    monkeypatch.setattr(sqlite_dump_sql, "execute", through_sqlalchemy)
     monkeypatch.setattr(patching, "_pristine", LRU(256))
     assert fast == dumps()
 

@@ -64,8 +64,13 @@ def pg_json(made: tuple[Path, str, dict[str, str]], *args: str) -> Any:
     import json
 
     data_dir, prefix, _ids = made
-    result = sg(*args, "--data-dir", str(data_dir), "--json", env={
-        "STATEGYM_DATABASE_URL": PG_URL, "STATEGYM_PG_SCHEMA_PREFIX": prefix})  # fmt: skip
+    result = sg(
+        *args,
+        "--data-dir",
+        str(data_dir),
+        "--json",
+        env={"STATEGYM_DATABASE_URL": PG_URL, "STATEGYM_PG_SCHEMA_PREFIX": prefix},
+    )
     assert result.exit_code == 0, result.output
     return json.loads(result.stdout)
 
@@ -112,8 +117,15 @@ def test_inspection_never_writes_a_session_schema(made):
 def test_export_says_it_needs_sqlite_files(made, tmp_path):
     data_dir, prefix, ids = made
     env = {"STATEGYM_DATABASE_URL": PG_URL, "STATEGYM_PG_SCHEMA_PREFIX": prefix}
-    out = sg("sessions", "export", ids["gold"], str(tmp_path / "x.sqlite"), "--data-dir",
-             str(data_dir), env=env)  # fmt: skip
+    out = sg(
+        "sessions",
+        "export",
+        ids["gold"],
+        str(tmp_path / "x.sqlite"),
+        "--data-dir",
+        str(data_dir),
+        env=env,
+    )
     assert out.exit_code == 1 and "pg_dump" in out.output
     # `stategym browse` serves PostgreSQL sessions too (tests/test_explorer.py); only the raw
     # SQL view (Datasette) needs files.

@@ -114,8 +114,9 @@ def test_lean_gold_writes_the_rows_stategym_writes(env_name: str, tmp_path: Path
             assert "output" in run_call(lean, mine, call["name"], call["arguments"], lean_now)
         for table in lean.COMPARED:
             if env_name == "sql":
-                lean_rows = {r[0]: dict(zip(columns[table], r, strict=True))
-                             for r in mine.dump()[table]}  # fmt: skip
+                lean_rows = {
+                    r[0]: dict(zip(columns[table], r, strict=True)) for r in mine.dump()[table]
+                }
             else:
                 lean_rows = {i: mine.get(table, i) for i in mine.own[table]}
             changed = {i for i, r in after[table].items() if before[table].get(i) != r}

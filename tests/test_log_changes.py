@@ -52,8 +52,18 @@ def _step(conn: sqlite3.Connection, *statements: str) -> None:
     conn.execute("BEGIN IMMEDIATE")
     for statement in statements:
         conn.execute(statement)
-    write_step(conn, {"tool": "t", "args": "{}", "outcome": "ok", "output": "{}",
-                      "output_digest": "", "output_bytes": 2, "duration_ms": 1.0})  # fmt: skip
+    write_step(
+        conn,
+        {
+            "tool": "t",
+            "args": "{}",
+            "outcome": "ok",
+            "output": "{}",
+            "output_digest": "",
+            "output_bytes": 2,
+            "duration_ms": 1.0,
+        },
+    )
     conn.execute("COMMIT")
 
 

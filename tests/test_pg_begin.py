@@ -107,9 +107,14 @@ def test_the_control_tables_hot_queries_are_one_round_trip_each_and_durable(  # 
     try:
         sent = _count_round_trips(monkeypatch)
         control.add(
-            session_id=sid, env="retail", task_id="t-1", snapshot_key="k", file="f",
-            resources_session_id=None, task={"task_id": "t-1"},
-        )  # fmt: skip
+            session_id=sid,
+            env="retail",
+            task_id="t-1",
+            snapshot_key="k",
+            file="f",
+            resources_session_id=None,
+            task={"task_id": "t-1"},
+        )
         record = control.get(sid)
         control.mark_verified(sid, 1.0, {"reward": 1.0})
         assert control.mark_closed(sid) is True

@@ -65,19 +65,27 @@ async def _rollout(client: httpx.AsyncClient, task_id: str, statements: list[str
         out = await client.post("/run_sql", json={"sql": sql})
         assert out.status_code == 200 and "error" not in out.json(), out.text
         items += [
-            {"type": "function_call", "call_id": f"c{i}", "name": "run_sql",
-             "arguments": json.dumps({"sql": sql})},
+            {
+                "type": "function_call",
+                "call_id": f"c{i}",
+                "name": "run_sql",
+                "arguments": json.dumps({"sql": sql}),
+            },
             {"type": "function_call_output", "call_id": f"c{i}", "output": out.text},
-        ]  # fmt: skip
+        ]
     if task.get("expected_answer"):  # the honest answer, so only the writes decide the reward
         arguments = {"answer": task["expected_answer"]["value"]}
         out = await client.post("/submit_answer", json=arguments)
         assert "output" in out.json(), out.text
         items += [
-            {"type": "function_call", "call_id": "a", "name": "submit_answer",
-             "arguments": json.dumps(arguments)},
+            {
+                "type": "function_call",
+                "call_id": "a",
+                "name": "submit_answer",
+                "arguments": json.dumps(arguments),
+            },
             {"type": "function_call_output", "call_id": "a", "output": out.text},
-        ]  # fmt: skip
+        ]
     body = {**task, "response": response_object(items, gold_answer(task))}
     verified = await client.post("/verify", json=body)
     assert verified.status_code == 200, verified.text

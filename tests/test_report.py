@@ -13,10 +13,10 @@ import pytest
 from typer.testing import CliRunner
 
 from app.cli.main import cli
+from app.cli.rollout_report import reason_headlines
 from app.registry import load_environment
 from app.server.api import create_app
 from app.settings import Settings
-from app.verify.report import reason_headlines
 from tests.conftest import TEST_SECRET
 from tests.support.rollouts import gold_answer, run_rollout
 from tests.test_sessions_cli import TASKS, calls_of

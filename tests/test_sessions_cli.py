@@ -26,10 +26,14 @@ CANCEL = TASKS["retail-020"]  # cancels a pending order: writes orders, payments
 
 def calls_of(task: dict[str, Any]) -> list[dict[str, Any]]:
     return [
-        {"name": c["name"], "arguments": c["arguments"] if isinstance(c["arguments"], dict)
-         else json.loads(c["arguments"])}
+        {
+            "name": c["name"],
+            "arguments": c["arguments"]
+            if isinstance(c["arguments"], dict)
+            else json.loads(c["arguments"]),
+        }
         for c in task["ground_truth"]
-    ]  # fmt: skip
+    ]
 
 
 async def _rollouts(data_dir: Path, settings: Settings | None = None) -> dict[str, str]:
@@ -102,19 +106,22 @@ def test_show_lists_tables_and_rows_with_where(made):
     assert shown["session"]["reward"] == 1.0 and shown["tables"]["orders"] > 0
     assert shown["meta"]["status"] == "closed"
     pending = "#W9020002"  # the order retail-020 cancels
-    rows = sg_json("sessions", "show", ids["gold"], "orders", "--where", f"order_number={pending}",
-                   *d)  # fmt: skip
+    rows = sg_json(
+        "sessions", "show", ids["gold"], "orders", "--where", f"order_number={pending}", *d
+    )
     assert rows["total"] == 1
     status = rows["columns"].index("status")
     assert rows["rows"][0][status] == "cancelled"
-    before = sg_json("sessions", "show", ids["noop"], "orders", "--where",
-                     f"order_number={pending}", *d)  # fmt: skip
+    before = sg_json(
+        "sessions", "show", ids["noop"], "orders", "--where", f"order_number={pending}", *d
+    )
     assert before["rows"][0][status] == "pending"
     # Numeric values bind as numbers; the open session's uncommitted-to-main-file WAL is seen.
     open_rows = sg_json("sessions", "show", ids["open"], "orders", "--where", "id=102002", *d)
     assert open_rows["rows"][0][status] == "cancelled"
-    paged = sg_json("sessions", "show", ids["gold"], "products", "--limit", "2", "--offset", "1",
-                    *d)  # fmt: skip
+    paged = sg_json(
+        "sessions", "show", ids["gold"], "products", "--limit", "2", "--offset", "1", *d
+    )
     assert len(paged["rows"]) == 2 and paged["total"] > 3
 
 
@@ -255,6 +262,9 @@ def test_retention_applies_on_close(tmp_path, monkeypatch, retention, kept):
     monkeypatch.setenv("STATEGYM_RETENTION", retention)
     data_dir = tmp_path / "data"
     ids = build_rollouts(data_dir)
-    files = {name for name, sid in ids.items()
-             if (data_dir / "sessions" / "retail" / f"{sid}.sqlite").exists()}  # fmt: skip
+    files = {
+        name
+        for name, sid in ids.items()
+        if (data_dir / "sessions" / "retail" / f"{sid}.sqlite").exists()
+    }
     assert files == kept | {"open"}  # an open session is never removed on someone else's close

@@ -48,9 +48,13 @@ def _run(tmp_path: Any, calls: list[tuple[str, Any]]) -> tuple[Clone, Any, GoldC
     for i, (name, args) in enumerate(calls):
         out = live.call(name, args)
         items.append(
-            {"type": "function_call", "call_id": f"c{i}", "name": name,
-             "arguments": json.dumps(args)}
-        )  # fmt: skip
+            {
+                "type": "function_call",
+                "call_id": f"c{i}",
+                "name": name,
+                "arguments": json.dumps(args),
+            }
+        )
         items.append(
             {"type": "function_call_output", "call_id": f"c{i}", "output": json.dumps(out)}
         )
@@ -169,10 +173,14 @@ async def test_the_budget_settings_reach_a_live_verify(tmp_path):
                 out = await client.post(f"/{name}", json=args)
                 assert out.status_code == 200
                 items += [
-                    {"type": "function_call", "call_id": f"c{i}", "name": name,
-                     "arguments": json.dumps(args)},
+                    {
+                        "type": "function_call",
+                        "call_id": f"c{i}",
+                        "name": name,
+                        "arguments": json.dumps(args),
+                    },
                     {"type": "function_call_output", "call_id": f"c{i}", "output": out.text},
-                ]  # fmt: skip
+                ]
             verified = await client.post(
                 "/verify", json={**row, "response": response_object(items, "Done.")}
             )

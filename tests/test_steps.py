@@ -77,9 +77,14 @@ class Clone:
 
     def verify(self, task: Any, gold: GoldCache, response: Any, **kw: Any) -> dict[str, Any]:
         return verify_state(
-            env=self.env, gold=gold, engine=self.bind, task=task, response=response,
-            diff_limit=5, **kw,
-        )  # fmt: skip
+            env=self.env,
+            gold=gold,
+            engine=self.bind,
+            task=task,
+            response=response,
+            diff_limit=5,
+            **kw,
+        )
 
     def close(self) -> None:
         self.bind.close()
@@ -92,9 +97,13 @@ def _gold_response(task_row: dict[str, Any], outputs: list[str]) -> dict[str, An
         args = call["arguments"]
         args_text = args if isinstance(args, str) else json.dumps(args)
         items.append(
-            {"type": "function_call", "call_id": f"c{i}", "name": call["name"],
-             "arguments": args_text}
-        )  # fmt: skip
+            {
+                "type": "function_call",
+                "call_id": f"c{i}",
+                "name": call["name"],
+                "arguments": args_text,
+            }
+        )
         items.append({"type": "function_call_output", "call_id": f"c{i}", "output": output})
     return response_object(items, gold_answer(task_row))
 
@@ -298,8 +307,18 @@ def test_undo_and_images_round_trip_every_sqlite_value():
     conn.execute("UPDATE t SET a = 'it''s Inf', b = 9e999, c = x'ff00' WHERE id = 1")
     conn.execute("UPDATE t SET id = 7, b = -9e999 WHERE id = 2")
     conn.execute("INSERT INTO t VALUES (3, NULL, 0.1 + 0.2, x'')")
-    write_step(conn, {"tool": "t", "args": "{}", "outcome": "ok", "output": "{}",
-                      "output_digest": "", "output_bytes": 2, "duration_ms": 0.0})  # fmt: skip
+    write_step(
+        conn,
+        {
+            "tool": "t",
+            "args": "{}",
+            "outcome": "ok",
+            "output": "{}",
+            "output_digest": "",
+            "output_bytes": 2,
+            "duration_ms": 0.0,
+        },
+    )
     conn.execute("COMMIT")
     after = conn.execute("SELECT * FROM t ORDER BY id").fetchall()
     images = read_row_images(conn)
@@ -408,10 +427,17 @@ def test_postgres_row_images_and_undo_round_trip_every_value(pg_prefix):
 
     metadata = MetaData()
     t = Table(
-        "t", metadata, Column("id", Integer, primary_key=True), Column("a", Text),
-        Column("b", Float), Column("c", LargeBinary), Column("d", Numeric(12, 2)),
-        Column("e", DateTime), Column("f", Date), Column("g", Boolean),
-    )  # fmt: skip
+        "t",
+        metadata,
+        Column("id", Integer, primary_key=True),
+        Column("a", Text),
+        Column("b", Float),
+        Column("c", LargeBinary),
+        Column("d", Numeric(12, 2)),
+        Column("e", DateTime),
+        Column("f", Date),
+        Column("g", Boolean),
+    )
     schema = f"{pg_prefix}_s_{'0' * 32}"
     ddl = schema_ddl(metadata)
     engine = make_engine(PG_URL, pool_size=1)
@@ -450,8 +476,10 @@ def test_postgres_row_images_and_undo_round_trip_every_value(pg_prefix):
             assert log is not None and log.undo_supported(["t"])
             images = log.row_images()
             assert [(i.step, i.op, i.old_rid, i.new_rid) for i in images] == [
-                (1, "u", 1, 1), (1, "u", 2, 7), (1, "i", None, 3)
-            ]  # fmt: skip
+                (1, "u", 1, 1),
+                (1, "u", 2, 7),
+                (1, "i", None, 3),
+            ]
             assert images[0].before == before[1] and images[0].after == after[1]
             assert images[0].after["a"] == tricky["a"] and images[0].after["b"] == float("inf")
             assert images[1].before == before[2] and images[1].after == after[7]

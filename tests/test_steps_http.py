@@ -39,8 +39,14 @@ async def _rollout(
     for i, (name, args) in enumerate(calls):
         r = await client.post(f"/{name}", json=args)
         bodies.append(r.text)
-        items.append({"type": "function_call", "call_id": f"c{i}", "name": name,
-                      "arguments": json.dumps(args)})  # fmt: skip
+        items.append(
+            {
+                "type": "function_call",
+                "call_id": f"c{i}",
+                "name": name,
+                "arguments": json.dumps(args),
+            }
+        )
         items.append({"type": "function_call_output", "call_id": f"c{i}", "output": r.text})
     items.append(final_message(answer))
     return items, bodies

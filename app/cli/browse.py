@@ -85,7 +85,7 @@ def build_datasette(
             "default_page_size": 100,
             "suggest_facets": False,
             "base_url": base_url,
-        },  # fmt: skip
+        },
     )
 
 
@@ -105,9 +105,12 @@ def explorer_for(
                 settings.data_dir, sessions, limit=limit, base_url=DATASETTE_PREFIX + "/"
             )
         x = Explorer(
-            insp, RunQueries(control), settings.data_dir,
-            backend=view.capabilities.name, datasette=ds is not None,
-        )  # fmt: skip
+            insp,
+            RunQueries(control),
+            settings.data_dir,
+            backend=view.capabilities.name,
+            datasette=ds is not None,
+        )
         yield x, ds
 
 

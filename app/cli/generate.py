@@ -54,7 +54,9 @@ def generate_command(
     try:
         gen = load_generator(env)
     except (KeyError, NoGenerator) as exc:
-        raise typer.BadParameter(str(exc.args[0] if exc.args else exc)) from None
+        # One line saying what to add, not a usage panel or a ModuleNotFoundError.
+        typer.echo(f"error: {exc.args[0] if exc.args else exc}", err=True)
+        raise typer.Exit(2) from None
     err = Console(stderr=True)
     out.parent.mkdir(parents=True, exist_ok=True)
     if shipped:

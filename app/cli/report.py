@@ -8,9 +8,9 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
+from app.cli.rollout_report import load_rollouts, summarize, with_task_fields, write_report
 from app.cli.sessions import DataDirOption, JsonOption, cli_errors, emit_json, out
 from app.cli.tasks import read_rows
-from app.verify.report import load_rollouts, summarize, with_task_fields, write_report
 
 
 def report(
@@ -49,20 +49,30 @@ def report(
     )
     by_env = Table("env", "rollouts", "mean reward", "success", title="Reward by environment")
     for g in summary["by_env"]:
-        by_env.add_row(g["env"], str(g["rollouts"]), f"{g['mean_reward']:.3f}",
-                       f"{g['success_rate']:.0%}")  # fmt: skip
+        by_env.add_row(
+            g["env"], str(g["rollouts"]), f"{g['mean_reward']:.3f}", f"{g['success_rate']:.0%}"
+        )
     out.print(by_env)
     by_task = Table("task", "env", "rollouts", "mean reward", "success", title="Reward by task")
     for g in summary["by_task"]:
-        by_task.add_row(g["task"], g["env"], str(g["rollouts"]), f"{g['mean_reward']:.3f}",
-                        f"{g['success_rate']:.0%}")  # fmt: skip
+        by_task.add_row(
+            g["task"],
+            g["env"],
+            str(g["rollouts"]),
+            f"{g['mean_reward']:.3f}",
+            f"{g['success_rate']:.0%}",
+        )
     out.print(by_task)
     for key in ("difficulty", "family"):
         if summary[f"by_{key}"]:
             table = Table(key, "rollouts", "mean reward", "success", title=f"Reward by {key}")
             for g in summary[f"by_{key}"]:
-                table.add_row(str(g[key]), str(g["rollouts"]), f"{g['mean_reward']:.3f}",
-                              f"{g['success_rate']:.0%}")  # fmt: skip
+                table.add_row(
+                    str(g[key]),
+                    str(g["rollouts"]),
+                    f"{g['mean_reward']:.3f}",
+                    f"{g['success_rate']:.0%}",
+                )
             out.print(table)
     if summary["failure_reasons"]:
         out.print("[bold]Most common failure reasons[/bold]")
@@ -74,7 +84,10 @@ def report(
             out.print(
                 f"  {f['task']} #{f['rollout_index']} reward {f['reward']:g}", highlight=False
             )
-            out.print(f"    {f['diff_command'] or '(no session_id in the rollout)'}",
-                      highlight=False, soft_wrap=True)  # fmt: skip
+            out.print(
+                f"    {f['diff_command'] or '(no session_id in the rollout)'}",
+                highlight=False,
+                soft_wrap=True,
+            )
     for path in written:
         out.print(f"wrote {path}", highlight=False)

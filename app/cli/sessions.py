@@ -114,9 +114,14 @@ def list_sessions(
         reward_text = "-" if r["reward"] is None else f"{r['reward']:g}"
         file_text = "yes" if r["file_present"] else "[dim]gone[/dim]"
         table.add_row(
-            r["id"], r["env"], r["task_id"] or "-", r["status"], reward_text,
-            r["created_at"][:19], file_text,
-        )  # fmt: skip
+            r["id"],
+            r["env"],
+            r["task_id"] or "-",
+            r["status"],
+            reward_text,
+            r["created_at"][:19],
+            file_text,
+        )
     out.print(table)
     out.print(f"{len(rows)} session(s)")
 
@@ -380,9 +385,13 @@ def steps(
         if rows:
             for change in step.get("changes", []):
                 table.add_row(
-                    "", f"  {change['table']} {change['op']}", "",
-                    f"{change['before']} -> {change['after']}", "", "",
-                )  # fmt: skip
+                    "",
+                    f"  {change['table']} {change['op']}",
+                    "",
+                    f"{change['before']} -> {change['after']}",
+                    "",
+                    "",
+                )
     out.print(table)
     out.print(
         f"{len(result['steps'])} step(s); state credit {result['state_credit']:g}, "

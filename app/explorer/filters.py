@@ -23,9 +23,25 @@ MAX_TEXT = 200  # task ids and failure text: the control column holds 200 charac
 _ENV_RE = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 _AFTER_RE = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,6})?)~([0-9a-f]{32})$")
 _KNOWN = frozenset(
-    ("env", "task", "status", "reward_min", "reward_max", "failure", "since", "until", "family",
-     "difficulty", "sort", "order", "limit", "offset", "after", "format")
-)  # fmt: skip
+    (
+        "env",
+        "task",
+        "status",
+        "reward_min",
+        "reward_max",
+        "failure",
+        "since",
+        "until",
+        "family",
+        "difficulty",
+        "sort",
+        "order",
+        "limit",
+        "offset",
+        "after",
+        "format",
+    )
+)
 
 
 @dataclass(frozen=True)
@@ -84,8 +100,18 @@ class RunFilter:
 
     def summary_key(self) -> tuple[object, ...]:
         """The fields that choose the runs (not their order or page)."""
-        return (self.env, self.task, self.status, self.reward_min, self.reward_max, self.failure,
-                self.since, self.until, self.family, self.difficulty)  # fmt: skip
+        return (
+            self.env,
+            self.task,
+            self.status,
+            self.reward_min,
+            self.reward_max,
+            self.failure,
+            self.since,
+            self.until,
+            self.family,
+            self.difficulty,
+        )
 
     def active(self) -> bool:
         return any(
@@ -101,7 +127,7 @@ class RunFilter:
                 "until",
                 "family",
                 "difficulty",
-            )  # fmt: skip
+            )
         )
 
 

@@ -161,10 +161,13 @@ def runs_page(x: Explorer, f: RunFilter) -> dict[str, Any]:
 
 def _rates(groups: dict[str, dict[str, float]]) -> list[dict[str, Any]]:
     return [
-        {"label": label, **{k: int(v) for k, v in g.items()},
-         "pass_rate": g["passed"] / g["verified"] if g["verified"] else None}
+        {
+            "label": label,
+            **{k: int(v) for k, v in g.items()},
+            "pass_rate": g["passed"] / g["verified"] if g["verified"] else None,
+        }
         for label, g in sorted(groups.items())
-    ]  # fmt: skip
+    ]
 
 
 # --- one rollout -------------------------------------------------------------------------------
@@ -199,7 +202,7 @@ def rollout_page(x: Explorer, session_id: str) -> dict[str, Any]:
             "difficulty": record.task.get("difficulty"),
             "family": record.task.get("family"),
             "present": present,
-        },  # fmt: skip
+        },
         "prompt": _messages(x.prompt(env, record.task_id)),
         "gold_calls": [{"name": c.name, "arguments": c.arguments} for c in task.ground_truth],
         "step_log": step_log,
@@ -216,7 +219,7 @@ def rollout_page(x: Explorer, session_id: str) -> dict[str, Any]:
             "submitted": submitted,
             "evidence": verification,
             "step_rewards": verify.get("step_rewards"),
-        },  # fmt: skip
+        },
         "lineage": x.queries.lineage(sid),
         "tables": tables,
         "datasette": x.datasette and present,
@@ -244,8 +247,15 @@ def task_page(x: Explorer, env_name: str, task_id: str, limit: int = 32) -> dict
     runs = []
     for record in records:
         calls = task_calls(x.insp, record) if x.insp.file_present(record) else None
-        runs.append({"id": record.id, "reward": record.reward, "status": record.status,
-                     "created_at": jsonable(record.created_at), "calls": calls})  # fmt: skip
+        runs.append(
+            {
+                "id": record.id,
+                "reward": record.reward,
+                "status": record.status,
+                "created_at": jsonable(record.created_at),
+                "calls": calls,
+            }
+        )
     rewards = [r["reward"] for r in runs if r["reward"] is not None]
     mean = statistics.fmean(rewards) if rewards else None
     std = statistics.pstdev(rewards) if len(rewards) > 1 else 0.0 if rewards else None
@@ -258,23 +268,31 @@ def task_page(x: Explorer, env_name: str, task_id: str, limit: int = 32) -> dict
     seqs = [[(c["tool"], c["args"]) for c in r["calls"] or []] for r in runs]
     matrix = None
     if len(runs) <= MAX_MATRIX:
-        matrix = [[None if i == j else _first_divergence(a, b) for j, b in enumerate(seqs)]
-                  for i, a in enumerate(seqs)]  # fmt: skip
+        matrix = [
+            [None if i == j else _first_divergence(a, b) for j, b in enumerate(seqs)]
+            for i, a in enumerate(seqs)
+        ]
     depth = max([len(gold), *(len(s) for s in seqs)])
     return {
-        "env": env_name, "task_id": task_id,
+        "env": env_name,
+        "task_id": task_id,
         "difficulty": records[-1].task.get("difficulty"),
         "family": records[-1].task.get("family"),
         "prompt": _messages(x.prompt(env, task_id)),
         "gold_calls": [{"tool": n, "args": a} for n, a in gold],
-        "runs": runs, "total": total, "shown": len(runs),
+        "runs": runs,
+        "total": total,
+        "shown": len(runs),
         "stats": {
-            "mean_reward": mean, "std_reward": std,
-            "passed": sum(1 for r in rewards if r >= PASS), "verified": len(rewards),
+            "mean_reward": mean,
+            "std_reward": std,
+            "passed": sum(1 for r in rewards if r >= PASS),
+            "verified": len(rewards),
         },
-        "matrix": matrix, "depth": depth,
+        "matrix": matrix,
+        "depth": depth,
         "cli": x.cli("sessions", "list", "--env", env_name, "--task", task_id),
-    }  # fmt: skip
+    }
 
 
 def _first_divergence(a: list[tuple[str, str]], b: list[tuple[str, str]]) -> int | None:
@@ -299,10 +317,10 @@ def table_page(
             "task_id": record.task_id,
             "reward": record.reward,
             "status": record.status,
-        },  # fmt: skip
+        },
         **result,
         "datasette": x.datasette,
         "cli": x.cli(
             "sessions", "show", sid, table, "--limit", str(limit), "--offset", str(offset)
-        ),  # fmt: skip
+        ),
     }

@@ -173,10 +173,11 @@ class RunQueries:
         if f.family or f.difficulty:
             meta = self.task_meta(self.all_tasks())
             pairs = [
-                p for p, (difficulty, family) in meta.items()
+                p
+                for p, (difficulty, family) in meta.items()
                 if (not f.family or family == f.family)
                 and (not f.difficulty or difficulty == f.difficulty)
-            ]  # fmt: skip
+            ]
             out.append(tuple_(t.c.env, t.c.task_id).in_(pairs) if pairs else false())
         return out
 
@@ -198,9 +199,13 @@ class RunQueries:
             # Sort and skip on the narrow columns first, then read the page's wide rows: a
             # sort carrying every row's verify JSON was seconds at 100,000 sessions.
             ids = (
-                select(t.c.id).where(*self.conditions(f)).order_by(*_order(f))
-                .offset(f.offset).limit(f.limit + 1).subquery()
-            )  # fmt: skip
+                select(t.c.id)
+                .where(*self.conditions(f))
+                .order_by(*_order(f))
+                .offset(f.offset)
+                .limit(f.limit + 1)
+                .subquery()
+            )
             query = select(*columns).join(ids, ids.c.id == t.c.id).order_by(*_order(f))
         with self.control.connect() as conn:
             rows = conn.execute(query.limit(f.limit + 1)).all()
@@ -224,7 +229,7 @@ class RunQueries:
                     calls=calls_of(verify),
                     difficulty=difficulty,
                     family=family,
-                )  # fmt: skip
+                )
             )
         cursor = (out[-1].created_at, out[-1].id) if more and f.keyset and out else None
         return out, cursor
@@ -281,7 +286,7 @@ class RunQueries:
                 int(a[2]),
                 a[3] / a[1] if a[1] else None,
                 *meta[(env, task_id)],
-            )  # fmt: skip
+            )
             for (env, task_id), a in sums.items()
         ]
         return Summary(sum(int(a[0]) for a in sums.values()), bins, unverified, stats)
@@ -332,15 +337,24 @@ class RunQueries:
                 .limit(200)
             ).all()
         return {
-            "parent": None if up is None else {
-                "session_id": up.parent_id, "step": up.parent_step, "kind": up.kind,
+            "parent": None
+            if up is None
+            else {
+                "session_id": up.parent_id,
+                "step": up.parent_step,
+                "kind": up.kind,
             },
             "children": [
-                {"session_id": k.session_id, "step": k.parent_step, "kind": k.kind,
-                 "reward": k.reward, "status": k.status or "unknown"}
+                {
+                    "session_id": k.session_id,
+                    "step": k.parent_step,
+                    "kind": k.kind,
+                    "reward": k.reward,
+                    "status": k.status or "unknown",
+                }
                 for k in kids
             ],
-        }  # fmt: skip
+        }
 
 
 def _label(value: Any) -> str | None:

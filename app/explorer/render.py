@@ -59,7 +59,7 @@ def histogram_svg(bins: list[int], label: str = "Reward histogram") -> Markup:
             ", ".join(
                 f"{i / len(bins):.1f}–{(i + 1) / len(bins):.1f}: {n}" for i, n in enumerate(bins)
             )
-        )  # fmt: skip
+        )
         + "</title>"
     ]
     for i, n in enumerate(bins):
@@ -141,9 +141,14 @@ def rate_bar(rate: Any) -> Markup:
 
 _env = Environment(loader=DictLoader(TEMPLATES), autoescape=select_autoescape(default=True))
 _env.filters.update(
-    reward=fmt_reward, signed=fmt_signed, pct=fmt_pct, when=fmt_time, pretty=pretty,
-    compact=compact, rate_bar=rate_bar,
-)  # fmt: skip
+    reward=fmt_reward,
+    signed=fmt_signed,
+    pct=fmt_pct,
+    when=fmt_time,
+    pretty=pretty,
+    compact=compact,
+    rate_bar=rate_bar,
+)
 _env.globals.update(histogram_svg=histogram_svg, steps_svg=steps_svg)
 
 

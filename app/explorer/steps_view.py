@@ -61,18 +61,29 @@ def rollout_steps(
         changes = log.changes()
     out = []
     for step, reward in zip(steps, stored, strict=True):
-        out.append({
-            "step": step.idx, "tool": step.tool, "arguments": json.loads(step.args),
-            "outcome": step.outcome,
-            "output": json.loads(step.output) if step.output is not None else None,
-            "output_digest": step.output_digest, "output_bytes": step.output_bytes,
-            "duration_ms": step.duration_ms, "rows_changed": counts.get(step.idx, {}),
-            "step_reward": reward,
-            "changes": [
-                {"table": c.table, "op": c.op, "before": _plain(c.before), "after": _plain(c.after)}
-                for c in changes.get(step.idx, [])
-            ],
-        })  # fmt: skip
+        out.append(
+            {
+                "step": step.idx,
+                "tool": step.tool,
+                "arguments": json.loads(step.args),
+                "outcome": step.outcome,
+                "output": json.loads(step.output) if step.output is not None else None,
+                "output_digest": step.output_digest,
+                "output_bytes": step.output_bytes,
+                "duration_ms": step.duration_ms,
+                "rows_changed": counts.get(step.idx, {}),
+                "step_reward": reward,
+                "changes": [
+                    {
+                        "table": c.table,
+                        "op": c.op,
+                        "before": _plain(c.before),
+                        "after": _plain(c.after),
+                    }
+                    for c in changes.get(step.idx, [])
+                ],
+            }
+        )
     return True, out, "verify"
 
 
@@ -86,8 +97,10 @@ def task_calls(insp: Inspector, record: SessionRecord) -> list[dict[str, Any]] |
         log = step_log(conn)
         if log is None:
             return None
-        return [{"step": s.idx, "tool": s.tool, "args": s.args, "outcome": s.outcome}
-                for s in log.steps()]  # fmt: skip
+        return [
+            {"step": s.idx, "tool": s.tool, "args": s.args, "outcome": s.outcome}
+            for s in log.steps()
+        ]
 
 
 def table_at_step(
@@ -166,5 +179,10 @@ def _rows(
         [jsonable(read(v)) for read, v in zip(reads, row, strict=True)]
         for row in conn.execute(query.limit(limit).offset(offset))
     ]
-    return {"columns": [c.name for c in columns], "rows": rows, "total": int(total),
-            "offset": offset, "limit": limit}  # fmt: skip
+    return {
+        "columns": [c.name for c in columns],
+        "rows": rows,
+        "total": int(total),
+        "offset": offset,
+        "limit": limit,
+    }

@@ -84,11 +84,14 @@ def explorer_app(x: Explorer, token: str | None = None, datasette: Any = None) -
         if _wants_json(request):
             return _page(request, x, "runs", data, "Runs")
         html_extra = {
-            "envs": envs, "prev_offset": prev_offset, "columns": columns,
-            "f_active": f.active(), "after": f.after is not None,
+            "envs": envs,
+            "prev_offset": prev_offset,
+            "columns": columns,
+            "f_active": f.active(),
+            "after": f.after is not None,
             "link": lambda **changes: f.params(**{"offset": 0, "after": None, **changes}),
             "sort_label": "newest first" if f.keyset else f"by {f.sort} ({f.order})",
-        }  # fmt: skip
+        }
         return _page(request, x, "runs", {**data, **html_extra}, "Runs")
 
     async def rollout(request: Request) -> Any:
@@ -133,8 +136,16 @@ def explorer_app(x: Explorer, token: str | None = None, datasette: Any = None) -
                 response.set_cookie(COOKIE, cookie_value(token), httponly=True, samesite="strict")
                 return response
             failed = True
-        html = render("login", title="Sign in", backend=x.backend, datasette=False,
-                      json_url=None, cli=None, next=nxt, failed=failed)  # fmt: skip
+        html = render(
+            "login",
+            title="Sign in",
+            backend=x.backend,
+            datasette=False,
+            json_url=None,
+            cli=None,
+            next=nxt,
+            failed=failed,
+        )
         return HTMLResponse(html, status_code=401 if failed else 200)
 
     def safe(endpoint: Callable[[Request], Any]) -> Callable[[Request], Any]:
@@ -177,9 +188,17 @@ def explorer_app(x: Explorer, token: str | None = None, datasette: Any = None) -
         if _wants_json(request):
             return JSONResponse({"error": {"status": status, "message": message}}, status)
         reason = HTTPStatus(status).phrase if status in HTTPStatus._value2member_map_ else ""
-        html = render("error", title=f"{status} {reason}", backend=x.backend,
-                      datasette=x.datasette, json_url=None, cli=None, status=status,
-                      reason=reason, message=message)  # fmt: skip
+        html = render(
+            "error",
+            title=f"{status} {reason}",
+            backend=x.backend,
+            datasette=x.datasette,
+            json_url=None,
+            cli=None,
+            status=status,
+            reason=reason,
+            message=message,
+        )
         return HTMLResponse(html, status_code=status)
 
     handlers: dict[Any, Callable[..., Any]] = {HTTPException: error}

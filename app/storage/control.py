@@ -196,10 +196,16 @@ class ControlDB:
             held = self.claim(env, resources_session_id)
             if held is None:  # released between our insert and this read: try once more
                 return self.add(
-                    session_id=session_id, env=env, task_id=task_id, snapshot_key=snapshot_key,
-                    resources_session_id=resources_session_id, file=file, task=task,
-                    created_at=created_at, episode=episode,
-                )  # fmt: skip
+                    session_id=session_id,
+                    env=env,
+                    task_id=task_id,
+                    snapshot_key=snapshot_key,
+                    resources_session_id=resources_session_id,
+                    file=file,
+                    task=task,
+                    created_at=created_at,
+                    episode=episode,
+                )
             return held
         return None
 

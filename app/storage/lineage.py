@@ -35,11 +35,16 @@ def record(engine: Engine, origins: list[Origin]) -> None:
         conn.execute(
             insert(lineage_table),
             [
-                {"session_id": o.session_id, "parent_id": o.parent_id,
-                 "parent_step": o.parent_step, "kind": o.kind, "created_at": now}
+                {
+                    "session_id": o.session_id,
+                    "parent_id": o.parent_id,
+                    "parent_step": o.parent_step,
+                    "kind": o.kind,
+                    "created_at": now,
+                }
                 for o in origins
             ],
-        )  # fmt: skip
+        )
 
 
 def origin(engine: Engine, session_id: str) -> Origin | None:

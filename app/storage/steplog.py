@@ -162,9 +162,15 @@ def read_steps(conn: sqlite3.Connection, upto: int | None = None) -> list[StepRo
 
 
 def step_row_of(
-    idx: int, tool: str, args: str, outcome: str, output: str | None, output_digest: str,
-    output_bytes: int, duration_ms: float,
-) -> StepRow:  # fmt: skip
+    idx: int,
+    tool: str,
+    args: str,
+    outcome: str,
+    output: str | None,
+    output_digest: str,
+    output_bytes: int,
+    duration_ms: float,
+) -> StepRow:
     """Arguments in canonical form; the digest of a kept output computed now (the hot path
     stores it only for outputs over the cap)."""
     try:

@@ -13,10 +13,9 @@ import random
 from collections.abc import Callable
 from typing import Any
 
+from app.sdk.seed_builder import STORY_ID_FLOOR  # rows below it update base rows
 from app.taskgen.gold_run import gold_run
 from app.taskgen.kit import TaskGenerator, without_self_check
-
-STORY_ID_FLOOR = 100_000  # rows below it update base rows: a distractor never brings those
 
 
 def similar_names(
@@ -72,7 +71,8 @@ def add_distractor(
             other = build_other()
     except (AssertionError, LookupError, ValueError, IndexError):
         return []
-    if updates_base(other):  # its base-row updates (balances, stock) assume the base alone
+    if updates_base(other):  # its base-row updates (balances, stock) assume the base alone;
+        # a distractor never brings those
         return []
     seed = merged_seed(task, other)
     before = gold_results(gen, task)
@@ -80,15 +80,9 @@ def add_distractor(
     if before is None or before != after:
         return []
     task["seed"] = seed
-    return people_of(other)
+    return people_of(gen, other)
 
 
-def people_of(task: dict[str, Any]) -> list[str]:
-    """The people of a story's seed ("First Last")."""
-    found = {
-        f"{row['first_name']} {row['last_name']}"
-        for rows in task["seed"].get("rows", {}).values()
-        for row in rows
-        if row.get("first_name") and row.get("last_name")
-    }
-    return sorted(found)
+def people_of(gen: TaskGenerator, task: dict[str, Any]) -> list[str]:
+    """The people of a story's seed ("First Last"), where its environment says they are."""
+    return gen.people.of(task["seed"])

@@ -71,7 +71,7 @@ def draw(
         return Candidate(attempt, None, reason=f"self-check: {type(exc).__name__}")
     omitted = built.get("omitted")
     built = {k: v for k, v in built.items() if k not in ("difficulty", "family", "omitted")}
-    people = people_of(built)
+    people = people_of(gen, built)
     distractors: list[str] = []
     if rng.random() < DISTRACTOR_SHARE:
         d_rng = random.Random(rng.getrandbits(64))
@@ -80,7 +80,7 @@ def draw(
         distractors = add_distractor(gen, built, lambda: _build_plain(gen, choice, d_rng, d_names))
     key = content_key(built)  # before the voice: the same story in two voices is a duplicate
     user = built["responses_create_params"]["input"][-1]
-    phrased = rephrase(user["content"], split, random.Random(rng.getrandbits(64)))
+    phrased = rephrase(user["content"], split, random.Random(rng.getrandbits(64)), gen.phrasing)
     user["content"] = f"{opener}{phrased.text}{closer}"
     phrasing = "+".join((phrasing, *phrased.tags, *([omitted] if omitted else [])))
     gold = built["ground_truth"]

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -37,10 +36,9 @@ from app.core.lru import LRU
 from app.core.tasks import task_from_data
 from app.sdk.answer import RESERVED_TOOL_NAMES
 from app.sdk.environment import Environment, ToolContext
+from app.storage import images
 from app.storage.runner import run_tool
 from app.storage.seeding import apply_seed, parse_seed_now
-from app.storage.sqlite import db as sqlite_db
-from app.storage.sqlite.store import snapshot_image, template_image
 from app.verify.state import DbState, dump_state, rebase
 
 
@@ -71,10 +69,9 @@ class GoldRun:
         )
 
     def close(self) -> None:
-        raw = self.final.connection.driver_connection
+        raw = images.image_connection(self.final)
         self.final.close()
-        if isinstance(raw, sqlite3.Connection):
-            raw.close()
+        raw.close()
 
 
 _tracked: dict[str, bytes] = {}
@@ -87,8 +84,9 @@ def tracked_base(env: Environment) -> bytes:
     image = _tracked.get(env.name)
     if image is None:
         key = "taskgen-" + task_from_data({"seed": None, "ground_truth": []}).snapshot_key
-        built = snapshot_image(env, template_image(env), None, key, env.default_now, step_log=False)
-        image = sqlite_db.as_legacy_image(built)
+        template = images.template_image(env)
+        built = images.snapshot_image(env, template, None, key, env.default_now, step_log=False)
+        image = images.as_legacy_image(built)
         with bound(image) as c, c.begin():
             # Nothing written yet: the dump is kept, and every seeded state patches it.
             dump_state(c, env.metadata.tables, env.compare)
@@ -96,33 +94,21 @@ def tracked_base(env: Environment) -> bytes:
     return image
 
 
-def clone(image: bytes) -> sqlite3.Connection:
-    """A private in-memory database holding `image`, configured like every session connection.
-
-    `image` must come from serializing an in-memory database (as every image here does), so it
-    is already in rollback-journal mode: `sqlite_db.memory_from_image` would copy it twice more
-    to make sure."""
-    conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
-    conn.deserialize(image)
-    return sqlite_db.configure(conn, wal=False)
-
-
 def _open(image: bytes) -> Connection:
     """A SQLAlchemy Connection (the process-wide engine: statements compiled once) on a clone."""
-    return sqlite_db.bind_connection(clone(image), begin="BEGIN")
+    return images.bind_connection(images.clone(image), begin="BEGIN")
 
 
 @contextmanager
 def bound(image: bytes) -> Iterator[Connection]:
     """`_open(image)`, closed (the database dropped) on exit."""
     c = _open(image)
-    raw = c.connection.driver_connection
+    raw = images.image_connection(c)
     try:
         yield c
     finally:
         c.close()
-        if isinstance(raw, sqlite3.Connection):
-            raw.close()
+        raw.close()
 
 
 def run_calls(
@@ -163,8 +149,7 @@ def gold_run(
         return cached
     now = parse_seed_now((seed or {}).get("now"), env.default_now)
     c = _open(tracked_base(env))
-    raw = c.connection.driver_connection
-    assert isinstance(raw, sqlite3.Connection)
+    raw = images.image_connection(c)
     try:
         with Session(bind=c) as db, db.begin():
             apply_seed(db, env.metadata, seed)

@@ -20,6 +20,8 @@ from sqlalchemy.orm import Session
 
 from app.sdk.answer import DECLINE_REQUEST, RESERVED_TOOL_NAMES, SUBMIT_ANSWER
 from app.sdk.environment import Environment
+from app.sdk.people import Name, PersonColumns
+from app.sdk.phrasing import Phrasing
 from app.taskgen.details import Omission, omit
 from app.taskgen.gold_run import bound, forget, gold_run, run_calls
 
@@ -231,12 +233,16 @@ class TaskGenerator:
 
     env: Environment
     plan: list[tuple[Any, int]]
-    names: list[tuple[str, str]]
+    names: list[Name]
     build: BuildTask
     # The names the shipped set pops from (default: `names` reversed).
-    shipped_names: list[tuple[str, str]] | None = None
+    shipped_names: list[Name] | None = None
     # Whether a gold call writes; default: the tool is not read-only (sql's one tool needs more).
     writes: Callable[[dict[str, Any]], bool] | None = None
+    # Where a seed holds people (a task's `entities`, a distractor's similar names).
+    people: PersonColumns = PersonColumns()
+    # Which sentences of the requests a draw may reword (default: asides only).
+    phrasing: Phrasing = Phrasing()
 
     def families(self) -> dict[str, tuple[Any, int]]:
         """Family name (the story function's name) -> (function, variants)."""
@@ -253,9 +259,11 @@ class TaskGenerator:
                     tasks.append(self.build(index, fn, k, rng, names))
                 except Exception as exc:  # noqa: BLE001 - one line that names the story
                     first = (str(exc).strip().splitlines() or [""])[0][:300]
+                    where = f"{getattr(fn, '__module__', '?')}.{fn.__name__}"
                     raise StoryFailed(
                         f"shipped story {index} ({fn.__name__}, variant {k}) failed: "
-                        f"{type(exc).__name__}: {first}"
+                        f"{type(exc).__name__}: {first} -- fix {where} (variant {k}) or drop "
+                        "it from PLAN"
                     ) from exc
         return tasks
 

@@ -19,10 +19,12 @@ def load_generator(name: str) -> TaskGenerator:
     except ModuleNotFoundError as exc:
         if exc.name is None or not module.startswith(exc.name):
             raise  # the generator exists but imports something missing: its own bug
+        folder = module.replace(".", "/")
         raise NoGenerator(
-            f"environment {name!r} has no task generator: add a `{module}` package defining "
-            "TASKGEN = TaskGenerator(...) (docs/generating_tasks.md), or write tasks by hand "
-            "and check them with `stategym tasks check FILE`"
+            f"environment {name!r} has no task generator: add package {folder} (module "
+            f"{module}) defining TASKGEN = TaskGenerator(...) (docs/generating_tasks.md, "
+            "'Adding a family'), or write tasks by hand and check them with "
+            "`stategym tasks check FILE`"
         ) from None
     gen = getattr(package, "TASKGEN", None)
     if not isinstance(gen, TaskGenerator):

@@ -26,12 +26,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sqlite3
 from typing import Any, cast
 
 from app.core.tasks import TaskSpec, task_from_data
 from app.errors import StateGymError
 from app.sdk.environment import Environment
+from app.sdk.seed_builder import STORY_ID_FLOOR
+from app.storage.images import image_connection
 from app.storage.seeding import SeedError
 from app.taskgen.gold_run import bound, gold_run, run_calls, tracked_base
 from app.verify.diff import diff_states
@@ -40,7 +41,6 @@ from app.verify.session_verify import verify_state
 from app.verify.state import DbState, dump_state
 
 # Every environment's Story allocates ids from 100000 + 100 * index.
-STORY_ID_FLOOR = 100_000
 
 
 def content_key(task: dict[str, Any]) -> str:
@@ -133,8 +133,7 @@ class Validator:
                 return "gold changed nothing"
             if kind in ("read", "refusal") and gold.seed_to_gold:
                 return "gold changed the state"
-            raw = again.connection.driver_connection
-            assert isinstance(raw, sqlite3.Connection)
+            raw = image_connection(again)
             written = raw.total_changes
             noop = verify_state(
                 env=env,

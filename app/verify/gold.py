@@ -21,9 +21,9 @@ from sqlalchemy import Connection
 from app.core.lru import LRU
 from app.core.tasks import TaskSpec
 from app.sdk.environment import Environment, ToolContext
+from app.storage import images
+from app.storage.images import Snapshot, Store
 from app.storage.runner import run_tool
-from app.storage.sqlite import db as sqlite_db
-from app.storage.sqlite.store import Snapshot, Store
 from app.verify.diff import StateDiff, diff_states
 from app.verify.patching import remembered
 from app.verify.state import DbState, dump_state, remember_template_dump
@@ -44,8 +44,8 @@ class GoldState:
 
 def replay(env: Environment, snapshot: Snapshot, task: TaskSpec, session_id: str = "gold"):
     """Replay the ground truth on an in-memory clone; returns (connection, engine, failures)."""
-    conn = sqlite_db.memory_from_image(snapshot.image)
-    engine = sqlite_db.bind_engine(conn)
+    conn = images.memory_from_image(snapshot.image)
+    engine = images.bind_engine(conn)
     ctx = ToolContext(now=snapshot.now, session_id=session_id, task_id=task.task_id)
     failures = []
     for i, call in enumerate(task.ground_truth):
@@ -62,10 +62,10 @@ def replay(env: Environment, snapshot: Snapshot, task: TaskSpec, session_id: str
 def replay_on(
     env: Environment, snapshot: Snapshot, task: TaskSpec, session_id: str = "gold"
 ) -> tuple[Any, Connection, list[dict[str, Any]]]:
-    """`replay` on the shared engine: (sqlite3 connection, a SQLAlchemy Connection over it
+    """`replay` on the shared engine: (the image's connection, a SQLAlchemy Connection over it
     whose transactions start with BEGIN, failures). Close the Connection, then the connection."""
-    conn = sqlite_db.memory_from_image(snapshot.image)
-    bind = sqlite_db.bind_connection(conn)
+    conn = images.memory_from_image(snapshot.image)
+    bind = images.bind_connection(conn)
     ctx = ToolContext(now=snapshot.now, session_id=session_id, task_id=task.task_id)
     failures = []
     try:
@@ -79,12 +79,12 @@ def replay_on(
                 failures.append({"index": i, "name": call.name, "error": outcome["error"]})
     finally:
         bind.close()
-    return conn, sqlite_db.bind_connection(conn, begin="BEGIN"), failures
+    return conn, images.bind_connection(conn, begin="BEGIN"), failures
 
 
 def state_of_image(env: Environment, image: bytes) -> DbState:
-    conn = sqlite_db.memory_from_image(image)
-    bind = sqlite_db.bind_connection(conn, begin="BEGIN")
+    conn = images.memory_from_image(image)
+    bind = images.bind_connection(conn, begin="BEGIN")
     try:
         return dump_state(bind, env.metadata.tables, env.compare)
     finally:
@@ -165,8 +165,8 @@ class GoldCache:
         key, compare = f"{self.store.fingerprint}:", self.env.compare
         kept = remembered(key, compare)
         if kept is None:
-            conn = sqlite_db.memory_from_image(self.store.template_image())
-            bind = sqlite_db.bind_connection(conn, begin="BEGIN")
+            conn = images.memory_from_image(self.store.template_image())
+            bind = images.bind_connection(conn, begin="BEGIN")
             try:
                 tables = self.env.metadata.tables
                 remember_template_dump(bind, tables, compare, self.store.fingerprint)

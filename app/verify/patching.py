@@ -14,6 +14,7 @@ from sqlalchemy import Connection, Table, func, select
 
 from app.core.lru import LRU
 from app.sdk.compare_spec import CompareSpec
+from app.storage.dump_sql import dump_sql
 from app.storage.meta import Changes
 from app.verify import table_reads
 from app.verify.table_state import DbState, Patch, Row, RowIndex, TableState
@@ -166,13 +167,7 @@ def _referencing(
 def _identity_is_id(conn: Connection, table: Table) -> bool:
     """Whether the identity the change records hold (SQLite's rowid; PostgreSQL's integer key)
     is the value references hold: a single INTEGER PRIMARY KEY, which SQLite makes the rowid."""
-    pk = list(table.primary_key.columns)
-    if len(pk) != 1:
-        return False
-    if conn.dialect.name != "sqlite":
-        return table_reads.row_identity(conn, table) is not None
-    declared = pk[0].type.compile(dialect=conn.dialect)
-    return declared.upper() == "INTEGER" and table_reads.row_identity(conn, table) is not None
+    return dump_sql(conn.dialect).identity_is_id(table, conn.dialect)
 
 
 def patch_dump(

@@ -19,6 +19,8 @@ from sqlalchemy import Column, ColumnElement, type_coerce
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import NullType
 
+from app.storage.dump_sql import dump_sql
+
 _SHOWN_CHARS = 80  # of the raw value's repr in the tag
 _PLAIN = frozenset({str, int, type(None), bool})
 
@@ -48,9 +50,7 @@ def plain_scalar(value: Any) -> Any:
 
 
 def _processor(column: ColumnElement[Any], dialect: Dialect) -> Callable[[Any], Any] | None:
-    if dialect.name != "sqlite":
-        return None
-    return column.type.dialect_impl(dialect).result_processor(dialect, None)
+    return dump_sql(dialect).value_processor(column, dialect)
 
 
 def raw_column(column: ColumnElement[Any], dialect: Dialect) -> ColumnElement[Any]:

@@ -1,18 +1,18 @@
 """Reading a table into comparable rows: values normalised per the comparison spec, references
-by natural key, and every statement run on the DB-API cursor with its SQL cached (SQLite)."""
+by natural key, the SQL of each read the backend's own (app/storage/dump_sql.py)."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import date, datetime
 from decimal import Decimal
 from functools import partial
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, Table, bindparam, func, literal_column, select
+from sqlalchemy import ColumnElement, Connection, Table, select
 
 from app.sdk.compare_spec import CompareSpec, TableSpec
+from app.storage.dump_sql import DumpSql, dump_sql
 from app.verify.match_form import StoredText
 from app.verify.raw_values import UnreadableValue, plain_scalar, raw_column, reader
 from app.verify.table_state import RowIndex, TableState
@@ -33,16 +33,15 @@ def read_raw(conn: Connection, columns: list[Any]) -> tuple[list[Any], list[Call
     return [raw_column(c, dialect) for c in columns], [reader(c, dialect) for c in columns]
 
 
-# How to read each column, per (table, column names, dialect): building a reader asks the type
-# for its result processor (~5 us a column). SQLite's dialect is one per process; PostgreSQL's
-# one per engine (a few per process), so the cache stays small.
-_readers: dict[tuple[Table, tuple[str, ...], Any], list[Callable[[Any], Any]]] = {}
+# How to read each column, per (table, column names, backend): building a reader asks the type
+# for its result processor (~5 us a column).
+_readers: dict[tuple[Table, tuple[str, ...], DumpSql], list[Callable[[Any], Any]]] = {}
 
 
 def column_readers(
     conn: Connection, table: Table, names: tuple[str, ...]
 ) -> list[Callable[[Any], Any]]:
-    key = (table, names, conn.dialect if conn.dialect.name != "sqlite" else None)
+    key = (table, names, dump_sql(conn.dialect))
     reads = _readers.get(key)
     if reads is None:
         reads = _readers[key] = [reader(table.c[c], conn.dialect) for c in names]
@@ -68,6 +67,7 @@ def reference_maps(
     if wanted is None:
         wanted = {ref for spec in compare.tables.values() for ref in spec.references.values()}
     maps: dict[str, dict[Any, tuple[Any, ...]]] = {}
+    sql = dump_sql(conn.dialect)
     for ref in wanted:
         table = tables[ref]
         key = compare.for_table(ref).key
@@ -81,15 +81,11 @@ def reference_maps(
             return select(pk, *read_raw(conn, key_columns)[0])
 
         some = ids.get(ref, set()) if ids is not None else None
-        param = _json_array(some) if some is not None and conn.dialect.name == "sqlite" else None
-        if param is not None:  # one statement compiled once, whatever the ids
-
-            def query_ids(pk: Any = pk[0], query: Any = query) -> Any:
-                return query().where(pk.in_(JSON_VALUES))
-
-            rows = execute(conn, ("ref-ids", table, tuple(key)), query_ids, (param,))
-            maps[ref] = dict(_mapped_keys(rows, reads))
-            continue
+        if some is not None:  # one statement compiled once, whatever the ids, where it can
+            found = sql.rows_where_in(conn, ("ref-ids", table, tuple(key)), query, pk[0], some)
+            if found is not None:
+                maps[ref] = dict(_mapped_keys(found, reads))
+                continue
         maps[ref] = {}
         for chunk in _chunks(some):
             if chunk is None:
@@ -105,30 +101,6 @@ def _mapped_keys(
 ) -> Iterator[tuple[Any, tuple[Any, ...]]]:
     for row in rows:
         yield row[0], tuple(plain(f(v)) for f, v in zip(reads, row[1:], strict=True))
-
-
-# `IN (SELECT value FROM json_each(?))`: a set of ids as one JSON parameter, so the statement's
-# SQL is the same whatever the ids and is compiled once (an `IN (?, ?, ...)` is rebuilt and
-# recompiled for every set: ~0.4 ms each, several per patched dump).
-JSON_VALUES = (
-    select(literal_column("value")).select_from(func.json_each(bindparam("ids"))).scalar_subquery()
-)
-_INT64 = (-(2**63), 2**63)
-
-
-def _json_array(values: Iterable[Any]) -> str | None:
-    """`values` as a JSON array that json_each reads back as the same values (SQLite only), or
-    None when some value would not survive the trip (a float, bytes, a huge int: what an agent
-    may have written into a reference column): the caller then binds them as they are."""
-    out: list[int | str] = []
-    for value in values:
-        if type(value) is int and _INT64[0] <= value < _INT64[1]:
-            out.append(value)
-        elif type(value) is str and value.isascii() and "\x00" not in value:
-            out.append(value)
-        else:
-            return None
-    return json.dumps(out)
 
 
 def _chunks(values: Iterable[Any] | None, size: int = 500) -> Iterator[list[Any] | None]:
@@ -198,87 +170,27 @@ def _money_exact(value: Any) -> Any:
     return float(out) if type(out) is int else out
 
 
-# SQL text of the dump's parameterless statements, per (kind, table objects, columns): on SQLite
-# they run on the DB-API cursor, with no statement built, cache-keyed and compiled per verify
-# (~41 % of a verify before, bench/README.md). Only statements without bound parameters are
-# cached; their values come back as SQLAlchemy returns them, as every column that SQLAlchemy
-# would convert is selected raw (`raw_column`), and the rest it passes through on SQLite.
-_sql_text: dict[tuple[Any, ...], str] = {}
-
-
-def execute(
-    conn: Connection,
-    key: tuple[Any, ...],
-    build: Callable[[], Any],
-    params: tuple[Any, ...] = (),
-) -> Iterable[tuple[Any, ...]]:
-    """The rows of the statement `build` makes (built only when its SQL is not cached);
-    `params`: the values of its bound parameters, in order (`bindparam("ids")` only)."""
-    if conn.dialect.name != "sqlite":
-        assert not params, "JSON-array parameters are read by SQLite's json_each only"
-        return conn.execute(build())
-    sql = _sql_text.get(key)
-    if sql is None:
-        stmt = build()
-        compiled = stmt.compile(dialect=conn.dialect)
-        if len(compiled.positiontup or ()) != len(params):  # never expected: let SQLAlchemy bind
-            return conn.execute(stmt, dict(zip(("ids",), params, strict=False)))
-        sql = _sql_text[key] = str(compiled)
-    driver = conn.connection.driver_connection
-    assert driver is not None
-    rows: list[Any] = driver.execute(sql, params).fetchall()
-    return rows
-
-
-def _has_rowid(table: Table) -> bool:
-    # Cached: SQLAlchemy builds a view of the dialect options on each access (~20 us).
-    known = _rowid_tables.get(table)
-    if known is None:
-        known = _rowid_tables[table] = (
-            table.dialect_options["sqlite"].get("with_rowid", True) is not False
-        )
-    return known
-
-
-_rowid_tables: dict[Table, bool] = {}
-
-
-# `_rowid_` rather than `rowid`: a column may be named rowid, which would shadow it.
-ROWID: ColumnElement[int] = literal_column("_rowid_")
+def execute(conn: Connection, key: tuple[Any, ...], build: Callable[[], Any]) -> Iterable[Any]:
+    """The rows of the parameterless statement `build` makes, read the backend's way (SQLite:
+    from SQL text cached under `key`, on the DB-API cursor)."""
+    return dump_sql(conn.dialect).execute(conn, key, build)
 
 
 def row_identity(conn: Connection, table: Table) -> ColumnElement[int] | None:
-    """What a patch finds a table's rows by: SQLite's rowid; elsewhere the table's single
-    integer primary key (what PostgreSQL's step log records, app/storage/postgres/changes.py).
-    None: the rows have none (a write there makes verify read the table whole)."""
-    if conn.dialect.name == "sqlite":
-        return ROWID if _has_rowid(table) else None
-    pk = list(table.primary_key.columns)
-    try:
-        integer = len(pk) == 1 and pk[0].type.python_type is int
-    except NotImplementedError:  # a custom type that does not say
-        integer = False
-    # Labelled: the key may also be a compared column, selected again beside it.
-    return pk[0].label("_stategym_identity") if integer else None
+    """What a patch finds a table's rows by (SQLite's rowid, PostgreSQL's integer key); None:
+    the rows have none (a write there makes verify read the table whole)."""
+    return dump_sql(conn.dialect).row_identity(table)
 
 
 def rows_by_identity(
     conn: Connection, table: Table, columns: tuple[str, ...], ids: frozenset[int]
 ) -> list[tuple[Any, ...]]:
     """(identity, *raw values of `columns`) of the rows at `ids` that exist."""
-    identity = row_identity(conn, table)
-    assert identity is not None, f"{table.name}'s rows have no identity to patch by"
     raw = [table.c[c] for c in columns]
-    if conn.dialect.name != "sqlite":
-        key = list(table.primary_key.columns)[0]
-        stmt = select(identity, *read_raw(conn, raw)[0]).where(key.in_(sorted(ids)))
-        return [tuple(row) for row in conn.execute(stmt)]
-
-    def query() -> Any:
-        return select(ROWID, *read_raw(conn, raw)[0]).where(ROWID.in_(JSON_VALUES))
-
-    param = json.dumps(sorted(ids))  # rowids are integers: always one JSON parameter
-    return list(execute(conn, ("rows", table, columns), query, (param,)))
+    sql = dump_sql(conn.dialect)
+    return sql.rows_by_identity(
+        conn, ("rows", table, columns), table, lambda: read_raw(conn, raw)[0], ids
+    )
 
 
 def read_table(

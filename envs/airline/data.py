@@ -86,8 +86,10 @@ class _Builder:
 
     def network(self) -> None:
         rng = self.rng
-        ids = {code: self.add(Airport, code=code, name=name, city=city)
-               for code, name, city in AIRPORTS}  # fmt: skip
+        ids = {
+            code: self.add(Airport, code=code, name=name, city=city)
+            for code, name, city in AIRPORTS
+        }
         self.flights: dict[tuple[str, date], dict[str, Any]] = {}
         self.cabins: dict[tuple[int, str], dict[str, Any]] = {}
         self.seats: dict[int, list[dict[str, Any]]] = {}
@@ -101,14 +103,27 @@ class _Builder:
                 roll = rng.random()
                 status = "cancelled" if roll < 0.04 else "delayed" if roll < 0.11 else "scheduled"
                 delay = rng.choice((90, 150, 240, 320)) if status == "delayed" else 0
-            fid = self.add(Flight, flight_number=number, flight_date=flight_date,
-                           origin_id=ids[orig], destination_id=ids[dest], scheduled_departure=dep,
-                           scheduled_arrival=dep + timedelta(minutes=minutes), status=status,
-                           delay_minutes=delay)  # fmt: skip
+            fid = self.add(
+                Flight,
+                flight_number=number,
+                flight_date=flight_date,
+                origin_id=ids[orig],
+                destination_id=ids[dest],
+                scheduled_departure=dep,
+                scheduled_arrival=dep + timedelta(minutes=minutes),
+                status=status,
+                delay_minutes=delay,
+            )
             self.flights[(number, flight_date)] = self.rows[Flight][-1]
             for fare, price in fare_prices(minutes, rng).items():
-                self.add(FlightCabin, flight_id=fid, fare_class=fare, price=price,
-                         seats_total=INVENTORY[fare], seats_left=INVENTORY[fare])  # fmt: skip
+                self.add(
+                    FlightCabin,
+                    flight_id=fid,
+                    fare_class=fare,
+                    price=price,
+                    seats_total=INVENTORY[fare],
+                    seats_left=INVENTORY[fare],
+                )
                 self.cabins[(fid, fare)] = self.rows[FlightCabin][-1]
             self.seats[fid] = []
             for cabin, seat_nos in (("business", BUSINESS_SEATS), ("economy", ECONOMY_SEATS)):
@@ -124,12 +139,16 @@ class _Builder:
         self.methods: dict[int, list[dict[str, Any]]] = {}
         for first, last in names:
             n = next(numbers)
-            uid = self.add(User, user_code=f"{first}_{last}_{n}".lower(),
-                           email=f"{first}.{last}{n}@example.com".lower(), first_name=first,
-                           last_name=last, date_of_birth=date(rng.randint(1950, 2004),
-                           rng.randint(1, 12), rng.randint(1, 28)),
-                           membership=rng.choices(("regular", "silver", "gold"), (6, 3, 1))[0],
-                           created_at=AS_OF - timedelta(days=rng.randint(100, 2000)))  # fmt: skip
+            uid = self.add(
+                User,
+                user_code=f"{first}_{last}_{n}".lower(),
+                email=f"{first}.{last}{n}@example.com".lower(),
+                first_name=first,
+                last_name=last,
+                date_of_birth=date(rng.randint(1950, 2004), rng.randint(1, 12), rng.randint(1, 28)),
+                membership=rng.choices(("regular", "silver", "gold"), (6, 3, 1))[0],
+                created_at=AS_OF - timedelta(days=rng.randint(100, 2000)),
+            )
             kinds = ["credit_card"] + [
                 k
                 for k, p in (("gift_card", 0.5), ("certificate", 0.2), ("credit_card", 0.2))
@@ -137,10 +156,15 @@ class _Builder:
             ]
             for kind in kinds:
                 card = kind == "credit_card"
-                balance = None if card else (
-                    float(rng.randint(20, 400)) if kind == "gift_card"
-                    else rng.choice((50.0, 100.0, 150.0, 250.0))
-                )  # fmt: skip
+                balance = (
+                    None
+                    if card
+                    else (
+                        float(rng.randint(20, 400))
+                        if kind == "gift_card"
+                        else rng.choice((50.0, 100.0, 150.0, 250.0))
+                    )
+                )
                 self.add(
                     PaymentMethod,
                     code=f"{kind}_{next(codes)}",
@@ -177,12 +201,19 @@ class _Builder:
                 code = "".join(rng.choice(CODE_ALPHABET) for _ in range(6))
             used_codes.add(code)
             insured = rng.random() < 0.3
-            rid = self.add(Reservation, code=code, user_id=user["id"],
-                           origin_id=legs[0]["origin_id"], destination_id=legs[0]["destination_id"],
-                           trip_type="round_trip" if len(legs) == 2 else "one_way",
-                           fare_class=fare, status="cancelled" if cancelled else "confirmed",
-                           insurance=insured, cancel_reason="change_of_plan" if cancelled else None,
-                           created_at=created)  # fmt: skip
+            rid = self.add(
+                Reservation,
+                code=code,
+                user_id=user["id"],
+                origin_id=legs[0]["origin_id"],
+                destination_id=legs[0]["destination_id"],
+                trip_type="round_trip" if len(legs) == 2 else "one_way",
+                fare_class=fare,
+                status="cancelled" if cancelled else "confirmed",
+                insurance=insured,
+                cancel_reason="change_of_plan" if cancelled else None,
+                created_at=created,
+            )
             for leg_no, (f, c) in enumerate(zip(legs, cabins, strict=True), start=1):
                 self.add(
                     ReservationSegment,
@@ -211,12 +242,23 @@ class _Builder:
             if paid:
                 charges.append(("baggage", BAG_FEE * paid))
             for purpose, amount in charges:
-                self.add(Payment, reservation_id=rid, payment_method_id=card["id"], purpose=purpose,
-                         amount=amount, created_at=created)  # fmt: skip
+                self.add(
+                    Payment,
+                    reservation_id=rid,
+                    payment_method_id=card["id"],
+                    purpose=purpose,
+                    amount=amount,
+                    created_at=created,
+                )
                 if cancelled:
-                    self.add(Refund, reservation_id=rid, payment_method_id=card["id"],
-                             reason="cancellation", amount=amount,
-                             created_at=created + timedelta(days=1))  # fmt: skip
+                    self.add(
+                        Refund,
+                        reservation_id=rid,
+                        payment_method_id=card["id"],
+                        reason="cancellation",
+                        amount=amount,
+                        created_at=created + timedelta(days=1),
+                    )
             if not cancelled and fare != "basic_economy" and rng.random() < 0.4:
                 self._assign_seats(legs, CABIN_OF[fare], pax_ids)
 

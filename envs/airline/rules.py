@@ -55,8 +55,11 @@ ROUTES = (
     ("SG180", "LAX", "SEA", "09:00", 165), ("SG181", "SEA", "LAX", "18:30", 160),
 )  # fmt: skip
 # The flight number flying each route back the other way.
-RETURN_OF = {a: b for i in range(0, len(ROUTES), 2) for a, b in
-             ((ROUTES[i][0], ROUTES[i + 1][0]), (ROUTES[i + 1][0], ROUTES[i][0]))}  # fmt: skip
+RETURN_OF = {
+    a: b
+    for i in range(0, len(ROUTES), 2)
+    for a, b in ((ROUTES[i][0], ROUTES[i + 1][0]), (ROUTES[i + 1][0], ROUTES[i][0]))
+}
 
 
 def free_bags(tier: str, fare_class: str, passengers: int) -> int:

@@ -107,20 +107,31 @@ def book_reservation(db: Session, args: BookArgs, ctx: ToolContext) -> dict[str,
     user = get_user(db, args.user_id)
     n = len(args.passengers)
     if not 1 <= n <= MAX_PASSENGERS:
-        raise ToolError(f"A reservation has 1 to {MAX_PASSENGERS} passengers, not {n}.",
-                        code="invalid_arguments")  # fmt: skip
+        raise ToolError(
+            f"A reservation has 1 to {MAX_PASSENGERS} passengers, not {n}.",
+            code="invalid_arguments",
+        )
     if not 0 <= args.checked_bags <= MAX_BAGS_PER_PASSENGER * n:
-        raise ToolError(f"Checked bags must be 0 to {MAX_BAGS_PER_PASSENGER * n}.",
-                        code="invalid_arguments")  # fmt: skip
+        raise ToolError(
+            f"Checked bags must be 0 to {MAX_BAGS_PER_PASSENGER * n}.", code="invalid_arguments"
+        )
     dobs = [p.dob() for p in args.passengers]
     origin, destination = _airport(db, args.origin), _airport(db, args.destination)
-    flights = load_itinerary(db, args.flights, origin=origin, destination=destination,
-                             round_trip=args.trip_type == "round_trip", now=ctx.now)  # fmt: skip
+    flights = load_itinerary(
+        db,
+        args.flights,
+        origin=origin,
+        destination=destination,
+        round_trip=args.trip_type == "round_trip",
+        now=ctx.now,
+    )
     cabins = cabins_with_room(db, flights, args.fare_class, n)
     main = user_method(user, args.payment_method_id)
     if main.kind == "certificate":
-        raise ToolError("Pass a travel certificate as certificate_id, not payment_method_id.",
-                        code="invalid_arguments")  # fmt: skip
+        raise ToolError(
+            "Pass a travel certificate as certificate_id, not payment_method_id.",
+            code="invalid_arguments",
+        )
     cert: PaymentMethod | None = None
     if args.certificate_id:
         cert = user_method(user, args.certificate_id)
@@ -128,25 +139,41 @@ def book_reservation(db: Session, args: BookArgs, ctx: ToolContext) -> dict[str,
             raise ToolError(f"{cert.code} is not a travel certificate.", code="invalid_arguments")
     allowance = free_bags(user.membership, args.fare_class, n)
     paid_bags = max(0, args.checked_bags - allowance)
-    bills = [("fare", cents(sum(c.price for c in cabins) * n)),
-             ("insurance", INSURANCE_PER_PASSENGER * n if args.insurance else 0.0),
-             ("baggage", BAG_FEE * paid_bags)]  # fmt: skip
+    bills = [
+        ("fare", cents(sum(c.price for c in cabins) * n)),
+        ("insurance", INSURANCE_PER_PASSENGER * n if args.insurance else 0.0),
+        ("baggage", BAG_FEE * paid_bags),
+    ]
     existing = db.scalar(select(func.count()).where(Reservation.user_id == user.id)) or 0
     code = booking_code(db, user, f"{existing}|{flights[0].id}")
-    r = Reservation(code=code, user_id=user.id, origin_id=origin.id,
-                    destination_id=destination.id, trip_type=args.trip_type,
-                    fare_class=args.fare_class, status="confirmed", insurance=args.insurance,
-                    created_at=ctx.now)  # fmt: skip
+    r = Reservation(
+        code=code,
+        user_id=user.id,
+        origin_id=origin.id,
+        destination_id=destination.id,
+        trip_type=args.trip_type,
+        fare_class=args.fare_class,
+        status="confirmed",
+        insurance=args.insurance,
+        created_at=ctx.now,
+    )
     db.add(r)
     for leg_no, (f, c) in enumerate(zip(flights, cabins, strict=True), start=1):
         r.segments.append(ReservationSegment(leg_no=leg_no, flight_id=f.id, price=c.price))
         c.seats_left -= n
     for pos, (p, dob) in enumerate(zip(args.passengers, dobs, strict=True), start=1):
-        r.passengers.append(Passenger(ticket_number=f"{code}-{pos}", position=pos,
-                                      first_name=p.first_name, last_name=p.last_name,
-                                      date_of_birth=dob))  # fmt: skip
-    r.baggage = Baggage(checked_bags=args.checked_bags, free_bags=args.checked_bags - paid_bags,
-                        paid_bags=paid_bags)  # fmt: skip
+        r.passengers.append(
+            Passenger(
+                ticket_number=f"{code}-{pos}",
+                position=pos,
+                first_name=p.first_name,
+                last_name=p.last_name,
+                date_of_birth=dob,
+            )
+        )
+    r.baggage = Baggage(
+        checked_bags=args.checked_bags, free_bags=args.checked_bags - paid_bags, paid_bags=paid_bags
+    )
     credit = (cert.balance or 0.0) if cert else 0.0
     for purpose, amount in bills:
         from_cert = cents(min(credit, amount))
@@ -193,9 +220,11 @@ def cancel_reservation(db: Session, args: CancelArgs, ctx: ToolContext) -> dict[
     if args.reason == "airline_cancelled_flight" and not any(
         s.flight.status == "cancelled" for s in r.segments
     ):
-        raise ToolError(f"No flight of reservation {r.code} was cancelled by the airline.",
-                        hint="Use the reason the member gives, e.g. 'change_of_plan'.",
-                        code="invalid_arguments")  # fmt: skip
+        raise ToolError(
+            f"No flight of reservation {r.code} was cancelled by the airline.",
+            hint="Use the reason the member gives, e.g. 'change_of_plan'.",
+            code="invalid_arguments",
+        )
     why = refundable_because(r, ctx.now)
     if why is None:
         raise ToolError(

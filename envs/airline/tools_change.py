@@ -89,12 +89,19 @@ def change_flights(db: Session, args: ChangeFlightsArgs, ctx: ToolContext) -> di
             "otherwise the flights stay as booked.",
         )
     require_not_flown(r, ctx.now, "changed")
-    flights = load_itinerary(db, args.flights, origin=r.origin, destination=r.destination,
-                             round_trip=r.trip_type == "round_trip", now=ctx.now)  # fmt: skip
+    flights = load_itinerary(
+        db,
+        args.flights,
+        origin=r.origin,
+        destination=r.destination,
+        round_trip=r.trip_type == "round_trip",
+        now=ctx.now,
+    )
     old = {s.flight_id: s for s in r.segments}
     if [f.id for f in flights] == [s.flight_id for s in r.segments]:
-        raise ToolError(f"Reservation {r.code} already has exactly these flights.",
-                        code="invalid_arguments")  # fmt: skip
+        raise ToolError(
+            f"Reservation {r.code} already has exactly these flights.", code="invalid_arguments"
+        )
     n = len(r.passengers)
     new_flights = [f for f in flights if f.id not in old]
     new_cabins = dict(
@@ -126,8 +133,12 @@ def change_flights(db: Session, args: ChangeFlightsArgs, ctx: ToolContext) -> di
     db.flush()
     # Segments now point at other flights: reload them (and their flights) before the view.
     db.expire_all()
-    return {"fare_difference": money(cents(diff)), "paid_with": method.code if method else None,
-            "new_flights": refs_text(args.flights), **reservation_view(db, r.id)}  # fmt: skip
+    return {
+        "fare_difference": money(cents(diff)),
+        "paid_with": method.code if method else None,
+        "new_flights": refs_text(args.flights),
+        **reservation_view(db, r.id),
+    }
 
 
 class ChangeCabinArgs(ToolArgs):
@@ -156,8 +167,9 @@ def change_cabin(db: Session, args: ChangeCabinArgs, ctx: ToolContext) -> dict[s
     r = owned_reservation(db, args.reservation_code, args.user_id)
     require_not_flown(r, ctx.now, "changed")
     if args.fare_class == r.fare_class:
-        raise ToolError(f"Reservation {r.code} already is {r.fare_class}.",
-                        code="invalid_arguments")  # fmt: skip
+        raise ToolError(
+            f"Reservation {r.code} already is {r.fare_class}.", code="invalid_arguments"
+        )
     n = len(r.passengers)
     flights = [s.flight for s in r.segments]
     cabins = cabins_with_room(db, flights, args.fare_class, n)
@@ -171,8 +183,11 @@ def change_cabin(db: Session, args: ChangeCabinArgs, ctx: ToolContext) -> dict[s
         release_seats(db, r)
     r.fare_class = args.fare_class
     db.flush()
-    return {"fare_difference": money(cents(diff)), "paid_with": method.code if method else None,
-            **reservation_view(db, r.id)}  # fmt: skip
+    return {
+        "fare_difference": money(cents(diff)),
+        "paid_with": method.code if method else None,
+        **reservation_view(db, r.id),
+    }
 
 
 class UpdatePassengersArgs(ToolArgs):
@@ -203,7 +218,9 @@ def update_passengers(db: Session, args: UpdatePassengersArgs, ctx: ToolContext)
             pax.first_name, pax.last_name, pax.date_of_birth = values
             changed = True
     if not changed:
-        raise ToolError(f"The passengers of {r.code} already have exactly these details.",
-                        code="invalid_arguments")  # fmt: skip
+        raise ToolError(
+            f"The passengers of {r.code} already have exactly these details.",
+            code="invalid_arguments",
+        )
     db.flush()
     return reservation_view(db, r.id)

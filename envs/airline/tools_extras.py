@@ -54,14 +54,17 @@ def add_baggage(db: Session, args: AddBaggageArgs, ctx: ToolContext) -> dict[str
     r = owned_reservation(db, args.reservation_code, args.user_id)
     require_not_flown(r, ctx.now, "changed")
     if args.extra_bags < 1:
-        raise ToolError("extra_bags must be at least 1; bags cannot be removed.",
-                        code="invalid_arguments")  # fmt: skip
+        raise ToolError(
+            "extra_bags must be at least 1; bags cannot be removed.", code="invalid_arguments"
+        )
     n = len(r.passengers)
     bags = r.baggage or Baggage(checked_bags=0, free_bags=0, paid_bags=0)
     total = bags.checked_bags + args.extra_bags
     if total > MAX_BAGS_PER_PASSENGER * n:
-        raise ToolError(f"At most {MAX_BAGS_PER_PASSENGER * n} checked bags fit this reservation "
-                        f"({n} passenger(s)); it already has {bags.checked_bags}.")  # fmt: skip
+        raise ToolError(
+            f"At most {MAX_BAGS_PER_PASSENGER * n} checked bags fit this reservation "
+            f"({n} passenger(s)); it already has {bags.checked_bags}."
+        )
     allowance = free_bags(r.user.membership, r.fare_class, n)
     free = min(total, max(allowance, bags.free_bags))
     paid = total - free
@@ -107,16 +110,21 @@ def assign_seat(db: Session, args: AssignSeatArgs, ctx: ToolContext) -> dict[str
         )
     flight = get_flight(db, args.flight_number, args.date)
     if flight.id not in {s.flight_id for s in r.segments}:
-        raise ToolError(f"Flight {flight.flight_number} on {args.date} is not part of "
-                        f"reservation {r.code}.", code="invalid_arguments")  # fmt: skip
+        raise ToolError(
+            f"Flight {flight.flight_number} on {args.date} is not part of reservation {r.code}.",
+            code="invalid_arguments",
+        )
     if has_left(flight, ctx.now):
         raise ToolError(f"Flight {flight.flight_number} on {args.date} has already departed.")
     ticket = args.ticket_number.strip().upper()
     pax = next((p for p in r.passengers if p.ticket_number == ticket), None)
     if pax is None:
         listed = ", ".join(p.ticket_number for p in r.passengers)
-        raise ToolError(f"Reservation {r.code} has no ticket {ticket}.",
-                        hint=f"Its tickets are: {listed}.", code="not_found")  # fmt: skip
+        raise ToolError(
+            f"Reservation {r.code} has no ticket {ticket}.",
+            hint=f"Its tickets are: {listed}.",
+            code="not_found",
+        )
     seat_no = args.seat_no.strip().upper()
     seat = db.scalar(select(Seat).where(Seat.flight_id == flight.id, Seat.seat_no == seat_no))
     if seat is None:
@@ -127,23 +135,31 @@ def assign_seat(db: Session, args: AssignSeatArgs, ctx: ToolContext) -> dict[str
         )
     cabin = CABIN_OF[r.fare_class]
     if seat.cabin != cabin:
-        raise ToolError(f"Seat {seat_no} is in the {seat.cabin} cabin; a {r.fare_class} "
-                        f"passenger sits in the {cabin} cabin.",
-                        hint="Pick a seat of the same cabin (get_seat_map), or change the cabin "
-                        "first.")  # fmt: skip
+        raise ToolError(
+            f"Seat {seat_no} is in the {seat.cabin} cabin; a {r.fare_class} "
+            f"passenger sits in the {cabin} cabin.",
+            hint="Pick a seat of the same cabin (get_seat_map), or change the cabin first.",
+        )
     if seat.passenger_id == pax.id:
         raise ToolError(f"{ticket} already sits in {seat_no}.", code="invalid_arguments")
     if seat.passenger_id is not None:
-        raise ToolError(f"Seat {seat_no} on {flight.flight_number} is taken.",
-                        hint="get_seat_map lists the free seats.")  # fmt: skip
+        raise ToolError(
+            f"Seat {seat_no} on {flight.flight_number} is taken.",
+            hint="get_seat_map lists the free seats.",
+        )
     old = db.scalar(select(Seat).where(Seat.flight_id == flight.id, Seat.passenger_id == pax.id))
     if old is not None:
         old.passenger_id = None
         db.flush()  # free the old seat first: one seat per passenger and flight is unique
     seat.passenger_id = pax.id
     db.flush()
-    return {"ticket_number": ticket, "flight_number": flight.flight_number, "date": args.date,
-            "seat_no": seat_no, "previous_seat": old.seat_no if old else None}  # fmt: skip
+    return {
+        "ticket_number": ticket,
+        "flight_number": flight.flight_number,
+        "date": args.date,
+        "seat_no": seat_no,
+        "previous_seat": old.seat_no if old else None,
+    }
 
 
 class CompensationArgs(ToolArgs):
@@ -163,13 +179,15 @@ def issue_compensation_certificate(
     user = get_user(db, args.user_id)
     r = get_reservation(db, args.reservation_code)
     if r.user_id != user.id:
-        raise ToolError(f"Reservation {r.code} does not belong to member {user.user_code}.",
-                        code="forbidden")  # fmt: skip
+        raise ToolError(
+            f"Reservation {r.code} does not belong to member {user.user_code}.", code="forbidden"
+        )
     statuses = {s.flight.status for s in r.segments}
     what = "cancelled" if "cancelled" in statuses else "delayed" if "delayed" in statuses else None
     if what is None:
-        raise ToolError(f"No flight of reservation {r.code} was delayed or cancelled; no "
-                        "compensation is due.")  # fmt: skip
+        raise ToolError(
+            f"No flight of reservation {r.code} was delayed or cancelled; no compensation is due."
+        )
     if not (user.membership in COMPENSATION_TIERS or r.fare_class == "business" or r.insurance):
         raise ToolError(
             f"Member {user.user_code} is a {user.membership} member and reservation {r.code} is "
@@ -183,7 +201,16 @@ def issue_compensation_certificate(
     method = PaymentMethod(code=code, user_id=user.id, kind="certificate", balance=amount)
     db.add(method)
     db.flush()
-    db.add(Certificate(code=code, user_id=user.id, reservation_id=r.id, payment_method_id=method.id,
-                       reason=f"flight_{what}", amount=amount, issued_at=ctx.now))  # fmt: skip
+    db.add(
+        Certificate(
+            code=code,
+            user_id=user.id,
+            reservation_id=r.id,
+            payment_method_id=method.id,
+            reason=f"flight_{what}",
+            amount=amount,
+            issued_at=ctx.now,
+        )
+    )
     db.flush()
     return {"certificate_id": code, "amount": money(amount), "reason": f"flight_{what}"}

@@ -293,5 +293,9 @@ def get_seat_map(db: Session, args: SeatMapArgs, ctx: ToolContext) -> dict[str, 
     """List the free seats of one cabin of a dated flight (e.g. '12A'; A and F are windows)."""
     flight = flight_row(db, args.flight_number, args.date)
     free = db.scalars(_FREE_SEATS, {"flight_id": flight.id, "cabin": args.cabin}).all()
-    return {"flight_number": flight.flight_number, "date": flight.flight_date.isoformat(),
-            "cabin": args.cabin, "free_seats": list(free)}  # fmt: skip
+    return {
+        "flight_number": flight.flight_number,
+        "date": flight.flight_date.isoformat(),
+        "cabin": args.cabin,
+        "free_seats": list(free),
+    }

@@ -84,8 +84,15 @@ class _Ledger:
         while ref in self.refs:
             ref = f"TX{self.rng.getrandbits(40):010X}"
         self.refs.add(ref)
-        tid = self.add(Transaction, reference=ref, kind=kind, status="posted", created_at=when,
-                       memo=memo, reverses_id=None)  # fmt: skip
+        tid = self.add(
+            Transaction,
+            reference=ref,
+            kind=kind,
+            status="posted",
+            created_at=when,
+            memo=memo,
+            reverses_id=None,
+        )
         for aid, amount in legs:
             self.add(Entry, transaction_id=tid, account_id=aid, amount=cents(amount))
             self.balance[aid] = cents(self.balance[aid] + amount)
@@ -108,19 +115,26 @@ def _customer(lg: _Ledger, n: int, internal: dict[tuple[str, str], int]) -> None
     first, last = rng.choice(FIRST), rng.choice(LAST)
     opened = AS_OF - timedelta(days=rng.randint(60, 900))
     cid = lg.add(
-        Customer, email=f"{first}.{last}{n}@mail.example".lower(), first_name=first,
-        last_name=last, phone=f"+1-555-{rng.randint(100, 999)}-{rng.randint(0, 9999):04d}",
+        Customer,
+        email=f"{first}.{last}{n}@mail.example".lower(),
+        first_name=first,
+        last_name=last,
+        phone=f"+1-555-{rng.randint(100, 999)}-{rng.randint(0, 9999):04d}",
         date_of_birth=date(rng.randint(1950, 2004), rng.randint(1, 12), rng.randint(1, 28)),
         kyc_status=rng.choices(("verified", "pending", "rejected"), (88, 8, 4))[0],
         created_at=opened,
-    )  # fmt: skip
+    )
     cur = rng.choices(CURRENCIES, (80, 12, 8))[0]
     overdraft = rng.random() < 0.3
     limit = rng.choice((500.0, 1000.0)) if overdraft else 0.0
     checking = lg.account(
-        customer_id=cid, type="checking", currency=cur, opened_at=opened,
-        overdraft_allowed=overdraft, overdraft_limit=limit,
-    )  # fmt: skip
+        customer_id=cid,
+        type="checking",
+        currency=cur,
+        opened_at=opened,
+        overdraft_allowed=overdraft,
+        overdraft_limit=limit,
+    )
     savings = loan = None
     if rng.random() < 0.6:
         savings = lg.account(customer_id=cid, type="savings", currency=cur, opened_at=opened)
@@ -132,15 +146,24 @@ def _customer(lg: _Ledger, n: int, internal: dict[tuple[str, str], int]) -> None
         return opened + timedelta(seconds=int(span * share))
 
     cash, fees = internal[(cur, CASH)], internal[(cur, FEE_INCOME)]
-    lg.post("deposit", at(0.001), [(cash, -(o := rng.randint(3, 60) * 50.0)), (checking, o)],
-            "Opening deposit")  # fmt: skip
+    lg.post(
+        "deposit",
+        at(0.001),
+        [(cash, -(o := rng.randint(3, 60) * 50.0)), (checking, o)],
+        "Opening deposit",
+    )
     if savings:
-        lg.post("deposit", at(0.002), [(cash, -(o := rng.randint(2, 80) * 100.0)), (savings, o)],
-                "Opening deposit")  # fmt: skip
+        lg.post(
+            "deposit",
+            at(0.002),
+            [(cash, -(o := rng.randint(2, 80) * 100.0)), (savings, o)],
+            "Opening deposit",
+        )
     if loan:
         principal = rng.randint(5, 40) * 500.0
-        lg.post("transfer", at(0.003), [(loan, -principal), (checking, principal)],
-                "Loan disbursement")  # fmt: skip
+        lg.post(
+            "transfer", at(0.003), [(loan, -principal), (checking, principal)], "Loan disbursement"
+        )
     for share in sorted(rng.uniform(0.01, 1.0) for _ in range(rng.randint(4, 14))):
         when, roll = at(share), rng.random()
         if roll < 0.3:
@@ -167,8 +190,9 @@ def _statuses(lg: _Ledger, accounts: list[int]) -> None:
         acct, roll = lg.accounts[aid], rng.random()
         if acct["type"] == "savings" and roll < 0.06:  # emptied to cash, then closed
             bal, cash = lg.balance[aid], None
-            cash = next(a for a, r in lg.accounts.items()
-                        if r["number"] == f"INT-{acct['currency']}-{CASH}")  # fmt: skip
+            cash = next(
+                a for a, r in lg.accounts.items() if r["number"] == f"INT-{acct['currency']}-{CASH}"
+            )
             closed = HISTORY_END + timedelta(minutes=rng.randint(1, 120))
             if bal > 0:
                 lg.post("withdrawal", closed, [(aid, -bal), (cash, bal)], "Closing withdrawal")
@@ -180,12 +204,16 @@ def _statuses(lg: _Ledger, accounts: list[int]) -> None:
             created = AS_OF - timedelta(hours=rng.randint(2, 240))
             released = rng.random() < 0.5
             lg.add(
-                Hold, code=f"HD{len(lg.rows.get(Hold, [])) + 1:06d}", account_id=aid,
-                amount=float(rng.randint(2, 30) * 10), merchant=rng.choice(MERCHANTS),
-                status="released" if released else "active", created_at=created,
+                Hold,
+                code=f"HD{len(lg.rows.get(Hold, [])) + 1:06d}",
+                account_id=aid,
+                amount=float(rng.randint(2, 30) * 10),
+                merchant=rng.choice(MERCHANTS),
+                status="released" if released else "active",
+                created_at=created,
                 expires_at=created + timedelta(days=5),
                 released_at=created + timedelta(days=1) if released else None,
-            )  # fmt: skip
+            )
 
 
 def _beneficiaries(lg: _Ledger) -> None:
@@ -199,9 +227,13 @@ def _beneficiaries(lg: _Ledger) -> None:
             continue
         seen.add(key)
         payee_customer = lg.rows[Customer][payee["customer_id"] - 1]
-        lg.add(Beneficiary, customer_id=key[0], account_id=key[1],
-               nickname=f"{payee_customer['first_name']} {payee_customer['last_name'][0]}.",
-               created_at=AS_OF - timedelta(days=rng.randint(5, 400)))  # fmt: skip
+        lg.add(
+            Beneficiary,
+            customer_id=key[0],
+            account_id=key[1],
+            nickname=f"{payee_customer['first_name']} {payee_customer['last_name'][0]}.",
+            created_at=AS_OF - timedelta(days=rng.randint(5, 400)),
+        )
 
 
 def build_base(db: Session, rng: random.Random) -> None:
@@ -210,9 +242,14 @@ def build_base(db: Session, rng: random.Random) -> None:
     for cur in CURRENCIES:
         for purpose in (CASH, FEE_INCOME):
             internal[(cur, purpose)] = lg.account(
-                number=f"INT-{cur}-{purpose}", customer_id=None, type="internal", currency=cur,
-                opened_at=datetime(2015, 1, 1), overdraft_allowed=True, overdraft_limit=1e9,
-            )  # fmt: skip
+                number=f"INT-{cur}-{purpose}",
+                customer_id=None,
+                type="internal",
+                currency=cur,
+                opened_at=datetime(2015, 1, 1),
+                overdraft_allowed=True,
+                overdraft_limit=1e9,
+            )
     for n in range(1, N_CUSTOMERS + 1):
         _customer(lg, n, internal)
     _beneficiaries(lg)

@@ -37,26 +37,45 @@ _ids = iter(range(900_000, 1_000_000))
 def customer(db: Session, kyc: str = "verified") -> Customer:
     n = next(_ids)
     row = Customer(
-        id=n, email=f"test{n}@example.org", first_name="Test", last_name=f"User{n}",
-        phone=None, date_of_birth=DOB, kyc_status=kyc, created_at=NOW - timedelta(days=100),
-    )  # fmt: skip
+        id=n,
+        email=f"test{n}@example.org",
+        first_name="Test",
+        last_name=f"User{n}",
+        phone=None,
+        date_of_birth=DOB,
+        kyc_status=kyc,
+        created_at=NOW - timedelta(days=100),
+    )
     db.add(row)
     db.flush()
     return row
 
 
 def account(
-    db: Session, owner: Customer, kind: str = "checking", balance: float = 0.0, *,
-    currency: str = "USD", overdraft: float = 0.0, days_ago: float = 10,
-) -> Account:  # fmt: skip
+    db: Session,
+    owner: Customer,
+    kind: str = "checking",
+    balance: float = 0.0,
+    *,
+    currency: str = "USD",
+    overdraft: float = 0.0,
+    days_ago: float = 10,
+) -> Account:
     """An open account funded by a cash deposit (or a loan's disbursement) `days_ago`."""
     n = next(_ids)
     acct = Account(
-        id=n, number=f"{TYPE_PREFIX[kind]}{n:06d}", customer_id=owner.id, type=kind,
-        currency=currency, status="open", overdraft_allowed=overdraft > 0,
-        overdraft_limit=overdraft, daily_limit=DAILY_LIMIT[kind], balance=0.0,
+        id=n,
+        number=f"{TYPE_PREFIX[kind]}{n:06d}",
+        customer_id=owner.id,
+        type=kind,
+        currency=currency,
+        status="open",
+        overdraft_allowed=overdraft > 0,
+        overdraft_limit=overdraft,
+        daily_limit=DAILY_LIMIT[kind],
+        balance=0.0,
         opened_at=NOW - timedelta(days=200),
-    )  # fmt: skip
+    )
     db.add(acct)
     db.flush()
     if balance:
@@ -70,10 +89,14 @@ def account(
 def hold(db: Session, acct: Account, amount: float, *, expires_in_hours: float) -> Hold:
     n = next(_ids)
     row = Hold(
-        code=f"HDT{n}", account_id=acct.id, amount=amount, merchant="Test Merchant",
-        status="active", created_at=NOW - timedelta(days=3),
+        code=f"HDT{n}",
+        account_id=acct.id,
+        amount=amount,
+        merchant="Test Merchant",
+        status="active",
+        created_at=NOW - timedelta(days=3),
         expires_at=NOW + timedelta(hours=expires_in_hours),
-    )  # fmt: skip
+    )
     db.add(row)
     db.commit()
     return row

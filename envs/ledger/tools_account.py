@@ -39,8 +39,10 @@ def freeze_account(db: Session, args: FreezeArgs, ctx: ToolContext) -> dict[str,
     """
     account = owned_account(db, args.account_number, args.customer_id)
     if account.status != "open":
-        raise ToolError(f"Account {account.number} is {account.status}; only open accounts "
-                        "can be frozen.", code="account_" + account.status)  # fmt: skip
+        raise ToolError(
+            f"Account {account.number} is {account.status}; only open accounts can be frozen.",
+            code="account_" + account.status,
+        )
     account.status, account.freeze_reason = "frozen", args.reason
     db.flush()
     return account_view(db, account)
@@ -78,8 +80,10 @@ def close_account(db: Session, args: AccountArgs, ctx: ToolContext) -> dict[str,
     """
     account = owned_account(db, args.account_number, args.customer_id)
     if account.status != "open":
-        raise ToolError(f"Account {account.number} is {account.status}; only open accounts can "
-                        "be closed.", code="account_" + account.status)  # fmt: skip
+        raise ToolError(
+            f"Account {account.number} is {account.status}; only open accounts can be closed.",
+            code="account_" + account.status,
+        )
     if account.balance != 0:
         raise ToolError(
             f"Account {account.number} holds {money(account.balance)} {account.currency}; "
@@ -156,8 +160,10 @@ def add_beneficiary(db: Session, args: BeneficiaryArgs, ctx: ToolContext) -> dic
             code="invalid_arguments",
         )
     if account.type == "internal" or account.status == "closed":
-        raise ToolError(f"Account {account.number} cannot receive transfers "
-                        f"({'internal' if account.type == 'internal' else 'closed'}).")  # fmt: skip
+        raise ToolError(
+            f"Account {account.number} cannot receive transfers "
+            f"({'internal' if account.type == 'internal' else 'closed'})."
+        )
     exists = db.scalar(
         select(Beneficiary).where(
             Beneficiary.customer_id == customer.id, Beneficiary.account_id == account.id
@@ -170,9 +176,11 @@ def add_beneficiary(db: Session, args: BeneficiaryArgs, ctx: ToolContext) -> dic
         )
     db.add(
         Beneficiary(
-            customer_id=customer.id, account_id=account.id, nickname=args.nickname,
+            customer_id=customer.id,
+            account_id=account.id,
+            nickname=args.nickname,
             created_at=ctx.now,
         )
-    )  # fmt: skip
+    )
     db.flush()
     return {"beneficiary": args.nickname, "account": account.number, "currency": account.currency}

@@ -119,8 +119,13 @@ class _Builder:
 
     def catalogue(self) -> None:
         for pid, spec in enumerate(CATALOG, start=1):
-            self.add(Product, name=spec.name, slug=product_slug(spec.name), category=spec.category,
-                     description=spec.description)  # fmt: skip
+            self.add(
+                Product,
+                name=spec.name,
+                slug=product_slug(spec.name),
+                category=spec.category,
+                description=spec.description,
+            )
             for row in variant_rows(spec, pid, len(self.rows.get(Variant, [])) + 1):
                 out_of_stock = self.rng.random() < 0.12
                 row["stock"] = 0 if out_of_stock else self.rng.randint(1, 40)
@@ -209,10 +214,17 @@ class _Builder:
             )
             item_status = {"cancelled": "cancelled", "returned": "returned"}.get(status, "active")
             item_ids = [
-                self.add(OrderItem, order_id=oid, line_no=n, variant_id=v["id"], quantity=q,
-                         unit_price=v["price"], status=item_status)
+                self.add(
+                    OrderItem,
+                    order_id=oid,
+                    line_no=n,
+                    variant_id=v["id"],
+                    quantity=q,
+                    unit_price=v["price"],
+                    status=item_status,
+                )
                 for n, (v, q) in enumerate(lines, start=1)
-            ]  # fmt: skip
+            ]
             own = methods[cid]
             gift = [m for m in own if m["kind"] == "gift_card"]
             payer = rng.choice(own)
@@ -221,41 +233,78 @@ class _Builder:
                 part = round(total * 0.3, 2)
                 charges = [(gift[0]["id"], part), (payer["id"], round(total - part, 2))]
             for mid, amount in charges:
-                self.add(Payment, order_id=oid, payment_method_id=mid, kind="charge", amount=amount,
-                         created_at=created)  # fmt: skip
+                self.add(
+                    Payment,
+                    order_id=oid,
+                    payment_method_id=mid,
+                    kind="charge",
+                    amount=amount,
+                    created_at=created,
+                )
             later = created + timedelta(days=rng.randint(1, 9))
             if status == "cancelled":
                 for mid, amount in charges:
-                    self.add(Payment, order_id=oid, payment_method_id=mid, kind="refund",
-                             amount=amount, created_at=later)  # fmt: skip
+                    self.add(
+                        Payment,
+                        order_id=oid,
+                        payment_method_id=mid,
+                        kind="refund",
+                        amount=amount,
+                        created_at=later,
+                    )
             elif status == "returned" or (status == "delivered" and rng.random() < 0.05):
                 returned = item_ids if status == "returned" else item_ids[:1]
                 amount = round(sum(v["price"] * q for v, q in lines[: len(returned)]), 2)
                 if status == "delivered":
                     self.rows[OrderItem][returned[0] - 1]["status"] = "returned"
-                rid = self.add(Return, code=f"RT-{number}-1", order_id=oid,
-                               reason=rng.choice(("defective", "wrong_item", "no_longer_needed")),
-                               status="refunded", refund_method_id=charges[-1][0],
-                               refund_amount=amount, created_at=later)  # fmt: skip
+                rid = self.add(
+                    Return,
+                    code=f"RT-{number}-1",
+                    order_id=oid,
+                    reason=rng.choice(("defective", "wrong_item", "no_longer_needed")),
+                    status="refunded",
+                    refund_method_id=charges[-1][0],
+                    refund_amount=amount,
+                    created_at=later,
+                )
                 for item_id, (_, q) in zip(returned, lines, strict=False):
                     self.add(ReturnItem, return_id=rid, order_item_id=item_id, quantity=q)
-                self.add(Payment, order_id=oid, payment_method_id=charges[-1][0], kind="refund",
-                         amount=amount, created_at=later)  # fmt: skip
+                self.add(
+                    Payment,
+                    order_id=oid,
+                    payment_method_id=charges[-1][0],
+                    kind="refund",
+                    amount=amount,
+                    created_at=later,
+                )
             elif status == "exchanged":
                 for item_id, (v, q) in zip(item_ids, lines, strict=True):
                     self.rows[OrderItem][item_id - 1]["status"] = "exchanged"
                     to = rng.choice([o for o in by_product[v["product_id"]] if o["id"] != v["id"]])
                     diff = round((to["price"] - v["price"]) * q, 2)
                     line_no = self.rows[OrderItem][item_id - 1]["line_no"]
-                    self.add(Exchange, code=f"EX-{number}-{line_no}", order_id=oid,
-                             order_item_id=item_id, from_variant_id=v["id"], to_variant_id=to["id"],
-                             quantity=q, price_difference=diff,
-                             payment_method_id=charges[-1][0] if diff else None,
-                             status="completed", created_at=later)  # fmt: skip
+                    self.add(
+                        Exchange,
+                        code=f"EX-{number}-{line_no}",
+                        order_id=oid,
+                        order_item_id=item_id,
+                        from_variant_id=v["id"],
+                        to_variant_id=to["id"],
+                        quantity=q,
+                        price_difference=diff,
+                        payment_method_id=charges[-1][0] if diff else None,
+                        status="completed",
+                        created_at=later,
+                    )
                     if diff:
-                        self.add(Payment, order_id=oid, payment_method_id=charges[-1][0],
-                                 kind="charge" if diff > 0 else "refund", amount=abs(diff),
-                                 created_at=later)  # fmt: skip
+                        self.add(
+                            Payment,
+                            order_id=oid,
+                            payment_method_id=charges[-1][0],
+                            kind="charge" if diff > 0 else "refund",
+                            amount=abs(diff),
+                            created_at=later,
+                        )
 
 
 # Insert order: parents before children, so foreign keys hold at every step.

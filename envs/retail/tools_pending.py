@@ -205,8 +205,10 @@ def modify_pending_order_items(
     set_stocks(db, [move for pair in moves for move in pair])
     for line, new in sorted(pairs, key=lambda pair: pair[0].id):
         if new.price != line.unit_price:
-            db.execute(_SET_LINE_VARIANT_PRICE, {"item_id": line.id, "variant_id": new.id,
-                                                  "unit_price": new.price})  # fmt: skip
+            db.execute(
+                _SET_LINE_VARIANT_PRICE,
+                {"item_id": line.id, "variant_id": new.id, "unit_price": new.price},
+            )
         else:
             db.execute(_SET_LINE_VARIANT, {"item_id": line.id, "variant_id": new.id})
     audit(

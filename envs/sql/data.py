@@ -119,38 +119,56 @@ class _Builder:
             dept = n + 1 if n < len(DEPARTMENTS) else rng.choices(range(1, 9), weights)[0]
             level = 2 if n < len(DEPARTMENTS) else rng.choices((0, 1, 2), (6, 4, 1))[0]
             hire = AS_OF - timedelta(days=rng.randint(60, 3600))
-            status = "active" if n < len(DEPARTMENTS) else rng.choices(
-                EMP_STATUS, (85, 5, 10))[0]  # fmt: skip
+            status = "active" if n < len(DEPARTMENTS) else rng.choices(EMP_STATUS, (85, 5, 10))[0]
             term = None
             if status == "terminated":
                 term = hire + timedelta(days=rng.randint(30, (AS_OF - hire).days - 1))
             eid = self.add(
-                Employee, employee_no=f"E{1001 + n}", first_name=first, last_name=last,
-                email=f"{first}.{last}@acme-consulting.eu".lower(), department_id=dept,
-                manager_id=heads.get(dept), title=DEPARTMENTS[dept - 1][6][level],
-                hire_date=hire, termination_date=term, status=status,
-            )  # fmt: skip
+                Employee,
+                employee_no=f"E{1001 + n}",
+                first_name=first,
+                last_name=last,
+                email=f"{first}.{last}@acme-consulting.eu".lower(),
+                department_id=dept,
+                manager_id=heads.get(dept),
+                title=DEPARTMENTS[dept - 1][6][level],
+                hire_date=hire,
+                termination_date=term,
+                status=status,
+            )
             heads.setdefault(dept, eid)
             self.salary_history(eid, dept, level, hire, term)
 
     def salary_history(self, eid: int, dept: int, level: int, hire: date, end: date | None) -> None:
         amount = DEPARTMENTS[dept - 1][5] * (1 + 0.3 * level) * self.rng.uniform(0.9, 1.1)
-        self.add(Salary, employee_id=eid, effective_date=hire, amount=round(amount, -2),
-                 reason="hire")  # fmt: skip
+        self.add(
+            Salary, employee_id=eid, effective_date=hire, amount=round(amount, -2), reason="hire"
+        )
         when = date(hire.year + 1, self.rng.choice((1, 4, 7)), 1)
         last = min(end or AS_OF, AS_OF)
         while when <= last:
             reason = self.rng.choices(("merit", "promotion", "adjustment"), (7, 2, 1))[0]
             amount *= {"merit": 1.03, "promotion": 1.12, "adjustment": 1.015}[reason]
-            self.add(Salary, employee_id=eid, effective_date=when, amount=round(amount, -2),
-                     reason=reason)  # fmt: skip
+            self.add(
+                Salary,
+                employee_id=eid,
+                effective_date=when,
+                amount=round(amount, -2),
+                reason=reason,
+            )
             when = date(when.year + 1, when.month, 1)
 
     def customers(self) -> None:
         for n, (name, country, industry) in enumerate(COMPANIES):
             status = "inactive" if n % 9 == 8 else "active"
-            self.add(Customer, code=f"C-{101 + n}", name=name, country=country,
-                     industry=industry, status=status)  # fmt: skip
+            self.add(
+                Customer,
+                code=f"C-{101 + n}",
+                name=name,
+                country=country,
+                industry=industry,
+                status=status,
+            )
 
     def projects(self) -> None:
         rng = self.rng
@@ -165,14 +183,31 @@ class _Builder:
             if status == "planned":
                 start = date(2026, 4, 6) + timedelta(weeks=rng.randint(0, 8))
             rate = rng.choice((95, 110, 120, 135, 150, 165, 180))
-            self.add(Project, code=f"PRJ-{201 + n}", name=f"{COMPANIES[customer - 1][0]} {kind}",
-                     customer_id=customer, department_id=BILLING_DEPARTMENTS[n % 4], status=status,
-                     start_date=start, end_date=end, budget=float(rng.randint(8, 60) * 10_000),
-                     hourly_rate=float(rate))  # fmt: skip
+            self.add(
+                Project,
+                code=f"PRJ-{201 + n}",
+                name=f"{COMPANIES[customer - 1][0]} {kind}",
+                customer_id=customer,
+                department_id=BILLING_DEPARTMENTS[n % 4],
+                status=status,
+                start_date=start,
+                end_date=end,
+                budget=float(rng.randint(8, 60) * 10_000),
+                hourly_rate=float(rate),
+            )
         for n, name in enumerate(INTERNAL_PROJECTS):
-            self.add(Project, code=f"INT-{11 + n}", name=name, customer_id=None,
-                     department_id=(1, 6, 7, 1, 7)[n], status="active", start_date=date(2025, 1, 6),
-                     end_date=None, budget=float(50_000), hourly_rate=0.0)  # fmt: skip
+            self.add(
+                Project,
+                code=f"INT-{11 + n}",
+                name=name,
+                customer_id=None,
+                department_id=(1, 6, 7, 1, 7)[n],
+                status="active",
+                start_date=date(2025, 1, 6),
+                end_date=None,
+                budget=float(50_000),
+                hourly_rate=0.0,
+            )
 
     def timesheets(self) -> None:
         rng = self.rng
@@ -196,9 +231,16 @@ class _Builder:
                         status = rng.choices(("submitted", "approved"), (3, 1))[0]
                     elif rng.random() < 0.03:
                         status = "rejected"
-                    self.add(Timesheet, employee_id=eid, project_id=p["id"], week_start=week,
-                             hours=hours, billable=p["customer_id"] is not None, status=status,
-                             invoice_id=None)  # fmt: skip
+                    self.add(
+                        Timesheet,
+                        employee_id=eid,
+                        project_id=p["id"],
+                        week_start=week,
+                        hours=hours,
+                        billable=p["customer_id"] is not None,
+                        status=status,
+                        invoice_id=None,
+                    )
 
     def invoices(self) -> None:
         """One invoice per customer project and month before March, for its approved hours."""
@@ -217,10 +259,17 @@ class _Builder:
             paid = issued + timedelta(days=self.rng.randint(10, 40)) if status == "paid" else None
             amount = round(sum(t["hours"] for t in sheets) * project["hourly_rate"], 2)
             n = len(self.rows[Invoice]) + 1
-            iid = self.add(Invoice, number=f"INV-{issued.year}-{n:04d}",
-                           customer_id=project["customer_id"], project_id=pid, issue_date=issued,
-                           due_date=issued + timedelta(days=30), amount=amount, status=status,
-                           paid_date=paid)  # fmt: skip
+            iid = self.add(
+                Invoice,
+                number=f"INV-{issued.year}-{n:04d}",
+                customer_id=project["customer_id"],
+                project_id=pid,
+                issue_date=issued,
+                due_date=issued + timedelta(days=30),
+                amount=amount,
+                status=status,
+                paid_date=paid,
+            )
             for t in sheets:
                 t["status"], t["invoice_id"] = "invoiced", iid
 

@@ -107,17 +107,24 @@ def precheck(sql: str) -> None:
     """Refusals that need the statement's text: emptiness, size, VACUUM. (The clock needs no
     refusal: 'now' and CURRENT_* read the session's frozen clock, whatever builds them.)"""
     if not sql.strip():
-        raise ToolError("The SQL statement is empty.", hint="Pass one SQL statement in `sql`.",
-                        code="invalid_arguments")  # fmt: skip
+        raise ToolError(
+            "The SQL statement is empty.",
+            hint="Pass one SQL statement in `sql`.",
+            code="invalid_arguments",
+        )
     if len(sql) > MAX_SQL_CHARS:
-        raise ToolError(f"The statement is {len(sql)} characters long; the limit is "
-                        f"{MAX_SQL_CHARS}.", hint="Split the work into smaller statements.",
-                        code="invalid_arguments")  # fmt: skip
+        raise ToolError(
+            f"The statement is {len(sql)} characters long; the limit is {MAX_SQL_CHARS}.",
+            hint="Split the work into smaller statements.",
+            code="invalid_arguments",
+        )
     tokens = list(_tokens(sql))
     words = [v.lower() for k, v in tokens if k == "word"]
     if not words:
-        raise ToolError("The text holds no SQL statement (only comments or punctuation).",
-                        code="invalid_arguments")  # fmt: skip
+        raise ToolError(
+            "The text holds no SQL statement (only comments or punctuation).",
+            code="invalid_arguments",
+        )
     lead = [w for w in words[:4] if w not in ("explain", "query", "plan")]
     if lead and lead[0] == "vacuum":
         raise ToolError(
@@ -166,31 +173,45 @@ class Guard:
             return self._deny(f"the table {platform} belongs to the platform")
         if ANSWER_TABLE in names and not (_src or "").lower().startswith(PLATFORM_PREFIX):
             # Only submit_answer / decline_request write the answer; the console never sees it.
-            return self._deny(f"the table {ANSWER_TABLE} holds the submitted answer: use the "
-                              "submit_answer or decline_request tool")  # fmt: skip
+            return self._deny(
+                f"the table {ANSWER_TABLE} holds the submitted answer: use the "
+                "submit_answer or decline_request tool"
+            )
         if "sqlite_dbpage" in names:  # raw page access, where SQLite is built with it
             return self._deny("raw database pages (sqlite_dbpage) are out of reach")
         if action in (sqlite3.SQLITE_ATTACH, sqlite3.SQLITE_DETACH):
-            return self._deny("ATTACH / DETACH (and VACUUM INTO) are not allowed: only this "
-                              "session's database is reachable")  # fmt: skip
+            return self._deny(
+                "ATTACH / DETACH (and VACUUM INTO) are not allowed: only this "
+                "session's database is reachable"
+            )
         if action in (sqlite3.SQLITE_TRANSACTION, sqlite3.SQLITE_SAVEPOINT):
-            return self._deny("transaction control (BEGIN, COMMIT, ROLLBACK, SAVEPOINT, RELEASE) "
-                              "is not allowed: every call is already one transaction, rolled "
-                              "back if it fails")  # fmt: skip
+            return self._deny(
+                "transaction control (BEGIN, COMMIT, ROLLBACK, SAVEPOINT, RELEASE) "
+                "is not allowed: every call is already one transaction, rolled "
+                "back if it fails"
+            )
         if action in _DDL_ACTIONS:
-            return self._deny("schema changes (CREATE, DROP, ALTER, REINDEX, ANALYZE) are not "
-                              "allowed: this console changes data only")  # fmt: skip
+            return self._deny(
+                "schema changes (CREATE, DROP, ALTER, REINDEX, ANALYZE) are not "
+                "allowed: this console changes data only"
+            )
         if action in _WRITES and (arg1 or "").lower() in SCHEMA_TABLES:
-            return self._deny("schema changes (CREATE, DROP, ALTER, writes to sqlite_master) are "
-                              "not allowed: this console changes data only; table-valued pragma "
-                              "functions such as pragma_table_info() are unavailable too, use "
-                              "PRAGMA table_info(name) or describe_table")  # fmt: skip
+            return self._deny(
+                "schema changes (CREATE, DROP, ALTER, writes to sqlite_master) are "
+                "not allowed: this console changes data only; table-valued pragma "
+                "functions such as pragma_table_info() are unavailable too, use "
+                "PRAGMA table_info(name) or describe_table"
+            )
         if action == sqlite3.SQLITE_PRAGMA and (arg1 or "").lower() not in READ_PRAGMAS:
-            return self._deny(f"PRAGMA {arg1} is not allowed; allowed are the read-only "
-                              f"{', '.join(sorted(READ_PRAGMAS))}")  # fmt: skip
+            return self._deny(
+                f"PRAGMA {arg1} is not allowed; allowed are the read-only "
+                f"{', '.join(sorted(READ_PRAGMAS))}"
+            )
         if action == sqlite3.SQLITE_FUNCTION and (arg2 or "").lower() in DENIED_FUNCTIONS:
-            return self._deny(f"the function {arg2}() is not allowed (results must be "
-                              "repeatable and stay inside this database)")  # fmt: skip
+            return self._deny(
+                f"the function {arg2}() is not allowed (results must be "
+                "repeatable and stay inside this database)"
+            )
         if dbname not in (None, "main"):
             return self._deny(f"only the main database is reachable, not {dbname!r}")
         return sqlite3.SQLITE_OK
@@ -247,16 +268,23 @@ def _error(guard: Guard, exc: sqlite3.Error, raw: sqlite3.Connection) -> ToolErr
             code="timeout",
         )
     if guard.reasons:
-        return ToolError(f"Not allowed: {guard.reasons[0]}. Nothing was changed.",
-                         hint="Use plain SELECT, INSERT, UPDATE or DELETE statements.",
-                         code="not_allowed")  # fmt: skip
+        return ToolError(
+            f"Not allowed: {guard.reasons[0]}. Nothing was changed.",
+            hint="Use plain SELECT, INSERT, UPDATE or DELETE statements.",
+            code="not_allowed",
+        )
     if guard.limits:
-        return ToolError(f"Refused: {guard.limits[0]}. Nothing was changed.",
-                         hint="Ask for shorter values (substr, LIMIT) or split the work.",
-                         code="too_large")  # fmt: skip
+        return ToolError(
+            f"Refused: {guard.limits[0]}. Nothing was changed.",
+            hint="Ask for shorter values (substr, LIMIT) or split the work.",
+            code="too_large",
+        )
     if guard.failures:
-        return ToolError(f"SQL error: {guard.failures[0]}. Nothing was changed.",
-                         hint="Check the function's arguments.", code="sql_error")  # fmt: skip
+        return ToolError(
+            f"SQL error: {guard.failures[0]}. Nothing was changed.",
+            hint="Check the function's arguments.",
+            code="sql_error",
+        )
     if "string or blob too big" in text or "pattern too complex" in text:
         return ToolError(
             f"A value, row or LIKE pattern is over the console's limits ({MAX_VALUE_BYTES:,} "
@@ -287,12 +315,16 @@ def _error(guard: Guard, exc: sqlite3.Error, raw: sqlite3.Connection) -> ToolErr
             code="sql_error",
         )
     if isinstance(exc, sqlite3.IntegrityError):
-        return ToolError(f"A database rule refused the statement: {text}. Nothing was changed.",
-                         hint="Check the constraints with describe_table.",
-                         code="constraint_violation")  # fmt: skip
-    return ToolError(f"SQL error: {text}. Nothing was changed.",
-                     hint="Check table and column names with list_tables / describe_table.",
-                     code="sql_error")  # fmt: skip
+        return ToolError(
+            f"A database rule refused the statement: {text}. Nothing was changed.",
+            hint="Check the constraints with describe_table.",
+            code="constraint_violation",
+        )
+    return ToolError(
+        f"SQL error: {text}. Nothing was changed.",
+        hint="Check table and column names with list_tables / describe_table.",
+        code="sql_error",
+    )
 
 
 def run_statement(db: Session, sql: str, now: datetime) -> dict[str, Any]:

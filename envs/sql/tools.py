@@ -57,12 +57,17 @@ def describe_table(db: Session, args: DescribeTableArgs, ctx: ToolContext) -> di
             code="not_found",
         )
     columns = [
-        {"name": c.name, "type": str(c.type), "nullable": bool(c.nullable),
-         "primary_key": c.primary_key,
-         "references": next((f"{fk.column.table.name}.{fk.column.name}"
-                             for fk in c.foreign_keys), None)}
+        {
+            "name": c.name,
+            "type": str(c.type),
+            "nullable": bool(c.nullable),
+            "primary_key": c.primary_key,
+            "references": next(
+                (f"{fk.column.table.name}.{fk.column.name}" for fk in c.foreign_keys), None
+            ),
+        }
         for c in table.columns
-    ]  # fmt: skip
+    ]
     checks = sorted(str(c.sqltext) for c in table.constraints if hasattr(c, "sqltext"))
     # Sorted: `table.constraints` is a set, whose order changed from one process to the next.
     unique = sorted(
@@ -74,8 +79,14 @@ def describe_table(db: Session, args: DescribeTableArgs, ctx: ToolContext) -> di
     rules = [
         msg for when, msg in TRIGGERS.values() if when.split(" ON ")[1].split()[0] == table.name
     ]
-    return {"table": table.name, "holds": TABLE_NOTES[table.name], "columns": columns,
-            "unique": unique, "checks": checks, "rules": rules}  # fmt: skip
+    return {
+        "table": table.name,
+        "holds": TABLE_NOTES[table.name],
+        "columns": columns,
+        "unique": unique,
+        "checks": checks,
+        "rules": rules,
+    }
 
 
 class RunSqlArgs(ToolArgs):

@@ -90,9 +90,16 @@ def _people(r: _Rows, rng: random.Random) -> dict[str, list[int]]:
             local, suffix = f"{first}.{last}{suffix}".lower(), suffix + 1
         seen.add(local)
         head = by_dept[dept][0] if by_dept[dept] else None
-        eid = r.add(Employee, email=f"{local}@{INTERNAL_DOMAIN}", first_name=first, last_name=last,
-                    department=dept, title=rng.choice(TITLES[dept]), manager_id=head,
-                    active=not (head and rng.random() < 0.06))  # fmt: skip
+        eid = r.add(
+            Employee,
+            email=f"{local}@{INTERNAL_DOMAIN}",
+            first_name=first,
+            last_name=last,
+            department=dept,
+            title=rng.choice(TITLES[dept]),
+            manager_id=head,
+            active=not (head and rng.random() < 0.06),
+        )
         by_dept[dept].append(eid)
     r.add(AssistantProfile, employee_id=1)
     return by_dept
@@ -102,27 +109,43 @@ def _crm(r: _Rows, rng: random.Random, sales: list[int]) -> None:
     contacts_of: dict[int, list[int]] = {}
     for a in CO_A:
         for b in CO_B:
-            cid = r.add(Company, name=f"{a} {b}", industry=INDUSTRY[b],
-                        domain=f"{a}{b}.com".lower())  # fmt: skip
+            cid = r.add(
+                Company, name=f"{a} {b}", industry=INDUSTRY[b], domain=f"{a}{b}.com".lower()
+            )
             contacts_of[cid] = []
             for k in range(3):
                 first, last = rng.choice(FIRST), rng.choice(LAST)
-                contacts_of[cid].append(r.add(
-                    Contact, company_id=cid, first_name=first, last_name=last,
-                    email=f"{first[0]}{last}{k}@{a}{b}.com".lower(),
-                    phone=f"+1-555-{rng.randint(100, 999)}-{rng.randint(1000, 9999)}",
-                    title=rng.choice(("CTO", "Head of Procurement", "Operations Lead", "CFO")),
-                ))  # fmt: skip
+                contacts_of[cid].append(
+                    r.add(
+                        Contact,
+                        company_id=cid,
+                        first_name=first,
+                        last_name=last,
+                        email=f"{first[0]}{last}{k}@{a}{b}.com".lower(),
+                        phone=f"+1-555-{rng.randint(100, 999)}-{rng.randint(1000, 9999)}",
+                        title=rng.choice(("CTO", "Head of Procurement", "Operations Lead", "CFO")),
+                    )
+                )
     stages = ("lead", "qualified", "proposal", "won", "lost")
     for n in range(N_DEALS):
         company = rng.randint(1, len(contacts_of))
         stage = rng.choices(stages, (25, 25, 20, 18, 12))[0]
-        amount = round(rng.randint(40, 2000) * 250.0, 2) if stage in ("proposal", "won") or (
-            stage != "lead" and rng.random() < 0.5) else None  # fmt: skip
+        amount = (
+            round(rng.randint(40, 2000) * 250.0, 2)
+            if stage in ("proposal", "won") or (stage != "lead" and rng.random() < 0.5)
+            else None
+        )
         owner = rng.choice(sales)
-        did = r.add(Deal, code=f"D-{1001 + n}", name=f"{rng.choice(CO_B)} rollout {n + 1}",
-                    company_id=company, owner_id=owner, stage=stage, amount=amount,
-                    close_date=(AS_OF + timedelta(days=rng.randint(-90, 120))).date())  # fmt: skip
+        did = r.add(
+            Deal,
+            code=f"D-{1001 + n}",
+            name=f"{rng.choice(CO_B)} rollout {n + 1}",
+            company_id=company,
+            owner_id=owner,
+            stage=stage,
+            amount=amount,
+            close_date=(AS_OF + timedelta(days=rng.randint(-90, 120))).date(),
+        )
         path = ["lead", "qualified", "proposal", "won"]
         reached = path[: path.index(stage) + 1] if stage != "lost" else path[: rng.randint(1, 3)]
         if stage == "lost":
@@ -130,41 +153,68 @@ def _crm(r: _Rows, rng: random.Random, sales: list[int]) -> None:
         at = AS_OF - timedelta(days=rng.randint(40, 120))
         for a, b in zip(reached, reached[1:], strict=False):
             at += timedelta(days=rng.randint(1, 12), hours=rng.randint(0, 8))
-            r.add(DealStageChange, deal_id=did, from_stage=a, to_stage=b, changed_by=owner,
-                  changed_at=at)  # fmt: skip
+            r.add(
+                DealStageChange,
+                deal_id=did,
+                from_stage=a,
+                to_stage=b,
+                changed_by=owner,
+                changed_at=at,
+            )
         for _ in range(rng.randint(0, 3)):
             kind = rng.choice(("call", "meeting", "email", "note"))
-            r.add(Activity, deal_id=did, contact_id=rng.choice(contacts_of[company]),
-                  employee_id=owner, kind=kind, summary=f"{kind.title()} about next steps",
-                  occurred_at=AS_OF - timedelta(days=rng.randint(1, 40)))  # fmt: skip
+            r.add(
+                Activity,
+                deal_id=did,
+                contact_id=rng.choice(contacts_of[company]),
+                employee_id=owner,
+                kind=kind,
+                summary=f"{kind.title()} about next steps",
+                occurred_at=AS_OF - timedelta(days=rng.randint(1, 40)),
+            )
 
 
 def _projects(r: _Rows, rng: random.Random, everyone: list[int]) -> None:
     for n, key in enumerate(PROJECTS):
         status = "on_hold" if n == 10 else "closed" if n == 11 else "active"
-        pid = r.add(Project, key=key, name=f"{key.title()} initiative",
-                    owner_id=rng.choice(everyone), status=status)  # fmt: skip
+        pid = r.add(
+            Project,
+            key=key,
+            name=f"{key.title()} initiative",
+            owner_id=rng.choice(everyone),
+            status=status,
+        )
         for k in range(1, 41):
-            r.add(WorkTask, code=f"{key}-{k}", project_id=pid,
-                  title=f"{rng.choice(TASK_VERBS)} {rng.choice(TASK_NOUNS)}",
-                  assignee_id=rng.choice(everyone) if rng.random() < 0.9 else None,
-                  status=rng.choices(("todo", "in_progress", "done"), (4, 3, 3))[0],
-                  priority=rng.choice(("low", "medium", "medium", "high", "urgent")),
-                  due_date=(AS_OF + timedelta(days=rng.randint(-20, 60))).date(),
-                  created_by=rng.choice(everyone))  # fmt: skip
+            r.add(
+                WorkTask,
+                code=f"{key}-{k}",
+                project_id=pid,
+                title=f"{rng.choice(TASK_VERBS)} {rng.choice(TASK_NOUNS)}",
+                assignee_id=rng.choice(everyone) if rng.random() < 0.9 else None,
+                status=rng.choices(("todo", "in_progress", "done"), (4, 3, 3))[0],
+                priority=rng.choice(("low", "medium", "medium", "high", "urgent")),
+                due_date=(AS_OF + timedelta(days=rng.randint(-20, 60))).date(),
+                created_by=rng.choice(everyone),
+            )
 
 
 def _calendar(r: _Rows, rng: random.Random, active: list[int]) -> None:
     for n in range(N_EVENTS):
         day = AS_OF.date() + timedelta(days=rng.randint(-14, 14))
         start = datetime.combine(day, datetime.min.time()) + timedelta(
-            hours=rng.randint(9, 16), minutes=rng.choice((0, 30)))  # fmt: skip
+            hours=rng.randint(9, 16), minutes=rng.choice((0, 30))
+        )
         people = rng.sample(active, rng.randint(2, 5))
-        eid = r.add(Event, code=f"EV-{n + 1:05d}", title=rng.choice(EVENT_TITLES),
-                    organizer_id=people[0], start_at=start,
-                    end_at=start + timedelta(minutes=rng.choice((30, 60))),
-                    location=rng.choice(ROOMS),
-                    status="cancelled" if rng.random() < 0.05 else "confirmed")  # fmt: skip
+        eid = r.add(
+            Event,
+            code=f"EV-{n + 1:05d}",
+            title=rng.choice(EVENT_TITLES),
+            organizer_id=people[0],
+            start_at=start,
+            end_at=start + timedelta(minutes=rng.choice((30, 60))),
+            location=rng.choice(ROOMS),
+            status="cancelled" if rng.random() < 0.05 else "confirmed",
+        )
         for k, p in enumerate(people):
             response = (
                 "accepted"
@@ -179,17 +229,29 @@ def _mail(r: _Rows, rng: random.Random, active: list[int]) -> None:
     for n in range(N_MESSAGES):
         sender, *to = rng.sample(active, rng.randint(2, 4))
         sent = AS_OF - timedelta(minutes=rng.randint(30, 60 * 24 * 30))
-        mid = r.add(Message, message_id=f"<base{n + 1:05d}@{INTERNAL_DOMAIN}>",
-                    sender=emails[sender], to_addresses=",".join(sorted(emails[t] for t in to)),
-                    cc_addresses="", subject=rng.choice(SUBJECTS),
-                    body="Hi,\n\nPlease see the latest on this.\n\nThanks", sent_at=sent,
-                    in_reply_to=None)  # fmt: skip
-        r.add(MailboxItem, employee_id=sender, message_id=mid, folder="sent", is_read=True,
-              labels="")  # fmt: skip
+        mid = r.add(
+            Message,
+            message_id=f"<base{n + 1:05d}@{INTERNAL_DOMAIN}>",
+            sender=emails[sender],
+            to_addresses=",".join(sorted(emails[t] for t in to)),
+            cc_addresses="",
+            subject=rng.choice(SUBJECTS),
+            body="Hi,\n\nPlease see the latest on this.\n\nThanks",
+            sent_at=sent,
+            in_reply_to=None,
+        )
+        r.add(
+            MailboxItem, employee_id=sender, message_id=mid, folder="sent", is_read=True, labels=""
+        )
         for t in to:
-            r.add(MailboxItem, employee_id=t, message_id=mid,
-                  folder="archive" if rng.random() < 0.3 else "inbox",
-                  is_read=rng.random() < 0.7, labels="")  # fmt: skip
+            r.add(
+                MailboxItem,
+                employee_id=t,
+                message_id=mid,
+                folder="archive" if rng.random() < 0.3 else "inbox",
+                is_read=rng.random() < 0.7,
+                labels="",
+            )
 
 
 def build_base(db: Session, rng: random.Random) -> None:

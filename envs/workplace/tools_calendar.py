@@ -149,8 +149,11 @@ def find_free_slot(db: Session, args: FreeSlotArgs, ctx: ToolContext) -> dict[st
     while start + length <= stop:
         end = start + length
         if start >= ctx.now and not any(s < end and e > start for s, e in spans):
-            return {"start": start.isoformat(), "end": (start + length).isoformat(),
-                    "attendees": [p.email for p in people]}  # fmt: skip
+            return {
+                "start": start.isoformat(),
+                "end": (start + length).isoformat(),
+                "attendees": [p.email for p in people],
+            }
         start += SLOT_STEP
     raise ToolError(
         f"No free {args.duration_minutes}-minute slot for everyone on {args.day.isoformat()}.",
@@ -188,8 +191,15 @@ def create_event(db: Session, args: CreateEventArgs, ctx: ToolContext) -> dict[s
     code = new_event_code(user.email, args.title, args.start)
     if db.scalar(select(Event.id).where(Event.code == code)) is not None:
         raise ToolError("This event already exists (same title and start).", code="duplicate")
-    event = Event(code=code, title=args.title, organizer_id=user.id, start_at=args.start,
-                  end_at=args.end, location=args.location or "", status="confirmed")  # fmt: skip
+    event = Event(
+        code=code,
+        title=args.title,
+        organizer_id=user.id,
+        start_at=args.start,
+        end_at=args.end,
+        location=args.location or "",
+        status="confirmed",
+    )
     db.add(event)
     db.flush()
     for p in people:

@@ -44,8 +44,12 @@ ACTIVITIES = cast(Table, Activity.__table__)
 
 
 def _contact(c: Contact | AnyRow) -> dict[str, Any]:
-    return {"name": f"{c.first_name} {c.last_name}", "email": c.email, "title": c.title,
-            "phone": c.phone}  # fmt: skip
+    return {
+        "name": f"{c.first_name} {c.last_name}",
+        "email": c.email,
+        "title": c.title,
+        "phone": c.phone,
+    }
 
 
 # Core, not ORM lazy loads: hot reads; see docs/performance.md. A deal row holds the deal's
@@ -79,9 +83,14 @@ _ACTIVITIES = (
 
 def _deal_summary(d: AnyRow) -> dict[str, Any]:
     return {
-        "code": d.code, "name": d.name, "company": d.company, "owner": d.owner, "stage": d.stage,
-        "amount": money(d.amount), "close_date": d.close_date.isoformat() if d.close_date else None,
-    }  # fmt: skip
+        "code": d.code,
+        "name": d.name,
+        "company": d.company,
+        "owner": d.owner,
+        "stage": d.stage,
+        "amount": money(d.amount),
+        "close_date": d.close_date.isoformat() if d.close_date else None,
+    }
 
 
 def _deal_row(db: Session, code: str) -> AnyRow:
@@ -161,8 +170,10 @@ def search_customers(db: Session, args: SearchCustomersArgs, ctx: ToolContext) -
     if companies:
         for x in db.execute(_CONTACTS_OF, {"company_ids": list(contacts)}):
             contacts[x.company_id].append(_contact(x))
-    out = [{"company": c.name, "industry": c.industry, "domain": c.domain,
-            "contacts": contacts[c.id]} for c in companies]  # fmt: skip
+    out = [
+        {"company": c.name, "industry": c.industry, "domain": c.domain, "contacts": contacts[c.id]}
+        for c in companies
+    ]
     return {"companies": out}
 
 
@@ -245,8 +256,15 @@ def update_deal_stage(db: Session, args: StageArgs, ctx: ToolContext) -> dict[st
             hint="Set the amount with update_deal_amount first (ask the user if it is unknown).",
             code="amount_required",
         )
-    db.add(DealStageChange(deal_id=deal.id, from_stage=deal.stage, to_stage=args.stage,
-                           changed_by=me(db).id, changed_at=ctx.now))  # fmt: skip
+    db.add(
+        DealStageChange(
+            deal_id=deal.id,
+            from_stage=deal.stage,
+            to_stage=args.stage,
+            changed_by=me(db).id,
+            changed_at=ctx.now,
+        )
+    )
     deal.stage = args.stage
     db.flush()
     return _deal(db, _deal_row(db, deal.code))
@@ -322,7 +340,15 @@ def log_activity(db: Session, args: LogActivityArgs, ctx: ToolContext) -> dict[s
                 code="wrong_contact",
             )
         contact_id = contact.id
-    db.add(Activity(deal_id=deal.id, contact_id=contact_id, employee_id=me(db).id,
-                    kind=args.kind, summary=args.summary, occurred_at=ctx.now))  # fmt: skip
+    db.add(
+        Activity(
+            deal_id=deal.id,
+            contact_id=contact_id,
+            employee_id=me(db).id,
+            kind=args.kind,
+            summary=args.summary,
+            occurred_at=ctx.now,
+        )
+    )
     db.flush()
     return {"deal": deal.code, "kind": args.kind, "logged_at": ctx.now.isoformat()}

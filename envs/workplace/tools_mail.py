@@ -73,7 +73,7 @@ def _mailbox_search(by_text: bool, by_sender: bool, by_folder: bool, unread: boo
             m.cc_addresses,
             m.subject,
             m.sent_at,
-        )  # fmt: skip
+        )
         .join(MESSAGES, m.id == i.message_id)
         .where(i.employee_id == bindparam("employee_id"))
     )
@@ -102,8 +102,9 @@ def search_emails(db: Session, args: SearchEmailsArgs, ctx: ToolContext) -> dict
         params["sender"] = args.from_address.lower()
     if args.folder:
         params["folder"] = args.folder
-    q = _mailbox_search(bool(args.query), bool(args.from_address), bool(args.folder),
-                        bool(args.unread_only))  # fmt: skip
+    q = _mailbox_search(
+        bool(args.query), bool(args.from_address), bool(args.folder), bool(args.unread_only)
+    )
     rows = db.execute(q, params).all()
     if args.label:
         wanted = args.label.lower()
@@ -289,8 +290,9 @@ def label_email(db: Session, args: LabelArgs, ctx: ToolContext) -> dict[str, Any
         raise ToolError("Name at least one label to add or remove.", code="invalid_arguments")
     bad = [a for a in add if not LABEL.match(a)]
     if bad:
-        raise ToolError(f"Invalid label(s) {bad}.", hint="Use short lower-case words.",
-                        code="invalid_arguments")  # fmt: skip
+        raise ToolError(
+            f"Invalid label(s) {bad}.", hint="Use short lower-case words.", code="invalid_arguments"
+        )
     current = set(item.labels.split(",")) - {""}
     missing = sorted(remove - current)
     if missing:

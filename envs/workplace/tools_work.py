@@ -28,8 +28,13 @@ Priority = Literal["low", "medium", "high", "urgent"]
 
 
 def _person(e: Employee | AnyRow) -> dict[str, Any]:
-    return {"name": full_name(e), "email": e.email, "department": e.department,
-            "title": e.title, "active": e.active}  # fmt: skip
+    return {
+        "name": full_name(e),
+        "email": e.email,
+        "department": e.department,
+        "title": e.title,
+        "active": e.active,
+    }
 
 
 class NoArgs(ToolArgs):
@@ -79,10 +84,14 @@ def _task(db: Session, t: WorkTask) -> dict[str, Any]:
     project = db.get(Project, t.project_id)
     assignee = db.get(Employee, t.assignee_id) if t.assignee_id else None
     return {
-        "code": t.code, "project": project.key if project else None, "title": t.title,
-        "assignee": assignee.email if assignee else None, "status": t.status,
-        "priority": t.priority, "due_date": t.due_date.isoformat() if t.due_date else None,
-    }  # fmt: skip
+        "code": t.code,
+        "project": project.key if project else None,
+        "title": t.title,
+        "assignee": assignee.email if assignee else None,
+        "status": t.status,
+        "priority": t.priority,
+        "due_date": t.due_date.isoformat() if t.due_date else None,
+    }
 
 
 class ListTasksArgs(ToolArgs):
@@ -145,10 +154,16 @@ def create_task(db: Session, args: CreateTaskArgs, ctx: ToolContext) -> dict[str
     prefix = f"{project.key}-"
     codes = db.scalars(select(WorkTask.code).where(WorkTask.project_id == project.id))
     number = max((int(c[len(prefix) :]) for c in codes if c[len(prefix) :].isdigit()), default=0)
-    task = WorkTask(code=f"{prefix}{number + 1}", project_id=project.id, title=args.title,
-                    assignee_id=assignee.id if assignee else None, status="todo",
-                    priority=args.priority or "medium", due_date=args.due_date,
-                    created_by=me(db).id)  # fmt: skip
+    task = WorkTask(
+        code=f"{prefix}{number + 1}",
+        project_id=project.id,
+        title=args.title,
+        assignee_id=assignee.id if assignee else None,
+        status="todo",
+        priority=args.priority or "medium",
+        due_date=args.due_date,
+        created_by=me(db).id,
+    )
     db.add(task)
     db.flush()
     return _task(db, task)
@@ -173,8 +188,11 @@ def update_task_status(db: Session, args: TaskStatusArgs, ctx: ToolContext) -> d
     assert project is not None
     _writable(project)
     if task.status == "done":
-        raise ToolError(f"Task {task.code} is done; done tasks cannot be reopened.",
-                        hint="Create a new task instead.", code="task_closed")  # fmt: skip
+        raise ToolError(
+            f"Task {task.code} is done; done tasks cannot be reopened.",
+            hint="Create a new task instead.",
+            code="task_closed",
+        )
     if task.status == args.status:
         raise ToolError(f"Task {task.code} is already {args.status}.", code="no_change")
     task.status = args.status
@@ -200,8 +218,9 @@ def reassign_task(db: Session, args: ReassignTaskArgs, ctx: ToolContext) -> dict
     assignee = employee_by_email(db, args.assignee_email)
     require_active(assignee, "be assigned tasks")
     if task.assignee_id == assignee.id:
-        raise ToolError(f"Task {task.code} is already assigned to {assignee.email}.",
-                        code="no_change")  # fmt: skip
+        raise ToolError(
+            f"Task {task.code} is already assigned to {assignee.email}.", code="no_change"
+        )
     task.assignee_id = assignee.id
     db.flush()
     return _task(db, task)

@@ -33,8 +33,10 @@ def build_world() -> World:
     user, mate, boss = s.user(), s.person(), s.person("Finance")
     gone = s.person("Sales", active=False)
     cid, company, contacts = s.company()
-    deals = {st: s.deal(cid, user, st, None if st == "lead" else 25000.0)
-             for st in ("lead", "qualified", "proposal", "won")}  # fmt: skip
+    deals = {
+        st: s.deal(cid, user, st, None if st == "lead" else 25000.0)
+        for st in ("lead", "qualified", "proposal", "won")
+    }
     deals["no_amount"] = s.deal(cid, user, "proposal", None)
     deals["theirs"] = s.deal(cid, mate, "qualified", 5000.0)
     key = s.project(user)
@@ -52,5 +54,18 @@ def build_world() -> World:
         "from_mate": s.email(mate.email, [user, boss], "Team offsite", "Can you come?", 2),
         "boss_only": s.email(mate.email, [boss], "Salary review", "Private.", 1),
     }
-    return World(open_story(s), user, mate, boss, gone, contacts[0], company, deals, key, held,
-                 tasks, events, mail)  # fmt: skip
+    return World(
+        open_story(s),
+        user,
+        mate,
+        boss,
+        gone,
+        contacts[0],
+        company,
+        deals,
+        key,
+        held,
+        tasks,
+        events,
+        mail,
+    )

@@ -45,8 +45,9 @@ def start_explorer(data_dir: Path, env: dict[str, str]) -> tuple[subprocess.Pope
     port = free_port()
     cmd = [sys.executable, "-m", "app", "browse", "--data-dir", str(data_dir),
            "--port", str(port)]  # fmt: skip
-    proc = subprocess.Popen(cmd, cwd=REPO, env={**os.environ, **env}, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT)  # fmt: skip
+    proc = subprocess.Popen(
+        cmd, cwd=REPO, env={**os.environ, **env}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+    )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -100,9 +101,9 @@ def _check_page(driver: Any, url: str, name: str, backend: str) -> None:
     ):
         assert entry.split("/", 3)[:3] == origin, f"{name} fetched {entry}"
     unlabelled = driver.find_elements(
-        By.XPATH, "//input[not(@type='hidden') and not(ancestor::label)] | "
-        "//select[not(ancestor::label)]"
-    )  # fmt: skip
+        By.XPATH,
+        "//input[not(@type='hidden') and not(ancestor::label)] | //select[not(ancestor::label)]",
+    )
     assert unlabelled == [], f"{name}: inputs without a label"
     shots = os.environ.get("STATEGYM_SCREENSHOT_DIR")
     if shots and backend == "sqlite":

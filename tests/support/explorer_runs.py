@@ -27,8 +27,13 @@ PENDING = "#W9020002"  # the order retail-020 cancels
 
 
 def gold_calls(task: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-    return [(c["name"], c["arguments"] if isinstance(c["arguments"], dict)
-             else json.loads(c["arguments"])) for c in task["ground_truth"]]  # fmt: skip
+    return [
+        (
+            c["name"],
+            c["arguments"] if isinstance(c["arguments"], dict) else json.loads(c["arguments"]),
+        )
+        for c in task["ground_truth"]
+    ]
 
 
 async def _play(
@@ -38,8 +43,14 @@ async def _play(
     for i, (name, args) in enumerate(calls):
         result = await client.post(f"/{name}", json=args)
         assert result.status_code < 500, result.text
-        outputs.append({"type": "function_call", "call_id": f"c{i}", "name": name,
-                        "arguments": json.dumps(args)})  # fmt: skip
+        outputs.append(
+            {
+                "type": "function_call",
+                "call_id": f"c{i}",
+                "name": name,
+                "arguments": json.dumps(args),
+            }
+        )
         outputs.append({"type": "function_call_output", "call_id": f"c{i}", "output": result.text})
     return outputs
 

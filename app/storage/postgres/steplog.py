@@ -266,9 +266,16 @@ class PgStepLog:
             raise UndoUnavailable(str(cause).splitlines()[0]) from exc
 
     def _row_statement(
-        self, name: str, op: str, old: str | None, new: str | None,
-        columns: dict[str, list[str]], raw: Any, *, forward: bool,
-    ) -> str:  # fmt: skip
+        self,
+        name: str,
+        op: str,
+        old: str | None,
+        new: str | None,
+        columns: dict[str, list[str]],
+        raw: Any,
+        *,
+        forward: bool,
+    ) -> str:
         """The statement that makes one logged change (`forward`, a redo) or takes it back (an
         undo): an insert is undone by a delete, an update by writing the before-image back."""
         table = self.metadata.tables.get(name)

@@ -15,7 +15,7 @@ from app.sdk.replay import open_task_db
 from app.sdk.taskgen import TaskGenerator, build_row
 from envs.airline import ENVIRONMENT
 from envs.airline.taskgen.details import omissions
-from envs.airline.taskgen.kit import NAMES, Ctx, Draft, Network, Story
+from envs.airline.taskgen.kit import NAMES, PHRASING, Ctx, Draft, Network, Story
 from envs.airline.taskgen.multi import (
     book_with_seats,
     cancel_and_compensate,
@@ -94,5 +94,7 @@ def build_task(
 
 # The shared driver (stategym tasks generate) draws from these; the shipped set is every PLAN
 # variant once (docs/generating_tasks.md).
-TASKGEN = TaskGenerator(env=ENVIRONMENT, plan=PLAN, names=NAMES, build=build_task)
+TASKGEN = TaskGenerator(
+    env=ENVIRONMENT, plan=PLAN, names=NAMES, build=build_task, phrasing=PHRASING
+)
 task_lines = TASKGEN.shipped

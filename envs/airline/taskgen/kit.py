@@ -16,13 +16,21 @@ from sqlalchemy.orm import Session
 
 from app.sdk.environment import Environment
 from app.sdk.taskgen import Draft as Draft  # re-exported: what the families return
+from app.sdk.taskgen import (
+    Phrasing,
+    SeedBuilder,
+    name_pool,
+    opening,
+    sentence_starting,
+    sentence_with,
+)
 from app.sdk.taskgen import call as shared_call
 from envs.airline import ENVIRONMENT
 from envs.airline.models import Airport, Flight, FlightCabin, Seat
 from envs.airline.rules import BAG_FEE, CABIN_OF, INSURANCE_PER_PASSENGER, free_bags
 
 NOW = ENVIRONMENT.default_now
-# Parents before children: apply_seed inserts in this order and foreign keys are on.
+# The seed's table order (parents first; seats and flight_cabins rows update base rows).
 SEED_TABLES = ("users", "payment_methods", "reservations", "reservation_segments", "passengers",
                "payments", "baggage", "seats", "flight_cabins")  # fmt: skip
 
@@ -59,9 +67,18 @@ class Network:
         self.flights: dict[tuple[str, str], FlightInfo] = {}
         by_id: dict[int, FlightInfo] = {}
         for f in db.scalars(select(Flight).order_by(Flight.id)):
-            info = FlightInfo(f.id, f.flight_number, f.flight_date.isoformat(), codes[f.origin_id],
-                              codes[f.destination_id], f.scheduled_departure, f.status,
-                              f.delay_minutes, {}, defaultdict(list))  # fmt: skip
+            info = FlightInfo(
+                f.id,
+                f.flight_number,
+                f.flight_date.isoformat(),
+                codes[f.origin_id],
+                codes[f.destination_id],
+                f.scheduled_departure,
+                f.status,
+                f.delay_minutes,
+                {},
+                defaultdict(list),
+            )
             self.flights[(info.number, info.date)] = by_id[f.id] = info
         for c in db.scalars(select(FlightCabin).order_by(FlightCabin.id)):
             by_id[c.flight_id].cabins[c.fare_class] = {
@@ -113,21 +130,17 @@ class Booking:
 
 
 class Story:
-    """The rows one task seeds on top of the base data; ids from 100000 + 100 * index."""
+    """The rows one task seeds on top of the base data (its `SeedBuilder`, id block `index`)."""
 
     def __init__(self, index: int, net: Network, rng: random.Random) -> None:
         self.index, self.net, self.rng = index, net, rng
-        self.block = 100_000 + 100 * index
-        self.rows: dict[str, list[dict[str, Any]]] = {t: [] for t in SEED_TABLES}
-        self.counts: dict[str, int] = defaultdict(int)
+        self.b = SeedBuilder(index, SEED_TABLES, NOW)
+        self.rows = self.b.rows
         self.left: dict[int, int] = {}  # flight_cabins id -> seats left after this story's rows
         self.taken: set[int] = set()
 
     def _add(self, table: str, **row: Any) -> int:
-        row = {"id": self.block + self.counts[table], **row}
-        self.counts[table] += 1
-        self.rows[table].append(row)
-        return int(row["id"])
+        return int(self.b.add(table, **row)["id"])
 
     def _ts(self, days_ago: float) -> str:
         return (NOW - timedelta(days=days_ago)).isoformat()
@@ -136,19 +149,32 @@ class Story:
         code = f"{first}_{last}_{7000 + self.index}".lower()
         email = f"{first}.{last}{self.index}@example.org".lower()
         dob = f"{self.rng.randint(1960, 2000)}-0{self.rng.randint(1, 9)}-1{self.rng.randint(0, 9)}"
-        uid = self._add("users", user_code=code, email=email, first_name=first, last_name=last,
-                        date_of_birth=dob, membership=tier, created_at=self._ts(800))  # fmt: skip
+        uid = self._add(
+            "users",
+            user_code=code,
+            email=email,
+            first_name=first,
+            last_name=last,
+            date_of_birth=dob,
+            membership=tier,
+            created_at=self._ts(800),
+        )
         p = Person(uid, code, first, last, email, tier, dob)
         self.method(p, "credit_card", "visa")
         return p
 
     def method(self, p: Person, kind: str, label: str, balance: float | None = None) -> str:
-        code = f"{kind}_9{self.index:03d}{self.counts['payment_methods']:03d}"
+        code = f"{kind}_9{self.index:03d}{self.b.count('payment_methods'):03d}"
         card = kind == "credit_card"
-        self._add("payment_methods", code=code, user_id=p.id, kind=kind,
-                  brand=label if card else None,
-                  last4=f"{self.rng.randint(1000, 9999)}" if card else None,
-                  balance=None if card else balance)  # fmt: skip
+        self._add(
+            "payment_methods",
+            code=code,
+            user_id=p.id,
+            kind=kind,
+            brand=label if card else None,
+            last4=f"{self.rng.randint(1000, 9999)}" if card else None,
+            balance=None if card else balance,
+        )
         p.methods[label] = code
         return code
 
@@ -179,39 +205,73 @@ class Story:
         seats: bool = False,
         pay: str | None = None,
     ) -> Booking:
-        n = len(self.rows["reservations"])
+        n = self.b.count("reservations")
         code = f"T{self.index:03d}{n}K"  # '0' never appears in generated codes: no collisions
         round_trip = len(flights) == 2 and flights[0].origin == flights[1].destination
-        rid = self._add("reservations", code=code, user_id=p.id, origin_id=None,
-                        destination_id=None, trip_type="round_trip" if round_trip else "one_way",
-                        fare_class=fare, status="confirmed", insurance=insurance,
-                        cancel_reason=None, created_at=self._ts(days_ago))  # fmt: skip
+        rid = self._add(
+            "reservations",
+            code=code,
+            user_id=p.id,
+            origin_id=None,
+            destination_id=None,
+            trip_type="round_trip" if round_trip else "one_way",
+            fare_class=fare,
+            status="confirmed",
+            insurance=insurance,
+            cancel_reason=None,
+            created_at=self._ts(days_ago),
+        )
         row = self.rows["reservations"][-1]
         row["origin_id"] = AIRPORT_IDS[flights[0].origin]
         row["destination_id"] = AIRPORT_IDS[flights[0 if round_trip else -1].destination]
         for leg_no, f in enumerate(flights, start=1):
-            self._add("reservation_segments", reservation_id=rid, leg_no=leg_no, flight_id=f.id,
-                      price=f.cabins[fare]["price"])  # fmt: skip
+            self._add(
+                "reservation_segments",
+                reservation_id=rid,
+                leg_no=leg_no,
+                flight_id=f.id,
+                price=f.cabins[fare]["price"],
+            )
             self.left[f.cabins[fare]["id"]] = self.seats_left(f, fare) - travellers
         pax = [{"first_name": p.first, "last_name": p.last, "date_of_birth": p.dob}]
         for k in range(1, travellers):
             first = COMPANIONS[(self.index + k) % len(COMPANIONS)]
-            pax.append({"first_name": first, "last_name": p.last,
-                        "date_of_birth": f"{1985 + k}-0{k + 2}-2{k}"})  # fmt: skip
+            pax.append(
+                {
+                    "first_name": first,
+                    "last_name": p.last,
+                    "date_of_birth": f"{1985 + k}-0{k + 2}-2{k}",
+                }
+            )
         tickets, pax_ids = [], []
         for pos, who in enumerate(pax, start=1):
             tickets.append(f"{code}-{pos}")
-            pax_ids.append(self._add("passengers", ticket_number=f"{code}-{pos}",
-                                     reservation_id=rid, position=pos, **who))  # fmt: skip
+            pax_ids.append(
+                self._add(
+                    "passengers",
+                    ticket_number=f"{code}-{pos}",
+                    reservation_id=rid,
+                    position=pos,
+                    **who,
+                )
+            )
         allowance = free_bags(p.tier, fare, travellers)
         paid_bags = max(0, bags - allowance)
-        self._add("baggage", reservation_id=rid, checked_bags=bags, free_bags=bags - paid_bags,
-                  paid_bags=paid_bags)  # fmt: skip
-        method_id = next(m["id"] for m in self.rows["payment_methods"]
-                         if m["code"] == (pay or p.methods["visa"]))  # fmt: skip
-        bills = [("fare", round(sum(f.cabins[fare]["price"] for f in flights) * travellers, 2)),
-                 ("insurance", INSURANCE_PER_PASSENGER * travellers if insurance else 0),
-                 ("baggage", BAG_FEE * paid_bags)]  # fmt: skip
+        self._add(
+            "baggage",
+            reservation_id=rid,
+            checked_bags=bags,
+            free_bags=bags - paid_bags,
+            paid_bags=paid_bags,
+        )
+        method_id = next(
+            m["id"] for m in self.rows["payment_methods"] if m["code"] == (pay or p.methods["visa"])
+        )
+        bills = [
+            ("fare", round(sum(f.cabins[fare]["price"] for f in flights) * travellers, 2)),
+            ("insurance", INSURANCE_PER_PASSENGER * travellers if insurance else 0),
+            ("baggage", BAG_FEE * paid_bags),
+        ]
         for purpose, amount in bills:
             if amount:
                 self._add(
@@ -227,18 +287,21 @@ class Story:
                 for pid in pax_ids:
                     sid = next(s for s, _ in f.free_seats[CABIN_OF[fare]] if s not in self.taken)
                     self.taken.add(sid)
-                    self.rows["seats"].append({"id": sid, "passenger_id": pid})
+                    self.b.update("seats", sid, passenger_id=pid)
         return Booking(rid, code, flights, fare, pax, tickets, sum(a for _, a in bills), pax_ids)
 
     def seed(self) -> dict[str, Any]:
-        self.rows["flight_cabins"] = [
-            {"id": k, "seats_left": v} for k, v in sorted(self.left.items())
-        ]
-        return {"now": NOW.isoformat(), "rows": {t: r for t, r in self.rows.items() if r}}
+        """The seed, with the seats left of every cabin the story booked (base rows)."""
+        left = [{"id": k, "seats_left": v} for k, v in sorted(self.left.items())]
+        return self.b.seed(updates={"flight_cabins": left})
 
 
-AIRPORT_IDS = {code: i for i, code in enumerate(
-    ("SFO", "LAX", "SEA", "DEN", "ORD", "JFK", "BOS", "ATL", "MIA", "DFW"), start=1)}  # fmt: skip
+AIRPORT_IDS = {
+    code: i
+    for i, code in enumerate(
+        ("SFO", "LAX", "SEA", "DEN", "ORD", "JFK", "BOS", "ATL", "MIA", "DFW"), start=1
+    )
+}
 COMPANIONS = ("Ada", "Ben", "Cleo", "Dev", "Elsa", "Finn", "Gia", "Hal", "Ivy", "Jude")
 
 
@@ -252,22 +315,7 @@ def call(env: Environment, name: str, **arguments: Any) -> dict[str, Any]:
 C = partial(call, ENVIRONMENT)
 
 
-NAMES = [
-    ("Mia", "Chen"), ("Noah", "Patel"), ("Ava", "Kowalski"), ("Liam", "Okafor"), ("Zara", "Haddad"),
-    ("Ethan", "Larsen"), ("Chloe", "Dubois"), ("Mateo", "Silva"), ("Nina", "Petrova"),
-    ("Oscar", "Lindqvist"), ("Leila", "Rahimi"), ("Kenji", "Watanabe"), ("Ines", "Moreau"),
-    ("Felix", "Brandt"), ("Aisha", "Bello"), ("Lucas", "Ferreira"), ("Maya", "Goldberg"),
-    ("Samir", "Nasser"), ("Elena", "Rossi"), ("Jonah", "Fischer"), ("Priya", "Raman"),
-    ("Theo", "Novak"), ("Hana", "Sato"), ("Victor", "Almeida"), ("Clara", "Jensen"),
-    ("Rafael", "Costa"), ("Ingrid", "Holm"), ("Tariq", "Aziz"), ("Lena", "Vogel"),
-    ("Marco", "Bianchi"), ("Sofia", "Nieminen"), ("Daniel", "Oyelaran"), ("Yara", "Mansour"),
-    ("Pavel", "Dvorak"), ("Ruth", "Adeyemi"), ("Kai", "Nakamura"), ("Alma", "Quintero"),
-    ("Bruno", "Keller"), ("Freya", "Olsen"), ("Hugo", "Marchetti"), ("Iris", "Kaplan"),
-    ("Jamal", "Wright"), ("Kira", "Ivanova"), ("Leo", "Hartmann"), ("Mina", "Park"),
-    ("Nils", "Berg"), ("Omar", "Saleh"), ("Paula", "Mendes"), ("Quinn", "Gallagher"),
-    ("Rosa", "Delgado"), ("Sven", "Aalto"), ("Tessa", "Byrne"), ("Umar", "Farouk"),
-    ("Vera", "Lindgren"), ("Wes", "Okonkwo"), ("Xenia", "Popescu"), ("Yusuf", "Demir"),
-]  # fmt: skip
+NAMES = name_pool(57, replace={53: ("Vera", "Lindgren"), 54: ("Wes", "Okonkwo")})
 
 
 @dataclass
@@ -301,6 +349,15 @@ def ident(p: Person, by: str = "id") -> list[dict[str, Any]]:
 
 
 GO = "Please go ahead, you have my confirmation."
+# What a draw may reword (app/sdk/phrasing.py): the "Please ..." request (not the consent), the
+# consent sentence, and the greeting saying who the member is (`hello`).
+PHRASING = Phrasing(
+    request=sentence_starting("Please"),
+    keep_request=("go ahead", "confirm"),
+    consent=sentence_with("confirmation"),
+    greeting=opening(("Hi",), ("I'm",)),
+    closing=("confirm", "go ahead", "proceed"),
+)
 
 
 def asked(family: str, prompt: str, gold: list[dict[str, Any]], kind: str, value: Any) -> Draft:

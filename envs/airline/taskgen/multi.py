@@ -131,13 +131,25 @@ def change_and_bags(c: Ctx) -> Draft:
         f"{hello(p)} For reservation {b.code}: move my flight {f.text()} to the same flight "
         f"on {g.date}, and add one more checked bag. Everything on my Visa. {GO}"
     )
-    gold = [C("get_user_details", user_id=p.user_code),
-            C("get_reservation_details", reservation_code=b.code),
-            C("search_flights", origin=g.origin, destination=g.destination, date=g.date),
-            C("change_flights", user_id=p.user_code, reservation_code=b.code, flights=[g.ref()],
-              payment_method_id=p.methods["visa"]),
-            C("add_baggage", user_id=p.user_code, reservation_code=b.code, extra_bags=1,
-              payment_method_id=p.methods["visa"])]  # fmt: skip
+    gold = [
+        C("get_user_details", user_id=p.user_code),
+        C("get_reservation_details", reservation_code=b.code),
+        C("search_flights", origin=g.origin, destination=g.destination, date=g.date),
+        C(
+            "change_flights",
+            user_id=p.user_code,
+            reservation_code=b.code,
+            flights=[g.ref()],
+            payment_method_id=p.methods["visa"],
+        ),
+        C(
+            "add_baggage",
+            user_id=p.user_code,
+            reservation_code=b.code,
+            extra_bags=1,
+            payment_method_id=p.methods["visa"],
+        ),
+    ]
     return Draft("multi_change_bags", prompt, gold, True)
 
 
@@ -202,17 +214,36 @@ def trip_overhaul(c: Ctx) -> Draft:
         f"on my Visa. {GO}"
     )
     up = g.cabins["business"]["price"] > f.cabins["business"]["price"]
-    gold = [C("find_user_by_email", email=p.email),
-            C("get_user_details", user_id=p.user_code),
-            C("get_reservation_details", reservation_code=b.code),
-            C("search_flights", origin=g.origin, destination=g.destination, date=g.date),
-            C("change_flights", user_id=p.user_code, reservation_code=b.code, flights=[g.ref()],
-              payment_method_id=p.methods["visa"] if up else None),
-            C("get_seat_map", flight_number=g.number, date=g.date, cabin="business"),
-            C("assign_seat", user_id=p.user_code, reservation_code=b.code,
-              ticket_number=b.tickets[0], flight_number=g.number, date=g.date, seat_no=seat),
-            C("add_baggage", user_id=p.user_code, reservation_code=b.code, extra_bags=3,
-              payment_method_id=p.methods["visa"])]  # fmt: skip
+    gold = [
+        C("find_user_by_email", email=p.email),
+        C("get_user_details", user_id=p.user_code),
+        C("get_reservation_details", reservation_code=b.code),
+        C("search_flights", origin=g.origin, destination=g.destination, date=g.date),
+        C(
+            "change_flights",
+            user_id=p.user_code,
+            reservation_code=b.code,
+            flights=[g.ref()],
+            payment_method_id=p.methods["visa"] if up else None,
+        ),
+        C("get_seat_map", flight_number=g.number, date=g.date, cabin="business"),
+        C(
+            "assign_seat",
+            user_id=p.user_code,
+            reservation_code=b.code,
+            ticket_number=b.tickets[0],
+            flight_number=g.number,
+            date=g.date,
+            seat_no=seat,
+        ),
+        C(
+            "add_baggage",
+            user_id=p.user_code,
+            reservation_code=b.code,
+            extra_bags=3,
+            payment_method_id=p.methods["visa"],
+        ),
+    ]
     return Draft("multi_overhaul", prompt, gold, True)
 
 
@@ -229,13 +260,30 @@ def compensate_and_rebook(c: Ctx) -> Draft:
         f"book me on {g.number} on {g.date} instead, economy, no bags, no insurance, using "
         f"that compensation certificate first and my Visa for the rest. {GO}"
     )
-    gold = [C("get_user_details", user_id=p.user_code),
-            C("get_reservation_details", reservation_code=b.code),
-            C("get_flight_status", flight_number=f.number, date=f.date),
-            C("cancel_reservation", user_id=p.user_code, reservation_code=b.code,
-              reason="airline_cancelled_flight"),
-            C("issue_compensation_certificate", user_id=p.user_code, reservation_code=b.code),
-            C("search_flights", origin=g.origin, destination=g.destination, date=g.date),
-            book_call(p, "one_way", g.origin, g.destination, "economy", [g], pax, False, 0,
-                      p.methods["visa"], cert)]  # fmt: skip
+    gold = [
+        C("get_user_details", user_id=p.user_code),
+        C("get_reservation_details", reservation_code=b.code),
+        C("get_flight_status", flight_number=f.number, date=f.date),
+        C(
+            "cancel_reservation",
+            user_id=p.user_code,
+            reservation_code=b.code,
+            reason="airline_cancelled_flight",
+        ),
+        C("issue_compensation_certificate", user_id=p.user_code, reservation_code=b.code),
+        C("search_flights", origin=g.origin, destination=g.destination, date=g.date),
+        book_call(
+            p,
+            "one_way",
+            g.origin,
+            g.destination,
+            "economy",
+            [g],
+            pax,
+            False,
+            0,
+            p.methods["visa"],
+            cert,
+        ),
+    ]
     return Draft("multi_compensate_rebook", prompt, gold, True)

@@ -14,13 +14,17 @@ def lookup_flight_status(c: Ctx) -> Draft:
     if c.k < 2:
         f = c.pick(c.net.future("delayed", 0), c.k)
         leaves = f.departure + timedelta(minutes=f.delay)
-        prompt = (f"Hello, is flight {f.number} on {f.date} on time? If not, at what time (UTC) "
-                  "will it leave now?")  # fmt: skip
+        prompt = (
+            f"Hello, is flight {f.number} on {f.date} on time? If not, at what time (UTC) "
+            "will it leave now?"
+        )
         kind, value = "time", leaves.strftime("%H:%M")  # delays never cross midnight
     else:
         f = c.pick(c.net.future("cancelled", 0))
-        prompt = (f"Hi, what is the status of flight {f.number} on {f.date}? I need to know "
-                  "whether it is operating.")  # fmt: skip
+        prompt = (
+            f"Hi, what is the status of flight {f.number} on {f.date}? I need to know "
+            "whether it is operating."
+        )
         kind, value = "text", "cancelled"  # the status as get_flight_status shows it
     gold = [C("get_flight_status", flight_number=f.number, date=f.date)]
     return asked("lookup", prompt, gold, kind, value)
@@ -29,8 +33,10 @@ def lookup_flight_status(c: Ctx) -> Draft:
 def lookup_fare(c: Ctx) -> Draft:
     fare = ("economy", "business")[c.k]
     f = c.pick([x for x in c.net.future() if x.number in ("SG101", "SG140")], c.k)
-    prompt = (f"Hi! How much does one {fare} seat cost on your direct flight from {f.origin} to "
-              f"{f.destination} on {f.date}? I'm not a member yet.")  # fmt: skip
+    prompt = (
+        f"Hi! How much does one {fare} seat cost on your direct flight from {f.origin} to "
+        f"{f.destination} on {f.date}? I'm not a member yet."
+    )
     gold = [C("search_flights", origin=f.origin, destination=f.destination, date=f.date)]
     return asked("lookup", prompt, gold, "amount", money(f.cabins[fare]["price"]))
 

@@ -37,13 +37,33 @@ def travellers(p: Person, n: int, c: Ctx) -> list[dict[str, str]]:
     return out
 
 
-def book_call(p: Person, trip: str, origin: str, dest: str, fare: str, flights: list[FlightInfo],
-              pax: list[dict[str, str]], insurance: bool, bags: int, pay: str,
-              cert: str | None = None) -> dict[str, Any]:  # fmt: skip
-    return C("book_reservation", user_id=p.user_code, trip_type=trip, origin=origin,
-             destination=dest, fare_class=fare, flights=[f.ref() for f in flights],
-             passengers=pax, insurance=insurance, checked_bags=bags, payment_method_id=pay,
-             certificate_id=cert)  # fmt: skip
+def book_call(
+    p: Person,
+    trip: str,
+    origin: str,
+    dest: str,
+    fare: str,
+    flights: list[FlightInfo],
+    pax: list[dict[str, str]],
+    insurance: bool,
+    bags: int,
+    pay: str,
+    cert: str | None = None,
+) -> dict[str, Any]:
+    return C(
+        "book_reservation",
+        user_id=p.user_code,
+        trip_type=trip,
+        origin=origin,
+        destination=dest,
+        fare_class=fare,
+        flights=[f.ref() for f in flights],
+        passengers=pax,
+        insurance=insurance,
+        checked_bags=bags,
+        payment_method_id=pay,
+        certificate_id=cert,
+    )
 
 
 def book_one_way(c: Ctx) -> Draft:
@@ -57,14 +77,29 @@ def book_one_way(c: Ctx) -> Draft:
     cert = c.s.method(p, "certificate", "certificate", 100.0) if c.k == 2 else None
     pax = travellers(p, n, c)
     pay = "my travel certificate first and the rest on my Visa" if cert else "my Visa"
-    prompt = (f"{hello(p)} Please book a one-way {fare.replace('_', ' ')} trip on flight "
-              f"{f.number} from {f.origin} to {f.destination} on {f.date} for: {pax_text(pax)}. "
-              f"{'Add travel insurance' if ins else 'No insurance'}, {bags} checked bag(s). Pay "
-              f"with {pay}. {GO}")  # fmt: skip
-    gold = [C("get_user_details", user_id=p.user_code),
-            C("search_flights", origin=f.origin, destination=f.destination, date=f.date),
-            book_call(p, "one_way", f.origin, f.destination, fare, [f], pax, ins, bags,
-                      p.methods["visa"], cert)]  # fmt: skip
+    prompt = (
+        f"{hello(p)} Please book a one-way {fare.replace('_', ' ')} trip on flight "
+        f"{f.number} from {f.origin} to {f.destination} on {f.date} for: {pax_text(pax)}. "
+        f"{'Add travel insurance' if ins else 'No insurance'}, {bags} checked bag(s). Pay "
+        f"with {pay}. {GO}"
+    )
+    gold = [
+        C("get_user_details", user_id=p.user_code),
+        C("search_flights", origin=f.origin, destination=f.destination, date=f.date),
+        book_call(
+            p,
+            "one_way",
+            f.origin,
+            f.destination,
+            fare,
+            [f],
+            pax,
+            ins,
+            bags,
+            p.methods["visa"],
+            cert,
+        ),
+    ]
     return Draft("book", prompt, gold, True)
 
 
@@ -94,27 +129,41 @@ def book_round_trip(c: Ctx) -> Draft:
 
 def book_one_stop(c: Ctx) -> Draft:
     p = c.member("gold")
-    legs = next((a, b) for a in sorted(c.net.future(), key=lambda x: x.date) if a.number == "SG110"
-                for b in later(c, a, range(0, 1), "SG120"))  # fmt: skip
+    legs = next(
+        (a, b)
+        for a in sorted(c.net.future(), key=lambda x: x.date)
+        if a.number == "SG110"
+        for b in later(c, a, range(0, 1), "SG120")
+    )
     pax = travellers(p, 1, c)
     prompt = (
         f"{hello(p)} I need to fly from San Francisco to New York (JFK) on {legs[0].date} "
         "in economy, via Denver is fine: SG110 then SG120. Just me, "
         f"{pax_text(pax)}; 1 checked bag, no insurance, on my Visa. {GO}"
     )
-    gold = [C("get_user_details", user_id=p.user_code),
-            C("search_flights", origin="SFO", destination="JFK", date=legs[0].date,
-              include_one_stop=True),
-            book_call(p, "one_way", "SFO", "JFK", "economy", list(legs), pax, False, 1,
-                      p.methods["visa"])]  # fmt: skip
+    gold = [
+        C("get_user_details", user_id=p.user_code),
+        C(
+            "search_flights",
+            origin="SFO",
+            destination="JFK",
+            date=legs[0].date,
+            include_one_stop=True,
+        ),
+        book_call(
+            p, "one_way", "SFO", "JFK", "economy", list(legs), pax, False, 1, p.methods["visa"]
+        ),
+    ]
     return Draft("book", prompt, gold, True)
 
 
 def cancel_allowed(c: Ctx) -> Draft:
-    fare, days_ago, ins, status = (("economy", 0.2, False, "scheduled"),
-                                   ("economy", 15, True, "scheduled"),
-                                   ("business", 20, False, "scheduled"),
-                                   ("economy", 30, False, "cancelled"))[c.k]  # fmt: skip
+    fare, days_ago, ins, status = (
+        ("economy", 0.2, False, "scheduled"),
+        ("economy", 15, True, "scheduled"),
+        ("business", 20, False, "scheduled"),
+        ("economy", 30, False, "cancelled"),
+    )[c.k]
     p = c.member()
     f = c.pick(c.net.future(status, 0 if status == "cancelled" else 12), c.k)
     b = c.s.booking(p, [f], fare, days_ago=days_ago, insurance=ins, bags=1)
@@ -124,8 +173,9 @@ def cancel_allowed(c: Ctx) -> Draft:
     gold = [C("get_reservation_details", reservation_code=b.code)]
     if status == "cancelled":
         gold.append(C("get_flight_status", flight_number=f.number, date=f.date))
-    gold.append(C("cancel_reservation", user_id=p.user_code, reservation_code=b.code,
-                  reason=reason))  # fmt: skip
+    gold.append(
+        C("cancel_reservation", user_id=p.user_code, reservation_code=b.code, reason=reason)
+    )
     return Draft("cancel", prompt, gold, True)
 
 
@@ -173,8 +223,11 @@ def change_flights(c: Ctx) -> Draft:
 
 
 def change_cabin(c: Ctx) -> Draft:
-    old, new, n = (("economy", "business", 1), ("basic_economy", "economy", 2),
-                   ("business", "economy", 1))[c.k]  # fmt: skip
+    old, new, n = (
+        ("economy", "business", 1),
+        ("basic_economy", "economy", 2),
+        ("business", "economy", 1),
+    )[c.k]
     p = c.member()
     f = c.pick([x for x in c.net.future() if c.s.seats_left(x, new) >= n], c.k)
     b = c.s.booking(p, [f], old, travellers=n, days_ago=5)
@@ -185,9 +238,16 @@ def change_cabin(c: Ctx) -> Draft:
         f"{hello(p)} Please change reservation {b.code} to {new.replace('_', ' ')}; {ask}. {GO}"
     )
     gold = [C("get_user_details", user_id=p.user_code)] if up else []
-    gold += [C("get_reservation_details", reservation_code=b.code),
-             C("change_cabin", user_id=p.user_code, reservation_code=b.code, fare_class=new,
-               payment_method_id=p.methods["visa"] if up else None)]  # fmt: skip
+    gold += [
+        C("get_reservation_details", reservation_code=b.code),
+        C(
+            "change_cabin",
+            user_id=p.user_code,
+            reservation_code=b.code,
+            fare_class=new,
+            payment_method_id=p.methods["visa"] if up else None,
+        ),
+    ]
     return Draft("change_cabin", prompt, gold, True)
 
 
@@ -212,9 +272,11 @@ def update_passengers(c: Ctx) -> Draft:
 
 
 def add_baggage(c: Ctx) -> Draft:
-    tier, fare, n, bags, extra, fee = (("silver", "economy", 1, 2, 1, 50.0),
-                                       ("gold", "business", 1, 1, 2, 0.0),
-                                       ("regular", "economy", 2, 1, 3, 100.0))[c.k]  # fmt: skip
+    tier, fare, n, bags, extra, fee = (
+        ("silver", "economy", 1, 2, 1, 50.0),
+        ("gold", "business", 1, 1, 2, 0.0),
+        ("regular", "economy", 2, 1, 3, 100.0),
+    )[c.k]
     p = c.member(tier)
     b = c.s.booking(p, [c.pick(c.net.future(), c.k)], fare, travellers=n, bags=bags, days_ago=7)
     pay, pay_text = p.methods["visa"], "my Visa"
@@ -224,10 +286,17 @@ def add_baggage(c: Ctx) -> Draft:
         f"{hello(p)} I need to add {extra} more checked bag(s) to reservation {b.code}. "
         f"If there's a fee, put it on {pay_text}. {GO}"
     )
-    gold = [C("get_user_details", user_id=p.user_code),
-            C("get_reservation_details", reservation_code=b.code),
-            C("add_baggage", user_id=p.user_code, reservation_code=b.code, extra_bags=extra,
-              payment_method_id=pay if fee else None)]  # fmt: skip
+    gold = [
+        C("get_user_details", user_id=p.user_code),
+        C("get_reservation_details", reservation_code=b.code),
+        C(
+            "add_baggage",
+            user_id=p.user_code,
+            reservation_code=b.code,
+            extra_bags=extra,
+            payment_method_id=pay if fee else None,
+        ),
+    ]
     return Draft("add_baggage", prompt, gold, True)
 
 
@@ -255,9 +324,11 @@ def assign_seat(c: Ctx) -> Draft:
 
 
 def compensation(c: Ctx) -> Draft:
-    tier, fare, n, ins, status = (("silver", "economy", 2, False, "delayed"),
-                                  ("regular", "economy", 1, True, "cancelled"),
-                                  ("regular", "business", 1, False, "delayed"))[c.k]  # fmt: skip
+    tier, fare, n, ins, status = (
+        ("silver", "economy", 2, False, "delayed"),
+        ("regular", "economy", 1, True, "cancelled"),
+        ("regular", "business", 1, False, "delayed"),
+    )[c.k]
     p = c.member(tier)
     f = c.pick(c.net.future(status, 0), c.k)
     b = c.s.booking(p, [f], fare, travellers=n, insurance=ins, days_ago=14)

@@ -35,14 +35,23 @@ def db() -> Iterator[Session]:
 
 
 def left(db: Session, flight: Flight, fare: str) -> int:
-    return db.scalars(select(FlightCabin.seats_left).where(
-        FlightCabin.flight_id == flight.id, FlightCabin.fare_class == fare)).one()  # fmt: skip
+    return db.scalars(
+        select(FlightCabin.seats_left).where(
+            FlightCabin.flight_id == flight.id, FlightCabin.fare_class == fare
+        )
+    ).one()
 
 
 def same_number_later(db: Session, f: Flight) -> Flight:
-    later = db.scalars(select(Flight).where(
-        Flight.flight_number == f.flight_number, Flight.flight_date > f.flight_date,
-        Flight.status == "scheduled").order_by(Flight.flight_date)).first()  # fmt: skip
+    later = db.scalars(
+        select(Flight)
+        .where(
+            Flight.flight_number == f.flight_number,
+            Flight.flight_date > f.flight_date,
+            Flight.status == "scheduled",
+        )
+        .order_by(Flight.flight_date)
+    ).first()
     assert later is not None
     return later
 
@@ -54,8 +63,9 @@ def args(user: Any, code: str, **more: Any) -> dict[str, Any]:
 # ---- cancel -------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("fare, insured, days", [("economy", False, 0.5), ("economy", True, 9),
-                                                 ("business", False, 9)])  # fmt: skip
+@pytest.mark.parametrize(
+    "fare, insured, days", [("economy", False, 0.5), ("economy", True, 9), ("business", False, 9)]
+)
 def test_cancel_is_allowed_and_refunds_to_the_original_method(db, fare, insured, days) -> None:
     user = member(db, gift=2000.0)
     f = a_flight(db, "scheduled")
@@ -85,9 +95,12 @@ def test_cancel_refused_after_24h_without_a_rule_and_after_departure(db) -> None
     assert err.code == "invalid_arguments"
     # A round trip whose outbound flight has departed can no longer be cancelled or changed.
     gone = a_flight(db, "departed")
-    back = db.scalars(select(Flight).where(Flight.flight_number == RETURN_OF[gone.flight_number],
-                                           Flight.flight_date == gone.flight_date + timedelta(4))
-                      ).one()  # fmt: skip
+    back = db.scalars(
+        select(Flight).where(
+            Flight.flight_number == RETURN_OF[gone.flight_number],
+            Flight.flight_date == gone.flight_date + timedelta(4),
+        )
+    ).one()
     trip = by_hand(db, user, "TEST11", [gone, back], "business")
     err = fails(db, "cancel_reservation", **args(user, trip, reason="change_of_plan"))
     assert "already departed" in err.message
@@ -99,11 +112,17 @@ def test_cancel_refused_after_24h_without_a_rule_and_after_departure(db) -> None
 
 def by_hand(db: Session, user: User, code: str, flights: list[Flight], fare: str) -> str:
     """An old booking on flights that can no longer be booked (departed or cancelled)."""
-    r = Reservation(code=code, user_id=user.id, origin_id=flights[0].origin_id,
-                    destination_id=flights[0].destination_id,
-                    trip_type="round_trip" if len(flights) == 2 else "one_way", fare_class=fare,
-                    status="confirmed", insurance=False,
-                    created_at=flights[0].scheduled_departure - timedelta(days=30))  # fmt: skip
+    r = Reservation(
+        code=code,
+        user_id=user.id,
+        origin_id=flights[0].origin_id,
+        destination_id=flights[0].destination_id,
+        trip_type="round_trip" if len(flights) == 2 else "one_way",
+        fare_class=fare,
+        status="confirmed",
+        insurance=False,
+        created_at=flights[0].scheduled_departure - timedelta(days=30),
+    )
     db.add(r)
     db.flush()
     for leg_no, f in enumerate(flights, start=1):
@@ -112,8 +131,16 @@ def by_hand(db: Session, user: User, code: str, flights: list[Flight], fare: str
             select(FlightCabin).where(FlightCabin.flight_id == f.id, FlightCabin.fare_class == fare)
         ).one()
         cabin.seats_left -= 1  # the inventory stays consistent with the bookings
-    db.add(Passenger(ticket_number=f"{code}-1", reservation_id=r.id, position=1, first_name="A",
-                     last_name="B", date_of_birth=user.date_of_birth))  # fmt: skip
+    db.add(
+        Passenger(
+            ticket_number=f"{code}-1",
+            reservation_id=r.id,
+            position=1,
+            first_name="A",
+            last_name="B",
+            date_of_birth=user.date_of_birth,
+        )
+    )
     db.commit()
     return code
 
@@ -174,10 +201,18 @@ def test_change_flights_moves_inventory_and_settles_the_difference(db) -> None:
     g = same_number_later(db, f)
     code = book(db, user, [f], "economy", n=2)["reservation_code"]
     before_f, before_g = left(db, f, "economy"), left(db, g, "economy")
-    diff = 2 * (db.scalars(select(FlightCabin.price).where(FlightCabin.flight_id == g.id,
-                FlightCabin.fare_class == "economy")).one()
-                - db.scalars(select(FlightCabin.price).where(FlightCabin.flight_id == f.id,
-                  FlightCabin.fare_class == "economy")).one())  # fmt: skip
+    diff = 2 * (
+        db.scalars(
+            select(FlightCabin.price).where(
+                FlightCabin.flight_id == g.id, FlightCabin.fare_class == "economy"
+            )
+        ).one()
+        - db.scalars(
+            select(FlightCabin.price).where(
+                FlightCabin.flight_id == f.id, FlightCabin.fare_class == "economy"
+            )
+        ).one()
+    )
     if diff > 0:
         err = fails(
             db, "change_flights", **args(user, code, flights=[ref(g)], payment_method_id=None)
@@ -204,8 +239,13 @@ def test_change_cabin_charges_upgrades_frees_seats_and_refunds_downgrades(db) ->
     user = member(db)
     f = a_flight(db, "scheduled")
     code = book(db, user, [f], "economy")["reservation_code"]
-    seat = run(db, "get_seat_map", flight_number=f.flight_number, date=f.flight_date.isoformat(),
-               cabin="economy")["free_seats"][0]  # fmt: skip
+    seat = run(
+        db,
+        "get_seat_map",
+        flight_number=f.flight_number,
+        date=f.flight_date.isoformat(),
+        cabin="economy",
+    )["free_seats"][0]
     run(
         db,
         "assign_seat",
@@ -332,8 +372,11 @@ def test_compensation_only_for_eligible_members_once(db) -> None:
     assert "no compensation certificate is allowed" in err.message
     code = book(db, silver, [delayed], "economy", n=3)["reservation_code"]
     result = run(db, "issue_compensation_certificate", **args(silver, code))
-    assert result == {"certificate_id": f"certificate_{code.lower()}", "amount": "150.00",
-                      "reason": "flight_delayed"}  # fmt: skip
+    assert result == {
+        "certificate_id": f"certificate_{code.lower()}",
+        "amount": "150.00",
+        "reason": "flight_delayed",
+    }
     cert = db.scalars(select(Certificate)).one()
     assert cert.payment_method_id is not None and cert.amount == 150.0
     assert (

@@ -49,8 +49,17 @@ def test_rows_offer_exactly_the_tools_and_the_policy() -> None:
 
 def test_families_cover_every_kind_of_request() -> None:
     families = {t["family"] for t in TASKS}
-    for needed in ("lookup", "book", "cancel", "change_flights", "change_cabin",
-                   "update_passengers", "add_baggage", "assign_seat", "compensation"):  # fmt: skip
+    for needed in (
+        "lookup",
+        "book",
+        "cancel",
+        "change_flights",
+        "change_cabin",
+        "update_passengers",
+        "add_baggage",
+        "assign_seat",
+        "compensation",
+    ):
         assert needed in families
     assert sum(f.startswith("multi_") for f in families) >= 5
     assert sum(f.startswith("refuse_") for f in families) >= 5
@@ -83,8 +92,10 @@ def test_questions_and_refusals_end_with_their_typed_submission() -> None:
         writes = any(c["name"] in WRITE_TOOLS for c in t["ground_truth"])
         if want == "answer":
             assert not writes and "expected_decline" not in t, t["task_id"]
-            assert last == {"name": "submit_answer",
-                            "arguments": {"answer": t["expected_answer"]["value"]}}  # fmt: skip
+            assert last == {
+                "name": "submit_answer",
+                "arguments": {"answer": t["expected_answer"]["value"]},
+            }
         elif want == "decline":
             assert "expected_answer" not in t, t["task_id"]
             assert t["expected_decline"] in DECLINE_REASONS, t["task_id"]

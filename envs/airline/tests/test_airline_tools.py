@@ -27,9 +27,10 @@ def db() -> Iterator[Session]:
 
 def cabin(db: Session, flight_id: int, fare: str) -> FlightCabin:
     return db.scalars(
-        select(FlightCabin).where(FlightCabin.flight_id == flight_id,
-                                  FlightCabin.fare_class == fare)
-    ).one()  # fmt: skip
+        select(FlightCabin).where(
+            FlightCabin.flight_id == flight_id, FlightCabin.fare_class == fare
+        )
+    ).one()
 
 
 # ---- declarations -------------------------------------------------------------------------------
@@ -77,12 +78,24 @@ def test_read_tools_write_nothing_and_answer(db: Session) -> None:
     user = run(db, "get_user_details", user_id=found["user_id"])
     details = run(db, "get_reservation_details", reservation_code=r.code.lower())
     airports = run(db, "list_airports")
-    search = run(db, "search_flights", origin=f.origin.code, destination=f.destination.code,
-                 date=f.flight_date.isoformat(), include_one_stop=True)  # fmt: skip
-    status = run(db, "get_flight_status", flight_number=f.flight_number,
-                 date=f.flight_date.isoformat())  # fmt: skip
-    seats = run(db, "get_seat_map", flight_number=f.flight_number, date=f.flight_date.isoformat(),
-                cabin="business")  # fmt: skip
+    search = run(
+        db,
+        "search_flights",
+        origin=f.origin.code,
+        destination=f.destination.code,
+        date=f.flight_date.isoformat(),
+        include_one_stop=True,
+    )
+    status = run(
+        db, "get_flight_status", flight_number=f.flight_number, date=f.flight_date.isoformat()
+    )
+    seats = run(
+        db,
+        "get_seat_map",
+        flight_number=f.flight_number,
+        date=f.flight_date.isoformat(),
+        cabin="business",
+    )
     assert dump(db, ENVIRONMENT) == before
     assert found["user_id"] == r.user.user_code
     assert r.code in {x["reservation_code"] for x in user["reservations"]}
@@ -105,8 +118,14 @@ def test_search_lists_only_bookable_flights_and_one_stop_connections(db: Session
         include_one_stop=False,
     )
     assert cancelled.flight_number not in {f["flight_number"] for f in result["direct"]}
-    via = run(db, "search_flights", origin="SFO", destination="JFK", date="2026-05-14",
-              include_one_stop=True)  # fmt: skip
+    via = run(
+        db,
+        "search_flights",
+        origin="SFO",
+        destination="JFK",
+        date="2026-05-14",
+        include_one_stop=True,
+    )
     for option in via["one_stop"]:
         a, b = option["flights"]
         assert a["destination"] == b["origin"] == "DEN"
@@ -119,8 +138,14 @@ def test_unknown_things_are_not_found(db: Session) -> None:
     assert fails(db, "get_reservation_details", reservation_code="ZZZZZZ").code == "not_found"
     err = fails(db, "get_flight_status", flight_number="SG999", date="2026-05-12")
     assert err.code == "not_found" and err.hint
-    err = fails(db, "search_flights", origin="XXX", destination="JFK", date="2026-05-12",
-                include_one_stop=False)  # fmt: skip
+    err = fails(
+        db,
+        "search_flights",
+        origin="XXX",
+        destination="JFK",
+        date="2026-05-12",
+        include_one_stop=False,
+    )
     assert "list_airports" in (err.hint or "")
     assert fails(db, "get_flight_status", flight_number="SG101", date="12/05").code == (
         "invalid_arguments"
@@ -162,52 +187,120 @@ def test_certificate_pays_first_and_gift_card_needs_balance(db: Session) -> None
     user = member(db, gift=20.0, cert=100.0)
     f = a_flight(db, "scheduled")
     price = cabin(db, f.id, "economy").price
-    err = fails(db, "book_reservation", user_id=user.user_code, trip_type="one_way",
-                origin=f.origin.code, destination=f.destination.code, fare_class="economy",
-                flights=[ref(f)], passengers=pax(1), insurance=False, checked_bags=0,
-                payment_method_id=f"gift_card_{user.id}", certificate_id=None)  # fmt: skip
+    err = fails(
+        db,
+        "book_reservation",
+        user_id=user.user_code,
+        trip_type="one_way",
+        origin=f.origin.code,
+        destination=f.destination.code,
+        fare_class="economy",
+        flights=[ref(f)],
+        passengers=pax(1),
+        insurance=False,
+        checked_bags=0,
+        payment_method_id=f"gift_card_{user.id}",
+        certificate_id=None,
+    )
     assert "balance" in err.message
     result = book(db, user, [f], cert=f"certificate_{user.id}")
     paid = {p["payment_method_id"]: p["amount"] for p in result["payments"]}
     assert paid == {f"certificate_{user.id}": 100.0, f"credit_card_{user.id}": price - 100.0}
-    assert db.scalars(select(PaymentMethod.balance).where(
-        PaymentMethod.code == f"certificate_{user.id}")).one() == 0.0  # fmt: skip
+    assert (
+        db.scalars(
+            select(PaymentMethod.balance).where(PaymentMethod.code == f"certificate_{user.id}")
+        ).one()
+        == 0.0
+    )
 
 
 def test_cannot_book_cancelled_full_or_broken_itineraries(db: Session) -> None:
     user = member(db)
-    err = fails(db, "book_reservation", user_id=user.user_code, trip_type="one_way",
-                origin=a_flight(db, "cancelled").origin.code,
-                destination=a_flight(db, "cancelled").destination.code, fare_class="economy",
-                flights=[ref(a_flight(db, "cancelled"))], passengers=pax(1), insurance=False,
-                checked_bags=0, payment_method_id=f"credit_card_{user.id}",
-                certificate_id=None)  # fmt: skip
+    err = fails(
+        db,
+        "book_reservation",
+        user_id=user.user_code,
+        trip_type="one_way",
+        origin=a_flight(db, "cancelled").origin.code,
+        destination=a_flight(db, "cancelled").destination.code,
+        fare_class="economy",
+        flights=[ref(a_flight(db, "cancelled"))],
+        passengers=pax(1),
+        insurance=False,
+        checked_bags=0,
+        payment_method_id=f"credit_card_{user.id}",
+        certificate_id=None,
+    )
     assert "cancelled" in err.message
     f = a_flight(db, "scheduled")
     cabin(db, f.id, "business").seats_left = 1
     db.commit()
-    err = fails(db, "book_reservation", user_id=user.user_code, trip_type="one_way",
-                origin=f.origin.code, destination=f.destination.code, fare_class="business",
-                flights=[ref(f)], passengers=pax(2), insurance=False, checked_bags=0,
-                payment_method_id=f"credit_card_{user.id}", certificate_id=None)  # fmt: skip
+    err = fails(
+        db,
+        "book_reservation",
+        user_id=user.user_code,
+        trip_type="one_way",
+        origin=f.origin.code,
+        destination=f.destination.code,
+        fare_class="business",
+        flights=[ref(f)],
+        passengers=pax(2),
+        insurance=False,
+        checked_bags=0,
+        payment_method_id=f"credit_card_{user.id}",
+        certificate_id=None,
+    )
     assert "1 business seat" in err.message
-    err = fails(db, "book_reservation", user_id=user.user_code, trip_type="round_trip",
-                origin=f.origin.code, destination=f.destination.code, fare_class="economy",
-                flights=[ref(f)], passengers=pax(1), insurance=False, checked_bags=0,
-                payment_method_id=f"credit_card_{user.id}", certificate_id=None)  # fmt: skip
+    err = fails(
+        db,
+        "book_reservation",
+        user_id=user.user_code,
+        trip_type="round_trip",
+        origin=f.origin.code,
+        destination=f.destination.code,
+        fare_class="economy",
+        flights=[ref(f)],
+        passengers=pax(1),
+        insurance=False,
+        checked_bags=0,
+        payment_method_id=f"credit_card_{user.id}",
+        certificate_id=None,
+    )
     assert err.code == "invalid_arguments" and "round trip" in err.message
-    err = fails(db, "book_reservation", user_id=user.user_code, trip_type="one_way",
-                origin=f.origin.code, destination=f.destination.code, fare_class="economy",
-                flights=[ref(f)], passengers=pax(6), insurance=False, checked_bags=0,
-                payment_method_id=f"credit_card_{user.id}", certificate_id=None)  # fmt: skip
+    err = fails(
+        db,
+        "book_reservation",
+        user_id=user.user_code,
+        trip_type="one_way",
+        origin=f.origin.code,
+        destination=f.destination.code,
+        fare_class="economy",
+        flights=[ref(f)],
+        passengers=pax(6),
+        insurance=False,
+        checked_bags=0,
+        payment_method_id=f"credit_card_{user.id}",
+        certificate_id=None,
+    )
     assert "1 to 5 passengers" in err.message
 
 
 def test_cannot_pay_with_someone_elses_method(db: Session) -> None:
     user, other = member(db), member(db)
     f = a_flight(db, "scheduled")
-    err = fails(db, "book_reservation", user_id=user.user_code, trip_type="one_way",
-                origin=f.origin.code, destination=f.destination.code, fare_class="economy",
-                flights=[ref(f)], passengers=pax(1), insurance=False, checked_bags=0,
-                payment_method_id=f"credit_card_{other.id}", certificate_id=None)  # fmt: skip
+    err = fails(
+        db,
+        "book_reservation",
+        user_id=user.user_code,
+        trip_type="one_way",
+        origin=f.origin.code,
+        destination=f.destination.code,
+        fare_class="economy",
+        flights=[ref(f)],
+        passengers=pax(1),
+        insurance=False,
+        checked_bags=0,
+        payment_method_id=f"credit_card_{other.id}",
+        certificate_id=None,
+    )
     assert err.code == "not_found" and f"credit_card_{user.id}" in (err.hint or "")

@@ -16,7 +16,7 @@ from app.sdk.taskgen import TaskGenerator, build_row
 from envs.ledger import ENVIRONMENT
 from envs.ledger.taskgen import multi, reads, writes
 from envs.ledger.taskgen.details import omissions
-from envs.ledger.taskgen.kit import NAMES, Ctx, Draft, Internal, Story
+from envs.ledger.taskgen.kit import NAMES, PHRASING, Ctx, Draft, Internal, Story
 
 Family = Callable[[Ctx], Draft]
 # (family, how many variants k = 0..n-1), in file order: reads and refusals, writes, multi-step.
@@ -60,5 +60,7 @@ def build_task(
 
 # The shared driver (stategym tasks generate) draws from these; the shipped set is every PLAN
 # variant once (docs/generating_tasks.md).
-TASKGEN = TaskGenerator(env=ENVIRONMENT, plan=PLAN, names=NAMES, build=build_task)
+TASKGEN = TaskGenerator(
+    env=ENVIRONMENT, plan=PLAN, names=NAMES, build=build_task, phrasing=PHRASING
+)
 task_lines = TASKGEN.shipped

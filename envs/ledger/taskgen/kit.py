@@ -19,14 +19,22 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.sdk.taskgen import Draft as Draft  # re-exported: what the families return
-from app.sdk.taskgen import call
+from app.sdk.taskgen import (
+    Phrasing,
+    SeedBuilder,
+    call,
+    name_pool,
+    opening,
+    sentence_starting,
+    sentence_with,
+)
 from envs.ledger import ENVIRONMENT
 from envs.ledger.data import AS_OF, DAILY_LIMIT, TYPE_PREFIX
 from envs.ledger.models import Account
 from envs.ledger.ops import cents
 
 NOW = AS_OF
-# Parents before children: apply_seed inserts in this order and foreign keys are on.
+# The seed's table order (parents first).
 SEED_TABLES = ("customers", "accounts", "transactions", "entries", "holds", "beneficiaries")
 
 
@@ -69,26 +77,20 @@ class Internal:
     """The base data's internal accounts: number -> (id, balance), read once."""
 
     def __init__(self, db: Session) -> None:
-        rows = db.execute(select(Account.number, Account.id, Account.balance).where(
-            Account.type == "internal")).all()  # fmt: skip
+        rows = db.execute(
+            select(Account.number, Account.id, Account.balance).where(Account.type == "internal")
+        ).all()
         self.accounts = {n: (i, float(b)) for n, i, b in rows}
 
 
 class Story:
-    """The rows one task seeds on top of the base data; ids from 100000 + 100 * index."""
+    """The rows one task seeds on top of the base data (its `SeedBuilder`, id block `index`)."""
 
     def __init__(self, index: int, rng: random.Random, internal: Internal) -> None:
         self.index, self.rng, self.internal = index, rng, internal
-        self.block = 100_000 + 100 * index
-        self.rows: dict[str, list[dict[str, Any]]] = {t: [] for t in SEED_TABLES}
-        self.counts: dict[str, int] = defaultdict(int)
+        self.b = SeedBuilder(index, SEED_TABLES, NOW)
+        self.rows = self.b.rows
         self.internal_delta: dict[str, float] = defaultdict(float)
-
-    def _add(self, table: str, **row: Any) -> dict[str, Any]:
-        row = {"id": self.block + self.counts[table], **row}
-        self.counts[table] += 1
-        self.rows[table].append(row)
-        return row
 
     def _ts(self, days_ago: float) -> str:
         return (NOW - timedelta(days=days_ago)).isoformat()
@@ -96,26 +98,47 @@ class Story:
     def person(self, first: str, last: str, kyc: str = "verified") -> Person:
         dob = date(self.rng.randint(1955, 2003), self.rng.randint(1, 12), self.rng.randint(1, 28))
         email = f"{first}.{last}{self.index}@example.org".lower()
-        row = self._add(
-            "customers", email=email, first_name=first, last_name=last,
+        row = self.b.add(
+            "customers",
+            email=email,
+            first_name=first,
+            last_name=last,
             phone=f"+1-555-{self.rng.randint(100, 999)}-{self.rng.randint(0, 9999):04d}",
-            date_of_birth=dob.isoformat(), kyc_status=kyc, created_at=self._ts(700),
-        )  # fmt: skip
+            date_of_birth=dob.isoformat(),
+            kyc_status=kyc,
+            created_at=self._ts(700),
+        )
         return Person(row["id"], first, last, email, dob.isoformat())
 
     def account(
-        self, p: Person, kind: str, opening: float, *, label: str | None = None,
-        currency: str = "USD", overdraft: float = 0.0, status: str = "open",
+        self,
+        p: Person,
+        kind: str,
+        opening: float,
+        *,
+        label: str | None = None,
+        currency: str = "USD",
+        overdraft: float = 0.0,
+        status: str = "open",
         freeze_reason: str | None = None,
-    ) -> Acct:  # fmt: skip
+    ) -> Acct:
         """An account with its opening posting: a cash deposit, or a loan's disbursement."""
-        aid = self.block + self.counts["accounts"]
-        row = self._add(
-            "accounts", number=f"{TYPE_PREFIX[kind]}{aid:06d}", customer_id=p.id, type=kind,
-            currency=currency, status=status, freeze_reason=freeze_reason,
-            overdraft_allowed=overdraft > 0, overdraft_limit=overdraft,
-            daily_limit=DAILY_LIMIT[kind], balance=0.0, opened_at=self._ts(400), closed_at=None,
-        )  # fmt: skip
+        aid = self.b.next_id("accounts")
+        row = self.b.add(
+            "accounts",
+            number=f"{TYPE_PREFIX[kind]}{aid:06d}",
+            customer_id=p.id,
+            type=kind,
+            currency=currency,
+            status=status,
+            freeze_reason=freeze_reason,
+            overdraft_allowed=overdraft > 0,
+            overdraft_limit=overdraft,
+            daily_limit=DAILY_LIMIT[kind],
+            balance=0.0,
+            opened_at=self._ts(400),
+            closed_at=None,
+        )
         acct = Acct(aid, row["number"], kind, currency, row)
         p.accounts[label or kind] = acct
         if opening:
@@ -132,19 +155,32 @@ class Story:
         return target.id, amount
 
     def post(
-        self, kind: str, days_ago: float, legs: list[tuple[Acct | str, float]], memo: str,
-        status: str = "posted", reverses: str | None = None,
-    ) -> str:  # fmt: skip
+        self,
+        kind: str,
+        days_ago: float,
+        legs: list[tuple[Acct | str, float]],
+        memo: str,
+        status: str = "posted",
+        reverses: str | None = None,
+    ) -> str:
         """A balanced transaction; returns its reference."""
-        n = self.counts["transactions"]
+        n = self.b.count("transactions")
         ref = f"RV9{self.index:03d}{n:05d}" if kind == "reversal" else f"TX9{self.index:03d}{n:05d}"
-        rev_id = next((t["id"] for t in self.rows["transactions"] if t["reference"] == reverses),
-                      None)  # fmt: skip
-        tx = self._add("transactions", reference=ref, kind=kind, status=status,
-                       created_at=self._ts(days_ago), memo=memo, reverses_id=rev_id)  # fmt: skip
+        rev_id = next(
+            (t["id"] for t in self.rows["transactions"] if t["reference"] == reverses), None
+        )
+        tx = self.b.add(
+            "transactions",
+            reference=ref,
+            kind=kind,
+            status=status,
+            created_at=self._ts(days_ago),
+            memo=memo,
+            reverses_id=rev_id,
+        )
         for target, amount in legs:
             aid, amt = self._leg(target, cents(amount))
-            self._add("entries", transaction_id=tx["id"], account_id=aid, amount=amt)
+            self.b.add("entries", transaction_id=tx["id"], account_id=aid, amount=amt)
         return ref
 
     def cash(self, acct: Acct, amount: float, kind: str, days_ago: float, memo: str) -> str:
@@ -162,26 +198,43 @@ class Story:
     def transfer(self, src: Acct, dst: Acct, amount: float, days_ago: float, memo: str) -> str:
         return self.post("transfer", days_ago, [(src, -amount), (dst, amount)], memo)
 
-    def hold(self, acct: Acct, amount: float, merchant: str, hours_ago: float,
-             hours_valid: float) -> str:  # fmt: skip
-        code = f"HD9{self.index:03d}{self.counts['holds']:02d}"
+    def hold(
+        self, acct: Acct, amount: float, merchant: str, hours_ago: float, hours_valid: float
+    ) -> str:
+        code = f"HD9{self.index:03d}{self.b.count('holds'):02d}"
         created = NOW - timedelta(hours=hours_ago)
-        self._add("holds", code=code, account_id=acct.id, amount=amount, merchant=merchant,
-                  status="active", created_at=created.isoformat(),
-                  expires_at=(created + timedelta(hours=hours_valid)).isoformat(),
-                  released_at=None)  # fmt: skip
+        self.b.add(
+            "holds",
+            code=code,
+            account_id=acct.id,
+            amount=amount,
+            merchant=merchant,
+            status="active",
+            created_at=created.isoformat(),
+            expires_at=(created + timedelta(hours=hours_valid)).isoformat(),
+            released_at=None,
+        )
         return code
 
     def payee(self, p: Person, acct: Acct, nickname: str) -> None:
-        self._add("beneficiaries", customer_id=p.id, account_id=acct.id, nickname=nickname,
-                  created_at=self._ts(90))  # fmt: skip
+        self.b.add(
+            "beneficiaries",
+            customer_id=p.id,
+            account_id=acct.id,
+            nickname=nickname,
+            created_at=self._ts(90),
+        )
 
     def seed(self) -> dict[str, Any]:
-        rows = {t: list(r) for t, r in self.rows.items()}
-        for number, delta in sorted(self.internal_delta.items()):
-            aid, base = self.internal.accounts[number]
-            rows["accounts"].append({"id": aid, "balance": cents(base + delta)})
-        return {"now": NOW.isoformat(), "rows": {t: r for t, r in rows.items() if r}}
+        """The seed, with the internal accounts' new balances (updates of base rows)."""
+        balances = [
+            {
+                "id": self.internal.accounts[number][0],
+                "balance": cents(self.internal.accounts[number][1] + delta),
+            }
+            for number, delta in sorted(self.internal_delta.items())
+        ]
+        return self.b.seed(updates={"accounts": balances})
 
 
 C = partial(call, ENVIRONMENT)
@@ -195,23 +248,7 @@ def look(p: Person, a: Acct) -> dict[str, Any]:
     return C("get_account", customer_id=p.id, account_number=a.number)
 
 
-NAMES = [
-    ("Mia", "Chen"), ("Noah", "Patel"), ("Ava", "Kowalski"), ("Liam", "Okafor"), ("Zara", "Haddad"),
-    ("Ethan", "Larsen"), ("Chloe", "Dubois"), ("Mateo", "Silva"), ("Nina", "Petrova"),
-    ("Oscar", "Lindqvist"), ("Leila", "Rahimi"), ("Kenji", "Watanabe"), ("Ines", "Moreau"),
-    ("Felix", "Brandt"), ("Aisha", "Bello"), ("Lucas", "Ferreira"), ("Maya", "Goldberg"),
-    ("Samir", "Nasser"), ("Elena", "Rossi"), ("Jonah", "Fischer"), ("Priya", "Raman"),
-    ("Theo", "Novak"), ("Hana", "Sato"), ("Victor", "Almeida"), ("Clara", "Jensen"),
-    ("Rafael", "Costa"), ("Ingrid", "Holm"), ("Tariq", "Aziz"), ("Lena", "Vogel"),
-    ("Marco", "Bianchi"), ("Sofia", "Nieminen"), ("Daniel", "Oyelaran"), ("Yara", "Mansour"),
-    ("Pavel", "Dvorak"), ("Ruth", "Adeyemi"), ("Kai", "Nakamura"), ("Alma", "Quintero"),
-    ("Bruno", "Keller"), ("Freya", "Olsen"), ("Hugo", "Marchetti"), ("Iris", "Kaplan"),
-    ("Jamal", "Wright"), ("Kira", "Ivanova"), ("Leo", "Hartmann"), ("Mina", "Park"),
-    ("Nils", "Berg"), ("Omar", "Saleh"), ("Paula", "Mendes"), ("Quinn", "Gallagher"),
-    ("Rosa", "Delgado"), ("Sven", "Aalto"), ("Tessa", "Byrne"), ("Umar", "Farouk"),
-    ("Vera", "Lund"), ("Wes", "Tanaka"), ("Xenia", "Popescu"), ("Yusuf", "Demir"),
-    ("Zoe", "Whitaker"), ("Arno", "Vos"), ("Bea", "Santos"), ("Cyril", "Mercier"),
-]  # fmt: skip
+NAMES = name_pool()
 
 
 @dataclass
@@ -232,6 +269,15 @@ class Ctx:
 
 
 GO = "Please go ahead, you have my confirmation."
+# What a draw may reword (app/sdk/phrasing.py): the "Please ..." request (not the consent), the
+# consent sentence, and the greeting saying who the customer is (`Person.hello`).
+PHRASING = Phrasing(
+    request=sentence_starting("Please"),
+    keep_request=("go ahead", "confirm"),
+    consent=sentence_with("confirmation"),
+    greeting=opening(("Hi",), ("this is",)),
+    closing=("confirm", "go ahead", "proceed"),
+)
 
 
 def asked(family: str, prompt: str, gold: list[dict[str, Any]], kind: str, value: Any) -> Draft:

@@ -11,8 +11,10 @@ def close_savings(c: Ctx) -> Draft:
     history(c, p, c.amount(200, 500), c.amount(100, 600))
     chk, sav = p.accounts["checking"], p.accounts["savings"]
     c.s.cash(sav, c.amount(20, 90), "deposit", 15, "Interest")
-    prompt = (f"{p.hello()} I want to close my savings account {sav.number}. Move whatever is "
-              f"left in it to my checking {chk.number} first. {GO}")  # fmt: skip
+    prompt = (
+        f"{p.hello()} I want to close my savings account {sav.number}. Move whatever is "
+        f"left in it to my checking {chk.number} first. {GO}"
+    )
     gold = [
         find(p),
         look(p, sav),
@@ -49,8 +51,10 @@ def payoff_loan(c: Ctx) -> Draft:
     chk = p.accounts["checking"]
     loan = c.s.account(p, "loan", float(c.s.rng.randint(10, 16) * 50))
     c.s.transfer(chk, loan, c.amount(100, 300), 25, "Loan repayment")
-    prompt = (f"{p.hello()} Please pay off the rest of my loan {loan.number} from my checking and "
-              f"then close the loan account. {GO}")  # fmt: skip
+    prompt = (
+        f"{p.hello()} Please pay off the rest of my loan {loan.number} from my checking and "
+        f"then close the loan account. {GO}"
+    )
     gold = [
         find(p),
         look(p, loan),
@@ -66,9 +70,11 @@ def close_with_hold(c: Ctx) -> Draft:
     history(c, p, c.amount(150, 400), c.amount(100, 400))
     chk, sav = p.accounts["checking"], p.accounts["savings"]
     code = c.s.hold(chk, c.amount(20, 80), "Shell Station 114", 200, 120)
-    prompt = (f"{p.hello()} Please close my checking account {chk.number}: move its whole balance "
-              f"to my savings {sav.number}, then close it. There's an old gas station hold on it "
-              f"from over a week ago that never went away. {GO}")  # fmt: skip
+    prompt = (
+        f"{p.hello()} Please close my checking account {chk.number}: move its whole balance "
+        f"to my savings {sav.number}, then close it. There's an old gas station hold on it "
+        f"from over a week ago that never went away. {GO}"
+    )
     gold = [
         find(p),
         look(p, chk),
@@ -85,10 +91,12 @@ def secure_and_replace(c: Ctx) -> Draft:
     history(c, p, c.amount(400, 900), c.amount(100, 400))
     chk, sav = p.accounts["checking"], p.accounts["savings"]
     amount = float(int(chk.balance) // 100 * 50)
-    prompt = (f"{p.hello()} My debit card for checking {chk.number} was stolen. First move "
-              f"{money(amount)} from checking to my savings {sav.number}, then freeze the checking "
-              "account (it's a lost card), and order a replacement card, charging the fee to my "
-              f"savings. {GO}")  # fmt: skip
+    prompt = (
+        f"{p.hello()} My debit card for checking {chk.number} was stolen. First move "
+        f"{money(amount)} from checking to my savings {sav.number}, then freeze the checking "
+        "account (it's a lost card), and order a replacement card, charging the fee to my "
+        f"savings. {GO}"
+    )
     gold = [
         find(p),
         look(p, chk),
@@ -104,14 +112,17 @@ def travel_prep(c: Ctx) -> Draft:
     p = c.person()
     history(c, p, c.amount(100, 250))
     chk = p.accounts["checking"]
-    sav = c.s.account(p, "savings", c.amount(500, 900), status="frozen",
-                      freeze_reason="customer_request")  # fmt: skip
+    sav = c.s.account(
+        p, "savings", c.amount(500, 900), status="frozen", freeze_reason="customer_request"
+    )
     code = c.s.hold(chk, c.amount(30, 90), "Avis Rent-A-Car", 160, 120)
     move, cash = float(c.s.rng.randint(3, 8) * 50), float(c.s.rng.randint(2, 5) * 20)
-    prompt = (f"{p.hello()} Before my trip: remove the expired Avis hold on my checking "
-              f"{chk.number}, unfreeze my savings {sav.number} (I froze it myself), move "
-              f"{money(move)} from savings to checking, and let me withdraw {money(cash)} in cash "
-              f"from checking. {GO}")  # fmt: skip
+    prompt = (
+        f"{p.hello()} Before my trip: remove the expired Avis hold on my checking "
+        f"{chk.number}, unfreeze my savings {sav.number} (I froze it myself), move "
+        f"{money(move)} from savings to checking, and let me withdraw {money(cash)} in cash "
+        f"from checking. {GO}"
+    )
     gold = [
         find(p),
         look(p, chk),
@@ -130,9 +141,11 @@ def loan_from_savings(c: Ctx) -> Draft:
     sav = p.accounts["savings"]
     loan = c.s.account(p, "loan", float(c.s.rng.randint(6, 12) * 50))
     cash = c.amount(50, 200)
-    prompt = (f"{p.hello()} Please pay off my loan {loan.number} completely from my savings "
-              f"{sav.number}, close the loan account, and then deposit {money(cash)} in cash "
-              f"into my savings. {GO}")  # fmt: skip
+    prompt = (
+        f"{p.hello()} Please pay off my loan {loan.number} completely from my savings "
+        f"{sav.number}, close the loan account, and then deposit {money(cash)} in cash "
+        f"into my savings. {GO}"
+    )
     gold = [
         find(p),
         look(p, loan),
@@ -178,13 +191,15 @@ def month_end(c: Ctx) -> Draft:
     dup = c.s.fee(chk, 12.0, 1 - 0.003, "Fee: monthly maintenance")
     landlord = c.s.account(q, "checking", c.amount(100, 300))
     rent, top_up = float(c.s.rng.randint(12, 16) * 50), 700.0
-    prompt = (f"{p.hello()} Month-end errands, you have my confirmation for all of them. 1) "
-              f"Yesterday's monthly "
-              f"maintenance fee on checking {chk.number} was charged twice: reverse the duplicate. "
-              f"2) Move {money(top_up)} from savings {sav.number} to checking. 3) Save my "
-              f"landlord's account {landlord.number} as a payee named 'Landlord' and pay "
-              f"{money(rent)} rent to it from checking. 4) I want a paper statement; charge its "
-              "fee to savings.")  # fmt: skip
+    prompt = (
+        f"{p.hello()} Month-end errands, you have my confirmation for all of them. 1) "
+        f"Yesterday's monthly "
+        f"maintenance fee on checking {chk.number} was charged twice: reverse the duplicate. "
+        f"2) Move {money(top_up)} from savings {sav.number} to checking. 3) Save my "
+        f"landlord's account {landlord.number} as a payee named 'Landlord' and pay "
+        f"{money(rent)} rent to it from checking. 4) I want a paper statement; charge its "
+        "fee to savings."
+    )
     gold = [
         find(p),
         look(p, chk),
@@ -208,8 +223,10 @@ def repay_refuse_close(c: Ctx) -> Draft:
     chk = p.accounts["checking"]
     loan = c.s.account(p, "loan", float(c.s.rng.randint(8, 19) * 50))
     amount = float(c.s.rng.randint(2, 6) * 25)
-    prompt = (f"{p.hello()} Please pay {money(amount)} towards my loan {loan.number} from my "
-              f"checking {chk.number}, and then close the loan account. {GO}")  # fmt: skip
+    prompt = (
+        f"{p.hello()} Please pay {money(amount)} towards my loan {loan.number} from my "
+        f"checking {chk.number}, and then close the loan account. {GO}"
+    )
     gold = [
         find(p),
         look(p, loan),
@@ -220,5 +237,12 @@ def repay_refuse_close(c: Ctx) -> Draft:
     why = f"Loan {loan.number} still has {left} USD outstanding after the payment; it stays open."
     # The close the customer asked for, refused on the gold's final state.
     close = C("close_account", customer_id=p.id, account_number=loan.number)
-    return Draft("multi_partial_refusal", prompt, gold, True, forbidden=(close, "nonzero_balance"),
-                 decline="balance_not_zero", decline_message=why)  # fmt: skip
+    return Draft(
+        "multi_partial_refusal",
+        prompt,
+        gold,
+        True,
+        forbidden=(close, "nonzero_balance"),
+        decline="balance_not_zero",
+        decline_message=why,
+    )

@@ -11,8 +11,10 @@ def deposit(c: Ctx) -> Draft:
     history(c, p, c.amount(100, 400), c.amount(100, 400))
     acct = p.accounts[("checking", "savings")[c.k % 2]]
     amount = c.amount(50, 900)
-    prompt = (f"{p.hello()} I'm at the counter with {money(amount)} in cash; please deposit it "
-              f"into my {acct.type} account {acct.number}. {GO}")  # fmt: skip
+    prompt = (
+        f"{p.hello()} I'm at the counter with {money(amount)} in cash; please deposit it "
+        f"into my {acct.type} account {acct.number}. {GO}"
+    )
     gold = [find(p), C("deposit", customer_id=p.id, account_number=acct.number, amount=amount)]
     return Draft("deposit", prompt, gold, True)
 
@@ -23,8 +25,10 @@ def withdraw(c: Ctx) -> Draft:
     chk = c.s.account(p, "checking", c.amount(200, 400), overdraft=overdraft)
     c.s.cash(chk, c.amount(100, 300), "deposit", 9, "Payroll")
     amount = float((int(chk.balance) // 20 + (5 if overdraft else -3)) * 20)
-    prompt = (f"{p.hello()} I'd like to withdraw {money(amount)} in cash from my checking account "
-              f"{chk.number}. {GO}")  # fmt: skip
+    prompt = (
+        f"{p.hello()} I'd like to withdraw {money(amount)} in cash from my checking account "
+        f"{chk.number}. {GO}"
+    )
     gold = [find(p), look(p, chk),
             C("withdraw", customer_id=p.id, account_number=chk.number, amount=amount)]  # fmt: skip
     return Draft("withdraw", prompt, gold, True)
@@ -36,13 +40,22 @@ def transfer_own(c: Ctx) -> Draft:
     chk, sav = p.accounts["checking"], p.accounts["savings"]
     src, dst = (chk, sav) if c.k % 2 == 0 else (sav, chk)
     amount = c.amount(50, int(min(300, src.balance - 10)))
-    prompt = (f"{p.hello()} Please move {money(amount)} from my {src.type} {src.number} to my "
-              f"{dst.type} {dst.number}. {GO}")  # fmt: skip
+    prompt = (
+        f"{p.hello()} Please move {money(amount)} from my {src.type} {src.number} to my "
+        f"{dst.type} {dst.number}. {GO}"
+    )
     gold = [find(p)]
     if c.k >= 1:
         gold.append(look(p, src))
-    gold.append(C("transfer", customer_id=p.id, from_account=src.number, to_account=dst.number,
-                  amount=amount))  # fmt: skip
+    gold.append(
+        C(
+            "transfer",
+            customer_id=p.id,
+            from_account=src.number,
+            to_account=dst.number,
+            amount=amount,
+        )
+    )
     return Draft("transfer_own", prompt, gold, True)
 
 
@@ -54,8 +67,10 @@ def pay_beneficiary(c: Ctx) -> Draft:
     nick = ("Landlord", "Mom", "Piano teacher")[c.k % 3]
     c.s.payee(p, other, nick)
     amount = c.amount(40, 350)
-    prompt = (f"{p.hello()} Send {money(amount)} from my checking account to my saved payee "
-              f"'{nick}'. {GO}")  # fmt: skip
+    prompt = (
+        f"{p.hello()} Send {money(amount)} from my checking account to my saved payee "
+        f"'{nick}'. {GO}"
+    )
     gold = [find(p), C("transfer", customer_id=p.id, from_account=chk.number,
                        to_account=other.number, amount=amount)]  # fmt: skip
     return Draft("transfer_beneficiary", prompt, gold, True)
@@ -68,8 +83,10 @@ def add_and_pay(c: Ctx) -> Draft:
     other = c.s.account(q, "checking", c.amount(100, 300))
     nick = f"{q.first} {q.last}"
     amount = c.amount(30, 250)
-    prompt = (f"{p.hello()} Please save account {other.number} as a payee under the name "
-              f"'{nick}' and then send {money(amount)} to it from my checking. {GO}")  # fmt: skip
+    prompt = (
+        f"{p.hello()} Please save account {other.number} as a payee under the name "
+        f"'{nick}' and then send {money(amount)} to it from my checking. {GO}"
+    )
     gold = [
         find(p),
         C("add_beneficiary", customer_id=p.id, account_number=other.number, nickname=nick),
@@ -130,11 +147,14 @@ def reverse_fee(c: Ctx) -> Draft:
     c.s.fee(chk, 12.0, 2, "Fee: monthly maintenance")
     dup = c.s.fee(chk, 12.0, 2 - 0.01, "Fee: monthly maintenance")
     reason = ("duplicate", "posted_in_error")[c.k % 2]
-    prompt = (f"{p.hello()} The monthly maintenance fee was charged twice on my checking "
-              f"{chk.number} two days ago. Please reverse the second one. {GO}")  # fmt: skip
+    prompt = (
+        f"{p.hello()} The monthly maintenance fee was charged twice on my checking "
+        f"{chk.number} two days ago. Please reverse the second one. {GO}"
+    )
     if reason == "posted_in_error":
-        prompt = prompt.replace("reverse the second one", "reverse the later charge, it was "
-                                "posted in error")  # fmt: skip
+        prompt = prompt.replace(
+            "reverse the second one", "reverse the later charge, it was posted in error"
+        )
     gold = [
         find(p),
         C("list_transactions", customer_id=p.id, account_number=chk.number, kind="fee"),
@@ -162,8 +182,10 @@ def repay_loan(c: Ctx) -> Draft:
     chk = p.accounts["checking"]
     loan = c.s.account(p, "loan", float(c.s.rng.randint(8, 19) * 50))
     amount = float(c.s.rng.randint(2, 6) * 25)
-    prompt = (f"{p.hello()} Please pay {money(amount)} towards my loan {loan.number} from my "
-              f"checking account. {GO}")  # fmt: skip
+    prompt = (
+        f"{p.hello()} Please pay {money(amount)} towards my loan {loan.number} from my "
+        f"checking account. {GO}"
+    )
     gold = [find(p), look(p, loan),
             C("transfer", customer_id=p.id, from_account=chk.number, to_account=loan.number,
               amount=amount)]  # fmt: skip

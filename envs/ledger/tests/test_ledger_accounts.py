@@ -35,15 +35,17 @@ def db() -> Iterator[Session]:
 def test_freeze_blocks_postings_and_only_open_accounts_freeze(db: Session) -> None:
     c = customer(db)
     chk = account(db, c, balance=100.0)
-    out = run(db, "freeze_account", customer_id=c.id, account_number=chk.number,
-              reason="suspected_fraud")  # fmt: skip
+    out = run(
+        db, "freeze_account", customer_id=c.id, account_number=chk.number, reason="suspected_fraud"
+    )
     assert (out["status"], out["freeze_reason"]) == ("frozen", "suspected_fraud")
     fails(db, "freeze_account", customer_id=c.id, account_number=chk.number, reason="lost_card")
     for name in ("deposit", "withdraw"):
         err = fails(db, name, customer_id=c.id, account_number=chk.number, amount=1.0)
         assert err.code == "account_frozen"
-    err = fails(db, "charge_fee", customer_id=c.id, account_number=chk.number,
-                fee_type="paper_statement")  # fmt: skip
+    err = fails(
+        db, "charge_fee", customer_id=c.id, account_number=chk.number, fee_type="paper_statement"
+    )
     assert err.code == "account_frozen"
 
 
@@ -75,8 +77,14 @@ def test_close_needs_zero_balance_no_active_hold_and_an_open_account(db: Session
     chk, sav = account(db, c, balance=50.0), account(db, c, "savings", 25.5)
     err = fails(db, "close_account", customer_id=c.id, account_number=sav.number)
     assert err.code == "nonzero_balance" and "25.50" in err.message
-    run(db, "transfer", customer_id=c.id, from_account=sav.number, to_account=chk.number,
-        amount=25.5)  # fmt: skip
+    run(
+        db,
+        "transfer",
+        customer_id=c.id,
+        from_account=sav.number,
+        to_account=chk.number,
+        amount=25.5,
+    )
     h = hold(db, sav, 5.0, expires_in_hours=-1)
     err = fails(db, "close_account", customer_id=c.id, account_number=sav.number)
     assert err.code == "active_holds"
@@ -109,15 +117,14 @@ def test_only_expired_holds_of_the_customer_are_released(db: Session) -> None:
 def test_beneficiary_rules(db: Session) -> None:
     me, friend, pending = customer(db), customer(db), customer(db, kyc="pending")
     mine, theirs = account(db, me), account(db, friend)
-    err = fails(db, "add_beneficiary", customer_id=me.id, account_number=mine.number,
-                nickname="Me")  # fmt: skip
+    err = fails(db, "add_beneficiary", customer_id=me.id, account_number=mine.number, nickname="Me")
     assert "own" in err.message
     run(db, "add_beneficiary", customer_id=me.id, account_number=theirs.number, nickname="Pal")
-    err = fails(db, "add_beneficiary", customer_id=me.id, account_number=theirs.number,
-                nickname="Again")  # fmt: skip
+    err = fails(
+        db, "add_beneficiary", customer_id=me.id, account_number=theirs.number, nickname="Again"
+    )
     assert err.code == "already_exists"
-    fails(db, "add_beneficiary", customer_id=pending.id, account_number=theirs.number,
-          nickname="X")  # fmt: skip
+    fails(db, "add_beneficiary", customer_id=pending.id, account_number=theirs.number, nickname="X")
     closed = account(db, friend, "savings")
     closed.status, closed.closed_at = "closed", NOW
     db.commit()
@@ -132,8 +139,15 @@ def test_find_customer_needs_email_and_date_of_birth(db: Session) -> None:
     chk = account(db, c, balance=12.0)
     out = run(db, "find_customer", email=c.email.upper(), date_of_birth=DOB.isoformat())
     assert out["customer_id"] == c.id and out["kyc_status"] == "verified"
-    assert out["accounts"] == [{"number": chk.number, "type": "checking", "currency": "USD",
-                                "status": "open", "balance": 12.0}]  # fmt: skip
+    assert out["accounts"] == [
+        {
+            "number": chk.number,
+            "type": "checking",
+            "currency": "USD",
+            "status": "open",
+            "balance": 12.0,
+        }
+    ]
     err = fails(db, "find_customer", email=c.email, date_of_birth="1980-05-18")
     assert err.code == "not_found"
     err = fails(db, "find_customer", email=c.email, date_of_birth="May 17th")
@@ -143,13 +157,11 @@ def test_find_customer_needs_email_and_date_of_birth(db: Session) -> None:
 def test_reads_stay_within_the_customer_and_write_nothing(db: Session) -> None:
     me, other = customer(db), customer(db)
     mine, theirs = account(db, me, balance=30.0), account(db, other, balance=40.0)
-    run(db, "charge_fee", customer_id=me.id, account_number=mine.number,
-        fee_type="paper_statement")  # fmt: skip
+    run(db, "charge_fee", customer_id=me.id, account_number=mine.number, fee_type="paper_statement")
     before = dump(db, ENVIRONMENT)
     acct = run(db, "get_account", customer_id=me.id, account_number=mine.number)
     assert [e["amount"] for e in acct["recent_entries"]] == [-3.0, 30.0]
-    listed = run(db, "list_transactions", customer_id=me.id, account_number=mine.number,
-                 kind="fee")  # fmt: skip
+    listed = run(db, "list_transactions", customer_id=me.id, account_number=mine.number, kind="fee")
     (fee,) = listed["transactions"]
     tx = run(db, "get_transaction", customer_id=me.id, reference=fee["reference"])
     assert sorted(e["amount"] for e in tx["entries"]) == [-3.0, 3.0]

@@ -49,8 +49,10 @@ def test_a_lone_entry_unbalances_its_transaction(db: Session) -> None:
             "VALUES (990001, 'TXFORGED0001', 'deposit', 'posted', '2026-04-15 09:00:00')"
         )
     )
-    db.execute(text("INSERT INTO entries (transaction_id, account_id, amount) "
-                    "VALUES (990001, :a, 50)"), {"a": chk.id})  # fmt: skip
+    db.execute(
+        text("INSERT INTO entries (transaction_id, account_id, amount) VALUES (990001, :a, 50)"),
+        {"a": chk.id},
+    )
     db.execute(text("UPDATE accounts SET balance = balance + 50 WHERE id = :a"), {"a": chk.id})
     assert transactions_balance(db) == [
         "transaction TXFORGED0001: 1 entries summing to 50.00, not 0.00"
@@ -86,15 +88,25 @@ def test_negative_balances_only_where_allowed(
     c = customer(db)
     acct = account(db, c, kind, overdraft=overdraft)
     # A balanced posting against the vault: only the floor rule can break.
-    db.execute(text("INSERT INTO transactions (id, reference, kind, status, created_at) "
-                    "VALUES (990002, 'TXFORGED0002', 'withdrawal', 'posted', "
-                    "'2026-04-15 09:00:00')"))  # fmt: skip
+    db.execute(
+        text(
+            "INSERT INTO transactions (id, reference, kind, status, created_at) "
+            "VALUES (990002, 'TXFORGED0002', 'withdrawal', 'posted', "
+            "'2026-04-15 09:00:00')"
+        )
+    )
     vault = db.execute(text("SELECT id FROM accounts WHERE number = 'INT-USD-CASH'")).scalar_one()
     for account_id, amount in ((acct.id, balance), (vault, -balance)):
-        db.execute(text("INSERT INTO entries (transaction_id, account_id, amount) "
-                        "VALUES (990002, :a, :m)"), {"a": account_id, "m": amount})  # fmt: skip
-        db.execute(text("UPDATE accounts SET balance = balance + :m WHERE id = :a"),
-                   {"a": account_id, "m": amount})  # fmt: skip
+        db.execute(
+            text(
+                "INSERT INTO entries (transaction_id, account_id, amount) VALUES (990002, :a, :m)"
+            ),
+            {"a": account_id, "m": amount},
+        )
+        db.execute(
+            text("UPDATE accounts SET balance = balance + :m WHERE id = :a"),
+            {"a": account_id, "m": amount},
+        )
     found = no_forbidden_negative(db)
     assert bool(found) == broken, found
     assert transactions_balance(db) == [] and balances_match_entries(db) == []

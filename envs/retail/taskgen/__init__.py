@@ -15,7 +15,7 @@ from app.sdk.replay import open_task_db
 from app.sdk.taskgen import TaskGenerator, build_row
 from envs.retail import ENVIRONMENT
 from envs.retail.taskgen.details import omissions
-from envs.retail.taskgen.kit import NAMES, NOW, Catalog, Ctx, Draft, Story
+from envs.retail.taskgen.kit import NAMES, NOW, PHRASING, Catalog, Ctx, Draft, Story
 from envs.retail.taskgen.multi import (
     cancel_and_return,
     cancel_one_of_two,
@@ -90,5 +90,7 @@ def _check_lookups(task: dict[str, Any], results: list[Any]) -> None:
 
 # The shared driver (stategym tasks generate) draws from these; the shipped set is every PLAN
 # variant once (docs/generating_tasks.md).
-TASKGEN = TaskGenerator(env=ENVIRONMENT, plan=PLAN, names=NAMES, build=build_task)
+TASKGEN = TaskGenerator(
+    env=ENVIRONMENT, plan=PLAN, names=NAMES, build=build_task, phrasing=PHRASING
+)
 task_lines = TASKGEN.shipped

@@ -48,8 +48,12 @@ def omissions(
     )
     if home is not None and prompt.count(stated) == 1:
         zip_code = str(home["zip"])
-        by_zip = C("find_customer_by_name_zip", first_name=me["first_name"],
-                   last_name=me["last_name"], zip=zip_code)  # fmt: skip
+        by_zip = C(
+            "find_customer_by_name_zip",
+            first_name=me["first_name"],
+            last_name=me["last_name"],
+            zip=zip_code,
+        )
         instead = {s: tuple(w.format(zip=zip_code) for w in ws) for s, ws in EMAIL_INSTEAD.items()}
         found.append(Omission("email", stated, instead, swap={0: by_zip}))
     newest = _newest_order(rows, me["id"])

@@ -15,11 +15,19 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.sdk.taskgen import Draft as Draft  # re-exported: what the families return
-from app.sdk.taskgen import call
+from app.sdk.taskgen import (
+    Phrasing,
+    SeedBuilder,
+    call,
+    name_pool,
+    opening,
+    sentence_starting,
+    sentence_with,
+)
 from envs.retail import ENVIRONMENT
 from envs.retail.models import Product, Variant
 
-# Parents before children: apply_seed inserts in this order and foreign keys are on.
+# The seed's table order (parents first; a variant's row is a stock update of a base row).
 SEED_TABLES = (
     "variants", "customers", "addresses", "payment_methods", "orders", "order_items", "payments",
 )  # fmt: skip
@@ -121,22 +129,18 @@ class OrderInfo:
 
 
 class Story:
-    """The rows one task seeds on top of the base data; ids from 100000 + 100 * index."""
+    """The rows one task seeds on top of the base data (its `SeedBuilder`, id block `index`)."""
 
     def __init__(self, index: int, now: datetime, rng: random.Random) -> None:
         self.index, self.now, self.rng = index, now, rng
-        self.block = 100_000 + 100 * index
-        self.rows: dict[str, list[dict[str, Any]]] = {t: [] for t in SEED_TABLES}
-        self.counts: dict[str, int] = defaultdict(int)
+        self.b = SeedBuilder(index, SEED_TABLES, now)
+        self.rows = self.b.rows
         # Products already in one of the story's orders: each product appears once per story, so
         # "the order with the Yoga Mat" is never ambiguous.
         self.used: set[int] = set()
 
     def _add(self, table: str, **row: Any) -> int:
-        row = {"id": self.block + self.counts[table], **row}
-        self.counts[table] += 1
-        self.rows[table].append(row)
-        return int(row["id"])
+        return int(self.b.add(table, **row)["id"])
 
     def _ts(self, days_ago: float) -> str:
         return (self.now - timedelta(days=days_ago)).isoformat()
@@ -157,10 +161,14 @@ class Story:
     def person(self, first: str, last: str, *, card: str = "visa") -> Person:
         email = f"{first}.{last}{self.index}@example.org".lower()
         cid = self._add(
-            "customers", email=email, first_name=first, last_name=last,
-            phone=f"+1-415-555-{self.rng.randint(0, 9999):04d}", membership="regular",
+            "customers",
+            email=email,
+            first_name=first,
+            last_name=last,
+            phone=f"+1-415-555-{self.rng.randint(0, 9999):04d}",
+            membership="regular",
             created_at=self._ts(400),
-        )  # fmt: skip
+        )
         address = self.new_address()
         self._add("addresses", customer_id=cid, is_default=True, **address)
         p = Person(cid, first, last, email, address)
@@ -173,7 +181,7 @@ class Story:
         return address
 
     def _method(self, p: Person, kind: str, label: str, **cols: Any) -> str:
-        code = f"{kind}_9{self.index:03d}{self.counts['payment_methods']:03d}"
+        code = f"{kind}_9{self.index:03d}{self.b.count('payment_methods'):03d}"
         self._add("payment_methods", code=code, customer_id=p.id, kind=kind, **cols)
         p.methods[label] = code
         return code
@@ -200,23 +208,41 @@ class Story:
         lines = [(v, qty if n == 0 else 1) for n, v in enumerate(items)]
         self.used.update(v["product_id"] for v in items)
         total = round(sum(v["price"] * q for v, q in lines), 2)
-        number = f"#W9{self.index:03d}{self.counts['orders']:03d}"
+        number = f"#W9{self.index:03d}{self.b.count('orders'):03d}"
         ship = {f"ship_{k}": v for k, v in p.address.items()}
         oid = self._add(
-            "orders", order_number=number, customer_id=p.id, status=status, total=total,
-            created_at=self._ts(days_ago), **ship,
-        )  # fmt: skip
+            "orders",
+            order_number=number,
+            customer_id=p.id,
+            status=status,
+            total=total,
+            created_at=self._ts(days_ago),
+            **ship,
+        )
         for n, (v, q) in enumerate(lines, start=1):
-            self._add("order_items", order_id=oid, line_no=n, variant_id=v["id"], quantity=q,
-                      unit_price=v["price"], status="active")  # fmt: skip
+            self._add(
+                "order_items",
+                order_id=oid,
+                line_no=n,
+                variant_id=v["id"],
+                quantity=q,
+                unit_price=v["price"],
+                status="active",
+            )
         if isinstance(pay, str):
             pay = [(pay, total)]
         else:  # split: the listed amounts, the last method pays the rest
             pay = [*pay[:-1], (pay[-1][0], round(total - sum(a for _, a in pay[:-1]), 2))]
         for code, amount in pay:
             mid = next(m["id"] for m in self.rows["payment_methods"] if m["code"] == code)
-            self._add("payments", order_id=oid, payment_method_id=mid, kind="charge",
-                      amount=amount, created_at=self._ts(days_ago))  # fmt: skip
+            self._add(
+                "payments",
+                order_id=oid,
+                payment_method_id=mid,
+                kind="charge",
+                amount=amount,
+                created_at=self._ts(days_ago),
+            )
         return OrderInfo(number, total, lines, oid)
 
     def history(self, p: Person, catalog: Catalog, n: int = 2) -> None:
@@ -226,32 +252,15 @@ class Story:
             self.order(p, "delivered", items, next(iter(p.methods.values())), 60 + 30 * k)
 
     def set_stock(self, variant: dict[str, Any], stock: int) -> None:
-        self.rows["variants"].append({"id": variant["id"], "stock": stock})
+        self.b.update("variants", variant["id"], stock=stock)
 
     def seed(self) -> dict[str, Any]:
-        return {
-            "now": self.now.isoformat(),
-            "rows": {t: rows for t, rows in self.rows.items() if rows},
-        }
+        return self.b.seed()
 
 
 NOW = datetime(2026, 3, 14, 10, 0)
 C = partial(call, ENVIRONMENT)
-NAMES = [
-    ("Mia", "Chen"), ("Noah", "Patel"), ("Ava", "Kowalski"), ("Liam", "Okafor"), ("Zara", "Haddad"),
-    ("Ethan", "Larsen"), ("Chloe", "Dubois"), ("Mateo", "Silva"), ("Nina", "Petrova"),
-    ("Oscar", "Lindqvist"), ("Leila", "Rahimi"), ("Kenji", "Watanabe"), ("Ines", "Moreau"),
-    ("Felix", "Brandt"), ("Aisha", "Bello"), ("Lucas", "Ferreira"), ("Maya", "Goldberg"),
-    ("Samir", "Nasser"), ("Elena", "Rossi"), ("Jonah", "Fischer"), ("Priya", "Raman"),
-    ("Theo", "Novak"), ("Hana", "Sato"), ("Victor", "Almeida"), ("Clara", "Jensen"),
-    ("Rafael", "Costa"), ("Ingrid", "Holm"), ("Tariq", "Aziz"), ("Lena", "Vogel"),
-    ("Marco", "Bianchi"), ("Sofia", "Nieminen"), ("Daniel", "Oyelaran"), ("Yara", "Mansour"),
-    ("Pavel", "Dvorak"), ("Ruth", "Adeyemi"), ("Kai", "Nakamura"), ("Alma", "Quintero"),
-    ("Bruno", "Keller"), ("Freya", "Olsen"), ("Hugo", "Marchetti"), ("Iris", "Kaplan"),
-    ("Jamal", "Wright"), ("Kira", "Ivanova"), ("Leo", "Hartmann"), ("Mina", "Park"),
-    ("Nils", "Berg"), ("Omar", "Saleh"), ("Paula", "Mendes"), ("Quinn", "Gallagher"),
-    ("Rosa", "Delgado"), ("Sven", "Aalto"), ("Tessa", "Byrne"),
-]  # fmt: skip
+NAMES = name_pool(52)
 
 
 @dataclass
@@ -290,3 +299,12 @@ def the(v: dict[str, Any]) -> str:
 
 
 GO = "You have my confirmation, please go ahead."
+# What a draw may reword (app/sdk/phrasing.py): the "Please ..." request (not the consent), the
+# consent sentence, and the greeting saying who the customer is (`hello`, the catalogue question).
+PHRASING = Phrasing(
+    request=sentence_starting("Please"),
+    keep_request=("go ahead", "confirm"),
+    consent=sentence_with("confirmation"),
+    greeting=opening(("Hi", "Hello"), ("I'm", "this is")),
+    closing=("confirm", "go ahead", "proceed"),
+)

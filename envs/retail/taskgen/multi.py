@@ -74,8 +74,13 @@ def cancel_and_return(c: Ctx) -> Draft:
     avoid = c.s.used
     gift = c.s.gift_card(p, 5.0)
     a = c.s.order(p, "pending", [c.cat.item(c.s.rng, avoid)], p.methods["visa"], 1)
-    b = c.s.order(p, "delivered", [c.cat.item(c.s.rng, avoid), c.cat.item(c.s.rng, avoid)],
-                  p.methods["visa"], 20)  # fmt: skip
+    b = c.s.order(
+        p,
+        "delivered",
+        [c.cat.item(c.s.rng, avoid), c.cat.item(c.s.rng, avoid)],
+        p.methods["visa"],
+        20,
+    )
     vb = b.lines[1][0]
     prompt = (
         f"{hello(p, 'email')} Two things. Cancel my pending order {a.number}, I ordered it by "
@@ -86,13 +91,23 @@ def cancel_and_return(c: Ctx) -> Draft:
         auth(p, "email"),
         C("list_customer_orders", customer_id=p.id),
         C("get_order_details", order_number=a.number),
-        C("cancel_pending_order", order_number=a.number, customer_id=p.id,
-          reason="ordered_by_mistake"),
+        C(
+            "cancel_pending_order",
+            order_number=a.number,
+            customer_id=p.id,
+            reason="ordered_by_mistake",
+        ),
         C("get_order_details", order_number=b.number),
         C("get_customer_details", customer_id=p.id),
-        C("return_delivered_order_items", order_number=b.number, customer_id=p.id,
-          skus=[vb["sku"]], reason="defective", refund_method_id=gift),
-    ]  # fmt: skip
+        C(
+            "return_delivered_order_items",
+            order_number=b.number,
+            customer_id=p.id,
+            skus=[vb["sku"]],
+            reason="defective",
+            refund_method_id=gift,
+        ),
+    ]
     return Draft("multi_cancel_return", prompt, gold, True)
 
 
@@ -142,12 +157,22 @@ def exchange_and_cancel(c: Ctx) -> Draft:
         C("list_customer_orders", customer_id=p.id),
         C("get_order_details", order_number=a.number),
         C("get_product_details", product_id=old["product_id"]),
-        C("exchange_delivered_order_items", order_number=a.number, customer_id=p.id,
-          from_skus=[old["sku"]], to_skus=[new["sku"]], payment_method_id=gift),
+        C(
+            "exchange_delivered_order_items",
+            order_number=a.number,
+            customer_id=p.id,
+            from_skus=[old["sku"]],
+            to_skus=[new["sku"]],
+            payment_method_id=gift,
+        ),
         C("get_order_details", order_number=b.number),
-        C("cancel_pending_order", order_number=b.number, customer_id=p.id,
-          reason="no_longer_needed"),
-    ]  # fmt: skip
+        C(
+            "cancel_pending_order",
+            order_number=b.number,
+            customer_id=p.id,
+            reason="no_longer_needed",
+        ),
+    ]
     return Draft("multi_exchange_cancel", prompt, gold, True)
 
 
@@ -170,12 +195,22 @@ def rework_order(c: Ctx) -> Draft:
         C("get_customer_details", customer_id=p.id),
         C("get_order_details", order_number=o.number),
         C("get_product_details", product_id=old["product_id"]),
-        C("modify_pending_order_items", order_number=o.number, customer_id=p.id,
-          from_skus=[old["sku"]], to_skus=[new["sku"]], payment_method_id=p.methods["visa"]),
+        C(
+            "modify_pending_order_items",
+            order_number=o.number,
+            customer_id=p.id,
+            from_skus=[old["sku"]],
+            to_skus=[new["sku"]],
+            payment_method_id=p.methods["visa"],
+        ),
         C("modify_pending_order_address", order_number=o.number, customer_id=p.id, **addr),
-        C("modify_pending_order_payment", order_number=o.number, customer_id=p.id,
-          payment_method_id=gift),
-    ]  # fmt: skip
+        C(
+            "modify_pending_order_payment",
+            order_number=o.number,
+            customer_id=p.id,
+            payment_method_id=gift,
+        ),
+    ]
     return Draft("multi_modify", prompt, gold, True)
 
 
@@ -194,13 +229,23 @@ def return_and_repay(c: Ctx) -> Draft:
         auth(p, "email"),
         C("list_customer_orders", customer_id=p.id),
         C("get_order_details", order_number=a.number),
-        C("return_delivered_order_items", order_number=a.number, customer_id=p.id,
-          skus=[va["sku"]], reason="not_as_described", refund_method_id=p.methods["visa"]),
+        C(
+            "return_delivered_order_items",
+            order_number=a.number,
+            customer_id=p.id,
+            skus=[va["sku"]],
+            reason="not_as_described",
+            refund_method_id=p.methods["visa"],
+        ),
         C("get_order_details", order_number=b.number),
         C("get_customer_details", customer_id=p.id),
-        C("modify_pending_order_payment", order_number=b.number, customer_id=p.id,
-          payment_method_id=gift),
-    ]  # fmt: skip
+        C(
+            "modify_pending_order_payment",
+            order_number=b.number,
+            customer_id=p.id,
+            payment_method_id=gift,
+        ),
+    ]
     return Draft("multi_return_payment", prompt, gold, True)
 
 
@@ -224,9 +269,21 @@ def return_and_exchange(c: Ctx) -> Draft:
         C("get_order_details", order_number=b.number),
         C("get_product_details", product_id=old["product_id"]),
         C("get_customer_details", customer_id=p.id),
-        C("return_delivered_order_items", order_number=a.number, customer_id=p.id,
-          skus=[va["sku"]], reason="wrong_item", refund_method_id=gift),
-        C("exchange_delivered_order_items", order_number=b.number, customer_id=p.id,
-          from_skus=[old["sku"]], to_skus=[new["sku"]], payment_method_id=p.methods["visa"]),
-    ]  # fmt: skip
+        C(
+            "return_delivered_order_items",
+            order_number=a.number,
+            customer_id=p.id,
+            skus=[va["sku"]],
+            reason="wrong_item",
+            refund_method_id=gift,
+        ),
+        C(
+            "exchange_delivered_order_items",
+            order_number=b.number,
+            customer_id=p.id,
+            from_skus=[old["sku"]],
+            to_skus=[new["sku"]],
+            payment_method_id=p.methods["visa"],
+        ),
+    ]
     return Draft("multi_return_exchange", prompt, gold, True)

@@ -59,10 +59,15 @@ def lookup_order_total(c: Ctx) -> Draft:
     avoid = c.s.used
     c.s.history(p, c.cat)
     orders = [
-        c.s.order(p, "delivered", [c.cat.item(c.s.rng, avoid), c.cat.item(c.s.rng, avoid)],
-                  p.methods["mastercard"], days_ago=12 + 5 * n)
+        c.s.order(
+            p,
+            "delivered",
+            [c.cat.item(c.s.rng, avoid), c.cat.item(c.s.rng, avoid)],
+            p.methods["mastercard"],
+            days_ago=12 + 5 * n,
+        )
         for n in range(2)
-    ]  # fmt: skip
+    ]
     target = orders[c.k]
     item = target.lines[1][0]
     prompt = (
@@ -80,8 +85,13 @@ def lookup_order_total(c: Ctx) -> Draft:
 def lookup_spend(c: Ctx) -> Draft:
     p = c.person(card="amex")
     avoid = c.s.used
-    a = c.s.order(p, "delivered", [c.cat.item(c.s.rng, avoid), c.cat.item(c.s.rng, avoid)],
-                  p.methods["amex"], days_ago=30)  # fmt: skip
+    a = c.s.order(
+        p,
+        "delivered",
+        [c.cat.item(c.s.rng, avoid), c.cat.item(c.s.rng, avoid)],
+        p.methods["amex"],
+        days_ago=30,
+    )
     b = c.s.order(p, "shipped", [c.cat.item(c.s.rng, avoid)], p.methods["amex"], days_ago=4)
     va, vb = a.lines[0][0], b.lines[0][0]
     prompt = (
@@ -118,8 +128,12 @@ def refuse_status(c: Ctx) -> Draft:
     kind = ("cancel_delivered", "address_shipped", "return_pending", "cancel_processed")[c.k]
     p = c.person()
     c.s.history(p, c.cat, 1)
-    status = {"cancel_delivered": "delivered", "address_shipped": "shipped",
-              "return_pending": "pending", "cancel_processed": "processed"}[kind]  # fmt: skip
+    status = {
+        "cancel_delivered": "delivered",
+        "address_shipped": "shipped",
+        "return_pending": "pending",
+        "cancel_processed": "processed",
+    }[kind]
     o = c.s.order(p, status, [c.cat.item(c.s.rng, c.s.used)], next(iter(p.methods.values())), 3)
     v = o.lines[0][0]
     new = c.s.new_address()

@@ -111,8 +111,9 @@ def modify_items(c: Ctx) -> Draft:
     if c.k == 3:
         swaps.append(c.cat.swap(c.s.rng, avoid, "down"))
     gift = c.s.gift_card(p, 300.0)
-    o = c.s.order(p, "pending", [old for old, _ in swaps] + [c.cat.item(c.s.rng, avoid)],
-                  p.methods["visa"])  # fmt: skip
+    o = c.s.order(
+        p, "pending", [old for old, _ in swaps] + [c.cat.item(c.s.rng, avoid)], p.methods["visa"]
+    )
     payer = {0: p.methods["visa"], 1: gift, 2: p.methods["visa"], 3: gift}[c.k]
     pay_text = "my gift card" if payer == gift else "my Visa"
     changes = " and ".join(f"the {old['product']} to {nice(new['options'])}" for old, new in swaps)
@@ -129,10 +130,15 @@ def modify_items(c: Ctx) -> Draft:
     gold.append(C("get_order_details", order_number=o.number))
     gold += [C("get_product_details", product_id=old["product_id"]) for old, _ in swaps]
     gold.append(
-        C("modify_pending_order_items", order_number=o.number, customer_id=p.id,
-          from_skus=[old["sku"] for old, _ in swaps], to_skus=[new["sku"] for _, new in swaps],
-          payment_method_id=payer)
-    )  # fmt: skip
+        C(
+            "modify_pending_order_items",
+            order_number=o.number,
+            customer_id=p.id,
+            from_skus=[old["sku"] for old, _ in swaps],
+            to_skus=[new["sku"] for _, new in swaps],
+            payment_method_id=payer,
+        )
+    )
     if c.k in (1, 3):  # the customer names the order number, the gold needs no order list
         prompt = prompt.replace("my pending order", f"my pending order {o.number}")
     return Draft("modify_items", prompt, gold, True)
@@ -146,8 +152,11 @@ def return_items(c: Ctx) -> Draft:
     o = c.s.order(p, "delivered", items, p.methods["visa"], 9)
     back = items[:1] if c.k != 1 else items[:2]
     reason = ("defective", "no_longer_needed", "wrong_item")[c.k]
-    why = {"defective": "it arrived broken", "no_longer_needed": "I don't need them anymore",
-           "wrong_item": "it's not the item I ordered"}[reason]  # fmt: skip
+    why = {
+        "defective": "it arrived broken",
+        "no_longer_needed": "I don't need them anymore",
+        "wrong_item": "it's not the item I ordered",
+    }[reason]
     gold = [auth(p, "email")]
     refund_to, where = p.methods["visa"], "my Visa"
     if c.k == 2:
@@ -161,9 +170,15 @@ def return_items(c: Ctx) -> Draft:
     gold += [
         C("list_customer_orders", customer_id=p.id),
         C("get_order_details", order_number=o.number),
-        C("return_delivered_order_items", order_number=o.number, customer_id=p.id,
-          skus=[v["sku"] for v in back], reason=reason, refund_method_id=refund_to),
-    ]  # fmt: skip
+        C(
+            "return_delivered_order_items",
+            order_number=o.number,
+            customer_id=p.id,
+            skus=[v["sku"] for v in back],
+            reason=reason,
+            refund_method_id=refund_to,
+        ),
+    ]
     return Draft("return", prompt, gold, True)
 
 
@@ -176,8 +191,13 @@ def exchange(c: Ctx) -> Draft:
     if c.k == 2:
         swaps.append(c.cat.swap(c.s.rng, avoid, "up"))
     gift = c.s.gift_card(p, 250.0)
-    o = c.s.order(p, "delivered", [old for old, _ in swaps] + [c.cat.item(c.s.rng, avoid)],
-                  p.methods["visa"], 8)  # fmt: skip
+    o = c.s.order(
+        p,
+        "delivered",
+        [old for old, _ in swaps] + [c.cat.item(c.s.rng, avoid)],
+        p.methods["visa"],
+        8,
+    )
     payer = gift if c.k == 2 else p.methods["visa"]
     changes = " and ".join(f"the {old['product']} for {nice(new['options'])}" for old, new in swaps)
     prompt = (
@@ -195,8 +215,13 @@ def exchange(c: Ctx) -> Draft:
     gold.append(C("get_order_details", order_number=o.number))
     gold += [C("get_product_details", product_id=old["product_id"]) for old, _ in swaps]
     gold.append(
-        C("exchange_delivered_order_items", order_number=o.number, customer_id=p.id,
-          from_skus=[old["sku"] for old, _ in swaps], to_skus=[new["sku"] for _, new in swaps],
-          payment_method_id=payer)
-    )  # fmt: skip
+        C(
+            "exchange_delivered_order_items",
+            order_number=o.number,
+            customer_id=p.id,
+            from_skus=[old["sku"] for old, _ in swaps],
+            to_skus=[new["sku"] for _, new in swaps],
+            payment_method_id=payer,
+        )
+    )
     return Draft("exchange", prompt, gold, True)

@@ -44,8 +44,16 @@ def test_rows_offer_exactly_the_servers_tools_and_the_policy() -> None:
 
 def test_families_cover_every_kind_of_request() -> None:
     families = {t["family"] for t in TASKS}
-    for needed in ("lookup", "cancel", "modify_items", "modify_address", "modify_payment",
-                   "return", "exchange", "update_default_address"):  # fmt: skip
+    for needed in (
+        "lookup",
+        "cancel",
+        "modify_items",
+        "modify_address",
+        "modify_payment",
+        "return",
+        "exchange",
+        "update_default_address",
+    ):
         assert needed in families
     assert any(f.startswith("multi_") for f in families)
     assert sum(f.startswith("refuse_") for f in families) >= 4
@@ -70,8 +78,10 @@ def test_read_only_tasks_answer_or_decline_and_their_gold_ends_so() -> None:
         writes = any(c["name"] in WRITE_TOOLS for c in t["ground_truth"])
         last = t["ground_truth"][-1]
         if t.get("expected_answer"):
-            assert last == {"name": "submit_answer",
-                            "arguments": {"answer": t["expected_answer"]["value"]}}  # fmt: skip
+            assert last == {
+                "name": "submit_answer",
+                "arguments": {"answer": t["expected_answer"]["value"]},
+            }
             assert t["family"] == "lookup" and not writes
         elif t.get("expected_decline"):
             assert last["name"] == "decline_request", t["task_id"]

@@ -14,7 +14,7 @@ from app.sdk.taskgen import TaskGenerator, build_row
 from envs.sql import ENVIRONMENT
 from envs.sql.taskgen import multi, reads, writes
 from envs.sql.taskgen.details import omissions
-from envs.sql.taskgen.kit import Ctx, Draft, Story, names_pool
+from envs.sql.taskgen.kit import PHRASING, Ctx, Draft, Story, names_pool
 
 Family = Callable[[Ctx], Draft]
 # (family, how many variants k = 0..n-1), in file order.
@@ -65,5 +65,6 @@ TASKGEN = TaskGenerator(
     build=build_task,
     shipped_names=names_pool(),
     writes=_writes,
+    phrasing=PHRASING,
 )
 task_lines = TASKGEN.shipped

@@ -10,11 +10,12 @@ from datetime import date, datetime, timedelta
 from typing import Any
 
 from app.sdk.taskgen import Draft as Draft  # re-exported: what the families return
+from app.sdk.taskgen import Phrasing, SeedBuilder, name_grid, sentence_starting
 from envs.sql import ENVIRONMENT
 
 NOW = datetime(2026, 3, 16, 9, 0)
 TODAY = NOW.date()
-# Parents before children: apply_seed inserts in this order and foreign keys are on.
+# The seed's table order (parents first).
 SEED_TABLES = ("employees", "salaries", "projects", "invoices", "timesheets")
 DEPT_NAMES = {
     "ENG": "Engineering", "DATA": "Data Science", "DES": "Design", "DEL": "Delivery",
@@ -59,70 +60,132 @@ class Proj:
 
 
 class Story:
-    """The rows one task seeds on top of the base data; ids from 100000 + 100 * index."""
+    """The rows one task seeds on top of the base data (its `SeedBuilder`, id block `index`)."""
 
     def __init__(self, index: int, rng: random.Random, names: list[tuple[str, str]]) -> None:
         self.index, self.rng, self.names = index, rng, names
-        self.block = 100_000 + 100 * index
-        self.rows: dict[str, list[dict[str, Any]]] = {t: [] for t in SEED_TABLES}
+        self.b = SeedBuilder(index, SEED_TABLES, NOW)
+        self.rows = self.b.rows
 
     def _add(self, table: str, **row: Any) -> int:
-        row = {"id": self.block + len(self.rows[table]), **row}
-        self.rows[table].append(row)
-        return int(row["id"])
+        return int(self.b.add(table, **row)["id"])
 
-    def person(self, dept: str = "ENG", *, manager_id: int | None = None, status: str = "active",
-               title: str = "Software Engineer", salary: float | None = 70_000.0,
-               email: str | None = None, hired: date = date(2022, 5, 2)) -> Person:  # fmt: skip
+    def person(
+        self,
+        dept: str = "ENG",
+        *,
+        manager_id: int | None = None,
+        status: str = "active",
+        title: str = "Software Engineer",
+        salary: float | None = 70_000.0,
+        email: str | None = None,
+        hired: date = date(2022, 5, 2),
+    ) -> Person:
         first, last = self.names.pop()
-        n = len(self.rows["employees"])
+        n = self.b.count("employees")
         no = f"E{90000 + self.index * 10 + n}"
         pid = self._add(
-            "employees", employee_no=no, first_name=first, last_name=last,
+            "employees",
+            employee_no=no,
+            first_name=first,
+            last_name=last,
             email=email or f"{first}.{last}@acme-consulting.eu".lower(),
-            department_id=DEPT_IDS[dept], manager_id=manager_id if manager_id else DEPT_IDS[dept],
-            title=title, hire_date=hired.isoformat(),
-            termination_date=None, status=status,
-        )  # fmt: skip
+            department_id=DEPT_IDS[dept],
+            manager_id=manager_id if manager_id else DEPT_IDS[dept],
+            title=title,
+            hire_date=hired.isoformat(),
+            termination_date=None,
+            status=status,
+        )
         p = Person(pid, no, first, last, salary)
         if salary is not None:
             first_pay = round(salary / 1.04, -2)
-            self._add("salaries", employee_id=pid, effective_date=hired.isoformat(),
-                      amount=first_pay, reason="hire")  # fmt: skip
-            self._add("salaries", employee_id=pid, effective_date="2025-07-01", amount=salary,
-                      reason="merit")  # fmt: skip
+            self._add(
+                "salaries",
+                employee_id=pid,
+                effective_date=hired.isoformat(),
+                amount=first_pay,
+                reason="hire",
+            )
+            self._add(
+                "salaries",
+                employee_id=pid,
+                effective_date="2025-07-01",
+                amount=salary,
+                reason="merit",
+            )
         return p
 
-    def project(self, *, customer_id: int | None = 3, dept: str = "ENG", rate: float = 120.0,
-                kind: str = "Data Platform", status: str = "active") -> Proj:  # fmt: skip
-        n = len(self.rows["projects"])
+    def project(
+        self,
+        *,
+        customer_id: int | None = 3,
+        dept: str = "ENG",
+        rate: float = 120.0,
+        kind: str = "Data Platform",
+        status: str = "active",
+    ) -> Proj:
+        n = self.b.count("projects")
         code = f"PRJ-{9000 + self.index * 10 + n}"
         name = f"{kind} {code[-4:]}"
-        pid = self._add("projects", code=code, name=name, customer_id=customer_id,
-                        department_id=DEPT_IDS[dept], status=status, start_date="2025-09-01",
-                        end_date=None, budget=150_000.0, hourly_rate=rate)  # fmt: skip
+        pid = self._add(
+            "projects",
+            code=code,
+            name=name,
+            customer_id=customer_id,
+            department_id=DEPT_IDS[dept],
+            status=status,
+            start_date="2025-09-01",
+            end_date=None,
+            budget=150_000.0,
+            hourly_rate=rate,
+        )
         return Proj(pid, code, name, rate, customer_id)
 
-    def sheet(self, p: Person, proj: Proj, week: date, hours: float, status: str = "approved",
-              *, billable: bool = True, invoice_id: int | None = None) -> int:  # fmt: skip
+    def sheet(
+        self,
+        p: Person,
+        proj: Proj,
+        week: date,
+        hours: float,
+        status: str = "approved",
+        *,
+        billable: bool = True,
+        invoice_id: int | None = None,
+    ) -> int:
         assert week.weekday() == 0
-        return self._add("timesheets", employee_id=p.id, project_id=proj.id,
-                         week_start=week.isoformat(), hours=hours, billable=billable,
-                         status=status, invoice_id=invoice_id)  # fmt: skip
+        return self._add(
+            "timesheets",
+            employee_id=p.id,
+            project_id=proj.id,
+            week_start=week.isoformat(),
+            hours=hours,
+            billable=billable,
+            status=status,
+            invoice_id=invoice_id,
+        )
 
-    def invoice(self, proj: Proj, amount: float, status: str = "sent",
-                issued: date = date(2026, 2, 5)) -> tuple[int, str]:  # fmt: skip
-        n = len(self.rows["invoices"])
+    def invoice(
+        self, proj: Proj, amount: float, status: str = "sent", issued: date = date(2026, 2, 5)
+    ) -> tuple[int, str]:
+        n = self.b.count("invoices")
         number = f"INV-2026-{9000 + self.index * 10 + n}"
         paid = (issued + timedelta(days=20)).isoformat() if status == "paid" else None
-        iid = self._add("invoices", number=number, customer_id=proj.customer_id,
-                        project_id=proj.id, issue_date=issued.isoformat(),
-                        due_date=(issued + timedelta(days=30)).isoformat(), amount=amount,
-                        status=status, paid_date=paid)  # fmt: skip
+        iid = self._add(
+            "invoices",
+            number=number,
+            customer_id=proj.customer_id,
+            project_id=proj.id,
+            issue_date=issued.isoformat(),
+            due_date=(issued + timedelta(days=30)).isoformat(),
+            amount=amount,
+            status=status,
+            paid_date=paid,
+        )
         return iid, number
 
     def seed(self) -> dict[str, Any]:
-        return {"now": NOW.isoformat(), "rows": {t: r for t, r in self.rows.items() if r}}
+        return self.b.seed()
 
 
 def call(name: str, **arguments: Any) -> dict[str, Any]:
@@ -160,6 +223,9 @@ def rows_of(output: dict[str, Any]) -> list[list[Any]]:
 
 
 def names_pool() -> list[tuple[str, str]]:
-    pairs = [(f, ln) for f in FIRSTS for ln in LASTS]
-    random.Random("sql-names").shuffle(pairs)
-    return pairs
+    return name_grid(FIRSTS, LASTS, shuffle="sql-names")
+
+
+# What a draw may reword (app/sdk/phrasing.py): the "Please ..." request; the requests carry
+# no greeting and no consent sentence.
+PHRASING = Phrasing(request=sentence_starting("Please"), keep_request=("go ahead", "confirm"))

@@ -17,10 +17,12 @@ def month_end(c: Ctx) -> Draft:
         c.s.sheet(p, proj, date(2026, 1, 12), 20, "invoiced", invoice_id=draft_id)
     c.s.rows["invoices"][-1]["amount"] = 40 * proj.rate
     number = f"INV-2026-{9000 + c.s.index * 10 + 5}"
-    prompt = (f"Month-end for project {proj.code}, three things: (1) the customer paid {sent} on "
-              f"2026-03-11; (2) void the draft {draft}, its timesheets go back to approved; "
-              f"(3) then invoice the project for February 2026 (timesheets whose week starts in "
-              f"February) as draft {number}, issued 2026-03-16.")  # fmt: skip
+    prompt = (
+        f"Month-end for project {proj.code}, three things: (1) the customer paid {sent} on "
+        f"2026-03-11; (2) void the draft {draft}, its timesheets go back to approved; "
+        f"(3) then invoice the project for February 2026 (timesheets whose week starts in "
+        f"February) as draft {number}, issued 2026-03-16."
+    )
     gold = [
         sql(f"""SELECT number, status, amount FROM invoices
                 WHERE project_id = (SELECT id FROM projects WHERE code = '{proj.code}')"""),
@@ -46,10 +48,12 @@ def team_lead_leaves(c: Ctx) -> Draft:
     c.s.sheet(lead, proj, date(2026, 3, 2), 30, "approved")
     c.s.sheet(lead, proj, date(2025, 10, 6), 45, "rejected")
     c.s.sheet(reports[0], proj, date(2026, 3, 9), 40, "submitted")
-    prompt = (f"{lead.name} ({lead.no}) leaves today, 2026-03-16. Please: move their direct "
-              f"reports to {new.name} ({new.no}); reject {lead.first}'s still-submitted "
-              f"timesheets; archive {lead.first}'s rejected timesheets from 2025; and offboard "
-              f"{lead.first}.")  # fmt: skip
+    prompt = (
+        f"{lead.name} ({lead.no}) leaves today, 2026-03-16. Please: move their direct "
+        f"reports to {new.name} ({new.no}); reject {lead.first}'s still-submitted "
+        f"timesheets; archive {lead.first}'s rejected timesheets from 2025; and offboard "
+        f"{lead.first}."
+    )
     old = f"employee_id = {lead.id} AND status = 'rejected' AND week_start < '2026-01-01'"
     gold = [
         sql(
@@ -74,8 +78,10 @@ def paid_and_refused(c: Ctx) -> Draft:
     proj = c.s.project()
     _, sent = c.s.invoice(proj, 8_400.0, "sent", date(2026, 2, 5))
     _, paid = c.s.invoice(proj, 6_300.0, "paid", date(2026, 1, 5))
-    prompt = (f"Two invoice chores: {sent} was paid on 2026-03-13, please record it. And "
-              f"{paid} looks like a duplicate, please delete it.")  # fmt: skip
+    prompt = (
+        f"Two invoice chores: {sent} was paid on 2026-03-13, please record it. And "
+        f"{paid} looks like a duplicate, please delete it."
+    )
     gold = [
         LIST,
         describe("invoices"),
@@ -103,8 +109,10 @@ def raise_and_refuse(c: Ctx) -> Draft:
     """Two raises asked: one within the 10% cap is recorded, one above it is refused."""
     ok = c.s.person("DES", title="Product Designer", salary=66_000.0)
     big = c.s.person("DES", title="Product Designer", salary=64_000.0)
-    prompt = (f"Raises effective 2026-04-01: {ok.name} ({ok.no}) gets 6% (merit) and {big.name} "
-              f"({big.no}) gets 14% (merit). Please record both.")  # fmt: skip
+    prompt = (
+        f"Raises effective 2026-04-01: {ok.name} ({ok.no}) gets 6% (merit) and {big.name} "
+        f"({big.no}) gets 14% (merit). Please record both."
+    )
     gold = [
         describe("salaries"),
         sql(f"""SELECT e.employee_no, s.effective_date, s.amount FROM salaries s
@@ -134,10 +142,12 @@ def close_project(c: Ctx) -> Draft:
     """Approve the last week, invoice February, complete the project: 6 calls."""
     proj, team = billable_month(c, 95.0)
     number = f"INV-2026-{9000 + c.s.index * 10 + 5}"
-    prompt = (f"Project {proj.code} is finished. Please approve its remaining submitted "
-              f"timesheets, invoice February 2026 (weeks starting in February) as draft {number} "
-              "issued 2026-03-16, and set the project to completed with end date "
-              "2026-03-13.")  # fmt: skip
+    prompt = (
+        f"Project {proj.code} is finished. Please approve its remaining submitted "
+        f"timesheets, invoice February 2026 (weeks starting in February) as draft {number} "
+        "issued 2026-03-16, and set the project to completed with end date "
+        "2026-03-13."
+    )
     gold = [
         sql(f"""UPDATE timesheets SET status = 'approved' WHERE status = 'submitted'
                 AND project_id = {proj.id}"""),

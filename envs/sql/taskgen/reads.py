@@ -42,8 +42,10 @@ def _top_name(results: Results) -> tuple[str, Any]:
 def answer_headcount(c: Ctx) -> Draft:
     code = ("ENG", "DES", "FIN")[c.k]
     name = DEPT_NAMES[code]
-    prompt = (f"Quick one: how many employees of the {name} department are currently active? "
-              "People on leave or terminated don't count.")  # fmt: skip
+    prompt = (
+        f"Quick one: how many employees of the {name} department are currently active? "
+        "People on leave or terminated don't count."
+    )
     gold = [
         sql(f"""SELECT COUNT(*) FROM employees e JOIN departments d ON d.id = e.department_id
                     WHERE d.name = '{name}' AND e.status = 'active'""")
@@ -72,8 +74,10 @@ def answer_top_hours(c: Ctx) -> Draft:
         for n, h in enumerate(hours):
             c.s.sheet(p, proj, date(2026, 2, 2 + 7 * n), h)
         c.s.sheet(p, proj, date(2026, 3, 2), 40)  # March: outside the question
-    prompt = (f"Who booked the most hours on project {proj.code} in weeks starting in February "
-              "2026? Give me the person's name.")  # fmt: skip
+    prompt = (
+        f"Who booked the most hours on project {proj.code} in weeks starting in February "
+        "2026? Give me the person's name."
+    )
     gold = [
         describe("timesheets"),
         sql(f"""SELECT e.first_name || ' ' || e.last_name AS who, SUM(t.hours) AS total
@@ -87,8 +91,10 @@ def answer_top_hours(c: Ctx) -> Draft:
 
 
 def answer_unpaid(c: Ctx) -> Draft:
-    prompt = ("Finance here. Which customer owes us the most right now, counting invoices that "
-              "were sent but not yet paid? Just the customer's name.")  # fmt: skip
+    prompt = (
+        "Finance here. Which customer owes us the most right now, counting invoices that "
+        "were sent but not yet paid? Just the customer's name."
+    )
     gold = [
         LIST,
         describe("invoices"),
@@ -102,8 +108,10 @@ def answer_unpaid(c: Ctx) -> Draft:
 def answer_top_salary(c: Ctx) -> Draft:
     code = ("DATA", "DEL")[c.k]
     name = DEPT_NAMES[code]
-    prompt = (f"Who is the best-paid active employee of the {name} department, by current "
-              "salary? Name please.")  # fmt: skip
+    prompt = (
+        f"Who is the best-paid active employee of the {name} department, by current "
+        "salary? Name please."
+    )
     gold = [
         LIST,
         describe("employees"),
@@ -124,8 +132,10 @@ def answer_top_salary(c: Ctx) -> Draft:
 
 def refuse_delete_employee(c: Ctx) -> Draft:
     p = c.s.person("SALES", title="Account Executive")
-    prompt = (f"Please delete the employee record of {p.name} ({p.no}) from the database "
-              "entirely; we don't want them in there any more.")  # fmt: skip
+    prompt = (
+        f"Please delete the employee record of {p.name} ({p.no}) from the database "
+        "entirely; we don't want them in there any more."
+    )
     gold = [sql(f"SELECT id, employee_no, status FROM employees WHERE employee_no = '{p.no}'")]
     why = (
         f"Employees are never deleted, so {p.no} stays; if they left, I can offboard them instead."
@@ -164,8 +174,10 @@ def refuse_paid_invoice(c: Ctx) -> Draft:
 def refuse_big_raise(c: Ctx) -> Draft:
     p = c.s.person("DATA", title="Data Scientist", salary=80_000.0)
     pct = (15, 12)[c.k]
-    prompt = (f"Please give {p.name} ({p.no}) a {pct}% merit raise effective 2026-04-01. "
-              "Go ahead and record it.")  # fmt: skip
+    prompt = (
+        f"Please give {p.name} ({p.no}) a {pct}% merit raise effective 2026-04-01. "
+        "Go ahead and record it."
+    )
     gold = [
         sql(f"""SELECT s.effective_date, s.amount FROM salaries s
                     JOIN employees e ON e.id = s.employee_id WHERE e.employee_no = '{p.no}'
@@ -183,8 +195,10 @@ def refuse_big_raise(c: Ctx) -> Draft:
 
 def refuse_salary_rewrite(c: Ctx) -> Draft:
     p = c.s.person("FIN", title="Accountant", salary=60_000.0)
-    prompt = (f"The salary row of {p.name} ({p.no}) effective 2025-07-01 is wrong: it should say "
-              "62,000. Please fix that existing row.")  # fmt: skip
+    prompt = (
+        f"The salary row of {p.name} ({p.no}) effective 2025-07-01 is wrong: it should say "
+        "62,000. Please fix that existing row."
+    )
     gold = [
         sql(f"""SELECT s.id, s.effective_date, s.amount FROM salaries s
                     JOIN employees e ON e.id = s.employee_id WHERE e.employee_no = '{p.no}'""")
@@ -210,8 +224,10 @@ def answer_reports(c: Ctx) -> Draft:
     c.s.person("ENG", manager_id=lead.id, status="terminated")
     c.s.rows["employees"][-1]["termination_date"] = "2026-02-27"
     c.s.person("ENG", manager_id=lead.id, status="on_leave")
-    prompt = (f"Which active employees report directly to {lead.name} ({lead.no})? List their "
-              "full names; people on leave or terminated don't count.")  # fmt: skip
+    prompt = (
+        f"Which active employees report directly to {lead.name} ({lead.no})? List their "
+        "full names; people on leave or terminated don't count."
+    )
     gold = [
         sql(f"""SELECT e.first_name || ' ' || e.last_name, e.status FROM employees e
                 JOIN employees m ON m.id = e.manager_id WHERE m.employee_no = '{lead.no}'""")
@@ -222,8 +238,9 @@ def answer_reports(c: Ctx) -> Draft:
 def refuse_delete_invoice(c: Ctx) -> Draft:
     proj = c.s.project()
     _, number = c.s.invoice(proj, 4_320.0, "sent", date(2026, 3, 2))
-    prompt = (f"Invoice {number} was sent to the customer by mistake. Please delete it from the "
-              "database.")  # fmt: skip
+    prompt = (
+        f"Invoice {number} was sent to the customer by mistake. Please delete it from the database."
+    )
     gold = [sql(f"SELECT number, status, amount FROM invoices WHERE number = '{number}'")]
     why = f"Invoices are never deleted; I can void {number} instead."
     return Draft(
@@ -250,9 +267,15 @@ def refuse_approve_rejected(c: Ctx) -> Draft:
         sql(f"""SELECT t.id, t.week_start, t.hours, t.status FROM timesheets t
                 JOIN employees e ON e.id = t.employee_id WHERE e.employee_no = '{p.no}'""")
     ]
-    why = (f"The timesheet of {p.no} for the week of {week.isoformat()} is rejected; only "
-           "submitted timesheets can be approved, so it must be submitted again.")  # fmt: skip
+    why = (
+        f"The timesheet of {p.no} for the week of {week.isoformat()} is rejected; only "
+        "submitted timesheets can be approved, so it must be submitted again."
+    )
     return Draft(
-        "refuse_approve_rejected", prompt, gold, False, decline="timesheet_not_submitted",
+        "refuse_approve_rejected",
+        prompt,
+        gold,
+        False,
+        decline="timesheet_not_submitted",
         decline_message=why,
-    )  # fmt: skip
+    )

@@ -24,12 +24,17 @@ def offboard(c: Ctx) -> Draft:
 
 
 def give_raise(c: Ctx) -> Draft:
-    pct, reason, salary = ((5, "merit", 72_000.0), (8, "promotion", 91_500.0),
-                           (3, "adjustment", 58_250.0))[c.k]  # fmt: skip
+    pct, reason, salary = (
+        (5, "merit", 72_000.0),
+        (8, "promotion", 91_500.0),
+        (3, "adjustment", 58_250.0),
+    )[c.k]
     p = c.s.person("DATA", title="Data Scientist", salary=salary)
     article = "an" if pct == 8 else "a"
-    prompt = (f"Please record {article} {pct}% {reason} raise for {p.name} ({p.no}), "
-              "effective 2026-04-01.")  # fmt: skip
+    prompt = (
+        f"Please record {article} {pct}% {reason} raise for {p.name} ({p.no}), "
+        "effective 2026-04-01."
+    )
     gold = [
         describe("salaries"),
         sql(f"""SELECT s.effective_date, s.amount FROM salaries s
@@ -48,9 +53,11 @@ def fix_emails(c: Ctx) -> Draft:
     bad[1] = f"  {bad[1].lower()} " if c.k else bad[1].upper()
     for row, email in zip(c.s.rows["employees"], bad, strict=False):
         row["email"] = email
-    prompt = ("Some employee emails were imported with upper-case letters or stray spaces. "
-              "Please normalise every employee email in the database to lower case with no "
-              "leading or trailing spaces.")  # fmt: skip
+    prompt = (
+        "Some employee emails were imported with upper-case letters or stray spaces. "
+        "Please normalise every employee email in the database to lower case with no "
+        "leading or trailing spaces."
+    )
     gold = [
         sql("SELECT employee_no, email FROM employees WHERE email <> LOWER(TRIM(email))"),
         sql("UPDATE employees SET email = LOWER(TRIM(email)) WHERE email <> LOWER(TRIM(email))"),
@@ -66,8 +73,10 @@ def approve_week(c: Ctx) -> Draft:
         c.s.sheet(p, proj, week, 32 + 4 * n, "submitted")
         c.s.sheet(p, proj, date(2026, 3, 2), 40, "approved")
     c.s.sheet(team[0], proj, date(2026, 3, 16), 8, "submitted")  # next week: not asked
-    prompt = (f"Please approve all submitted timesheets on project {proj.code} for the week "
-              f"starting {week.isoformat()}.")  # fmt: skip
+    prompt = (
+        f"Please approve all submitted timesheets on project {proj.code} for the week "
+        f"starting {week.isoformat()}."
+    )
     gold = [
         sql(f"""SELECT t.id, t.employee_id, t.hours, t.status FROM timesheets t
                 JOIN projects p ON p.id = t.project_id WHERE p.code = '{proj.code}'
@@ -86,9 +95,11 @@ def reject_overbooked(c: Ctx) -> Draft:
     for n, p in enumerate(team):
         c.s.sheet(p, proj, date(2026, 3, 9), (50, 44, 56)[n], "submitted")
         c.s.sheet(p, proj, date(2026, 3, 2), (48, 40, 36)[n], "approved")
-    prompt = (f"Nobody can bill more than {limit} hours a week on project {proj.code}. Please "
-              f"reject its submitted timesheets with more than {limit} hours; leave the others "
-              "alone.")  # fmt: skip
+    prompt = (
+        f"Nobody can bill more than {limit} hours a week on project {proj.code}. Please "
+        f"reject its submitted timesheets with more than {limit} hours; leave the others "
+        "alone."
+    )
     gold = [
         describe("timesheets"),
         sql(f"""SELECT t.id, t.hours, t.status FROM timesheets t JOIN projects p
@@ -124,8 +135,10 @@ def void_invoice(c: Ctx) -> Draft:
             c.s.sheet(p, proj, week, 20, "invoiced", invoice_id=iid)
             hours += 20
     c.s.rows["invoices"][0]["amount"] = hours * proj.rate
-    prompt = (f"Invoice {number} went out with the wrong hours. Please void it; its timesheets "
-              "should go back to approved so they can be billed again.")  # fmt: skip
+    prompt = (
+        f"Invoice {number} went out with the wrong hours. Please void it; its timesheets "
+        "should go back to approved so they can be billed again."
+    )
     gold = [
         sql(f"SELECT id, number, status FROM invoices WHERE number = '{number}'"),
         sql(f"SELECT id, status FROM timesheets WHERE invoice_id = {iid}"),
@@ -169,11 +182,15 @@ def billable_month(c: Ctx, rate: float) -> tuple:
 def invoice_project(c: Ctx) -> Draft:
     proj, _ = billable_month(c, (135.0, 150.0)[c.k])
     number = f"INV-2026-{9000 + c.s.index * 10 + 5}"
-    prompt = (f"Please invoice project {proj.code} for February 2026 (timesheets whose week "
-              f"starts in February): create invoice {number}, issued 2026-03-16, as a draft, and "
-              "mark the billed timesheets.")  # fmt: skip
-    gold = [describe("invoices"), *invoice_statements(proj.code, number, "2026-03-16",
-                                                       "2026-04-15")]  # fmt: skip
+    prompt = (
+        f"Please invoice project {proj.code} for February 2026 (timesheets whose week "
+        f"starts in February): create invoice {number}, issued 2026-03-16, as a draft, and "
+        "mark the billed timesheets."
+    )
+    gold = [
+        describe("invoices"),
+        *invoice_statements(proj.code, number, "2026-03-16", "2026-04-15"),
+    ]
     if c.k == 0:
         gold.insert(1, describe("timesheets"))
         gold.append(
@@ -191,8 +208,10 @@ def archive_rejected(c: Ctx) -> Draft:
         c.s.sheet(p, proj, date(2025, 12, 1 + 7 * n), 20, "approved")
         c.s.sheet(p, proj, date(2026, 1, 12 + 7 * n), 25, "rejected")  # too recent
     cut = "2026-01-01"
-    prompt = (f"Please archive the rejected timesheets of project {proj.code} for weeks "
-              f"starting before {cut}.")  # fmt: skip
+    prompt = (
+        f"Please archive the rejected timesheets of project {proj.code} for weeks "
+        f"starting before {cut}."
+    )
     where = f"project_id = {proj.id} AND status = 'rejected' AND week_start < '{cut}'"
     gold = [
         describe("timesheet_archive"),
@@ -211,8 +230,10 @@ def reassign_reports(c: Ctx) -> Draft:
     for _ in range(3):
         c.s.person("ENG", manager_id=lead.id)
     day = ("2026-03-16", "2026-03-20")[c.k]
-    prompt = (f"{lead.name} ({lead.no}) is leaving; their last day is {day}. Move all of their "
-              f"direct reports to {new.name} ({new.no}) and offboard {lead.first}.")  # fmt: skip
+    prompt = (
+        f"{lead.name} ({lead.no}) is leaving; their last day is {day}. Move all of their "
+        f"direct reports to {new.name} ({new.no}) and offboard {lead.first}."
+    )
     gold = [
         sql(f"""SELECT id, employee_no, first_name, last_name FROM employees
                 WHERE employee_no IN ('{lead.no}', '{new.no}')"""),
@@ -227,9 +248,11 @@ def reassign_reports(c: Ctx) -> Draft:
 def transfer(c: Ctx) -> Draft:
     dept, title = (("DATA", "Data Scientist"), ("DEL", "Project Manager"))[c.k]
     p = c.s.person("ENG")
-    prompt = (f"{p.name} ({p.no}) moves to the {DEPT_NAMES[dept]} department as {title}, "
-              "reporting to that department's head (the one with no manager). Please update "
-              "their record.")  # fmt: skip
+    prompt = (
+        f"{p.name} ({p.no}) moves to the {DEPT_NAMES[dept]} department as {title}, "
+        "reporting to that department's head (the one with no manager). Please update "
+        "their record."
+    )
     gold = [
         sql(f"""SELECT id, department_id, manager_id, title FROM employees
                 WHERE employee_no = '{p.no}'"""),
@@ -248,10 +271,12 @@ def onboard(c: Ctx) -> Draft:
     first, last = c.s.names.pop()
     no = f"E{90000 + c.s.index * 10 + 9}"
     email = f"{first}.{last}@acme-consulting.eu".lower()
-    prompt = (f"New hire: {first} {last}, employee number {no}, email {email}, joins "
-              f"{DEPT_NAMES[dept]} as {title} on 2026-04-01, reporting to the department's head "
-              f"(the one with no manager), starting salary {salary} a year. Please add them with "
-              "their hire salary row.")  # fmt: skip
+    prompt = (
+        f"New hire: {first} {last}, employee number {no}, email {email}, joins "
+        f"{DEPT_NAMES[dept]} as {title} on 2026-04-01, reporting to the department's head "
+        f"(the one with no manager), starting salary {salary} a year. Please add them with "
+        "their hire salary row."
+    )
     head = f"""(SELECT e.id FROM employees e JOIN departments d ON d.id = e.department_id
                WHERE d.code = '{dept}' AND e.manager_id IS NULL)"""
     gold = [
@@ -270,8 +295,10 @@ def onboard(c: Ctx) -> Draft:
 
 
 def cost_of_living(c: Ctx) -> Draft:
-    prompt = ("Please apply a 3% cost-of-living adjustment, effective 2026-04-01, to every "
-              "active employee of the Operations department (not those on leave).")  # fmt: skip
+    prompt = (
+        "Please apply a 3% cost-of-living adjustment, effective 2026-04-01, to every "
+        "active employee of the Operations department (not those on leave)."
+    )
     gold = [
         describe("salaries"),
         sql("""SELECT e.employee_no, e.status FROM employees e JOIN departments d

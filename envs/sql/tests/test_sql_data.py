@@ -34,8 +34,9 @@ def test_base_data_size_ids_and_consistency() -> None:
     try:
         with db.engine.connect() as c:
             q = lambda sql: c.execute(text(sql)).all()  # noqa: E731
-            counts = {t: q(f"SELECT count(*), max(id) FROM {t}")[0]
-                      for t in ENVIRONMENT.metadata.tables}  # fmt: skip
+            counts = {
+                t: q(f"SELECT count(*), max(id) FROM {t}")[0] for t in ENVIRONMENT.metadata.tables
+            }
             total = sum(n for n, _ in counts.values())
             assert 3_000 <= total <= 6_000, counts
             for table, (n, top) in counts.items():

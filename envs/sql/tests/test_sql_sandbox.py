@@ -102,18 +102,33 @@ def test_platform_change_tracking_works_but_is_out_of_reach(session_db: TaskDb) 
 @pytest.mark.parametrize(
     "statement",
     [
-        "BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT s1", "RELEASE s1", "END",
-        "PRAGMA foreign_keys = OFF", "PRAGMA writable_schema = 1", "PRAGMA journal_mode = DELETE",
-        "PRAGMA user_version = 3", "PRAGMA query_only = 1",
-        "CREATE TABLE t (a)", "CREATE TEMP TABLE t (a)", "DROP TABLE timesheet_archive",
-        "ALTER TABLE employees ADD COLUMN x", "CREATE INDEX ix ON employees (title)",
-        "CREATE VIEW v AS SELECT 1", "DROP TRIGGER salaries_append_only_update", "REINDEX",
+        "BEGIN",
+        "COMMIT",
+        "ROLLBACK",
+        "SAVEPOINT s1",
+        "RELEASE s1",
+        "END",
+        "PRAGMA foreign_keys = OFF",
+        "PRAGMA writable_schema = 1",
+        "PRAGMA journal_mode = DELETE",
+        "PRAGMA user_version = 3",
+        "PRAGMA query_only = 1",
+        "CREATE TABLE t (a)",
+        "CREATE TEMP TABLE t (a)",
+        "DROP TABLE timesheet_archive",
+        "ALTER TABLE employees ADD COLUMN x",
+        "CREATE INDEX ix ON employees (title)",
+        "CREATE VIEW v AS SELECT 1",
+        "DROP TRIGGER salaries_append_only_update",
+        "REINDEX",
         "ANALYZE",
         "CREATE TRIGGER t AFTER INSERT ON invoices BEGIN SELECT 1; END",
-        "SELECT load_extension('/tmp/evil')", "SELECT random()", "SELECT hex(randomblob(8))",
+        "SELECT load_extension('/tmp/evil')",
+        "SELECT random()",
+        "SELECT hex(randomblob(8))",
         "SELECT * FROM pragma_table_info('employees')",
     ],
-)  # fmt: skip
+)
 def test_dangerous_statements_are_refused(db: TaskDb, statement: str) -> None:
     refused(db, statement, "not_allowed")
 
@@ -170,8 +185,9 @@ def test_read_only_pragmas_are_allowed(db: TaskDb) -> None:
 
 
 def test_only_one_statement_per_call(db: TaskDb) -> None:
-    refused(db, "UPDATE employees SET title = 'X' WHERE id = 9; DELETE FROM timesheets",
-            "one_statement")  # fmt: skip
+    refused(
+        db, "UPDATE employees SET title = 'X' WHERE id = 9; DELETE FROM timesheets", "one_statement"
+    )
     refused(db, "SELECT 1; SELECT 2", "one_statement")
     assert db.sql("SELECT 1; -- a trailing comment is fine")["output"]["rows"] == [[1]]
     refused(db, "  ", "invalid_arguments")

@@ -42,8 +42,12 @@ def refused(db: TaskDb, statement: str, needle: str) -> None:
 def test_every_tool_and_argument_is_described() -> None:
     # The console's three tools, then the framework's answer tools every environment gets.
     assert [t.name for t in ENVIRONMENT.tools] == [
-        "list_tables", "describe_table", "run_sql", "submit_answer", "decline_request"
-    ]  # fmt: skip
+        "list_tables",
+        "describe_table",
+        "run_sql",
+        "submit_answer",
+        "decline_request",
+    ]
     assert {t.name for t in ENVIRONMENT.tools if t.read_only} == READS
     for t in ENVIRONMENT.tools:
         assert len(t.description) > 40, t.name
@@ -107,23 +111,41 @@ def test_write_returns_rows_affected_and_commits(db: TaskDb) -> None:
 def test_salary_history_is_append_only(db: TaskDb) -> None:
     refused(db, "UPDATE salaries SET amount = amount * 2 WHERE employee_id = 10", "append-only")
     refused(db, "DELETE FROM salaries WHERE employee_id = 10", "append-only")
-    out = db.sql("INSERT INTO salaries (employee_id, effective_date, amount, reason) "
-                 "VALUES (10, '2026-04-01', 90000, 'merit')")  # fmt: skip
+    out = db.sql(
+        "INSERT INTO salaries (employee_id, effective_date, amount, reason) "
+        "VALUES (10, '2026-04-01', 90000, 'merit')"
+    )
     assert out["output"]["rows_affected"] == 1
-    refused(db, "INSERT INTO salaries (employee_id, effective_date, amount, reason) "
-                "VALUES (10, '2026-05-01', 90000, 'bonus')", "ck_salaries_reason")  # fmt: skip
-    refused(db, "INSERT INTO salaries (employee_id, effective_date, amount, reason) "
-                "VALUES (10, '2026-04-01', 91000, 'merit')", "UNIQUE")  # fmt: skip
+    refused(
+        db,
+        "INSERT INTO salaries (employee_id, effective_date, amount, reason) "
+        "VALUES (10, '2026-05-01', 90000, 'bonus')",
+        "ck_salaries_reason",
+    )
+    refused(
+        db,
+        "INSERT INTO salaries (employee_id, effective_date, amount, reason) "
+        "VALUES (10, '2026-04-01', 91000, 'merit')",
+        "UNIQUE",
+    )
 
 
 def test_employees_are_never_deleted_and_termination_is_consistent(db: TaskDb) -> None:
     refused(db, "DELETE FROM employees WHERE employee_no = 'E1100'", "never deleted")
-    refused(db, "UPDATE employees SET status = 'terminated' WHERE employee_no = 'E1100'",
-            "ck_employees_termination_date")  # fmt: skip
-    refused(db, "UPDATE employees SET status = 'terminated', termination_date = '1990-01-01' "
-                "WHERE employee_no = 'E1100'", "ck_employees_dates_ordered")  # fmt: skip
-    refused(db, "UPDATE employees SET manager_id = id WHERE employee_no = 'E1100'",
-            "not_own_manager")  # fmt: skip
+    refused(
+        db,
+        "UPDATE employees SET status = 'terminated' WHERE employee_no = 'E1100'",
+        "ck_employees_termination_date",
+    )
+    refused(
+        db,
+        "UPDATE employees SET status = 'terminated', termination_date = '1990-01-01' "
+        "WHERE employee_no = 'E1100'",
+        "ck_employees_dates_ordered",
+    )
+    refused(
+        db, "UPDATE employees SET manager_id = id WHERE employee_no = 'E1100'", "not_own_manager"
+    )
     refused(db, "UPDATE employees SET department_id = 99 WHERE employee_no = 'E1100'", "FOREIGN")
 
 
@@ -140,10 +162,15 @@ def test_invoices_are_never_deleted_and_paid_ones_are_locked(db: TaskDb) -> None
     )
     sent = one(db, "SELECT id FROM invoices WHERE status = 'sent' ORDER BY id LIMIT 1")[0][0]
     # A sent invoice can still be voided once its timesheets are released.
-    refused(db, f"UPDATE timesheets SET status = 'approved' WHERE invoice_id = {sent}",
-            "ck_timesheets_invoice_link")  # fmt: skip
-    one(db, f"UPDATE timesheets SET status = 'approved', invoice_id = NULL "
-            f"WHERE invoice_id = {sent}")  # fmt: skip
+    refused(
+        db,
+        f"UPDATE timesheets SET status = 'approved' WHERE invoice_id = {sent}",
+        "ck_timesheets_invoice_link",
+    )
+    one(
+        db,
+        f"UPDATE timesheets SET status = 'approved', invoice_id = NULL WHERE invoice_id = {sent}",
+    )
     one(db, f"UPDATE invoices SET status = 'void' WHERE id = {sent}")
     assert one(db, f"SELECT status FROM invoices WHERE id = {sent}") == [["void"]]
 
@@ -151,8 +178,12 @@ def test_invoices_are_never_deleted_and_paid_ones_are_locked(db: TaskDb) -> None
 def test_timesheet_hours_and_uniqueness(db: TaskDb) -> None:
     row = one(db, "SELECT employee_id, project_id, week_start FROM timesheets ORDER BY id LIMIT 1")
     e, p, w = row[0]
-    refused(db, f"INSERT INTO timesheets (employee_id, project_id, week_start, hours, billable, "
-                f"status) VALUES ({e}, {p}, '{w}', 8, 1, 'submitted')", "UNIQUE")  # fmt: skip
+    refused(
+        db,
+        f"INSERT INTO timesheets (employee_id, project_id, week_start, hours, billable, "
+        f"status) VALUES ({e}, {p}, '{w}', 8, 1, 'submitted')",
+        "UNIQUE",
+    )
     free = one(db, "SELECT min(id) FROM timesheets WHERE status = 'submitted'")[0][0]
     refused(db, f"UPDATE timesheets SET hours = 61 WHERE id = {free}", "ck_timesheets_hours_range")
     refused(db, f"UPDATE timesheets SET project_id = 9999 WHERE id = {free}", "FOREIGN")
@@ -160,8 +191,10 @@ def test_timesheet_hours_and_uniqueness(db: TaskDb) -> None:
 
 def test_every_trigger_is_installed(db: TaskDb) -> None:
     with db.engine.connect() as conn:
-        names = {r[0] for r in conn.exec_driver_sql(
-            "SELECT name FROM sqlite_master WHERE type = 'trigger'")}  # fmt: skip
+        names = {
+            r[0]
+            for r in conn.exec_driver_sql("SELECT name FROM sqlite_master WHERE type = 'trigger'")
+        }
     assert names == set(TRIGGERS)
 
 

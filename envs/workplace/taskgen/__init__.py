@@ -14,7 +14,7 @@ from app.sdk.taskgen import TaskGenerator, build_row
 from envs.workplace import ENVIRONMENT
 from envs.workplace.taskgen import multi, simple
 from envs.workplace.taskgen.details import omissions
-from envs.workplace.taskgen.kit import NAMES, Draft, Story
+from envs.workplace.taskgen.kit import NAMES, PHRASING, Draft, Story
 
 Family = Callable[[Story, int], Draft]
 # (family, variants k = 0..n-1), in file order.
@@ -64,6 +64,11 @@ def _check_slots(task: dict[str, Any], results: list[Any]) -> None:
 # The shared driver (stategym tasks generate) draws from these; the shipped set is every PLAN
 # variant once, story i drawn from the whole name pool (docs/generating_tasks.md).
 TASKGEN = TaskGenerator(
-    env=ENVIRONMENT, plan=PLAN, names=NAMES, build=build_task, shipped_names=NAMES
+    env=ENVIRONMENT,
+    plan=PLAN,
+    names=NAMES,
+    build=build_task,
+    shipped_names=NAMES,
+    phrasing=PHRASING,
 )
 task_lines = TASKGEN.shipped

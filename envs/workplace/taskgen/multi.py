@@ -85,8 +85,14 @@ def customer_call(s: Story, k: int) -> Draft:
     if k >= 1:
         subject = f"Proposal for {company}"
         prompt += f" Then email {c.first} that the proposal is coming, subject '{subject}'."
-        gold.append(C("send_email", to=[c.email], subject=subject,
-                      body="Thanks for the call; our proposal is on its way."))  # fmt: skip
+        gold.append(
+            C(
+                "send_email",
+                to=[c.email],
+                subject=subject,
+                body="Thanks for the call; our proposal is on its way.",
+            )
+        )
     if k == 2:
         key = s.project(user)
         due = (NOW + timedelta(days=4)).date().isoformat()
@@ -101,11 +107,20 @@ def customer_call(s: Story, k: int) -> Draft:
             "we're both free."
         )
         gold += [
-            C("find_free_slot", attendee_emails=[mate.email], day=TUESDAY.isoformat(),
-              duration_minutes=60),
-            C("create_event", title=title, start=iso(at(1, 10, 30)), end=iso(at(1, 11, 30)),
-              attendee_emails=[mate.email]),
-        ]  # fmt: skip
+            C(
+                "find_free_slot",
+                attendee_emails=[mate.email],
+                day=TUESDAY.isoformat(),
+                duration_minutes=60,
+            ),
+            C(
+                "create_event",
+                title=title,
+                start=iso(at(1, 10, 30)),
+                end=iso(at(1, 11, 30)),
+                attendee_emails=[mate.email],
+            ),
+        ]
     return Draft("customer_call", prompt, gold, True)
 
 
@@ -140,8 +155,14 @@ def kickoff(s: Story, k: int) -> Draft:
     if k >= 1:
         subject = f"Welcome to {key}"
         prompt += f" Email them both a welcome note with the subject '{subject}'."
-        gold.append(C("send_email", to=emails, subject=subject,
-                      body="Welcome aboard! Kickoff invite is in your calendar."))  # fmt: skip
+        gold.append(
+            C(
+                "send_email",
+                to=emails,
+                subject=subject,
+                body="Welcome aboard! Kickoff invite is in your calendar.",
+            )
+        )
     if k == 2:
         prompt += f" Oh, and the charter is finished: mark {charter} as done."
         gold.append(C("update_task_status", code=charter, status="done"))

@@ -175,8 +175,13 @@ def file_email(s: Story, k: int) -> Draft:
     user, mate = s.user(), s.person()
     cid, company, contacts = s.company()
     c = contacts[1]
-    mid = s.email(c.email, [user], "Updated invoice for March", "Please find the corrected "
-                  "invoice attached.", 5)  # fmt: skip
+    mid = s.email(
+        c.email,
+        [user],
+        "Updated invoice for March",
+        "Please find the corrected invoice attached.",
+        5,
+    )
     s.email(mate.email, [user], "Lunch on Thursday?", "Are you in?", 3)
     s.email(c.email, [user], "Thanks for the demo", "Great session yesterday.", 30, read=True)
     gold = [C("search_emails", query="invoice")]
@@ -245,9 +250,14 @@ def forward_to_contact(s: Story, k: int) -> Draft:
         prompt += " Then log it as an email activity on my deal with them, with them as contact."
         gold += [
             C("list_deals", company=company),
-            C("log_activity", code=code, kind="email", summary="Forwarded the final quote.",
-              contact_email=c.email),
-        ]  # fmt: skip
+            C(
+                "log_activity",
+                code=code,
+                kind="email",
+                summary="Forwarded the final quote.",
+                contact_email=c.email,
+            ),
+        ]
     return Draft("forward_to_contact", prompt, gold, True)
 
 
@@ -265,11 +275,20 @@ def schedule(s: Story, k: int) -> Draft:
     title = ("Pricing sync", "Renewal prep", "Roadmap chat", "Budget review", "Launch plan")[k]
     gold = [] if k == 0 else [C("search_employees", query=p.name) for p in people]
     gold += [
-        C("find_free_slot", attendee_emails=[p.email for p in people], day=TUESDAY.isoformat(),
-          duration_minutes=30),
-        C("create_event", title=title, start=iso(start), end=iso(start + timedelta(minutes=30)),
-          attendee_emails=[p.email for p in people]),
-    ]  # fmt: skip
+        C(
+            "find_free_slot",
+            attendee_emails=[p.email for p in people],
+            day=TUESDAY.isoformat(),
+            duration_minutes=30,
+        ),
+        C(
+            "create_event",
+            title=title,
+            start=iso(start),
+            end=iso(start + timedelta(minutes=30)),
+            attendee_emails=[p.email for p in people],
+        ),
+    ]
     who = a.email if k == 0 else " and ".join(p.name for p in people)
     prompt = (
         f"Set up a 30-minute meeting called '{title}' with {who} tomorrow, at the first time "
@@ -287,10 +306,21 @@ def conflict(s: Story, k: int) -> Draft:
     gold = [C("search_employees", query=a.name)]
     prompt = f"Book 'Contract review' with {a.name} tomorrow from 10:00 to 11:00 UTC."
     if k == 0:
-        gold.append(C("list_events", start_date=TUESDAY.isoformat(), end_date=TUESDAY.isoformat(),
-                      employee_email=a.email))  # fmt: skip
-        no = C("create_event", title="Contract review", start=iso(start), end=iso(end),
-               attendee_emails=[a.email])  # fmt: skip
+        gold.append(
+            C(
+                "list_events",
+                start_date=TUESDAY.isoformat(),
+                end_date=TUESDAY.isoformat(),
+                employee_email=a.email,
+            )
+        )
+        no = C(
+            "create_event",
+            title="Contract review",
+            start=iso(start),
+            end=iso(end),
+            attendee_emails=[a.email],
+        )
         why = (
             f"{a.name} has Quarterly planning from 10:30 to 11:30 "
             "tomorrow; I can find a time when you are both free."
@@ -305,8 +335,16 @@ def conflict(s: Story, k: int) -> Draft:
             decline_message=why,
         )
     prompt += " I know it clashes with something of theirs; book it anyway, they'll move it."
-    gold.append(C("create_event", title="Contract review", start=iso(start), end=iso(end),
-                  attendee_emails=[a.email], allow_conflicts=True))  # fmt: skip
+    gold.append(
+        C(
+            "create_event",
+            title="Contract review",
+            start=iso(start),
+            end=iso(end),
+            attendee_emails=[a.email],
+            allow_conflicts=True,
+        )
+    )
     return Draft("book_anyway", prompt, gold, True)
 
 
@@ -326,10 +364,22 @@ def reschedule(s: Story, k: int) -> Draft:
             "invited to it is free."
         )
         new = at(2, 11)
-        gold.append(C("find_free_slot", attendee_emails=[a.email],
-                      day=new.date().isoformat(), duration_minutes=60))  # fmt: skip
-    gold.append(C("reschedule_event", code=code, new_start=iso(new),
-                  new_end=iso(new.replace(hour=new.hour + 1))))  # fmt: skip
+        gold.append(
+            C(
+                "find_free_slot",
+                attendee_emails=[a.email],
+                day=new.date().isoformat(),
+                duration_minutes=60,
+            )
+        )
+    gold.append(
+        C(
+            "reschedule_event",
+            code=code,
+            new_start=iso(new),
+            new_end=iso(new.replace(hour=new.hour + 1)),
+        )
+    )
     return Draft("reschedule", prompt, gold, True)
 
 
@@ -474,6 +524,11 @@ def refuse_closed_deal(s: Story, k: int) -> Draft:
     why = f"Deal {code} is lost, and closed deals cannot change; I can open a new deal instead."
     gold = [C("get_deal", code=code)]
     return Draft(
-        "refuse_closed_deal", prompt, gold, False, forbidden=no, decline="deal_closed",
+        "refuse_closed_deal",
+        prompt,
+        gold,
+        False,
+        forbidden=no,
+        decline="deal_closed",
         decline_message=why,
-    )  # fmt: skip
+    )

@@ -56,32 +56,64 @@ def test_a_deal_is_won_only_with_an_amount(w: World) -> None:
 
 
 def test_only_the_owner_reassigns_and_only_to_active_people(w: World) -> None:
-    err = fails(w.db, "reassign_deal", "forbidden", code=w.deals["theirs"],
-                new_owner_email=w.boss.email)  # fmt: skip
+    err = fails(
+        w.db, "reassign_deal", "forbidden", code=w.deals["theirs"], new_owner_email=w.boss.email
+    )
     assert w.mate.email in err.message
-    fails(w.db, "reassign_deal", "inactive_employee", code=w.deals["qualified"],
-          new_owner_email=w.gone.email)  # fmt: skip
+    fails(
+        w.db,
+        "reassign_deal",
+        "inactive_employee",
+        code=w.deals["qualified"],
+        new_owner_email=w.gone.email,
+    )
     run(w.db, "reassign_deal", code=w.deals["qualified"], new_owner_email=w.mate.email)
     assert _deal(w, "qualified").owner_id == w.mate.id
 
 
 def test_activities_need_a_contact_of_the_deals_company(w: World) -> None:
-    fails(w.db, "log_activity", "wrong_contact", code=w.deals["lead"], kind="call",
-          summary="x", contact_email="cfo@othercorp.com")  # fmt: skip
-    run(w.db, "log_activity", code=w.deals["lead"], kind="call", summary="Intro call",
-        contact_email=w.contact.email.upper())  # fmt: skip
+    fails(
+        w.db,
+        "log_activity",
+        "wrong_contact",
+        code=w.deals["lead"],
+        kind="call",
+        summary="x",
+        contact_email="cfo@othercorp.com",
+    )
+    run(
+        w.db,
+        "log_activity",
+        code=w.deals["lead"],
+        kind="call",
+        summary="Intro call",
+        contact_email=w.contact.email.upper(),
+    )
     act = w.db.scalar(select(Activity).where(Activity.deal_id == _deal(w, "lead").id))
     assert act is not None and act.employee_id == w.user.id and act.contact_id is not None
 
 
 def test_tasks_are_numbered_and_refuse_former_employees_and_past_dates(w: World) -> None:
-    out = run(w.db, "create_task", project_key=w.project.lower(), title="New thing",
-              assignee_email=w.mate.email, due_date="2026-03-20")  # fmt: skip
+    out = run(
+        w.db,
+        "create_task",
+        project_key=w.project.lower(),
+        title="New thing",
+        assignee_email=w.mate.email,
+        due_date="2026-03-20",
+    )
     assert out["code"] == f"{w.project}-4" and out["priority"] == "medium"
-    fails(w.db, "create_task", "inactive_employee", project_key=w.project, title="x",
-          assignee_email=w.gone.email)  # fmt: skip
-    fails(w.db, "create_task", "in_the_past", project_key=w.project, title="x",
-          due_date="2026-03-01")  # fmt: skip
+    fails(
+        w.db,
+        "create_task",
+        "inactive_employee",
+        project_key=w.project,
+        title="x",
+        assignee_email=w.gone.email,
+    )
+    fails(
+        w.db, "create_task", "in_the_past", project_key=w.project, title="x", due_date="2026-03-01"
+    )
     fails(w.db, "create_task", "project_inactive", project_key=w.held, title="x")
 
 
@@ -89,8 +121,13 @@ def test_task_status_and_assignee_rules(w: World) -> None:
     fails(w.db, "update_task_status", "task_closed", code=w.tasks["done"], status="todo")
     fails(w.db, "update_task_status", "no_change", code=w.tasks["todo"], status="todo")
     fails(w.db, "update_task_status", "project_inactive", code=w.tasks["held"], status="done")
-    fails(w.db, "reassign_task", "inactive_employee", code=w.tasks["todo"],
-          assignee_email=w.gone.email)  # fmt: skip
+    fails(
+        w.db,
+        "reassign_task",
+        "inactive_employee",
+        code=w.tasks["todo"],
+        assignee_email=w.gone.email,
+    )
     fails(w.db, "reassign_task", "task_closed", code=w.tasks["done"], assignee_email=w.mate.email)
     run(w.db, "reassign_task", code=w.tasks["todo"], assignee_email=w.mate.email)
     run(w.db, "update_task_status", code=w.tasks["todo"], status="done")

@@ -51,8 +51,10 @@ def test_base_data_obeys_the_rules() -> None:
             ).first()
             assert last == deal.stage, deal.code
         inactive = select(Employee.id).where(Employee.active.is_(False))
-        assert (db.scalar(select(func.count()).select_from(Employee).where(
-            Employee.active.is_(False))) or 0) > 0  # fmt: skip
+        assert (
+            db.scalar(select(func.count()).select_from(Employee).where(Employee.active.is_(False)))
+            or 0
+        ) > 0
         # Former employees own no deals and get no invitations.
         assert db.scalar(select(func.count()).where(Deal.owner_id.in_(inactive))) == 0
         assert db.scalar(select(func.count()).where(EventAttendee.employee_id.in_(inactive))) == 0

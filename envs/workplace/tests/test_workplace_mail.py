@@ -29,8 +29,14 @@ def _items(w: World, message_id: str) -> dict[int, MailboxItem]:
 
 
 def test_send_delivers_to_sent_and_internal_inboxes(w: World) -> None:
-    out = run(w.db, "send_email", to=[w.mate.email.upper(), w.contact.email], subject="Hello",
-              body="Hi both", cc=[w.boss.email])  # fmt: skip
+    out = run(
+        w.db,
+        "send_email",
+        to=[w.mate.email.upper(), w.contact.email],
+        subject="Hello",
+        body="Hi both",
+        cc=[w.boss.email],
+    )
     assert out["to"] == sorted([w.mate.email, w.contact.email])
     items = _items(w, out["message_id"])
     assert items[w.user.id].folder == "sent" and items[w.user.id].is_read
@@ -40,11 +46,17 @@ def test_send_delivers_to_sent_and_internal_inboxes(w: World) -> None:
 
 
 def test_external_mail_only_to_crm_contacts(w: World) -> None:
-    err = fails(w.db, "send_email", "external_recipient", to=["someone@gmail.com"], subject="x",
-                body="y")  # fmt: skip
+    err = fails(
+        w.db, "send_email", "external_recipient", to=["someone@gmail.com"], subject="x", body="y"
+    )
     assert "someone@gmail.com" in err.message
-    fails(w.db, "forward_email", "external_recipient", message_id=w.mail["from_mate"],
-          to=["someone@gmail.com"])  # fmt: skip
+    fails(
+        w.db,
+        "forward_email",
+        "external_recipient",
+        message_id=w.mail["from_mate"],
+        to=["someone@gmail.com"],
+    )
 
 
 def test_no_mail_to_former_or_unknown_colleagues(w: World) -> None:
@@ -98,8 +110,7 @@ def test_labels_are_normalised_and_checked(w: World) -> None:
     out = run(w.db, "label_email", message_id=w.mail["from_contact"], remove=["q2"])
     assert out["labels"] == ["renewals"]
     fails(w.db, "label_email", "not_found", message_id=w.mail["from_contact"], remove=["nope"])
-    fails(w.db, "label_email", "invalid_arguments", message_id=w.mail["from_contact"],
-          add=["a,b"])  # fmt: skip
+    fails(w.db, "label_email", "invalid_arguments", message_id=w.mail["from_contact"], add=["a,b"])
     assert run(w.db, "search_emails", label="renewals")["total"] == 1
 
 

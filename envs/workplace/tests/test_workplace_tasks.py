@@ -50,8 +50,10 @@ def test_answer_only_tasks_check_the_answer() -> None:
         last = t["ground_truth"][-1]
         if "expected_answer" in t:
             assert "expected_decline" not in t
-            assert last == {"name": "submit_answer", "arguments": {
-                "answer": t["expected_answer"]["value"]}}  # fmt: skip
+            assert last == {
+                "name": "submit_answer",
+                "arguments": {"answer": t["expected_answer"]["value"]},
+            }
             kinds.add(t["expected_answer"]["kind"])
         else:
             code = t["expected_decline"]
@@ -69,10 +71,24 @@ def test_answer_only_tasks_check_the_answer() -> None:
 
 def test_task_mix_covers_every_area() -> None:
     used = {c["name"] for t in TASKS for c in t["ground_truth"]}
-    for name in ("send_email", "reply_email", "forward_email", "archive_email", "label_email",
-                 "create_event", "reschedule_event", "cancel_event", "respond_to_event",
-                 "update_deal_stage", "update_deal_amount", "reassign_deal", "log_activity",
-                 "create_task", "update_task_status", "reassign_task"):  # fmt: skip
+    for name in (
+        "send_email",
+        "reply_email",
+        "forward_email",
+        "archive_email",
+        "label_email",
+        "create_event",
+        "reschedule_event",
+        "cancel_event",
+        "respond_to_event",
+        "update_deal_stage",
+        "update_deal_amount",
+        "reassign_deal",
+        "log_activity",
+        "create_task",
+        "update_task_status",
+        "reassign_task",
+    ):
         assert name in used, name
     # Several entities in one task: at least 3 different write tools.
     assert sum(len({c["name"] for c in t["ground_truth"]} & WRITE_TOOLS) >= 3 for t in TASKS) >= 4

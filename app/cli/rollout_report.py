@@ -152,8 +152,12 @@ def _group(rollouts: Iterable[Rollout], key: str) -> list[dict[str, Any]]:
     out = []
     for name in sorted(groups, key=str):
         rewards = groups[name]
-        row = {key: name, "rollouts": len(rewards), "mean_reward": sum(rewards) / len(rewards),
-               "success_rate": sum(1 for x in rewards if x >= 1.0) / len(rewards)}  # fmt: skip
+        row = {
+            key: name,
+            "rollouts": len(rewards),
+            "mean_reward": sum(rewards) / len(rewards),
+            "success_rate": sum(1 for x in rewards if x >= 1.0) / len(rewards),
+        }
         if key == "task":
             row["env"] = envs[name]
         out.append(row)
@@ -189,7 +193,7 @@ def summarize(
                 "diff_command": diff_command(r.session_id, data_dir) if r.session_id else None,
             }
             for r in failed
-        ],  # fmt: skip
+        ],
         "rewards": rewards,
     }
 
@@ -230,29 +234,53 @@ def render_markdown(summary: dict[str, Any], image_name: str) -> str:
         "|---|---:|---:|---:|",
     ]
     for g in summary["by_env"]:
-        lines.append(f"| {_md(g['env'])} | {g['rollouts']} | {g['mean_reward']:.3f} | "
-                     f"{g['success_rate']:.0%} |")  # fmt: skip
-    lines += ["", "## Reward by task", "", "| task | env | rollouts | mean reward | success |",
-              "|---|---|---:|---:|---:|"]  # fmt: skip
+        lines.append(
+            f"| {_md(g['env'])} | {g['rollouts']} | {g['mean_reward']:.3f} | "
+            f"{g['success_rate']:.0%} |"
+        )
+    lines += [
+        "",
+        "## Reward by task",
+        "",
+        "| task | env | rollouts | mean reward | success |",
+        "|---|---|---:|---:|---:|",
+    ]
     for g in summary["by_task"]:
-        lines.append(f"| {_md(g['task'])} | {_md(g['env'])} | {g['rollouts']} | "
-                     f"{g['mean_reward']:.3f} | {g['success_rate']:.0%} |")  # fmt: skip
+        lines.append(
+            f"| {_md(g['task'])} | {_md(g['env'])} | {g['rollouts']} | "
+            f"{g['mean_reward']:.3f} | {g['success_rate']:.0%} |"
+        )
     for key in ("difficulty", "family"):
         if summary[f"by_{key}"]:
             head = f"| {key} | rollouts | mean reward | success |"
             lines += ["", f"## Reward by {key}", "", head, "|---|---:|---:|---:|"]
-            lines += [f"| {_md(g[key])} | {g['rollouts']} | {g['mean_reward']:.3f} | "
-                      f"{g['success_rate']:.0%} |" for g in summary[f"by_{key}"]]  # fmt: skip
-    lines += ["", "## Most common failure reasons", "", "| reason | rollouts | example |",
-              "|---|---:|---|"]  # fmt: skip
+            lines += [
+                f"| {_md(g[key])} | {g['rollouts']} | {g['mean_reward']:.3f} | "
+                f"{g['success_rate']:.0%} |"
+                for g in summary[f"by_{key}"]
+            ]
+    lines += [
+        "",
+        "## Most common failure reasons",
+        "",
+        "| reason | rollouts | example |",
+        "|---|---:|---|",
+    ]
     for f in summary["failure_reasons"]:
         lines.append(f"| {_md(f['reason'])} | {f['count']} | {_md(f['example'])} |")
-    lines += ["", "## Failed rollouts", "", "| task | rollout | reward | session | diff |",
-              "|---|---:|---:|---|---|"]  # fmt: skip
+    lines += [
+        "",
+        "## Failed rollouts",
+        "",
+        "| task | rollout | reward | session | diff |",
+        "|---|---:|---:|---|---|",
+    ]
     for f in summary["failed"]:
         cmd = f"`{f['diff_command']}`" if f["diff_command"] else "-"
-        lines.append(f"| {_md(f['task'])} | {f['rollout_index']} | {f['reward']:g} | "
-                     f"{f['session_id'] or '-'} | {cmd} |")  # fmt: skip
+        lines.append(
+            f"| {_md(f['task'])} | {f['rollout_index']} | {f['reward']:g} | "
+            f"{f['session_id'] or '-'} | {cmd} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -275,27 +303,68 @@ def render_html(summary: dict[str, Any], png: bytes) -> str:
         f"success rate {summary['success_rate']:.1%}.</p>",
         f"<img alt='reward histogram' src='data:image/png;base64,{image}'>",
         "<h2>Reward by environment</h2>",
-        table(["env", "rollouts", "mean reward", "success"],
-              [[g["env"], g["rollouts"], f"{g['mean_reward']:.3f}", f"{g['success_rate']:.0%}"]
-               for g in summary["by_env"]]),
+        table(
+            ["env", "rollouts", "mean reward", "success"],
+            [
+                [g["env"], g["rollouts"], f"{g['mean_reward']:.3f}", f"{g['success_rate']:.0%}"]
+                for g in summary["by_env"]
+            ],
+        ),
         "<h2>Reward by task</h2>",
-        table(["task", "env", "rollouts", "mean reward", "success"],
-              [[g["task"], g["env"], g["rollouts"], f"{g['mean_reward']:.3f}",
-                f"{g['success_rate']:.0%}"] for g in summary["by_task"]]),
-        *[part for key in ("difficulty", "family") if summary[f"by_{key}"] for part in (
-            f"<h2>Reward by {key}</h2>",
-            table([key, "rollouts", "mean reward", "success"],
-                  [[g[key], g["rollouts"], f"{g['mean_reward']:.3f}", f"{g['success_rate']:.0%}"]
-                   for g in summary[f"by_{key}"]]))],
+        table(
+            ["task", "env", "rollouts", "mean reward", "success"],
+            [
+                [
+                    g["task"],
+                    g["env"],
+                    g["rollouts"],
+                    f"{g['mean_reward']:.3f}",
+                    f"{g['success_rate']:.0%}",
+                ]
+                for g in summary["by_task"]
+            ],
+        ),
+        *[
+            part
+            for key in ("difficulty", "family")
+            if summary[f"by_{key}"]
+            for part in (
+                f"<h2>Reward by {key}</h2>",
+                table(
+                    [key, "rollouts", "mean reward", "success"],
+                    [
+                        [
+                            g[key],
+                            g["rollouts"],
+                            f"{g['mean_reward']:.3f}",
+                            f"{g['success_rate']:.0%}",
+                        ]
+                        for g in summary[f"by_{key}"]
+                    ],
+                ),
+            )
+        ],
         "<h2>Most common failure reasons</h2>",
-        table(["reason", "rollouts", "example"],
-              [[f["reason"], f["count"], f["example"]] for f in summary["failure_reasons"]]),
+        table(
+            ["reason", "rollouts", "example"],
+            [[f["reason"], f["count"], f["example"]] for f in summary["failure_reasons"]],
+        ),
         "<h2>Failed rollouts</h2>",
-        table(["task", "rollout", "reward", "session", "diff"],
-              [[f["task"], f["rollout_index"], f"{f['reward']:g}", f["session_id"] or "-",
-                f["diff_command"] or "-"] for f in summary["failed"]]),
+        table(
+            ["task", "rollout", "reward", "session", "diff"],
+            [
+                [
+                    f["task"],
+                    f["rollout_index"],
+                    f"{f['reward']:g}",
+                    f["session_id"] or "-",
+                    f["diff_command"] or "-",
+                ]
+                for f in summary["failed"]
+            ],
+        ),
         "</body></html>",
-    ]  # fmt: skip
+    ]
     return "\n".join(parts)
 
 
