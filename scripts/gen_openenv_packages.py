@@ -109,11 +109,11 @@ DOCKERFILE = """\
 # Build from the repository root: docker build -f integrations/openenv/{env}/server/Dockerfile .
 FROM python:3.11-slim
 WORKDIR /srv/stategym
-COPY pyproject.toml README.md ./
+# What the wheel is built from: setup.py ships migrations/ inside it as app.migrations.
+COPY pyproject.toml setup.py README.md ./
 COPY app ./app
 COPY envs ./envs
 COPY migrations ./migrations
-COPY alembic.ini ./
 RUN pip install --no-cache-dir '.[openenv]'
 ENV STATEGYM_ENV={env} STATEGYM_DATA_DIR=/data STATEGYM_HOST=0.0.0.0
 RUN stategym prepare --env {env} --data-dir /data

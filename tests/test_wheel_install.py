@@ -10,8 +10,9 @@ site-packages without StateGym's own editable install (its `.pth`, finder and di
 out). `-S` skips site-packages and their `.pth` files, so neither this checkout nor the editable
 install can answer for the wheel; the dependencies come from the view, nothing is downloaded.
 
-Not in the wheel yet: Alembic's script folder and the control database's branch (`migrations/`,
-`alembic.ini` of the checkout), which `app/storage/migrations.py` opens before any branch.
+Alembic's own folder (env.py, script.py.mako, the control database's branch) is the checkout's
+top-level `migrations/`, shipped as `app.migrations` (setup.py); the configuration is built in
+code (app/storage/migrations.py), so the wheel prepares, migrates and serves without alembic.ini.
 """
 
 from __future__ import annotations
@@ -19,20 +20,25 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 import sysconfig
+import time
 import zipfile
 from pathlib import Path
 
+import httpx
 import pytest
 
 from app.registry import load_environment
-from tests.conftest import REPO
+from app.storage.migrations import branch_revisions, head_revision, revision_of
+from tests.conftest import REPO, TEST_SECRET, free_port
+from tests.support.rollouts import gold_answer, load_tasks, response_object
 
 SHIPPED = ("airline", "ledger", "retail", "sql", "workplace")
 # What the wheel is built from (setuptools reads nothing else of the checkout).
-SOURCES = ("pyproject.toml", "README.md", "app", "envs")
+SOURCES = ("pyproject.toml", "setup.py", "README.md", "app", "envs", "migrations")
 
 # Run inside the installed tree: every environment, its tasks and its branch, as JSON.
 PROBE = """
@@ -125,3 +131,108 @@ def test_the_wheel_carries_each_environments_tasks_and_migration_branch(installe
         assert got["task_ids"] == [r["task_id"] for r in rows], name
         assert got["revisions"] == sorted(p.name for p in here.migrations_path.glob("*.py"))
         assert got["revisions"], f"{name}: no migration branch in the wheel"
+
+
+def _revision_at(path: Path) -> str | None:
+    conn = sqlite3.connect(path)
+    try:
+        return revision_of(conn)
+    finally:
+        conn.close()
+
+
+@pytest.mark.slow  # a wheel build, then prepare and a migration round trip from it: ~20 s
+def test_the_wheel_builds_a_template_and_migrates_it(installed, tmp_path: Path) -> None:
+    """Building a template runs the migration machinery (the branch heads, a stamp): from the
+    wheel alone, with Alembic's folder inside the installed `app` package."""
+    site, env = installed
+    data = tmp_path / "data"
+    where = _python(
+        ["-c", "from app.storage.migrations import MIGRATIONS_DIR as d; print(d)"], env, site.parent
+    )
+    assert where.returncode == 0, where.stderr
+    assert Path(where.stdout.strip()) == site / "app" / "migrations"
+    prepared = _python(
+        ["-m", "app", "prepare", "--env", "retail", "--data-dir", str(data)], env, site.parent
+    )
+    assert prepared.returncode == 0, prepared.stderr
+    [template] = (data / "templates" / "retail").glob("*.sqlite")
+    assert _revision_at(template) == head_revision("retail")
+    # The wheel's revision scripts run both ways: down one revision, back to the head.
+    migrate = ["-m", "app", "migrate"]
+    down = _python(
+        [*migrate, "downgrade", "retail@-1", "--env", "retail", "--data-dir", str(data)],
+        env,
+        site.parent,
+    )
+    assert down.returncode == 0, down.stderr
+    assert _revision_at(template) == branch_revisions("retail")[1]
+    up = _python(
+        [*migrate, "upgrade", "--env", "retail", "--data-dir", str(data)], env, site.parent
+    )
+    assert up.returncode == 0, up.stderr
+    assert _revision_at(template) == head_revision("retail")
+
+
+def _rollout(base_url: str, task: dict, calls: list[dict]) -> float:
+    """Seed, run the calls, verify; one cookie jar per rollout. Returns the reward."""
+    with httpx.Client(base_url=base_url, timeout=30) as client:
+        seeded = client.post("/seed_session", json=task)
+        assert seeded.status_code == 200, seeded.text
+        outputs = []
+        for i, call in enumerate(calls):
+            result = client.post(f"/{call['name']}", json=call["arguments"])
+            assert result.status_code == 200, result.text
+            arguments = json.dumps(call["arguments"])
+            outputs += [
+                {
+                    "type": "function_call",
+                    "call_id": f"c{i}",
+                    "name": call["name"],
+                    "arguments": arguments,
+                },
+                {"type": "function_call_output", "call_id": f"c{i}", "output": result.text},
+            ]
+        answer = gold_answer(task) if calls else "Done."
+        body = {**task, "response": response_object(outputs, answer)}
+        verified = client.post("/verify", json=body)
+        assert verified.status_code == 200, verified.text
+        return verified.json()["reward"]
+
+
+@pytest.mark.slow  # a wheel build, then a server from it and two rollouts: ~20 s
+def test_the_wheel_serves_a_rollout(installed, tmp_path: Path) -> None:
+    """`serve` from the wheel alone: the control database is created and stamped, the template
+    built, and the first shipped retail task scores 1.0 with its reference calls, 0.0 without."""
+    site, env = installed
+    data, port = tmp_path / "data", free_port()
+    task = load_tasks(load_environment("retail").tasks_path)[0]
+    serve = ["serve", "--env", "retail", "--host", "127.0.0.1", "--port", str(port)]
+    log = tmp_path / "serve.log"  # a file, not a pipe nobody reads until the end
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-S", "-m", "app", *serve, "--data-dir", str(data)],
+            cwd=site.parent,
+            env={**env, "STATEGYM_SECRET_KEY": TEST_SECRET, "STATEGYM_LOG_LEVEL": "warning"},
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    base_url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 45
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"the server exited ({proc.returncode}):\n{log.read_text()}")
+            try:
+                if httpx.get(base_url + "/health", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert time.monotonic() < deadline, "the server did not answer /health in 45 s"
+            time.sleep(0.2)
+        assert _rollout(base_url, task, task["ground_truth"]) == 1.0
+        assert _rollout(base_url, task, []) == 0.0
+    finally:
+        proc.kill()
+        proc.wait(timeout=15)
+    assert _revision_at(data / "control.sqlite") == head_revision("control")

@@ -2,12 +2,13 @@
 
 Branch labels are the target names (`control`, `retail`, ...); an environment's scripts live in
 its package (`Environment.migrations_path`, e.g. `envs/retail/migrations/`), the control
-database's in `migrations/versions/control/`. A new database is built with `create_all` and
-stamped at the branch head; migrations upgrade databases that already exist (templates, retained
-sessions). In a database with a step log, the migration's own writes are no step, and an upgrade
-to the head puts the step log's triggers back on the tables it added or recreated, in the same
-transaction, and any migration records the step the log was at: no undo goes back before it
-(app/storage/step_triggers.py).
+database's in `migrations/versions/control/` (`app/migrations/` once installed from a wheel; the
+configuration is built here, so no alembic.ini is needed at runtime). A new database is built
+with `create_all` and stamped at the branch head; migrations upgrade databases that already exist
+(templates, retained sessions). In a database with a step log, the migration's own writes are no
+step, and an upgrade to the head puts the step log's triggers back on the tables it added or
+recreated, in the same transaction, and any migration records the step the log was at: no undo
+goes back before it (app/storage/step_triggers.py).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import lru_cache
+from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
@@ -39,9 +41,20 @@ from app.storage.step_triggers import (
 )
 from app.storage.steplog import has_step_log
 
+
+def _alembic_folder() -> Path:
+    """Alembic's folder (env.py, script.py.mako, the control branch in versions/control/):
+    `app/migrations/` of an installed wheel (setup.py ships the repository's top-level
+    migrations/ under that name), else the top-level `migrations/` of this checkout (an
+    editable install, PYTHONPATH on the repository)."""
+    installed = files("app") / "migrations"
+    if installed.is_dir():
+        return Path(str(installed))
+    return Path(__file__).resolve().parents[2] / "migrations"
+
+
 CONTROL = "control"
-REPO_ROOT = Path(__file__).resolve().parents[2]
-MIGRATIONS_DIR = REPO_ROOT / "migrations"
+MIGRATIONS_DIR = _alembic_folder()
 VERSION_TABLE = "alembic_version"
 # Tables the framework keeps inside environment databases; never part of a model.
 FRAMEWORK_TABLES = {"_stategym_meta", VERSION_TABLE}
@@ -69,17 +82,25 @@ def version_location(target: str) -> Path:
 
 
 def alembic_config(target: str | None = None) -> Config:
-    cfg = Config(str(REPO_ROOT / "alembic.ini"))
-    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+    """The configuration StateGym's own commands and server migrate with, built here rather
+    than read from alembic.ini (which a wheel install has not got; it serves the plain `alembic`
+    command in the repository): Alembic's folder, and every registered target's branch."""
+    cfg = Config()
+    _set(cfg, "script_location", str(MIGRATIONS_DIR))
+    _set(cfg, "path_separator", "space")
     # A branch directory that does not exist yet (an environment with no revision) is skipped:
     # Alembic refuses a missing version location.
     existing = [version_location(t) for t in targets()]
-    locations = " ".join(str(p) for p in existing if p.is_dir())
-    cfg.set_main_option("version_locations", locations)
-    cfg.set_main_option("path_separator", "space")
+    _set(cfg, "version_locations", " ".join(str(p) for p in existing if p.is_dir()))
+    _set(cfg, "recursive_version_locations", "true")  # as alembic.ini has it
     if target:
         cfg.attributes["target"] = target
     return cfg
+
+
+def _set(cfg: Config, name: str, value: str) -> None:
+    # Alembic's options are ConfigParser values: a `%` in a path would read as interpolation.
+    cfg.set_main_option(name, value.replace("%", "%%"))
 
 
 @lru_cache
@@ -307,7 +328,7 @@ def new_revision(target: str, message: str) -> Path:
             cfg = alembic_config(target)
             locations = cfg.get_main_option("version_locations") or ""
             if str(version_path) not in locations.split():
-                cfg.set_main_option("version_locations", f"{locations} {version_path}".strip())
+                _set(cfg, "version_locations", f"{locations} {version_path}".strip())
             cfg.attributes["connection"] = connection
             script = command.revision(
                 cfg,
