@@ -1,16 +1,11 @@
 """The submissions `tasks check` tries on every task besides the gold: each must earn reward 0.
 
-- answer tasks (`expected_answer` via the tool): the gold's calls, its answer replaced by a hedge
-  (the expected value plus a rival, as a list and as "A or B");
-- every task that is not a refusal: the gold's calls without their submission, then a decline
-  (declining is never a way to score);
-- refusal tasks (`expected_decline`): the gold's calls, the decline naming another code.
-
-Scoring a decline does not depend on which code it names beyond "the expected one or not", so by
-default each task tries ONE code, picked by the task's id so a file spreads over every code
-(`all_codes`: each code on each task, `stategym tasks check --all-codes`; on 500 generated
-ledger tasks that is ~5,000 more replays).
-
+- answer tasks: the gold's calls with the answer replaced by a hedge (the expected value plus a
+  rival, as a list and as "A or B");
+- every task that is not a refusal: the gold's calls without their submission, then a decline;
+- refusal tasks: the gold's calls, the decline naming another code.
+A decline is scored only as "the expected code or not", so by default each task tries ONE code,
+picked by its id so a file spreads over every code (`all_codes`, `--all-codes`: each on each).
 Each runs through the same runner as a session's calls, on a fresh clone of the task's snapshot,
 and is verified as a rollout is. A failure is one readable line.
 """

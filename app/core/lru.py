@@ -1,8 +1,8 @@
 """A tiny least-recently-used map with an eviction callback (no locks: callers hold their own).
 
 Bounded by a count (`capacity`) and, optionally, by bytes (`max_bytes`, each entry weighed once by
-`size_of` when put): a cache of ~800 KB snapshot images or whole-database dumps is sized by what
-it holds, so a working set of many tasks evicts instead of growing the process by count x size.
+`size_of` when put): a cache of snapshot images or whole-database dumps is sized by what it
+holds, so a working set of many tasks evicts instead of growing the process by count x size.
 The most recently put entry always stays, even when it alone is over `max_bytes`.
 """
 

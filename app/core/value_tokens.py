@@ -1,19 +1,14 @@
 """The one tokenizer of the text answer path: typed values found in free text as WHOLE tokens.
 
-`tokens(text)` scans once, left to right. At each start it takes the first of these that matches
-as a whole token: email, datetime, date, monthday (a day without a year: `May 7`), time, amount,
-number (and ordinals: `3rd`), id, word. A whole token is bounded by non-word characters on both
-sides; a joiner (`. - @ + '`) followed by a word character glues (`233.00.5`; `E90110-x` is
-one id), a possessive `'s` does not. Anything else with word characters is ONE `opaque` token: a
-value glued to letters (`q233.00q`, `_Anna`, `qE90110q`, `abc123def`), other scripts' digits
-(`٢٣٣`), a malformed date (`2026-02-30`). An opaque token is never the expected value; the
-answer check (app/verify/answers.py) counts one that carries digits as a rival of the
-digit-bearing kinds.
-
-Values use app/core/value_grammar.py, as `parse_value` does, so "2026-05-07 at 10:00" here
-equals `parse_value("datetime", "2026-05-07 10:00")`. Invisible format characters (zero-width
-spaces and joiners) are removed first: they glue, they never separate; positions index the text
-without them.
+`tokens(text)` scans once, left to right, taking at each start the first kind that matches as a
+whole token: email, datetime, date, monthday (`May 7`), time, amount, number (and ordinals), id,
+word. A whole token is bounded by non-word characters; a joiner (`. - @ + '`) followed by a word
+character glues (`E90110-x` is one id), a possessive `'s` does not. Anything else with word
+characters is ONE `opaque` token (`q233.00q`, other scripts' digits, `2026-02-30`): never the
+expected value, and a rival of the digit-bearing kinds when it carries digits
+(app/verify/answers.py). Values are read by app/core/value_grammar.py, as `parse_value` reads
+them. Invisible format characters are removed first (they glue, never separate); positions
+index the text without them.
 """
 
 from __future__ import annotations

@@ -1,39 +1,13 @@
 """Answer values by kind: a submitted answer is exactly one value (or one set) of a kind, or not.
 
 Pure functions, no database. `parse_value(kind, raw)` reads the WHOLE raw JSON scalar as one
-value of `kind` and raises `NotOneValue(reason)` otherwise; values compare with `==` (they are
-normalised: Decimal, datetime, casefolded text). The free-text path uses `tokens(text)`, the one
-tokenizer, built on the same grammar (app/core/value_grammar.py).
-
-Accepted spellings, per kind (around ONE value, surrounding whitespace, one trailing period,
-quotes `"…"`, `'…'`, `“…”` and markdown emphasis `*…*`, `**…**`, `` `…` `` are dropped):
-
-- amount: `233`, `233.00`, `$233.00`, `233.00 USD`, `USD 233`, `1,234.50`, `€12.5`, `-5.00`,
-  `233 dollars`, JSON numbers. Compared by exact decimal value (`233` = `233.00` = `$233.00`);
-  never rounded: `233.004` is another amount. Not: `233.00 or 234.00`, `q233.00q`, `12,50 €`.
-- number: `65`, `65.0`, `1,000`, `-3`, `4.5`, JSON numbers; by value. Not: `65 employees`,
-  `sixty-five`, `3rd`.
-- id: one token of letters, digits, `-`, `_`, optionally led by `#`, JSON integers;
-  case-insensitive, without the `#`. Not: `E90110, E90111`, `E90110.x`.
-- date: `2026-05-07`, `2026/05/07`, `May 7, 2026`, `7 May 2026`, `May 7 2026`, `May 7th, 2026`,
-  `Sept. 7, 2026`, `Thursday, May 7, 2026` (the weekday must be the date's). Not: `05/07/2026`
-  (month or day first?), `May 7` (no year), `2026-02-30`.
-- time: `10:00`, `10:00:00`, `22:30`, `10 am`, `10am`, `10:00 AM`, `10 a.m.`; `10:00` =
-  `10:00:00` = `10 am`. Not: `25:00`, `13 pm`, `10`.
-- datetime: a date, then optionally `T`, `,`, `at` or `@`, then a time: `2026-05-07 at 10:00` =
-  `2026-05-07 10:00` = `2026-05-07T10:00:00`. Not: a date alone, a time-zone suffix.
-- email: one address, case-insensitive. Not: two addresses, `mailto:`.
-- name: words with at least one letter; casefolded, whitespace collapsed, surrounding
-  punctuation dropped. `check` refuses a list (`,`, ` and `, ` or `, `/`, `;`, `&`) unless the
-  expected name itself has that separator.
-- text: any text; casefolded, whitespace collapsed.
-- boolean: `yes`, `no`, `true`, `false`, `y`, `n` (any case), JSON `true`/`false`.
-
-Other scripts' digits and spelled-out numbers are not values: a person may write them, but an
-answer tool takes digits, and the text path counts them as rivals, never as the expected value.
-List answers (`many=True`): a JSON list, each item one value, compared as a set (order and
-duplicates do not matter); a string is split on newlines, `;`, `,` and ` and ` (amounts and
-dates by the tokenizer, so `1,234.50` and `May 7, 2026` stay whole).
+value of `kind` (amount, number, id, date, time, datetime, email, name, text, boolean) and
+raises `NotOneValue(reason)` otherwise. Values are normalised (Decimal, datetime, casefolded
+text) and compare with `==`, never rounded: `233` = `$233.00`, `233.004` is another amount.
+Other scripts' digits and spelled-out numbers are never values. A list answer (`many=True`) is
+compared as a set. The free-text path uses `tokens(text)`, the one tokenizer, on the same
+grammar (app/core/value_grammar.py). Accepted and refused spellings per kind:
+docs/verification.md ("Answers are state").
 """
 
 from __future__ import annotations

@@ -1,20 +1,14 @@
 """One episode = one StateGym session: seeded from a task row, tools run, ended by a terminal tool.
 
-What episode-style protocols (OpenEnv's `reset`/`step`) need and NeMo Gym's routes do not:
-- a task picked by id, by (split, index), or given whole, from the environment's task sets;
-- the policy's prompt messages and the tool schemas handed back at reset;
-- an end the policy decides: a successful call of a terminal tool (`finish`, and the framework's
-  answer tools `submit_answer` / `decline_request` where the environment has them) verifies the
-  session, returns the reward with its evidence, and closes the session.
+What episode-style protocols (OpenEnv's `reset`/`step`) need beyond NeMo Gym's routes: a task
+picked by id, by (split, index) or given whole; the prompt messages and tool schemas at reset;
+an end the policy decides (a successful `finish`, `submit_answer` or `decline_request` verifies,
+returns the reward with its evidence, and closes the session).
 
-Invariants:
-- a tool call is `SessionManager.call_tool`, the path of `POST /<tool>`: one transaction, one
-  step-log row, and the same JSON (rendered and read back by app/jsonio.py);
-- verify is `SessionManager.verify` with the row as seeded plus a Responses-style trace of the
-  episode's calls, so reward, evidence and `step_rewards` are what `/verify` answers;
-- an episode never leaves its session open: the terminal tool, the next `start` and `close`
-  each close it (idempotent), and retention decides whether its database is kept.
-
+Invariants: a tool call is `SessionManager.call_tool` (the path of `POST /<tool>`: one
+transaction, one step-log row, the same JSON); verify is `SessionManager.verify` on the row as
+seeded plus a Responses-style trace, so it answers what `/verify` answers; an episode never
+leaves its session open (the terminal tool, the next `start` and `close` each close it).
 Imports nothing outside StateGym, so it is testable without any ecosystem package.
 """
 

@@ -1,20 +1,14 @@
 """An environment served over OpenEnv (`stategym serve --protocol openenv`), by OpenEnv's own app.
 
 OpenEnv's `create_app` builds the server (`/ws`, `/mcp`, `/health`, `/schema`, the Task API);
-this module supplies the `Environment` it runs, one instance per WebSocket session:
-- `reset(task_id=...)`, `reset(split=..., index=...)`, `reset(task={row})` or `reset(seed=N)`
-  seeds one StateGym session (app/integrations/episodes.py) and answers the prompt messages and
-  the tool schemas (also in `metadata`, which MCP clients keep);
-- `step(ListToolsAction())` lists the tools; `step(CallToolAction(tool_name, arguments))` runs
-  one, answering the JSON `POST /<tool>` answers as `result`; a successful terminal tool
-  (`finish`, `submit_answer`, `decline_request`) answers `done: true`, `reward` = verify's reward
-  and verify's answer (`verification`, `step_rewards`, ...) in `metadata`;
-- `state` gives the episode id, the step count and StateGym's session id;
-- `close()` (OpenEnv calls it when the WebSocket closes) closes the session.
-
-Sessions live in the SessionManager built once per app, so storage, step log, verify, retention,
-capacity and both backends are the NeMo Gym server's. Needs the `stategym[openenv]` extra; nothing
-outside app/integrations imports this module.
+this module supplies the `Environment` it runs, one per WebSocket session, over
+app/integrations/episodes.py: `reset(...)` (a task id, a split and index, a whole row, or a
+seed) seeds a session and answers the prompt and the tool schemas; `step(...)` lists the tools
+or runs one, answering what `POST /<tool>` answers, with `done: true`, verify's reward and its
+answer after a successful terminal tool; `close()` closes the session. Sessions live in the
+app's one SessionManager, so storage, verify, retention and capacity are the NeMo Gym server's.
+Needs the `stategym[openenv]` extra; nothing outside app/integrations imports it
+(docs/integrations.md).
 """
 
 from __future__ import annotations

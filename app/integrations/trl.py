@@ -1,22 +1,14 @@
 """A TRL `environment_factory` class over any running StateGym server (client side, over HTTP).
 
-    from trl import GRPOTrainer
-    from app.integrations.trl import StateGymEnvironment   # STATEGYM_URL=http://host:port
-    trainer = GRPOTrainer(..., environment_factory=StateGymEnvironment)
+    trainer = GRPOTrainer(..., environment_factory=StateGymEnvironment)  # $STATEGYM_URL
 
-TRL's rules (trl 1.16 `GRPOTrainer`), and how this class meets them:
-- one instance per generation, built with no arguments: the server is `StateGymEnvironment.url`
-  or `$STATEGYM_URL` (`environment_class(url)` makes a subclass per server, for a dict of envs);
-- every public function on the class is a tool, described by its Google-style docstring with an
-  `Args:` section (read by `transformers.utils.get_json_schema`): the first instance binds one
-  method per tool of `GET /tools`, with typed parameters and a generated docstring, plus `finish`;
-- `reset(**row)` gets the dataset row: it closes the previous session and seeds the row's task
-  (the row itself, or its `task` column holding the task row or its JSON). It returns None when
-  the row has a `prompt` column (TRL shows that), else the task's messages as text;
-- a tool's failure reaches the model as the tool's text (the body `POST /<tool>` answered);
-- `get_reward()` verifies the session (the calls made, and `finish`'s message as the final
-  reply) and closes it. A successful terminal tool (`finish`, `submit_answer`,
-  `decline_request`) verifies at once; later calls answer that the episode is over.
+How it meets TRL's rules (trl 1.16 `GRPOTrainer`; docs/integrations.md): built with no
+arguments, it reaches `StateGymEnvironment.url` or `$STATEGYM_URL` (`environment_class(url)`
+subclasses per server); the first instance binds one typed method per tool of `GET /tools`,
+with a Google-style docstring, plus `finish`; `reset(**row)` closes the previous session and
+seeds the row's task; a tool's failure reaches the model as its text; `get_reward()` verifies
+and closes. A successful terminal tool verifies at once; later calls answer that the episode
+is over.
 """
 
 from __future__ import annotations

@@ -1,23 +1,15 @@
-"""Fork, rewind, export and restore sessions (docs/steps.md).
+"""Fork, rewind, export and restore sessions (docs/steps.md); the storage work is the backend's.
 
-- fork: n new sessions holding the parent's state (as of one of its steps when asked), each an
-  ordinary session (tools, verify, close, inspection), its lineage recorded; the parent is only
-  read, under its lock, so no call of it is half-seen.
-- rewind: the session back to its state after step k, by its undo log, later steps dropped.
-- export: the session's database image (with its step log) and its task, signed by the server,
-  as a JSON-able blob; restore: a new session from such a blob (a blob this server did not sign
-  is refused: restoring an arbitrary database would let a client choose the state verify scores).
-  A blob carries its expiry inside its signature (`export_ttl_seconds`); the signature is the
-  proof of ownership a restore needs (app/runtime/ownership.py).
-- budgets: forks and restores are checked against the per-session, per-request and server-wide
-  disk budgets before anything is written (app/runtime/budgets.py).
+- fork: n ordinary sessions holding the parent's state (as of one of its steps when asked); the
+  parent is only read, under its lock. rewind: back to the state after step k, by the undo log.
+- export / restore: the database image with its step log and task, signed by this server with
+  an expiry; a blob it did not sign is refused (it would let a client choose the state verify
+  scores), and the signature is the proof of ownership (app/runtime/ownership.py).
+- Disk budgets are checked before anything is written (app/runtime/budgets.py).
 
-Each child or restored session gets its control row first, then its file (written whole, by
-rename; a schema cloned in one transaction on PostgreSQL): a crash in between leaves a row
-without a database, which verify scores by replay and the reaper closes, never a half-copied one.
-The storage work is the backend's (`fork`, `rewind`, `export_image`, `restore_image` in
-app/storage/base.py); rewind, export and forks as of an earlier step need its step log (both
-backends keep one: docs/steps.md); an export restores on a server of the same backend.
+A child or restored session gets its control row first, then its database (written whole by
+rename, or cloned in one transaction): a crash leaves a row without a database, which verify
+scores by replay and the reaper closes, never a half-copy. An export restores on its backend.
 """
 
 from __future__ import annotations

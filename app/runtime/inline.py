@@ -1,15 +1,12 @@
 """Which tool calls run on the event loop itself instead of hopping to a tool thread.
 
-Tool calls are CPU-bound Python under one GIL, so a thread buys no parallelism; what it costs is
-the hop and the GIL hand-offs between the loop and the thread. Under load that is 40 % of a
-worker's throughput (bench/README.md: 880 -> 1,430 reads/s and 810 -> 1,320 writes/s at c=64 with
-one worker). What a thread does buy is that a slow call cannot stall every other request of the
-worker. So a tool runs inline only once it has proven fast: `promote_after` consecutive calls in
-a thread each under `budget_ms`, and a running average under it too. It goes back to threads when
-its average of recent calls rises over the budget, or at once after one call over `spike` times
-the budget. An average, not one call, decides otherwise: a garbage-collection pass can make any
-call take a few ms. A call waiting for another process's write lock never waits on the loop: it
-is retried in a thread (SessionManager).
+Tool calls are CPU-bound Python under one GIL: a thread buys no parallelism and costs the hop,
+but it keeps one slow call from stalling the worker. So a tool runs inline only once proven
+fast (`promote_after` consecutive calls in a thread under `budget_ms`, and a running average
+under it), and goes back to threads when its recent average rises over the budget, or at once
+after one call over `spike` times the budget (an average decides, so one garbage-collection
+pass does not). A call waiting for another process's write lock never waits on the loop: it is
+retried in a thread (SessionManager). Why: docs/performance.md.
 """
 
 from __future__ import annotations

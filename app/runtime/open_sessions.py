@@ -4,7 +4,7 @@ One open per session at a time: a request that needs a session another request (
 prefetch) is opening waits for that open instead of starting its own. Right after a seed answers,
 the new session is opened in the background, so the rollout's first tool call does not pay for
 the open; only while the LRU has room (a prefetch never closes a session in use), and at most
-`open_ahead_sessions` wait for their first call. Figures: bench/README.md ("round 5", "round 9").
+`open_ahead_sessions` wait for their first call.
 """
 
 from __future__ import annotations

@@ -1,22 +1,13 @@
 """How an environment's requests may be reworded, declared by the environment (`Phrasing`).
 
-A family writes its request once; each generated draw may reword it (app/taskgen/phrasing.py
-applies the declaration), never changing a fact:
-
-- `request`: a request sentence ("Please <do X>.", its `x` group) in other words ("Could you
-  <do X>, please?"); one holding a word of `keep_request` (the consent) is left alone;
-- `consent`: the consent sentence in other words ("Yes, I confirm: go ahead.");
-- `greeting`: the identifying first sentence (its `who` group) moved after the request, before
-  a last sentence holding a word of `closing`;
-- `asides`: an irrelevant sentence between two sentences.
-
-The environment names its sentences in words (`sentence_starting("Please")`,
-`sentence_with("confirmation")`, `opening(("Hi",), ("I'm",))`), or passes its own compiled
-patterns; a part it leaves None is never reworded. Each draw still draws every part, so the
-rewordings a seed gives do not depend on which parts apply. The wordings are per split, and
-train's and test's share none (`Wordings.pool`).
-
-A leaf of the SDK: standard library only.
+A family writes its request once; each draw may reword it (app/taskgen/phrasing.py applies the
+declaration), never changing a fact: the `request` sentence in other words (one holding a word
+of `keep_request`, the consent, is left alone), the `consent` sentence, the identifying
+`greeting` moved after the request (before a `closing` sentence), irrelevant `asides` between
+sentences. Sentences are named in words (`sentence_starting("Please")`, `sentence_with(...)`,
+`opening(...)`) or by compiled patterns; a part left None is never reworded. Every draw draws
+every part, so a seed's rewordings do not depend on which parts apply; train's and test's
+wordings share none (`Wordings.pool`). A leaf of the SDK: standard library only.
 """
 
 from __future__ import annotations

@@ -1,16 +1,12 @@
 """The rows one generated story seeds on top of the base data: id blocks, table order, updates.
 
 Every environment's generator builds its stories' seeds with one `SeedBuilder`:
-
-- **Id blocks**: story `index` takes ids from `STORY_ID_FLOOR + BLOCK * index` up, one counter
-  per table, so its new rows never collide with the base data (which stays below the floor,
-  checked once per run) nor, drawn apart, with another story's (a distractor's block).
-- **Table order**: the seed lists its tables in one order, parents first (the environment's, or
-  its metadata's dependency order), and leaves the empty ones out.
-- **Partial updates of base rows** (a variant's stock, a seat's passenger): a row with a base
-  row's id and only the columns it changes; running totals known only at the end (seats left,
-  an internal account's balance) are passed to `seed(updates=...)`, after the table's rows.
-
+- id blocks: story `index` takes ids from `STORY_ID_FLOOR + BLOCK * index` up, one counter per
+  table, so its rows never collide with the base data (below the floor, checked once per run)
+  nor with another story's (a distractor's block);
+- table order: parents first (the environment's order or its metadata's), empty tables left out;
+- partial updates of base rows: a base row's id and only the columns it changes; totals known
+  only at the end (seats left, a balance) go to `seed(updates=...)`, after the table's rows.
 A leaf of the SDK: it imports SQLAlchemy and the standard library only.
 """
 

@@ -1,21 +1,14 @@
-"""Tools over MCP: the environment's tools served by the official `mcp` SDK.
+"""Tools over MCP: the environment's tools served by the official `mcp` SDK (docs/mcp.md).
 
-`/mcp` speaks streamable HTTP through the SDK's low-level `Server` and its
-`StreamableHTTPSessionManager` in stateless mode: every POST is answered on its own, so any
-uvicorn worker can take any request. The rollout is named by NeMo Gym's
-`X-NeMo-Gym-Session-Token` header, a signed token that `/seed_session` hands out in its
-`resources_tools` block; the token, not process memory, names the session.
+`/mcp` speaks streamable HTTP, stateless: every POST is answered on its own, so any uvicorn
+worker can take any request; the session is named by the signed `X-NeMo-Gym-Session-Token`
+that `/seed_session` hands out, not by process memory. The same `Server` runs over stdio for
+`stategym mcp` (app/cli/mcp.py), bound to one session.
 
-Invariants:
-- `tools/list` offers exactly `GET /tools`: same names, descriptions and JSON schemas.
-- `tools/call` goes through `SessionManager.call_tool`, the path of `POST /<tool>`: one
-  transaction, the same result JSON. A tool's `{"error": ...}` result is an MCP result with
-  `isError: true` and the same text; a protocol error (4xx over HTTP: bad token, closed or unknown
-  session, unknown tool) is a JSON-RPC error whose `data` holds the HTTP status and body.
-- A token is signed with a key of its own (`CookieSigner(purpose="mcp-token")`): a cookie value
-  is never a valid token, nor the reverse.
-
-The same `Server` runs over stdio for `stategym mcp` (app/cli/mcp.py), bound to one session.
+Invariants: `tools/list` offers exactly `GET /tools`; `tools/call` is `SessionManager.call_tool`
+(one transaction, the same result JSON; a tool's `{"error": ...}` is `isError: true`, a 4xx is a
+JSON-RPC error whose `data` holds the status and body); a token is signed with a key of its own
+(`CookieSigner(purpose="mcp-token")`), so a cookie is never a token, nor the reverse.
 """
 
 from __future__ import annotations

@@ -1,17 +1,13 @@
 """Missing details: a draw may leave out a fact the request states; the gold then looks it up.
 
-A family (or its environment's builder) lists the facts its prompt states that the agent could
-find on its own (`Omission`): the customer's email (they give name and zip instead), an order
-number ("my most recent order"), ... Each says what replaces the fact in the prompt (one pool
-of wordings per split, disjoint) and how the gold changes: read calls inserted before a call
-(the lookup), calls replaced (another way to authenticate). The family declares an omission
-only when what is left still determines the fact uniquely, distractors included (a similar-named
-customer has another first name and zip; "most recent" is among the customer's own orders).
-
-`draw` (app/taskgen/draw.py) turns it on for a story with `leaving_out(split, rng)`; `build_row`
-then applies at most one omission to the draft before the story's self-check, so the gold that
-is checked, validated and written is the one with the lookups. Shipped sets and distractor
-stories are built without it.
+A family lists the facts its prompt states that the agent could find on its own (`Omission`):
+the customer's email (they give name and zip instead), an order number ("my most recent
+order"), ... Each says what replaces the fact in the prompt (one pool of wordings per split,
+disjoint) and how the gold changes (lookup calls inserted, calls replaced). A family declares
+one only when what is left still determines the fact uniquely, distractors included.
+`draw` (app/taskgen/draw.py) turns it on with `leaving_out(split, rng)`; `build_row` applies at
+most one omission before the story's self-check, so the gold that is checked, validated and
+written has the lookups. Shipped sets and distractor stories are built without it.
 """
 
 from __future__ import annotations

@@ -1,22 +1,13 @@
 """One run of a story's gold on base + seed, shared by every check of the story in this process.
 
-A story is checked three times on the same (seed, gold): its own self-check (`kit.check_task`:
-every call succeeds, the state changes iff it should), the distractor test (`distract`: the gold's
-results are the same with the distractor in the seed) and the validator (`validate`: the gold
-reaches reward 1 in the verifier, a second run reaches the same state). Each used to apply the
-seed and run the gold again (a third of a generated task's time). Here the seed is applied once
-and the gold run once, through the framework's runner (`run_tool`: the path an agent's calls
-take), on the **tracked base**: the environment's template with the change-tracking triggers of
-a snapshot installed before any seed, so the validator dumps the seeded and gold states by
-patching the base's dump with the rows they wrote (app/verify/state.py). The run (the seeded
-image, the final database, each call's outcome) is kept for the next check of the same (seed,
-gold) in this process: a small LRU, enough for a story, its distractor and their merge. The
-validator's second run never comes from here.
-
-The tracked base has no step log (served snapshots have one, app/storage/steplog.py): it serves
-step rewards, which are not among the checks, and its 36 more triggers doubled the cost of
-opening an image (SQLite parses every trigger of the schema on first use: ≈ 0.7 ms with change
-tracking alone, ≈ 1.4 ms with the step log too) and of every seeded or written row.
+A story is checked three times on the same (seed, gold): its self-check (`kit.check_task`), the
+distractor test (`distract`) and the validator (`validate`). The seed is applied and the gold
+run once, through the framework's runner (`run_tool`), on the **tracked base**: the template
+with a snapshot's change-tracking triggers installed before any seed, so the validator dumps
+the seeded and gold states by patching the base's dump (app/verify/state.py). The run (seeded
+image, final database, each call's outcome) is kept in a small LRU for the next check of the
+same (seed, gold); the validator's second run never comes from here. The tracked base has no
+step log: step rewards are not among the checks (docs/generating_tasks.md).
 """
 
 from __future__ import annotations

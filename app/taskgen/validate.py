@@ -1,25 +1,13 @@
 """Validate a generated task before it is written, through the real tool runner and verifier.
 
-A task passes when (what `stategym tasks check` checks, app/cli/tasks.py) its gold, replayed
+A task passes (what `stategym tasks check` checks, app/cli/tasks.py) when its gold, replayed
 through `run_tool`, reaches reward 1 in `verify_state`; a second replay reaches the same state;
-a no-op (no calls, empty answer) earns reward 0; and its seed's rows do not collide. Story
-entities take ids from STORY_ID_FLOOR up and the base data stays below it (checked once per
-run), so a new entity never overwrites a base row; a seed row with a base row's key is an update
-of that row (a variant's stock, the assistant's profile); no two seed rows share a key.
-
-Speed (the same checks as `tasks check`, without its per-task costs; bench/README.md):
-- **The first run is the story's own** (app/taskgen/gold_run.py): the seed is applied and the
-  gold run once per (seed, gold) in a process, through `run_tool`, on the **tracked base** (the
-  template with change tracking installed before any seed, dumped whole once per process); the
-  self-check, the distractor test and this validator share that run. The second run is always
-  made here, on a clone of the seeded image.
-- **Dumps patch a dump, diffs compare patches**: the seeded state is dumped once, by patching
-  the base's dump with the seed's rows, and becomes the base of the gold's and the second run's
-  dumps (`app.verify.state.rebase`), which read back only the rows the calls wrote; two dumps
-  patched from one base are diffed on the patched rows (app/verify/diff.py `_Delta`).
-- **Nothing touches the disk**, statements are compiled once per process (the process-wide
-  engine), and the seeded database serves as the no-op's final state before the second run
-  starts on it (verify only reads: checked).
+a no-op earns 0; and its seed's rows do not collide (story ids from STORY_ID_FLOOR up, base
+data below it, checked once per run; a seed row with a base row's key updates it; no two seed
+rows share a key). The first run is the story's own (app/taskgen/gold_run.py); the second is
+made here, on a clone of the seeded image. Dumps patch the seeded state's dump
+(`app.verify.state.rebase`), diffs compare the patched rows (app/verify/diff.py), nothing
+touches the disk, and the seeded database is the no-op's final state (verify only reads).
 """
 
 from __future__ import annotations

@@ -2,35 +2,12 @@
 
 Used for rows that ask for it (`answer_via: "text"`), legacy `expected_outputs`, and the judge.
 ONE tokenizer (`app.core.values.tokens`) decides both what is a candidate and whether the
-expected value is present: values are whole tokens, compared by value.
-
-- present: the expected value appears as a whole token of its kind, by value: `$1,234.50` is
-  `1234.5`, `2026-05-07 at 10:00` is `2026-05-07 10:00`; a name or text by its whole words.
-- hedge: any other candidate of the same kind (the table below). An `opaque` token (a value
-  glued to other characters: `q233.00q`, `abc123def`, `٢٣٣`) is never a match, and one carrying
-  digits is a rival of every digit-bearing kind: it may hide a value. Glued words (`_Vogel_`)
-  still name database values as rivals; they never match.
-
-Candidates, per kind:
-- amount, number: every amount and number token (`2 items` names the number 2), spelled-out
-  number words, opaque tokens with digits, ids with digits between letters (`X66Y`) or made of
-  digit groups (`66-67`);
-- id: ids and 6+ digit numbers of the expected id's pattern or letter prefix (`E90110`,
-  `E1001`), tokens holding such an id (`QE90111Q`), opaque tokens with digits;
-- date, time, datetime: every date, time and datetime token (a datetime's date and time count
-  as a date and a time), days without a year (`May 8`), opaque tokens with digits;
-- email: every address, opaque tokens with `@`;
-- name: the values of the database column holding the expected name;
-- boolean: yes/no/true/false words;
-- text, refusal: none (whole-word containment only).
-
-An answer longer than MAX_ANSWER_CHARS fails: listing is not a way around the candidate sets.
-Kinds come from `answer_kind` (one kind, or one per output), else are inferred by `infer_kind`.
-
-Limits: the text path cannot know intent. An honest answer that also names the next appointment,
-or a count beside an amount ("2 items, 233.00"), is a hedge here; a refusal's reason written in
-other words ("less than a day" for `24 hours`) is missing. Use the answer tools
-(`submit_answer`, `decline_request`): they are scored by value without reading prose.
+expected value is present: values are whole tokens, compared by value (`$1,234.50` is `1234.5`).
+Any other candidate of the expected kind is a hedge; an `opaque` token is never a match, and one
+carrying digits is a rival of every digit-bearing kind. An answer over MAX_ANSWER_CHARS fails.
+Kinds come from `answer_kind`, else `infer_kind`. The candidates per kind, and the limits of a
+path that cannot know intent (the answer tools have none of them), are in docs/verification.md
+("Answers that hedge").
 """
 
 from __future__ import annotations

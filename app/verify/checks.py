@@ -1,20 +1,13 @@
 """Declarative expected-state checks written in a task row, compiled to SQLAlchemy Core queries.
 
-A task's `expected_state` is a list of checks; each names one table and is exactly one kind:
-
-    {"table": "orders", "where": {"order_number": "#W9000001"}, "expect": {"status": "cancelled"}}
-    {"table": "orders", "where": {...}, "expect": {...}, "match": "one"}   # exactly one row
-    {"table": "payments", "where": {"order_id": 100001, "kind": "refund"}, "count": 2}
-    {"table": "payments", "where": {...}, "count": {"gte": 1}}
-    {"table": "products", "unchanged": true}
-
-A condition is a literal (equality; null means IS NULL) or an object of operators, all of which
-must hold: eq, ne, gt, gte, lt, lte, in, not_in, is_null, contains. In `where`, a foreign-key
-column may also take {"ref": {<conditions on the referenced table>}}, so a check can reach rows
-the agent created (whose surrogate ids are unknown) through their parent's natural key.
-Money columns (per the comparison spec) compare within its tolerance, text columns case- and
-whitespace-insensitively. Table, column and operator names are checked against the
-environment's metadata: nothing from a task file becomes raw SQL.
+A task's `expected_state` is a list of checks, each naming one table and of exactly one kind:
+`expect` (the rows matching `where` hold these values; `"match": "one"`: exactly one row),
+`count` (a number or operators) or `unchanged`. A condition is a literal (null is IS NULL) or
+operators that must all hold (eq, ne, gt, gte, lt, lte, in, not_in, is_null, contains); in
+`where` a foreign-key column may take {"ref": {...}}, reaching rows the agent created through
+their parent's natural key. Money compares within the comparison spec's tolerance, text case-
+and whitespace-insensitively. Table, column and operator names are checked against the
+environment's metadata: nothing from a task file becomes raw SQL (docs/verification.md).
 """
 
 from __future__ import annotations

@@ -1,10 +1,9 @@
 """A size cap on verify evidence: what /verify returns and what control.sqlite stores.
 
-Evidence quotes rows the agent wrote, and the agent chooses their size: 150 rows of 60 KB made a
-1.2 MB verify answer, stored again in control.sqlite for every verify. Long strings are cut to
+Evidence quotes rows the agent wrote, and the agent chooses their size. Long strings are cut to
 `max_chars` (with how much was cut); if the JSON is still over `max_bytes`, lists are shortened,
 and as a last resort the evidence is replaced by a note saying how large it was. Scoring never
-reads the capped copy: it is only what is shown and stored.
+reads the capped copy: it is only what is shown and stored (docs/durability.md).
 """
 
 from __future__ import annotations

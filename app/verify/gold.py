@@ -1,11 +1,10 @@
 """Gold end states: the task's reference solution replayed on a fresh clone of its snapshot.
 
 Replays go through the same runner as live tool calls, on the process's shared SQLAlchemy engine
-(its compiled statements are reused from task to task: a new engine per replay compiled every
-statement of the gold calls again). The result (the state, what the gold changed relative to the
-seed, and any gold call that failed) is cached per task in memory, bounded by bytes
+(compiled statements reused from task to task). The result (the state, what the gold changed
+relative to the seed, any gold call that failed) is cached per task in memory, bounded by bytes
 (`gold_cache_mb`). No gold database is written to disk: it is a pure function of the snapshot and
-the task, and inspection (`sessions diff --against gold`) replays it in memory in a few ms.
+the task, and inspection (`sessions diff --against gold`) replays it in memory.
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """Which task a verify scores: the one stored at seed, never the one in the request body.
 
-A NeMo Gym verify body carries the whole task row back. Merging it over the stored task let a
-body with `"ground_truth": [], "expected_outputs": []` turn 0.0 into 1.0, so the body now
-contributes only the `response` (and the fields verify echoes); the scoring fields come from the
-task stored at seed. A body whose scoring fields contradict the stored task is still validated
-(malformed fields stay a 4xx) and is named in `task_mismatch`, which never changes the score.
+A NeMo Gym verify body carries the whole task row back; merged over the stored task, a body with
+`"ground_truth": [], "expected_outputs": []` could turn 0.0 into 1.0. So the body contributes
+only the `response` (and the fields verify echoes); the scoring fields come from the task stored
+at seed. A body whose scoring fields contradict the stored task is still validated (malformed
+fields stay a 4xx) and is named in `task_mismatch`, which never changes the score.
 """
 
 from __future__ import annotations

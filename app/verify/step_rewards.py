@@ -1,21 +1,14 @@
 """Step rewards and the trajectory check, from the session's step log (docs/steps.md).
 
-Potential-based: Φ(s) is the reward the session would get if it ended in state s (the state
-credit, combined with the submitted answer's or decline's share once the step that writes it
-has run: `Settlement.shape`); step k earns Φ(s_k) − Φ(s_{k−1}), with Φ(s_0) the seed state's
-potential computed like every other state's, so a read-only step never earns state credit. The
-rewards then add up to Φ(s_n) − Φ(s_0), and the last writing step (the last call that changed a
-row, the answer row included; else the last call) takes the remainder, so that
-`sum(step_rewards) == reward` exactly, in strict mode too (a wrong answer after right actions
-is paid back there). The intermediate states are the session's own, rebuilt by undoing its
-logged row changes in a savepoint that is rolled back (nothing is written); a step that changed
-no row has the potential of the one before.
-
-Each function call in `response.output` is matched, in order, to the step that executed it (same
-tool, same arguments). A call no step matches was never executed by this server; a matched call
-whose `function_call_output` differs from the body the session returned was altered; a step no
-call matches ran but is missing from the trajectory. All three are flagged; unmatched steps still
-count, their reward going to the next matched call (or the last one).
+Potential-based: Φ(s) is the reward the session would get if it ended in s (state credit plus
+the answer's or decline's share once its step has run: `Settlement.shape`); step k earns
+Φ(s_k) − Φ(s_{k−1}), Φ(s_0) the seed state's, so a read-only step earns no state credit, and
+the last writing step takes the remainder: `sum(step_rewards) == reward` exactly, strict mode
+included. Intermediate states are the session's own, never written.
+Each function call of `response.output` is matched in order to the step that ran it (same tool,
+same arguments): a call no step matches, a call whose output differs from the session's body,
+and a step no call matches are all flagged; unmatched steps still count, their reward going to
+the next matched call (or the last one).
 """
 
 from __future__ import annotations

@@ -1,16 +1,12 @@
 """The potential after each step, from the step log's row images alone (no re-dump, no undo).
 
-Every state s_k differs from the seed only in the rows some step up to k touched, and in the
-rows whose references resolve differently in s_k (they reference a row whose natural key, or
-existence, some step changed: the "#key" case of change tracking). The log holds each touched
-row's content before its first change and after each change, and the rows referencing a re-keyed
-row are read once (untouched, their content is the same in every state). So for each step those
-rows are normalised (the comparison spec's columns, text, money and references resolved as in
-s_k, as `dump_state` does) on both sides, seed and s_k, and diffed: the diff of these few rows is
-the diff of the whole states, because every other row is identical on both sides. A key toggled
-300 times costs 300 small diffs, not 300 dumps (bench/README.md, "verify toggle attack").
-
-Its work is known before it starts (rows x writing steps) and charged to the step budget
+Every state s_k differs from the seed only in the rows some step up to k touched and the rows
+whose references resolve differently in s_k (they reference a row whose natural key, or
+existence, some step changed). The log holds each touched row before its first change and
+after each change, and the referencing rows are read once. So for each step those few rows are
+normalised as `dump_state` does, on both sides, and diffed: their diff is the whole states'
+diff, since every other row is identical. A key toggled 300 times costs 300 small diffs, not
+300 dumps; the work (rows x writing steps) is known up front and charged to the step budget
 (app/verify/step_budget.py).
 """
 

@@ -1,18 +1,14 @@
 """A bounded pool of pre-cloned session schemas per snapshot, refilled off the request path.
 
-Cloning a template into a session schema costs 20-500 ms (DDL + INSERT ... SELECT + indexes,
-docs/postgres.md); a seed that finds a ready clone instead renames it (`ALTER SCHEMA ... RENAME`,
-a catalog update of a few ms). Pooled schemas are named `<prefix>_p_<32 hex>`, never match the
-session pattern (`<prefix>_s_%`), and hold exactly what a fresh clone holds: the template's rows,
-meta and version rows, sequences aligned.
-
-- Bounded: refilled up to `per_snapshot` ready schemas per snapshot, for snapshots seeded since
-  start (a snapshot's pool starts filling after its first seed, which clones as before); sessions
-  deleted at close come back reset (app/storage/postgres/recycle.py) up to twice that.
+A seed that finds a ready clone renames it (`ALTER SCHEMA ... RENAME`) instead of cloning the
+template (docs/postgres.md). Pooled schemas are named `<prefix>_p_<32 hex>`, never match the
+session pattern (`<prefix>_s_%`), and hold exactly what a fresh clone holds.
+- Bounded: up to `per_snapshot` ready schemas for each snapshot seeded since start (its first
+  seed clones); sessions deleted at close come back reset (app/storage/postgres/recycle.py), up
+  to twice that.
 - Off the request path: one daemon thread clones; a seed only pops a name (under a lock).
-- Dispose stops the thread and drops every pooled schema this process made. A crash leaves them
-  behind: `sweep()` at start drops every `<prefix>_p_%` schema. Another replica sweeping at its
-  start may drop a schema this one still lists: the rename then fails and the seed clones.
+- Dispose drops every pooled schema this process made; `sweep()` at start drops those a crash
+  left. If another replica's sweep drops a listed schema, the rename fails and the seed clones.
 """
 
 from __future__ import annotations

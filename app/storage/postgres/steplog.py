@@ -1,24 +1,14 @@
 """The step log in a PostgreSQL session schema: reading it, undoing it, exporting the schema.
 
-The tables are SQLite's (app/storage/steplog.py), created in every template and session schema
-(app/storage/postgres/db.py: `schema_ddl`, `clone_sql`), and filled the same way: the runner
-writes each call's `_stategym_steps` row in the call's transaction, and an AFTER ROW trigger on
-every table (one PL/pgSQL function per schema) writes `_stategym_step_rows` as step
-`max(idx) + 1`. Encoding: `old_vals`/`new_vals` are `row_to_json(OLD/NEW)` (JSON), the text
-PostgreSQL's own output functions give each value (numerics exact, doubles in shortest exact
-form, "Infinity", bytea as hex, timestamps in ISO 8601); `json_populate_record(NULL::<table>,
-vals)` reads them back as the column's very values. `old_rid`/`new_rid` are the table's integer
-primary key (SQLite's rowid for such a table), NULL for other keys.
-
-Readers get `PgStepLog` through `step_log(conn)` (the backend binds its factory to each
-connection: app/storage/postgres/driver.py); values come back through the table's SQLAlchemy
-column types, as the verify dump reads them. Undo applies the before-images in reverse order as
-one script, with the step triggers silenced (`stategym.quiet`, transaction-local) and the
-foreign keys (DEFERRABLE) deferred, then drops the later steps; a rewind also moves each SERIAL
-sequence back to where a run of the kept steps leaves it, so the next insert gets the id a
-replay would give it. No undo goes back before the step a migration last ran after (meta
-`migrated_at_step`, app/storage/steplog.py); a logged table the models no longer have (a
-migration dropped it) is refused by name.
+The tables are SQLite's (app/storage/steplog.py), in every template and session schema, filled
+the same way: the runner writes each call's `_stategym_steps` row in the call's transaction and
+an AFTER ROW trigger writes `_stategym_step_rows` as step `max(idx) + 1`, row images as
+`row_to_json`, read back as the very values by `json_populate_record`. Readers get `PgStepLog`
+through `step_log(conn)`. Undo applies the before-images in reverse as one script, triggers
+silenced and foreign keys deferred, drops the later steps, and on a rewind moves each sequence
+back to where a replay of the kept steps leaves it. No undo goes back before a migration's
+step; a logged table the models no longer have is refused by name. Encoding and undo:
+docs/steps.md ("On PostgreSQL").
 """
 
 from __future__ import annotations

@@ -1,18 +1,14 @@
 """Task templates and session schemas on PostgreSQL.
 
-Each task's seeded state is built once per database, as a template schema `<prefix>_t_<digest>`
-(digest of the environment's schema fingerprint and the task's snapshot key), by copying the rows
-of the SQLite snapshot image the SQLite store already builds. Gold replays and seed dumps still run
-on those SQLite images, so both backends verify against the very same reference.
-
-A session is `CREATE SCHEMA <prefix>_s_<id>` + the models' DDL + `INSERT ... SELECT` from its
-template + `setval` of each sequence + the step log's triggers, sent as one script in one
-transaction (docs/postgres.md has the measured alternatives), or, with `pg_schema_pool` > 0, the
-rename of a schema cloned ahead of time (app/storage/postgres/pool.py). Template builds take an
-advisory lock, so replicas racing to seed the same task build it once. A fork is the same clone
-from the parent's schema (its step log included), rewound in the same transaction when it is
-as of an earlier step; a restore fills a new schema from an export (app/storage/postgres/
-steplog.py).
+A task's seeded state is built once per database as a template schema `<prefix>_t_<digest>`, by
+copying the rows of the SQLite snapshot image; gold replays and seed dumps run on those SQLite
+images, so both backends verify against the very same reference. A session is one script in one
+transaction (`CREATE SCHEMA <prefix>_s_<id>`, the models' DDL, `INSERT ... SELECT` from the
+template, `setval` of each sequence, the step log's triggers; docs/postgres.md), or the rename
+of a pooled clone (app/storage/postgres/pool.py). Template builds take an advisory lock, so
+racing replicas build one. A fork is the same clone from the parent's schema (step log
+included), rewound in that transaction when it is as of an earlier step; a restore fills a new
+schema from an export (app/storage/postgres/steplog.py).
 """
 
 from __future__ import annotations

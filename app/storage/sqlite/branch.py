@@ -6,9 +6,6 @@ each child's file with `write_image` (a temp file renamed into place): a kill -9
 whole or absent, never half-written, and the parent is only read. A rewind is the undo log
 applied in one transaction on the session's own connection (app/storage/steplog.py): kill -9
 mid-way and SQLite rolls it back on next open.
-
-Measured on retail (bench/steps_bench.py): serialise + write of a ~0.9 MB session ~0.6 ms, where
-the sqlite3 backup API to a new file took ~20 ms.
 """
 
 from __future__ import annotations

@@ -2,9 +2,8 @@
 
 `SqliteControlDB` runs `ControlDB`'s queries, except the four hot ones (add without a resources
 id, get, mark_verified, mark_closed): those run prebuilt SQL on a per-thread sqlite3 connection,
-because SQLAlchemy built, cache-keyed and compiled each statement per call (~25 % of a seed, ~24 %
-of a close; bench/README.md). Each stores exactly what `ControlDB`'s version stores
-(tests/test_fast_paths_equal.py).
+sparing SQLAlchemy's per-call statement building and compiling. Each stores exactly what
+`ControlDB`'s version stores (tests/test_fast_paths_equal.py).
 """
 
 from __future__ import annotations

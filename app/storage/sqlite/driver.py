@@ -1,6 +1,6 @@
 """SQLite's driver (sqlite3) as app/storage/driver.py asks for it: errors, the time limit, and
-the step log and changes, read on the session's sqlite3 connection itself (a tenth of a
-SQLAlchemy round trip a query)."""
+the step log and changes, read on the session's sqlite3 connection itself (no SQLAlchemy round
+trip)."""
 
 from __future__ import annotations
 

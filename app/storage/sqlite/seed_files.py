@@ -1,18 +1,13 @@
 """Seed files: snapshot images on disk sessions are born from by a kernel copy, bounded by bytes.
 
-`snapshots/<env>/.seed/<key>-<digest>.wal` is a snapshot's image, WAL-marked, named by a digest of
-its content (a rebuilt or migrated snapshot never reuses a stale one). A session copied from it
-(`copy_file_range`, ~0.5 ms for retail's 0.8 MB) is cheaper than one written from the image in
-memory (~2 ms), but only from the second session of a snapshot on: the first writes the file at
-that cost anyway. So a snapshot's seed file is written at its second seed in this process (a GRPO
-group seeds a task 8-16 times at once; a task seeded once never gets one), and the files are a
-cache bounded by bytes (`seed_file_cache_mb`): the least recently used are deleted past the bound,
-so 10,000 distinct tasks do not leave 10,000 files behind. Nothing is lost with one: it is a copy
-of an image rebuilt from the template and the task's seed.
-
-Several workers share the directory: each keeps its own account of the files it uses (adopting
-those it finds at start, oldest first), and one deleting a file another still copies from makes
-that copy fail with FileNotFoundError, on which the Store writes the file again.
+`snapshots/<env>/.seed/<key>-<digest>.wal` is a snapshot's image, WAL-marked, named by a digest
+of its content (a rebuilt or migrated snapshot never reuses a stale one). A copy from it
+(`copy_file_range`) is cheaper than writing the image from memory, but only from a snapshot's
+second session on, so the file is written at its second seed in this process. The files are a
+cache bounded by bytes (`seed_file_cache_mb`), least recently used deleted; losing one loses
+nothing (it is rebuilt from the template and the task's seed). Workers share the directory,
+each accounting for the files it uses (adopting those it finds at start, oldest first); a copy
+from a file another worker deleted fails with FileNotFoundError, and the Store writes it again.
 """
 
 from __future__ import annotations

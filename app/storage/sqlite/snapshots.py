@@ -1,25 +1,14 @@
 """Building the images sessions are cloned from: an environment's template, and a task's snapshot.
 
-A snapshot is a pure function of (template, task seed): the template with the seed's rows
-upserted, the step log installed (so what sessions write is recorded from the snapshot on) and,
-in its meta, which rows the seed wrote (`seed_changes`: verify dumps a snapshot by patching its
-template's dump with them). Nothing of a snapshot has to be kept on disk: it is rebuilt from the
-template and the task stored with every session in a few milliseconds.
-
-How a snapshot is built (the cold path of a never-seen task):
-- one *seed base* per template and process: the template with the step log and its triggers
-  already installed and marked as the change record (`mark_log_tracked`). Per task the base is
-  cloned in memory (`deserialize`), never re-created by DDL (the step log's 100-odd statements
-  cost ~17 ms per task, the change-tracking triggers another ~17 ms);
-- the seed's rows are upserted through the process's shared SQLAlchemy engine, whose compiled
-  statements are reused from task to task (a new engine per snapshot compiled every INSERT and
-  UPDATE shape again, ~18 ms per task);
-- the step log's triggers record the rows the seed wrote, exactly as they record a tool call's:
-  those records are the seed's changes (app/storage/log_changes.py reads them), then cleared, so
-  a session starts with an empty log.
-`snapshot_image_by_tracking` is the previous way (the change-tracking triggers installed, then
-dropped, per task), kept for the task generator's bases (which keep those triggers) and as the
-reference of the equality test (tests/test_cold_snapshots.py).
+A snapshot is a pure function of (template, task seed), so nothing of it need be kept on disk:
+the template with the seed's rows upserted, the step log installed, and in its meta the rows the
+seed wrote (`seed_changes`: verify dumps a snapshot by patching its template's dump). It is
+cloned by `deserialize` from one *seed base* per template and process (step log and triggers
+already installed, `mark_log_tracked`), never made by DDL per task; the seed is upserted through
+the process's shared engine; the step log's triggers record the seed's rows (read by
+app/storage/log_changes.py), then the log is emptied. `snapshot_image_by_tracking` builds with
+change-tracking triggers instead: for the task generator's bases, and as the reference of
+tests/test_cold_snapshots.py. Costs: docs/performance.md ("Cold path").
 """
 
 from __future__ import annotations

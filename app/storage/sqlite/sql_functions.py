@@ -1,20 +1,13 @@
-"""SQL functions overridden on a connection that runs agent SQL: the frozen clock and a printf
-whose cost is bounded.
+"""SQL functions overridden on a connection that runs agent SQL: the frozen clock, a bounded printf.
 
-The frozen clock: `date`, `time`, `datetime`, `julianday`, `unixepoch`, `strftime` (and
-`timediff` where SQLite has it) read a time value of 'now' (or none) as the session's clock, and
-the CURRENT_DATE / CURRENT_TIME / CURRENT_TIMESTAMP keywords (which SQLite compiles into calls
-of functions of those names) return it too; 'localtime' and 'utc' are no-ops (the session's clock
-is UTC, whatever the server's time zone). Every other argument gets SQLite's own answer: the
-overrides call the built-in function on a private in-memory connection (~5 us a call).
-
-printf / format: SQLite's loop for a `%.*c` precision runs to the end even once the result is
-over the length limit (300 M iterations took 1.2 s, inside one VM step, where no progress
-handler fires). The override adds up every width and precision a format asks for and refuses
-the call past `max_chars` before SQLite formats anything.
-
-SQLite's sqlite3 module cannot remove a function again (Python 3.11), so the overrides stay on
-the connection; they only ever answer what the built-ins answer, with the session's clock.
+`date`, `time`, `datetime`, `julianday`, `unixepoch`, `strftime` (and `timediff`) and the
+CURRENT_DATE / CURRENT_TIME / CURRENT_TIMESTAMP keywords read 'now' as the session's clock (UTC:
+'localtime' and 'utc' are no-ops); any other argument gets SQLite's own answer, from the
+built-in on a private in-memory connection. `printf` / `format` add up every width and precision
+a format asks for and refuse the call past `max_chars` before SQLite formats anything (its
+`%.*c` loop runs inside one VM step, where no progress handler fires). The overrides stay on the
+connection (Python 3.11's sqlite3 cannot remove a function) and only ever answer what the
+built-ins answer, with the session's clock (docs/durability.md).
 """
 
 from __future__ import annotations

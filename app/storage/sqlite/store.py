@@ -1,18 +1,14 @@
-"""The Store owns database files: environment templates and session databases; snapshots it
-builds in memory and keeps in a cache bounded by bytes.
+"""The Store owns database files (templates, sessions); snapshots it keeps in memory, bounded.
 
 Layout under the data dir:
     templates/<env>/<fingerprint>.sqlite       schema + the environment's base dataset
-    snapshots/<env>/.seed/<key>-<digest>.wal   seed files: a cache of snapshot images sessions
-                                               are copied from, bounded by bytes (seed_files.py)
+    snapshots/<env>/.seed/<key>-<digest>.wal   seed files, a bounded cache (seed_files.py)
     sessions/<env>/<session_id>.sqlite         one rollout's database (a copy of a snapshot)
 
-A snapshot (a template with one task's seed applied, app/storage/sqlite/snapshots.py) is a pure
-function of the template and the task, which every session's control row stores: it is rebuilt
-in a few ms whenever it is not in memory, and nothing of it is kept per task on disk. Files
-`snapshots/<env>/<snapshot_key>.sqlite` written by earlier releases are still read when present.
-A session is born by a kernel copy (copy_file_range) of its snapshot's seed file from the second
-seed of that snapshot on, and from the image in memory before. Ids reach a path only after
+A snapshot (app/storage/sqlite/snapshots.py) is rebuilt from the template and the task, which
+every session's control row stores, whenever it is not in memory; legacy per-task files
+`snapshots/<env>/<snapshot_key>.sqlite` are read when present. A session is a kernel copy of its
+snapshot's seed file, or written from the image while there is none. Ids reach a path only after
 `check_session_id`; task keys are hex digests computed here.
 """
 
