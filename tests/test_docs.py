@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
 
@@ -146,3 +147,17 @@ def test_comments_name_the_property_not_an_issue_number():
         if pattern.search(line)
     ]
     assert found == []
+
+
+MAX_MODULE_DOCSTRING_LINES = 12
+
+
+def test_module_docstrings_are_short():
+    """A module docstring says what the module is for and what it keeps true, in a few lines;
+    measurements and history live in bench/README.md and docs/."""
+    too_long = []
+    for path in sorted((REPO / "app").rglob("*.py")):
+        doc = ast.get_docstring(ast.parse(path.read_text()))
+        if doc is not None and len(doc.strip().splitlines()) > MAX_MODULE_DOCSTRING_LINES:
+            too_long.append(f"{path.relative_to(REPO)}: {len(doc.strip().splitlines())} lines")
+    assert too_long == [], f"module docstrings over {MAX_MODULE_DOCSTRING_LINES} lines: {too_long}"
