@@ -119,6 +119,12 @@ class Settings(BaseSettings):
         "memory per worker, which verify patches with a session's writes; a task whose dump is "
         "not kept is read whole at its next verify (retail: ~10 ms SQLite, ~100 ms PostgreSQL).",
     )
+    pristine_cache_mb: int = Field(
+        128,
+        ge=1,
+        description="Bytes (MiB, estimated) of those unwritten dumps kept per worker; the least "
+        "recently used go past it.",
+    )
     max_body_bytes: int = Field(
         2 * 1024 * 1024, ge=1024, description="Largest request body accepted (413 beyond)."
     )

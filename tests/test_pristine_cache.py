@@ -1,5 +1,6 @@
-"""`pristine_cache_size` bounds the unwritten dumps a worker keeps for verify to patch; a task whose
-dump was dropped is read whole again and still scored right (app/verify/patching.py)."""
+"""`pristine_cache_size` and `pristine_cache_mb` bound the unwritten dumps a worker keeps for
+verify to patch; a task whose dump was dropped is read whole again and still scored right
+(app/verify/patching.py)."""
 
 from __future__ import annotations
 
@@ -39,4 +40,27 @@ async def test_the_cache_keeps_at_most_its_size_and_scores_stay_right(tmp_path: 
         assert first == again == [1.0] * len(tasks)
     finally:
         await manager.aclose()
-        patching.keep_at_most(Settings(data_dir=tmp_path, secret_key=SECRET).pristine_cache_size)
+        defaults = Settings(data_dir=tmp_path, secret_key=SECRET)
+        patching.keep_at_most(defaults.pristine_cache_size, defaults.pristine_cache_mb * 2**20)
+
+
+async def test_the_cache_keeps_at_most_its_bytes_and_scores_stay_right(tmp_path: Path, monkeypatch):
+    # A cache bounded by bytes as the worker's is: a working set of many tasks evicts by what
+    # the dumps hold, not by how many there are.
+    monkeypatch.setattr(
+        patching, "_pristine", LRU(256, max_bytes=1, size_of=patching._pristine_bytes)
+    )
+    manager = SessionManager(
+        Settings(data_dir=tmp_path, secret_key=SECRET, pristine_cache_mb=1),
+        load_environment("retail"),
+    )
+    patching.keep_at_most(256, 2 * 2**20)  # about two retail dumps (~0.8 MB each, estimated)
+    tasks = [t for t in env_tasks("retail") if t["ground_truth"]][:6]
+    try:
+        first = [await _rollout(manager, t) for t in tasks]
+        assert 1 <= len(patching._pristine) < len(tasks)
+        assert patching._pristine.bytes <= 2 * 2**20 or len(patching._pristine) == 1
+        again = [await _rollout(manager, t) for t in tasks]
+        assert first == again == [1.0] * len(tasks)
+    finally:
+        await manager.aclose()

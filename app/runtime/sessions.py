@@ -102,7 +102,8 @@ class SessionManager:
         self.replay_files = ReplayFiles(
             settings.replay_cache_files, settings.replay_cache_mb * 2**20
         )
-        keep_at_most(settings.pristine_cache_size)  # the dumps verify patches (per process)
+        # The dumps verify patches (per process).
+        keep_at_most(settings.pristine_cache_size, settings.pristine_cache_mb * 2**20)
         keep_answers_at_most(settings.answer_cache_mb * 2**20)  # answer vocabularies
         self.threads = worker_threads(settings, self.backend.capabilities)
         self.executor = ThreadPoolExecutor(self.threads, thread_name_prefix="stategym")

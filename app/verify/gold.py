@@ -26,7 +26,7 @@ from app.storage.runner import run_tool
 from app.verify.diff import StateDiff, diff_states
 from app.verify.patching import remembered
 from app.verify.state import DbState, dump_state, remember_template_dump
-from app.verify.table_state import TableState
+from app.verify.table_state import ENTRY_BYTES, TableState, state_bytes
 
 log = logging.getLogger("stategym.gold")
 GOLD_CACHE_BYTES = 128 * 2**20  # default of `gold_cache_mb`
@@ -91,26 +91,6 @@ def state_of_image(env: Environment, image: bytes) -> DbState:
         conn.close()
 
 
-# A row of a dump read whole: a tuple of a few values (~150 bytes with them); a patched table
-# shares its base's rows and holds a new tuple of pointers to them (8 bytes a row).
-_ROW_BYTES, _POINTER_BYTES, _ENTRY_BYTES = 150, 8, 4096
-
-
-def state_bytes(state: DbState, shared: frozenset[int] = frozenset()) -> int:
-    """About what `state` holds beyond the tables of `shared` (ids of TableStates another
-    cached dump holds too): what caching it costs."""
-    total = 0
-    for table in state.values():
-        if id(table) in shared:
-            continue
-        origin = table.origin
-        if origin is not None:
-            total += _POINTER_BYTES * len(table.rows) + _ROW_BYTES * len(origin.added)
-        else:
-            total += _ROW_BYTES * len(table.rows)
-    return total
-
-
 def _table_ids(state: DbState) -> frozenset[int]:
     return frozenset(id(t) for t in state.values() if isinstance(t, TableState))
 
@@ -131,12 +111,12 @@ class GoldCache:
         self._building: dict[str, threading.Event] = {}  # gold keys being built
 
     def _state_bytes(self, state: DbState) -> int:
-        return _ENTRY_BYTES + state_bytes(state, self._shared)
+        return ENTRY_BYTES + state_bytes(state, self._shared)
 
     def _gold_bytes(self, gold: GoldState) -> int:
         # Its seed state is weighed in the seed-state cache.
         shared = self._shared | _table_ids(gold.seed_state)
-        return _ENTRY_BYTES + state_bytes(gold.state, shared)
+        return ENTRY_BYTES + state_bytes(gold.state, shared)
 
     @property
     def cached_bytes(self) -> int:

@@ -17,7 +17,16 @@ from app.sdk.compare_spec import CompareSpec
 from app.storage.dump_sql import dump_sql
 from app.storage.meta import Changes
 from app.verify import table_reads
-from app.verify.table_state import DbState, Patch, Row, RowIndex, TableState
+from app.verify.table_state import (
+    ENTRY_BYTES,
+    INDEX_ENTRY_BYTES,
+    DbState,
+    Patch,
+    Row,
+    RowIndex,
+    TableState,
+    state_bytes,
+)
 
 log = logging.getLogger("stategym.verify")
 
@@ -96,19 +105,25 @@ class Pristine:
 # Dumps of pristine snapshot clones, by (template:snapshot, compare spec): a database that tracks
 # its changes (app.storage.meta) reuses these for every table neither it nor its references wrote,
 # and patches them with the rows it wrote.
-_pristine: LRU[tuple[str, int], Pristine] = LRU(256)
+def _pristine_bytes(entry: Pristine) -> int:
+    indexed = sum(len(index) for index in entry.indexes.values())
+    return ENTRY_BYTES + state_bytes(entry.state) + INDEX_ENTRY_BYTES * indexed
+
+
+_pristine: LRU[tuple[str, int], Pristine] = LRU(256, max_bytes=128 * 2**20, size_of=_pristine_bytes)
 _pristine_lock = threading.Lock()
 # Past this share of a table's rows, reading the table whole beats patching it row by row.
 _PATCH_SHARE = 0.25
 
 
-def keep_at_most(capacity: int) -> None:
-    """How many pristine dumps the process keeps (`pristine_cache_size`; the cache is one per
-    process, as a worker serves one environment)."""
+def keep_at_most(capacity: int, max_bytes: int) -> None:
+    """How many pristine dumps, and how many bytes of them, the process keeps
+    (`pristine_cache_size`, `pristine_cache_mb`; one cache per process, as a worker serves one
+    environment)."""
     with _pristine_lock:
         _pristine.capacity = capacity
-        while len(_pristine) > capacity:
-            _pristine.pop(_pristine.keys()[0])
+        _pristine.max_bytes = max_bytes
+        _pristine.shrink()
 
 
 def remembered(snapshot: str, compare: CompareSpec) -> Pristine | None:

@@ -54,3 +54,25 @@ class TableState:
 
 DbState = Mapping[str, TableState]
 RowIndex = Mapping[int, tuple[Any, ...]]  # rowid -> normalised row, of a pristine dump
+
+
+# What caching a dump costs, estimated: a row read whole is a tuple of a few values (~150 bytes
+# with them); a patched table shares its base's rows and holds a new tuple of pointers to them
+# (8 bytes a row); an index of a pristine dump one dict entry a row; a cache entry its key and
+# bookkeeping.
+ROW_BYTES, POINTER_BYTES, INDEX_ENTRY_BYTES, ENTRY_BYTES = 150, 8, 100, 4096
+
+
+def state_bytes(state: DbState, shared: frozenset[int] = frozenset()) -> int:
+    """About what `state` holds beyond the tables of `shared` (ids of TableStates another
+    cached dump holds too): what caching it costs."""
+    total = 0
+    for table in state.values():
+        if id(table) in shared:
+            continue
+        origin = table.origin
+        if origin is not None:
+            total += POINTER_BYTES * len(table.rows) + ROW_BYTES * len(origin.added)
+        else:
+            total += ROW_BYTES * len(table.rows)
+    return total
