@@ -13,9 +13,14 @@ from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection
+
+if TYPE_CHECKING:
+    from sqlalchemy import MetaData
+
+    from app.sdk.compare_spec import CompareSpec
 
 META_TABLE = "_stategym_meta"
 _CREATE = f"CREATE TABLE IF NOT EXISTS {META_TABLE} (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
@@ -95,6 +100,20 @@ def _mark(name: str) -> str:
         f"INSERT INTO {CHANGES_TABLE}(name) SELECT '{name}' WHERE NOT EXISTS "
         f"(SELECT 1 FROM {CHANGES_TABLE} WHERE name = '{name}');"
     )
+
+
+def foreign_key_guarded(metadata: MetaData, compare: CompareSpec) -> set[str]:
+    """Tables every compared reference to which is an enforced foreign key (both backends
+    enforce them on every write), so rows appearing or disappearing there change no reference's
+    value."""
+    tables = metadata.tables
+    guarded = set(tables)
+    for name, spec in compare.tables.items():
+        for column, target in spec.references.items():
+            pk = list(tables[target].primary_key.columns)
+            if len(pk) != 1 or not tables[name].c[column].references(pk[0]):
+                guarded.discard(target)
+    return guarded
 
 
 def install_change_tracking(
