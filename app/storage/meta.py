@@ -152,12 +152,20 @@ def install_change_tracking(
             # No key columns: nothing resolves through this table; the trigger never fires.
             "keys": (f"UPDATE OF {', '.join(cols) or 'rowid'}", mark_keys),
         }
-        for suffix, (event, body) in events.items():
-            conn.execute(
-                f'CREATE TRIGGER IF NOT EXISTS "{TRACK_PREFIX}{table}_{suffix}" '
-                f'AFTER {event} ON "{table}" BEGIN {body} END'
-            )
+        create_triggers(conn, TRACK_PREFIX, table, events)
     write_meta(conn, {"change_tracking": TRACKING_VERSION})
+
+
+def create_triggers(
+    conn: sqlite3.Connection, prefix: str, table: str, events: Mapping[str, tuple[str, str]]
+) -> None:
+    """An AFTER trigger on `table` per `events` entry (suffix -> (event, body)), named
+    `<prefix><table>_<suffix>`."""
+    for suffix, (event, body) in events.items():
+        conn.execute(
+            f'CREATE TRIGGER IF NOT EXISTS "{prefix}{table}_{suffix}" '
+            f'AFTER {event} ON "{table}" BEGIN {body} END'
+        )
 
 
 def drop_change_tracking(conn: sqlite3.Connection) -> None:
