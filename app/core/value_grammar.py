@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 from decimal import Decimal
+from typing import Any
 
 MONTHS = {
     name: i
@@ -190,3 +191,21 @@ def read_decimal(text: str) -> Decimal:
         raise Unreadable(f"'{text}' has no digits")
     value = Decimal(digits.group(0).replace(",", ""))
     return -value if negative else value
+
+
+def read_value(kind: str, text: str) -> Any:
+    """The value of `text`, a spelling of `kind` (Decimal, date, time, datetime, (month, day),
+    or casefolded str for an id, email or word)."""
+    if kind in ("amount", "number"):
+        return read_decimal(text)
+    if kind == "date":
+        return read_date(text)
+    if kind == "time":
+        return read_time(text)
+    if kind == "datetime":
+        return read_datetime(text)
+    if kind == "monthday":
+        return read_monthday(text)
+    if kind == "id":
+        return text.lstrip("#").casefold()
+    return text.casefold()

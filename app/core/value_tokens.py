@@ -59,21 +59,9 @@ class Token:
 
 
 def _value(kind: str, text: str) -> Any:
-    if kind in ("amount", "number"):
-        if re.fullmatch(g.ORDINAL, text, re.I):
-            return g.read_decimal(text[:-2])
-        return g.read_decimal(text)
-    if kind == "date":
-        return g.read_date(text)
-    if kind == "time":
-        return g.read_time(text)
-    if kind == "datetime":
-        return g.read_datetime(text)
-    if kind == "monthday":
-        return g.read_monthday(text)
-    if kind == "id":
-        return text.lstrip("#").casefold()
-    return text.casefold()
+    if kind in ("amount", "number") and re.fullmatch(g.ORDINAL, text, re.I):
+        return g.read_decimal(text[:-2])
+    return g.read_value(kind, text)
 
 
 def ascii_digits(text: str) -> str:

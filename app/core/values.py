@@ -112,7 +112,7 @@ def parse_value(kind: str, raw: object) -> Any:
         raise NotOneValue(f"'{text}' is not yes/no/true/false")
     if _WHOLE[kind].fullmatch(text):
         try:
-            return _read(kind, text)
+            return g.read_value(kind, text)
         except g.Unreadable as e:
             raise NotOneValue(str(e)) from None
     raise NotOneValue(_why_not(kind, text))
@@ -128,20 +128,6 @@ def _from_number(kind: str, raw: int | float) -> Any:
     if kind in ("text", "name"):
         return _words(repr(raw), kind)
     raise NotOneValue(f"the number {raw} is not {_a(kind)}")
-
-
-def _read(kind: str, text: str) -> Any:
-    if kind in ("amount", "number"):
-        return g.read_decimal(text)
-    if kind == "date":
-        return g.read_date(text)
-    if kind == "time":
-        return g.read_time(text)
-    if kind == "datetime":
-        return g.read_datetime(text)
-    if kind == "id":
-        return text.lstrip("#").casefold()
-    return text.casefold()  # email
 
 
 def _words(text: str, kind: str) -> str:

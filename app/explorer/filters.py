@@ -22,26 +22,20 @@ MAX_LIMIT = 500
 MAX_TEXT = 200  # task ids and failure text: the control column holds 200 characters
 _ENV_RE = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 _AFTER_RE = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,6})?)~([0-9a-f]{32})$")
-_KNOWN = frozenset(
-    (
-        "env",
-        "task",
-        "status",
-        "reward_min",
-        "reward_max",
-        "failure",
-        "since",
-        "until",
-        "family",
-        "difficulty",
-        "sort",
-        "order",
-        "limit",
-        "offset",
-        "after",
-        "format",
-    )
+# The fields that choose the runs (not their order or page).
+_FILTERS = (
+    "env",
+    "task",
+    "status",
+    "reward_min",
+    "reward_max",
+    "failure",
+    "since",
+    "until",
+    "family",
+    "difficulty",
 )
+_KNOWN = frozenset((*_FILTERS, "sort", "order", "limit", "offset", "after", "format"))
 
 
 @dataclass(frozen=True)
@@ -100,35 +94,10 @@ class RunFilter:
 
     def summary_key(self) -> tuple[object, ...]:
         """The fields that choose the runs (not their order or page)."""
-        return (
-            self.env,
-            self.task,
-            self.status,
-            self.reward_min,
-            self.reward_max,
-            self.failure,
-            self.since,
-            self.until,
-            self.family,
-            self.difficulty,
-        )
+        return tuple(getattr(self, n) for n in _FILTERS)
 
     def active(self) -> bool:
-        return any(
-            getattr(self, n) not in (None, "")
-            for n in (
-                "env",
-                "task",
-                "status",
-                "reward_min",
-                "reward_max",
-                "failure",
-                "since",
-                "until",
-                "family",
-                "difficulty",
-            )
-        )
+        return any(getattr(self, n) not in (None, "") for n in _FILTERS)
 
 
 def _text(params: Mapping[str, str], name: str) -> str | None:

@@ -24,7 +24,7 @@ from app.errors import BadRequest, SessionNotFound
 from app.explorer.filters import RunFilter
 from app.explorer.queries import PASS, RunQueries, headline
 from app.explorer.steps_view import rollout_steps, row_changes, table_at_step, task_calls
-from app.runtime.inspection import Inspector, jsonable
+from app.runtime.inspection import Inspector, jsonable, record_fields
 from app.sdk.environment import Environment
 from app.storage.control import SessionRecord
 from app.storage.steplog import canonical
@@ -191,14 +191,7 @@ def rollout_page(x: Explorer, session_id: str) -> dict[str, Any]:
     sid = record.id
     return {
         "session": {
-            "id": sid,
-            "env": record.env,
-            "task_id": record.task_id,
-            "status": record.status,
-            "reward": record.reward,
-            "created_at": jsonable(record.created_at),
-            "verified_at": jsonable(record.verified_at),
-            "closed_at": jsonable(record.closed_at),
+            **record_fields(record),
             "difficulty": record.task.get("difficulty"),
             "family": record.task.get("family"),
             "present": present,

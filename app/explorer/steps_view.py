@@ -7,7 +7,6 @@ either backend.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from sqlalchemy import and_, func, or_, select
@@ -15,7 +14,7 @@ from sqlalchemy import and_, func, or_, select
 from app.core.tasks import task_from_data
 from app.errors import BadRequest, CannotRewind
 from app.runtime.inspection import Inspector, jsonable
-from app.runtime.timeline import timeline
+from app.runtime.timeline import step_entries, timeline
 from app.storage.control import SessionRecord
 from app.storage.steplog import UndoUnavailable, step_log
 from app.verify.gold import GoldCache
@@ -59,36 +58,7 @@ def rollout_steps(
             return True, list(result["steps"]), "recomputed"
         counts = log.change_counts()
         changes = log.changes()
-    out = []
-    for step, reward in zip(steps, stored, strict=True):
-        out.append(
-            {
-                "step": step.idx,
-                "tool": step.tool,
-                "arguments": json.loads(step.args),
-                "outcome": step.outcome,
-                "output": json.loads(step.output) if step.output is not None else None,
-                "output_digest": step.output_digest,
-                "output_bytes": step.output_bytes,
-                "duration_ms": step.duration_ms,
-                "rows_changed": counts.get(step.idx, {}),
-                "step_reward": reward,
-                "changes": [
-                    {
-                        "table": c.table,
-                        "op": c.op,
-                        "before": _plain(c.before),
-                        "after": _plain(c.after),
-                    }
-                    for c in changes.get(step.idx, [])
-                ],
-            }
-        )
-    return True, out, "verify"
-
-
-def _plain(row: dict[str, Any] | None) -> dict[str, Any] | None:
-    return None if row is None else {k: jsonable(v) for k, v in row.items()}
+    return True, step_entries(steps, stored, counts, changes), "verify"
 
 
 def task_calls(insp: Inspector, record: SessionRecord) -> list[dict[str, Any]] | None:

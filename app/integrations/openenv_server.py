@@ -44,7 +44,7 @@ from pydantic import Field
 from app.integrations.episodes import Episode, TaskSets, episode_tool_schemas
 from app.integrations.rollout import prompt_messages
 from app.registry import load_environment
-from app.runtime.lifecycle import reaper_loop
+from app.runtime.lifecycle import serving
 from app.runtime.sessions import SessionManager
 from app.sdk.environment import Environment
 from app.server.asgi import raise_open_file_limit
@@ -260,20 +260,13 @@ def create_openenv_app(settings: Settings, env: Environment | None = None) -> Fa
     @asynccontextmanager
     async def lifespan(app_: FastAPI) -> AsyncIterator[Any]:
         hub.loop = asyncio.get_running_loop()
-        reaper = None
-        if settings.session_idle_ttl_seconds:
-            reaper = asyncio.create_task(
-                reaper_loop(
-                    hub.sessions,
-                    settings.session_idle_ttl_seconds,
-                    settings.reaper_interval_seconds,
-                )
-            )
-        async with inner(app_) as state:
+        async with (
+            serving(
+                hub.sessions, settings.session_idle_ttl_seconds, settings.reaper_interval_seconds
+            ),
+            inner(app_) as state,
+        ):
             yield state
-        if reaper is not None:
-            reaper.cancel()
-        await hub.sessions.aclose()
 
     app.router.lifespan_context = lifespan
     return app

@@ -171,9 +171,9 @@ def jsonable(value: Any) -> Any:
     return value
 
 
-def record_summary(record: SessionRecord, file_present: bool | None = None) -> dict[str, Any]:
-    verify = record.verify or {}
-    out = {
+def record_fields(record: SessionRecord) -> dict[str, Any]:
+    """A session's control row as JSON: id, env, task, status, reward and its times."""
+    return {
         "id": record.id,
         "env": record.env,
         "task_id": record.task_id,
@@ -182,6 +182,13 @@ def record_summary(record: SessionRecord, file_present: bool | None = None) -> d
         "created_at": jsonable(record.created_at),
         "verified_at": jsonable(record.verified_at),
         "closed_at": jsonable(record.closed_at),
+    }
+
+
+def record_summary(record: SessionRecord, file_present: bool | None = None) -> dict[str, Any]:
+    verify = record.verify or {}
+    out = {
+        **record_fields(record),
         "failure_reason": verify.get("failure_reason"),
         "resources_session_id": record.resources_session_id,
     }

@@ -10,6 +10,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from datetime import timedelta
 
 from app.clock import naive_utcnow
@@ -43,6 +45,21 @@ async def reaper_loop(sessions: SessionManager, ttl_seconds: int, interval: floa
             await reap_idle(sessions, ttl_seconds)
         except Exception:  # noqa: BLE001 - the reaper must outlive any one bad pass
             log.exception("idle reaper pass failed")
+
+
+@asynccontextmanager
+async def serving(
+    sessions: SessionManager, ttl_seconds: int | None, interval: float
+) -> AsyncIterator[None]:
+    """A server's lifespan for `sessions`: a reaper runs while it serves (with a TTL), and
+    every session is closed when it stops."""
+    reaper = None
+    if ttl_seconds:
+        reaper = asyncio.create_task(reaper_loop(sessions, ttl_seconds, interval))
+    yield
+    if reaper is not None:
+        reaper.cancel()
+    await sessions.aclose()
 
 
 async def check_capacity(sessions: SessionManager, limit: int | None) -> None:

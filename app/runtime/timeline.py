@@ -16,7 +16,7 @@ from sqlalchemy import Connection
 from app.core.tasks import TaskSpec
 from app.runtime.inspection import jsonable
 from app.sdk.environment import Environment
-from app.storage.steplog import StepRow, step_log
+from app.storage.steplog import RowChange, StepRow, step_log
 from app.verify.gold import GoldCache
 from app.verify.session_verify import verify_state
 
@@ -42,6 +42,36 @@ def _plain(row: dict[str, Any] | None) -> dict[str, Any] | None:
     return None if row is None else {k: jsonable(v) for k, v in row.items()}
 
 
+def step_entries(
+    steps: list[StepRow],
+    rewards: list[Any],
+    counts: dict[int, dict[str, int]],
+    changes: dict[int, list[RowChange]] | None,
+) -> list[dict[str, Any]]:
+    """Each step as the timeline shows it, with its row changes unless `changes` is None."""
+    out = []
+    for step, reward in zip(steps, rewards, strict=True):
+        entry: dict[str, Any] = {
+            "step": step.idx,
+            "tool": step.tool,
+            "arguments": json.loads(step.args),
+            "outcome": step.outcome,
+            "output": json.loads(step.output) if step.output is not None else None,
+            "output_digest": step.output_digest,
+            "output_bytes": step.output_bytes,
+            "duration_ms": step.duration_ms,
+            "rows_changed": counts.get(step.idx, {}),
+            "step_reward": reward,
+        }
+        if changes is not None:
+            entry["changes"] = [
+                {"table": c.table, "op": c.op, "before": _plain(c.before), "after": _plain(c.after)}
+                for c in changes.get(step.idx, [])
+            ]
+        out.append(entry)
+    return out
+
+
 def timeline(
     env: Environment, gold: GoldCache, task: TaskSpec, conn: Connection, *, rows: bool = True
 ) -> dict[str, Any]:
@@ -62,26 +92,7 @@ def timeline(
         diff_limit=0,
     )
     rewards = verified.get("step_rewards") or [None] * len(steps)
-    out = []
-    for step, reward in zip(steps, rewards, strict=True):
-        entry: dict[str, Any] = {
-            "step": step.idx,
-            "tool": step.tool,
-            "arguments": json.loads(step.args),
-            "outcome": step.outcome,
-            "output": json.loads(step.output) if step.output is not None else None,
-            "output_digest": step.output_digest,
-            "output_bytes": step.output_bytes,
-            "duration_ms": step.duration_ms,
-            "rows_changed": counts.get(step.idx, {}),
-            "step_reward": reward,
-        }
-        if rows:
-            entry["changes"] = [
-                {"table": c.table, "op": c.op, "before": _plain(c.before), "after": _plain(c.after)}
-                for c in changes.get(step.idx, [])
-            ]
-        out.append(entry)
+    out = step_entries(steps, rewards, counts, changes if rows else None)
     return {
         "steps": out,
         "step_log": True,

@@ -6,7 +6,6 @@ SessionManager, render the answer. Protocol errors are 4xx JSON; tool failures a
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Mapping
@@ -31,7 +30,7 @@ from app.errors import (
 )
 from app.registry import load_environment
 from app.runtime.branching import Branching
-from app.runtime.lifecycle import check_capacity, reaper_loop
+from app.runtime.lifecycle import check_capacity, serving
 from app.runtime.sessions import SESSION_EXPIRED, SessionManager, lost_session
 from app.sdk.environment import Environment, Tool
 from app.server.admin import router as admin_router
@@ -418,19 +417,10 @@ def _lifespan(proto: Protocol) -> Any:
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
-        reaper = None
-        if settings.session_idle_ttl_seconds:
-            reaper = asyncio.create_task(
-                reaper_loop(
-                    proto.sessions,
-                    settings.session_idle_ttl_seconds,
-                    settings.reaper_interval_seconds,
-                )
-            )
-        yield
-        if reaper is not None:
-            reaper.cancel()
-        await proto.sessions.aclose()
+        async with serving(
+            proto.sessions, settings.session_idle_ttl_seconds, settings.reaper_interval_seconds
+        ):
+            yield
 
     return lifespan
 

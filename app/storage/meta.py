@@ -13,9 +13,14 @@ from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection
+
+if TYPE_CHECKING:
+    from sqlalchemy import MetaData
+
+    from app.sdk.compare_spec import CompareSpec
 
 META_TABLE = "_stategym_meta"
 _CREATE = f"CREATE TABLE IF NOT EXISTS {META_TABLE} (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
@@ -97,6 +102,20 @@ def _mark(name: str) -> str:
     )
 
 
+def foreign_key_guarded(metadata: MetaData, compare: CompareSpec) -> set[str]:
+    """Tables every compared reference to which is an enforced foreign key (both backends
+    enforce them on every write), so rows appearing or disappearing there change no reference's
+    value."""
+    tables = metadata.tables
+    guarded = set(tables)
+    for name, spec in compare.tables.items():
+        for column, target in spec.references.items():
+            pk = list(tables[target].primary_key.columns)
+            if len(pk) != 1 or not tables[name].c[column].references(pk[0]):
+                guarded.discard(target)
+    return guarded
+
+
 def install_change_tracking(
     conn: sqlite3.Connection,
     keys: Mapping[str, Iterable[str]],
@@ -133,12 +152,20 @@ def install_change_tracking(
             # No key columns: nothing resolves through this table; the trigger never fires.
             "keys": (f"UPDATE OF {', '.join(cols) or 'rowid'}", mark_keys),
         }
-        for suffix, (event, body) in events.items():
-            conn.execute(
-                f'CREATE TRIGGER IF NOT EXISTS "{TRACK_PREFIX}{table}_{suffix}" '
-                f'AFTER {event} ON "{table}" BEGIN {body} END'
-            )
+        create_triggers(conn, TRACK_PREFIX, table, events)
     write_meta(conn, {"change_tracking": TRACKING_VERSION})
+
+
+def create_triggers(
+    conn: sqlite3.Connection, prefix: str, table: str, events: Mapping[str, tuple[str, str]]
+) -> None:
+    """An AFTER trigger on `table` per `events` entry (suffix -> (event, body)), named
+    `<prefix><table>_<suffix>`."""
+    for suffix, (event, body) in events.items():
+        conn.execute(
+            f'CREATE TRIGGER IF NOT EXISTS "{prefix}{table}_{suffix}" '
+            f'AFTER {event} ON "{table}" BEGIN {body} END'
+        )
 
 
 def drop_change_tracking(conn: sqlite3.Connection) -> None:

@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 from app.errors import CannotRewind
 from app.storage.driver import driver_of
-from app.storage.meta import META_TABLE, write_meta
+from app.storage.meta import META_TABLE, create_triggers, write_meta
 
 log = logging.getLogger("stategym.steps")
 STEPS_TABLE = "_stategym_steps"
@@ -79,11 +79,7 @@ def install_step_log(conn: sqlite3.Connection, tables: Mapping[str, Sequence[str
             "update": ("UPDATE", f"{insert}'u', OLD._rowid_, NEW._rowid_, {old}, {new});"),
             "delete": ("DELETE", f"{insert}'d', OLD._rowid_, NULL, {old}, NULL);"),
         }
-        for suffix, (event, body) in bodies.items():
-            conn.execute(
-                f'CREATE TRIGGER IF NOT EXISTS "{STEP_PREFIX}{table}_{suffix}" '
-                f'AFTER {event} ON "{table}" BEGIN {body} END'
-            )
+        create_triggers(conn, STEP_PREFIX, table, bodies)
     write_meta(conn, {"step_log": STEP_LOG_VERSION})
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Connection
+from sqlalchemy import Connection, Engine
 
 from app.core.lru import LRU
 from app.core.tasks import TaskSpec
@@ -45,16 +45,7 @@ def replay(env: Environment, snapshot: Snapshot, task: TaskSpec, session_id: str
     """Replay the ground truth on an in-memory clone; returns (connection, engine, failures)."""
     conn = images.memory_from_image(snapshot.image)
     engine = images.bind_engine(conn)
-    ctx = ToolContext(now=snapshot.now, session_id=session_id, task_id=task.task_id)
-    failures = []
-    for i, call in enumerate(task.ground_truth):
-        tool = env.tool_named(call.name)
-        if tool is None:
-            failures.append({"index": i, "name": call.name, "error": "unknown tool"})
-            continue
-        outcome = run_tool(engine, tool, call.arguments, ctx)
-        if "error" in outcome:
-            failures.append({"index": i, "name": call.name, "error": outcome["error"]})
+    failures = _run_gold(env, engine, snapshot, task, session_id)
     return conn, engine, failures
 
 
@@ -65,20 +56,28 @@ def replay_on(
     whose transactions start with BEGIN, failures). Close the Connection, then the connection."""
     conn = images.memory_from_image(snapshot.image)
     bind = images.bind_connection(conn)
-    ctx = ToolContext(now=snapshot.now, session_id=session_id, task_id=task.task_id)
-    failures = []
     try:
-        for i, call in enumerate(task.ground_truth):
-            tool = env.tool_named(call.name)
-            if tool is None:
-                failures.append({"index": i, "name": call.name, "error": "unknown tool"})
-                continue
-            outcome = run_tool(bind, tool, call.arguments, ctx)
-            if "error" in outcome:
-                failures.append({"index": i, "name": call.name, "error": outcome["error"]})
+        failures = _run_gold(env, bind, snapshot, task, session_id)
     finally:
         bind.close()
     return conn, images.bind_connection(conn, begin="BEGIN"), failures
+
+
+def _run_gold(
+    env: Environment, bind: Engine | Connection, snapshot: Snapshot, task: TaskSpec, session_id: str
+) -> list[dict[str, Any]]:
+    """Run the task's ground-truth calls on `bind`; the ones that failed."""
+    ctx = ToolContext(now=snapshot.now, session_id=session_id, task_id=task.task_id)
+    failures = []
+    for i, call in enumerate(task.ground_truth):
+        tool = env.tool_named(call.name)
+        if tool is None:
+            failures.append({"index": i, "name": call.name, "error": "unknown tool"})
+            continue
+        outcome = run_tool(bind, tool, call.arguments, ctx)
+        if "error" in outcome:
+            failures.append({"index": i, "name": call.name, "error": outcome["error"]})
+    return failures
 
 
 def state_of_image(env: Environment, image: bytes) -> DbState:

@@ -14,7 +14,7 @@ from typing import Any
 from sqlalchemy import Connection, MetaData
 
 from app.sdk.compare_spec import CompareSpec
-from app.storage.meta import Changes
+from app.storage.meta import Changes, foreign_key_guarded
 from app.storage.postgres.db import (
     META_TABLE,
     checked_schema,
@@ -25,19 +25,6 @@ from app.storage.postgres.db import (
 )
 from app.storage.postgres.steplog import PG_STEP_LOG_VERSION
 from app.storage.steplog import STEP_ROWS_TABLE
-
-
-def foreign_key_guarded(metadata: MetaData, compare: CompareSpec) -> set[str]:
-    """Tables every compared reference to which is an enforced foreign key (PostgreSQL enforces
-    them on every write), so rows appearing or disappearing there change no reference's value."""
-    tables = metadata.tables
-    guarded = set(tables)
-    for name, spec in compare.tables.items():
-        for column, target in spec.references.items():
-            pk = list(tables[target].primary_key.columns)
-            if len(pk) != 1 or not tables[name].c[column].references(pk[0]):
-                guarded.discard(target)
-    return guarded
 
 
 def _key_columns(metadata: MetaData, compare: CompareSpec) -> dict[str, list[str]]:

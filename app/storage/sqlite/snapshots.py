@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import random
+import sqlite3
 import threading
 from datetime import datetime
 from typing import Any
@@ -29,6 +30,7 @@ from app.storage.log_changes import changes_from_log, mark_log_tracked
 from app.storage.meta import (
     SEED_CHANGES,
     drop_change_tracking,
+    foreign_key_guarded,
     install_change_tracking,
     read_meta,
     seed_changes_value,
@@ -107,8 +109,7 @@ def seed_base(env: Environment, template: bytes) -> bytes:
         if base is None:
             conn = sqlite_db.memory_from_image(template)
             try:
-                install_step_log(conn, step_logged_tables(env.metadata))
-                mark_log_tracked(conn, reference_keys(env), foreign_key_guarded(env))
+                _install_step_log(conn, env)
                 base = _seed_bases[key] = sqlite_db.image_of(conn)
             finally:
                 conn.close()
@@ -169,7 +170,7 @@ def snapshot_image_by_tracking(
         install_change_tracking(
             conn,
             reference_keys(env),
-            guarded=foreign_key_guarded(env),
+            guarded=foreign_key_guarded(env.metadata, env.compare),
             without_rowid=_without_rowid(env),
         )
         with Session(bind=engine) as db, db.begin():
@@ -180,12 +181,17 @@ def snapshot_image_by_tracking(
             # ... which is all change tracking needs: its own triggers go (app/storage/
             # log_changes.py), and with them ~190 KB of every open connection.
             drop_change_tracking(conn)
-            install_step_log(conn, step_logged_tables(env.metadata))
-            mark_log_tracked(conn, reference_keys(env), foreign_key_guarded(env))
+            _install_step_log(conn, env)
         return sqlite_db.image_of(conn)
     finally:
         engine.dispose()
         conn.close()
+
+
+def _install_step_log(conn: sqlite3.Connection, env: Environment) -> None:
+    """The step log on every table, marked as what the database's changes are read from."""
+    install_step_log(conn, step_logged_tables(env.metadata))
+    mark_log_tracked(conn, reference_keys(env), foreign_key_guarded(env.metadata, env.compare))
 
 
 def reference_keys(env: Environment) -> dict[str, list[str]]:
@@ -195,19 +201,6 @@ def reference_keys(env: Environment) -> dict[str, list[str]]:
         natural = env.compare.for_table(table.name).key
         keys[table.name] = [c.name for c in table.primary_key.columns] + list(natural)
     return keys
-
-
-def foreign_key_guarded(env: Environment) -> set[str]:
-    """Tables every compared reference to which is an enforced foreign key (SQLite runs with
-    foreign_keys=ON), so rows appearing or disappearing there change no reference's reading."""
-    tables, compare = env.metadata.tables, env.compare
-    guarded = set(tables)
-    for name, spec in compare.tables.items():
-        for column, target in spec.references.items():
-            pk = list(tables[target].primary_key.columns)
-            if len(pk) != 1 or not tables[name].c[column].references(pk[0]):
-                guarded.discard(target)
-    return guarded
 
 
 def _without_rowid(env: Environment) -> set[str]:
