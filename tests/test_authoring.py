@@ -1,0 +1,119 @@
+"""What an outside author of an environment trips over (docs/new_environment.md): argument
+names the framework must not eat, rows the generator must not write, stale task rows, the
+scaffold's initial migration. Each test goes through the real CLI and real SQLite."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import Field
+from pydantic.json_schema import SkipJsonSchema
+from typer.testing import CliRunner
+
+from app.cli.env_contract import tool_failures
+from app.cli.main import cli
+from app.sdk.environment import Environment, ToolArgs, tool
+from app.taskgen.kit import Draft, TaskGenerator, build_row, call
+
+NOW = "2026-01-01T12:00:00"
+
+
+class ShelfArgs(ToolArgs):
+    title: str = Field(description="The shelf's new title.")
+    name: str = Field(description="Who names it.")
+    default: bool = Field(description="Whether it becomes the default shelf.")
+
+
+@tool
+def name_shelf(db: Any, args: ShelfArgs, ctx: Any) -> dict[str, Any]:
+    """Give a shelf a title."""
+    return {"title": args.title}
+
+
+class HiddenArgs(ToolArgs):
+    code: str = Field(description="Bin code.")
+    secret: SkipJsonSchema[int] = Field(default=0, description="Never shown to an agent.")
+
+
+@tool
+def peek(db: Any, args: HiddenArgs, ctx: Any) -> dict[str, Any]:
+    """Look at a bin."""
+    return {}
+
+
+def test_arguments_named_like_schema_keywords_stay_in_the_schema() -> None:
+    params = name_shelf.openai_schema()["parameters"]
+    assert list(params["properties"]) == ["title", "name", "default"]
+    assert params["required"] == ["title", "name", "default"]
+    # pydantic's own titles and defaults are still dropped, as keywords.
+    assert "title" not in params and "title" not in params["properties"]["title"]
+    title = params["properties"]["title"]
+    assert title == {"description": "The shelf's new title.", "type": "string"}
+
+
+def test_the_contract_names_an_argument_missing_from_the_schema(depot: Environment) -> None:
+    env = dataclasses.replace(depot, tools=(*depot.tools, name_shelf, peek))
+    lines = list(tool_failures(env))
+    assert lines == [
+        "tool peek: argument(s) secret of its ToolArgs model are missing from its schema's "
+        "properties: an agent could never pass them"
+    ]
+
+
+def test_a_gold_call_may_pass_an_argument_called_name(depot: Environment) -> None:
+    env = dataclasses.replace(depot, tools=(*depot.tools, name_shelf))
+    made = call(env, "name_shelf", title="Atlas", name="Ada", default=False)
+    assert made == {
+        "name": "name_shelf",
+        "arguments": {"title": "Atlas", "name": "Ada", "default": False},
+    }
+
+
+def test_a_draft_reads_by_default() -> None:
+    assert Draft("lookup", "How many bins are there?", []).writes is False
+
+
+def _generator(env: Environment, kind: str) -> TaskGenerator:
+    def label_and_count(index: int, rng: random.Random) -> Draft:
+        gold = [call(env, "label_bin", code="A1", label=f"Cold {index}")]
+        prompt = "Label bin A1 'Cold' and tell me how many bins there are."
+        return Draft("label_and_count", prompt, gold, writes=True, answer=(kind, 5))
+
+    def build(index: int, fn: Any, k: int, rng: random.Random, names: Any) -> dict[str, Any]:
+        return build_row(env, index, fn(index, rng), {"now": NOW, "rows": {}})
+
+    return TaskGenerator(
+        env=env, plan=[(label_and_count, 1)], names=[("Ada", "Berg")] * 8, build=build
+    )
+
+
+@pytest.mark.parametrize("shipped", [True, False], ids=["shipped", "drawn"])
+def test_a_row_with_an_unknown_answer_kind_is_one_line_and_not_written(
+    depot: Environment, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, shipped: bool
+) -> None:
+    from app.cli import generate
+    from app.taskgen import driver
+
+    for module in (generate, driver):  # the CLI and the in-process driver find it by name
+        monkeypatch.setattr(module, "load_generator", lambda name: _generator(depot, "count"))
+    out = tmp_path / "tasks.jsonl"
+    args = ["--shipped"] if shipped else ["--count", "1", "--jobs", "1"]
+    result = CliRunner().invoke(cli, ["tasks", "generate", "--env", "depot", *args, str(out)])
+    assert result.exit_code == 1, result.output
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1, result.output
+    assert "label_and_count" in lines[0] and "variant 0" in lines[0]
+    assert "expected_answer.kind 'count' is not a kind; kinds are amount, number" in lines[0]
+    assert not out.exists()
+    # The kind verify knows: the same story is written, and its row reads back valid.
+    for module in (generate, driver):
+        monkeypatch.setattr(module, "load_generator", lambda name: _generator(depot, "number"))
+    result = CliRunner().invoke(cli, ["tasks", "generate", "--env", "depot", *args, str(out)])
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert rows and all(r["expected_answer"] == {"kind": "number", "value": 5} for r in rows)
