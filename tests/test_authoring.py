@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import random
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +22,7 @@ from app.cli.env_contract import tool_failures
 from app.cli.main import cli
 from app.sdk.environment import Environment, ToolArgs, tool
 from app.taskgen.kit import Draft, TaskGenerator, build_row, call
+from tests.conftest import REPO
 
 NOW = "2026-01-01T12:00:00"
 
@@ -117,3 +121,90 @@ def test_a_row_with_an_unknown_answer_kind_is_one_line_and_not_written(
     assert result.exit_code == 0, result.output
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert rows and all(r["expected_answer"] == {"kind": "number", "value": 5} for r in rows)
+
+
+def _cli(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "app", *args],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+@pytest.fixture(scope="module")
+def library(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+    """`stategym new-env library`, installed with pip into a folder of its own; returns (the
+    installed package's folder, the environment variables that make it importable)."""
+    root = tmp_path_factory.mktemp("authors") / "stategym-library"
+    site = root.parent / "site"
+    done = _cli(["new-env", "library", "--dir", str(root)], dict(os.environ))
+    assert done.returncode == 0, done.stderr
+    pip = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps"]
+        + ["--no-build-isolation", "--target", str(site), str(root)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert pip.returncode == 0, pip.stderr
+    path = os.pathsep.join([str(site), str(REPO), os.environ.get("PYTHONPATH", "")])
+    return site / "library_env", {**os.environ, "PYTHONPATH": path.rstrip(os.pathsep)}
+
+
+SHELVES = """
+
+class Shelf(Base):
+    __tablename__ = "shelves"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    label: Mapped[str] = mapped_column(String(40))
+"""
+
+
+@pytest.mark.slow  # new-env, pip install, envs check: ~30 s
+def test_a_new_environments_initial_revision_is_replaced_not_extended(library) -> None:
+    package, env = library
+    migrations = package / "migrations"
+    [scaffolds] = sorted(migrations.glob("*.py"))
+    models = package / "models.py"
+    models.write_text(models.read_text() + SHELVES)  # the author's models replace the scaffold's
+
+    checked = _cli(["envs", "check", "library"], env)
+    assert checked.returncode == 1
+    [line] = [x for x in checked.stderr.splitlines() if "migration head differ" in x]
+    assert '`stategym migrate revision --env library -m "initial schema" --initial`' in line
+
+    done = _cli(
+        ["migrate", "revision", "--env", "library", "-m", "initial schema", "--initial"], env
+    )
+    assert done.returncode == 0, done.stderr
+    assert "(ruff-formatted)" in done.stdout
+    [written] = sorted(migrations.glob("*.py"))
+    assert written != scaffolds and "shelves" in written.read_text()
+    ruff = Path(sys.executable).with_name("ruff")
+    assert subprocess.run([str(ruff), "format", "--check", "--quiet", str(written)]).returncode == 0
+    checked = _cli(["migrate", "check", "--env", "library"], env)
+    assert checked.returncode == 0, checked.stdout
+
+    # Once the branch has grown past its first revision, --initial is refused in one line.
+    assert _cli(["migrate", "revision", "--env", "library", "-m", "labels"], env).returncode == 0
+    refused = _cli(["migrate", "revision", "--env", "library", "-m", "x", "--initial"], env)
+    assert refused.returncode == 1
+    assert refused.stderr.strip().splitlines() == [refused.stderr.strip()]
+    assert "library's migration branch has 2 revisions" in refused.stderr
+    assert len(list(migrations.glob("*.py"))) == 2
+
+
+def test_a_revision_without_ruff_says_it_is_unformatted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from app.storage.migrations import format_revision
+
+    script = tmp_path / "rev.py"
+    script.write_text("x = {'a':1}\n")
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "python"))
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert format_revision(script) == f"no ruff beside {tmp_path / 'python'} or on PATH"
+    assert script.read_text() == "x = {'a':1}\n"

@@ -90,10 +90,12 @@ def migration_failures(env: Environment) -> Iterator[str]:
         yield f"the migration branch cannot upgrade an empty database: {type(exc).__name__}: {exc}"
         return
     if differences:
+        from app.cli.migrate import revision_advice
+
         shown = "; ".join(str(d) for d in differences[:3])
         yield (
-            f"the models and the migration head differ ({len(differences)}: {shown}); write a "
-            "revision for the change"
+            f"the models and the migration head differ ({len(differences)}: {shown}); "
+            f"{revision_advice(env.name)}"
         )
 
 
