@@ -153,6 +153,20 @@ def _tool_schemas(env: Environment) -> list[dict[str, Any]]:
     return _SCHEMAS[env.name]
 
 
+def request_params(
+    env: Environment, prompt: str, tools: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    """A task row's `responses_create_params`: the environment's policy as the system message,
+    the user's request, and the served tool schemas (`tools`, else the process's cached ones)."""
+    return {
+        "input": [
+            {"role": "system", "content": env.policy},
+            {"role": "user", "content": prompt},
+        ],
+        "tools": _tool_schemas(env) if tools is None else tools,
+    }
+
+
 def read_back(task: dict[str, Any]) -> dict[str, Any]:
     """`task` as its JSON line reads back (key order kept). The tool schemas, JSON already and
     one list for every task of an environment (`_tool_schemas`), are shared, not copied: they
@@ -203,13 +217,7 @@ def build_row(
         "env": env.name,
         "difficulty": len(draft.gold),
         "family": draft.family,
-        "responses_create_params": {
-            "input": [
-                {"role": "system", "content": env.policy},
-                {"role": "user", "content": draft.prompt},
-            ],
-            "tools": _tool_schemas(env),
-        },
+        "responses_create_params": request_params(env, draft.prompt),
         "seed": seed,
         # The gold ends with its answer or decline (an answer computed from the gold's outputs
         # is appended once they are known, below).
