@@ -208,3 +208,72 @@ def test_a_revision_without_ruff_says_it_is_unformatted(
     monkeypatch.setenv("PATH", str(tmp_path))
     assert format_revision(script) == f"no ruff beside {tmp_path / 'python'} or on PATH"
     assert script.read_text() == "x = {'a':1}\n"
+
+
+def _write(path: Path, rows: list[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def _check(path: Path) -> dict[str, Any]:
+    result = CliRunner().invoke(cli, ["tasks", "check", "--env", "depot", "--json", str(path)])
+    return json.loads(result.stdout)
+
+
+def test_hand_written_rows_are_filled_and_stale_rows_fail_the_check(
+    depot: Environment, tmp_path: Path
+) -> None:
+    from app.cli.env_contract import task_failures
+
+    gold = [{"name": "label_bin", "arguments": {"code": "A1", "label": "Cold"}}]
+    hand = {
+        "task_id": "depot-1",
+        "prompt": "Label bin A1 'Cold'.",
+        "seed": {"now": NOW, "rows": {}},
+    }
+    hand["ground_truth"] = gold
+    source = _write(tmp_path / "hand.jsonl", [hand])
+    out = tmp_path / "tasks.jsonl"
+    filled = CliRunner().invoke(cli, ["tasks", "fill", "--env", "depot", str(source), str(out)])
+    assert filled.exit_code == 0, filled.output
+    [row] = [json.loads(line) for line in out.read_text().splitlines()]
+    assert list(row) == ["task_id", "env", "responses_create_params", "seed", "ground_truth"]
+    assert row["responses_create_params"] == {
+        "input": [
+            {"role": "system", "content": depot.policy},
+            {"role": "user", "content": "Label bin A1 'Cold'."},
+        ],
+        "tools": depot.tool_schemas(),
+    }
+    assert _check(out)["ok"] is True
+
+    # The tool loses an argument's description, the policy is edited: the row is stale.
+    stale = json.loads(json.dumps(row))
+    [label_bin] = [t for t in stale["responses_create_params"]["tools"] if t["name"] == "label_bin"]
+    label_bin["parameters"]["properties"]["label"]["description"] = "An old description."
+    stale["responses_create_params"]["input"][0]["content"] = "You managed a depot."
+    stale_file = _write(tmp_path / "stale.jsonl", [stale])
+    report = _check(stale_file)
+    assert report["ok"] is False
+    assert report["problems"][0]["problems"][:2] == [
+        "offers tool schemas that differ from the environment's (label_bin changed): run "
+        "`stategym tasks fill --env depot IN OUT` to write the current ones",
+        "its system prompt is not the environment's policy: run `stategym tasks fill --env "
+        "depot IN OUT` to write the current ones",
+    ]
+    lines = list(task_failures(depot, stale_file, tmp_path / "contract", None))
+    assert lines[0].startswith("task depot-1: offers tool schemas that differ"), lines
+
+    # fill refreshes a stale row: the same row as filled from the hand-written one.
+    again = CliRunner().invoke(cli, ["tasks", "fill", "--env", "depot", str(stale_file), str(out)])
+    assert again.exit_code == 0, again.output
+    assert [json.loads(line) for line in out.read_text().splitlines()] == [row]
+
+
+def test_fill_names_what_a_row_lacks_in_one_line(depot: Environment, tmp_path: Path) -> None:
+    source = _write(tmp_path / "hand.jsonl", [{"task_id": "depot-1", "prompt": "Label A1."}])
+    out = tmp_path / "tasks.jsonl"
+    result = CliRunner().invoke(cli, ["tasks", "fill", "--env", "depot", str(source), str(out)])
+    assert result.exit_code == 1
+    assert result.output.strip() == f"error: {source}: task depot-1: missing seed, ground_truth"
+    assert not out.exists()

@@ -19,7 +19,6 @@ from app.cli.new_env import new_env
 from app.cli.report import report
 from app.cli.reverify import reverify
 from app.cli.sessions import sessions_app
-from app.cli.task_fill import fill_command
 from app.cli.tasks import tasks_cli
 from app.settings import Settings
 
@@ -30,7 +29,6 @@ cli = typer.Typer(
 )
 cli.add_typer(export_cli, name="export")
 tasks_cli.command("generate")(generate_command)
-tasks_cli.command("fill")(fill_command)
 cli.add_typer(tasks_cli, name="tasks")
 cli.add_typer(migrate_cli, name="migrate")
 cli.add_typer(envs_cli, name="envs")

@@ -1,5 +1,6 @@
-"""Task rows against the environment's current prompt and tools: `stategym tasks fill` writes
-them in, `stategym tasks check` (and the contract) fails a row whose copy went stale.
+"""Task rows against the environment's current prompt and tools: `stategym tasks fill`
+(app/cli/tasks.py) writes them in, `stategym tasks check` (and the contract) fails a row whose
+copy went stale.
 
 A row carries the policy and every tool schema (`responses_create_params`): what an agent is
 offered. After a tool's arguments or the policy change, an old row would still pass every
@@ -8,11 +9,7 @@ reward check while offering the old tools; `stale_problems` names that, and `fil
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-from typing import Annotated, Any
-
-import typer
+from typing import Any
 
 from app.sdk.environment import Environment
 from app.taskgen.kit import InvalidRow, request_params, validated
@@ -98,34 +95,3 @@ def fill_row(env: Environment, row: dict[str, Any], tools: list[dict[str, Any]])
         return validated(out)
     except InvalidRow as exc:
         raise ValueError(str(exc)) from None
-
-
-def fill_command(
-    source: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="Rows to fill.")],
-    out: Annotated[Path, typer.Argument(dir_okay=False, help="The JSONL file to write.")],
-    env: Annotated[str, typer.Option("--env", help="Environment name.")],
-) -> None:
-    """Write full task rows from hand-written ones (task_id, prompt, seed, ground_truth and the
-    expected_* fields): the environment's current policy and tool schemas filled in. Rows that
-    already have them are refreshed (a stale row's fix). Check the result with `tasks check`."""
-    from app.cli.tasks import read_rows
-    from app.registry import load_environment
-
-    rows = read_rows(source)
-    try:
-        environment = load_environment(env)
-    except KeyError as exc:
-        raise typer.BadParameter(str(exc)) from None
-    tools = environment.tool_schemas()
-    filled = []
-    for n, row in enumerate(rows, 1):
-        try:
-            filled.append(fill_row(environment, row, tools))
-        except ValueError as exc:
-            label = row.get("task_id", f"line {n}")
-            typer.echo(f"error: {source}: task {label}: {exc}", err=True)
-            raise typer.Exit(1) from None
-    out.parent.mkdir(parents=True, exist_ok=True)
-    text = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in filled)
-    out.write_text(text, encoding="utf-8")
-    typer.echo(f"wrote {len(filled)} {env} tasks to {out}; check them: stategym tasks check {out}")

@@ -24,7 +24,7 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
-from app.cli.task_fill import stale_problems
+from app.cli.task_fill import fill_row, stale_problems
 from app.cli.task_probes import probe_problems
 from app.core.tasks import TaskSpec, task_from_data
 from app.errors import StateGymError
@@ -36,7 +36,7 @@ from app.storage.seeding import SeedError
 from app.verify.gold import GoldCache, replay
 from app.verify.session_verify import verify_state
 
-tasks_cli = typer.Typer(help="Check task files.", no_args_is_help=True)
+tasks_cli = typer.Typer(help="Check, fill and generate task files.", no_args_is_help=True)
 # Progress bars only pay off on long files.
 PROGRESS_FROM = 20
 
@@ -263,3 +263,32 @@ def schema() -> None:
     from app.core.tasks import TaskRow
 
     typer.echo(json.dumps(TaskRow.model_json_schema(), indent=2))
+
+
+@tasks_cli.command("fill")
+def fill(
+    source: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="Rows to fill.")],
+    out: Annotated[Path, typer.Argument(dir_okay=False, help="The JSONL file to write.")],
+    env: Annotated[str, typer.Option("--env", help="Environment name.")],
+) -> None:
+    """Write full task rows from hand-written ones (task_id, prompt, seed, ground_truth and the
+    expected_* fields): the environment's current policy and tool schemas filled in. Rows that
+    already have them are refreshed (a stale row's fix). Check the result with `tasks check`."""
+    rows = read_rows(source)
+    try:
+        environment = load_environment(env)
+    except KeyError as exc:
+        raise typer.BadParameter(str(exc)) from None
+    tools = environment.tool_schemas()
+    filled = []
+    for n, row in enumerate(rows, 1):
+        try:
+            filled.append(fill_row(environment, row, tools))
+        except ValueError as exc:
+            label = row.get("task_id", f"line {n}")
+            typer.echo(f"error: {source}: task {label}: {exc}", err=True)
+            raise typer.Exit(1) from None
+    out.parent.mkdir(parents=True, exist_ok=True)
+    text = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in filled)
+    out.write_text(text, encoding="utf-8")
+    typer.echo(f"wrote {len(filled)} {env} tasks to {out}; check them: stategym tasks check {out}")
