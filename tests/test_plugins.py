@@ -86,8 +86,11 @@ def test_the_written_package_is_small_and_formatted(installed_clinic) -> None:
     ruff = Path(sys.executable).with_name("ruff")
     check = subprocess.run([str(ruff), "format", "--check", str(root / migration)])
     assert check.returncode == 0
-    families = [t["family"] for t in load_tasks(root / "clinic_env" / "tasks.jsonl")]
-    assert families == ["lend", "loan_due", "refuse_too_many_loans"]
+    tasks = load_tasks(root / "clinic_env" / "tasks.jsonl")
+    assert [t["family"] for t in tasks] == ["lend", "loan_due", "refuse_too_many_loans"]
+    # An argument named like a schema keyword reaches the agent (find_books(title=...)).
+    tools = {t["name"]: t for t in tasks[0]["responses_create_params"]["tools"]}
+    assert tools["find_books"]["parameters"]["required"] == ["title"]
 
 
 @pytest.mark.slow  # new-env, pip install, a served package: ~20 s

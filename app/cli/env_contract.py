@@ -37,7 +37,8 @@ def contract_failures(
 
 
 def tool_failures(env: Environment) -> Iterator[str]:
-    """Every tool has a description, a strict schema and a description for every argument."""
+    """Every tool has a description, a strict schema listing every argument of its ToolArgs
+    model, and a description for every argument."""
     if not env.tools:
         yield "the environment declares no tools"
     for tool in env.tools:
@@ -47,7 +48,15 @@ def tool_failures(env: Environment) -> Iterator[str]:
         params = schema.get("parameters", {})
         if params.get("additionalProperties") is not False:
             yield f"tool {tool.name}: its schema is not strict (arguments must subclass ToolArgs)"
-        for arg, spec in (params.get("properties") or {}).items():
+        properties = params.get("properties") or {}
+        fields = [f.alias or n for n, f in tool.args_model.model_fields.items()]
+        missing = [f for f in fields if f not in properties]
+        if missing:
+            yield (
+                f"tool {tool.name}: argument(s) {', '.join(missing)} of its ToolArgs model are "
+                "missing from its schema's properties: an agent could never pass them"
+            )
+        for arg, spec in properties.items():
             if not (isinstance(spec, dict) and (spec.get("description") or "").strip()):
                 yield (
                     f"tool {tool.name}: argument {arg!r} has no description "
@@ -81,10 +90,12 @@ def migration_failures(env: Environment) -> Iterator[str]:
         yield f"the migration branch cannot upgrade an empty database: {type(exc).__name__}: {exc}"
         return
     if differences:
+        from app.cli.migrate import revision_advice
+
         shown = "; ".join(str(d) for d in differences[:3])
         yield (
-            f"the models and the migration head differ ({len(differences)}: {shown}); write a "
-            "revision for the change"
+            f"the models and the migration head differ ({len(differences)}: {shown}); "
+            f"{revision_advice(env.name)}"
         )
 
 

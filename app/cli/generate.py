@@ -101,6 +101,10 @@ def generate_command(
                         fh.write(json.dumps(item, ensure_ascii=False) + "\n")
         except ValueError as exc:
             raise typer.BadParameter(str(exc)) from None
+        except StoryFailed as exc:  # a family writes rows no reader accepts: nothing is kept
+            out.unlink(missing_ok=True)
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(1) from None
     seconds = time.perf_counter() - started
     if as_json:
         typer.echo(json.dumps(summary_dict(summary, seconds), indent=1))

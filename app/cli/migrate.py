@@ -17,10 +17,13 @@ from app.settings import Settings
 from app.storage.factory import retained_schema_upgrader
 from app.storage.migrations import (
     CONTROL,
+    NotReplaceable,
     branch_revisions,
     downgrade_file,
+    format_revision,
     head_revision,
     new_revision,
+    replace_initial_revision,
     revision_of,
     schema_differences,
     stamp_revision,
@@ -124,13 +127,46 @@ def history(env: TargetOption = None, as_json: JsonOption = False) -> None:
 def revision(
     env: Annotated[str, typer.Option("--env", help="Environment (or 'control').")],
     message: Annotated[str, typer.Option("-m", "--message", help="What the revision changes.")],
+    initial: Annotated[
+        bool,
+        typer.Option(
+            "--initial",
+            help="Replace the branch's only revision (its initial one) instead of adding one: "
+            "for a new environment whose models changed before anything was served.",
+        ),
+    ] = False,
 ) -> None:
-    """Write the next revision of a branch from the models (autogenerate, ruff-formatted); the
-    first one starts the branch, in the environment's own `migrations_path` if it has one."""
+    """Write the next revision of a branch from the models (autogenerate, then ruff format when
+    ruff is found); the first one starts the branch, in the environment's own `migrations_path`
+    if it has one. `--initial` rewrites a one-revision branch's initial revision instead."""
     if env not in targets():
         raise typer.BadParameter(f"unknown target {env!r}; known: {', '.join(targets())}")
-    path = new_revision(env, message)
-    console.print(f"{env}: wrote {path}; read it, then `stategym migrate check --env {env}`")
+    try:
+        if initial:
+            path = replace_initial_revision(env, message, ruff=False)
+        else:
+            path = new_revision(env, message, ruff=False)
+    except NotReplaceable as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(1) from None
+    unformatted = format_revision(path)
+    how = "ruff-formatted" if unformatted is None else f"left unformatted: {unformatted}"
+    console.print(
+        f"{env}: wrote {path} ({how}); read it, then `stategym migrate check --env {env}`"
+    )
+
+
+def revision_advice(target: str) -> str:
+    """What to run when the models moved past the branch head, in one line: a branch with only
+    its initial revision may still be a new environment's, rewritten rather than extended."""
+    add = f"`stategym migrate revision --env {target} -m MSG`"
+    if len(branch_revisions(target)) != 1:
+        return f"write a revision for the change ({add})"
+    return (
+        f"while nothing was served yet (a new environment), replace the initial revision: "
+        f'`stategym migrate revision --env {target} -m "initial schema" --initial`; once '
+        f"sessions or templates exist, write a revision for the change ({add})"
+    )
 
 
 @migrate_cli.command()
@@ -151,6 +187,7 @@ def check(env: TargetOption = None) -> None:
             console.print(f"[red]{target}: models and migrations differ:[/]")
             for diff in diffs:
                 console.print(f"  {diff}")
+            console.print(revision_advice(target), highlight=False)
         else:
             console.print(f"{target}: models match migrations at {head_revision(target)}")
     if failed:

@@ -108,20 +108,14 @@ class _importable:
 
 def starter_tasks(env: Any) -> list[dict[str, Any]]:
     """Three hand-written tasks: an action, a question answered by value, a refusal."""
-    from app.taskgen.kit import call
+    from app.taskgen.kit import call, request_params
 
     def row(task_id: str, family: str, prompt: str, gold: list[dict[str, Any]]) -> dict[str, Any]:
         return {
             "task_id": f"{env.name}-{task_id}",
             "env": env.name,
             "family": family,
-            "responses_create_params": {
-                "input": [
-                    {"role": "system", "content": env.policy},
-                    {"role": "user", "content": prompt},
-                ],
-                "tools": env.tool_schemas(),
-            },
+            "responses_create_params": request_params(env, prompt, env.tool_schemas()),
             "seed": {"now": "2026-03-14T10:00:00", "rows": {}},
             "ground_truth": gold,
         }

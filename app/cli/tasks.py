@@ -1,5 +1,7 @@
 """`stategym tasks check FILE`: are a task file's rewards trustworthy before any training run?
 
+Every row must also offer the environment's current policy and tool schemas (app/cli/task_fill).
+
 For every task, in memory (no server): replay the gold solution twice (the same state both times,
 every call succeeding), verify the gold end state with the gold answer (reward must be 1), verify
 a no-op with an empty answer (reward must be 0), and try the submissions a policy could hope to
@@ -22,6 +24,7 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
+from app.cli.task_fill import fill_row, stale_problems
 from app.cli.task_probes import probe_problems
 from app.core.tasks import TaskSpec, task_from_data
 from app.errors import StateGymError
@@ -33,7 +36,7 @@ from app.storage.seeding import SeedError
 from app.verify.gold import GoldCache, replay
 from app.verify.session_verify import verify_state
 
-tasks_cli = typer.Typer(help="Check task files.", no_args_is_help=True)
+tasks_cli = typer.Typer(help="Check, fill and generate task files.", no_args_is_help=True)
 # Progress bars only pay off on long files.
 PROGRESS_FROM = 20
 
@@ -134,16 +137,19 @@ def check_rows(
 ) -> list[TaskReport]:
     store = Store(data_dir, env)
     gold = GoldCache(store, capacity=max(len(rows), 1))
+    tools = env.tool_schemas()  # what GET /tools serves: every row must offer exactly these
     reports = []
     for i, row in enumerate(rows):
         label = (
             str(row.get("task_id", f"line {i + 1}")) if isinstance(row, dict) else f"line {i + 1}"
         )
         try:
-            reports.append(check_task(env, store, gold, task_from_data(row), all_codes))
+            report = check_task(env, store, gold, task_from_data(row), all_codes)
         except (StateGymError, SeedError) as exc:  # a task that does not fit the environment
             message = exc.message if isinstance(exc, StateGymError) else str(exc)
-            reports.append(TaskReport(label, [f"invalid task: {message}"]))
+            report = TaskReport(label, [f"invalid task: {message}"])
+        report.problems[:0] = stale_problems(env, row, tools) if isinstance(row, dict) else []
+        reports.append(report)
         advance()
     return reports
 
@@ -213,7 +219,8 @@ def check(
     ] = False,
 ) -> None:
     """Replay every task's gold, a no-op and hedged/declining submissions; exit 1 if any task's
-    reward cannot be trusted (gold below 1, or anything else above 0)."""
+    reward cannot be trusted (gold below 1, or anything else above 0) or a row offers another
+    policy or other tool schemas than the environment's (`stategym tasks fill` rewrites them)."""
     rows = read_rows(file)
     name = _env_name(file, rows, env)
     try:
@@ -256,3 +263,32 @@ def schema() -> None:
     from app.core.tasks import TaskRow
 
     typer.echo(json.dumps(TaskRow.model_json_schema(), indent=2))
+
+
+@tasks_cli.command("fill")
+def fill(
+    source: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="Rows to fill.")],
+    out: Annotated[Path, typer.Argument(dir_okay=False, help="The JSONL file to write.")],
+    env: Annotated[str, typer.Option("--env", help="Environment name.")],
+) -> None:
+    """Write full task rows from hand-written ones (task_id, prompt, seed, ground_truth and the
+    expected_* fields): the environment's current policy and tool schemas filled in. Rows that
+    already have them are refreshed (a stale row's fix). Check the result with `tasks check`."""
+    rows = read_rows(source)
+    try:
+        environment = load_environment(env)
+    except KeyError as exc:
+        raise typer.BadParameter(str(exc)) from None
+    tools = environment.tool_schemas()
+    filled = []
+    for n, row in enumerate(rows, 1):
+        try:
+            filled.append(fill_row(environment, row, tools))
+        except ValueError as exc:
+            label = row.get("task_id", f"line {n}")
+            typer.echo(f"error: {source}: task {label}: {exc}", err=True)
+            raise typer.Exit(1) from None
+    out.parent.mkdir(parents=True, exist_ok=True)
+    text = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in filled)
+    out.write_text(text, encoding="utf-8")
+    typer.echo(f"wrote {len(filled)} {env} tasks to {out}; check them: stategym tasks check {out}")

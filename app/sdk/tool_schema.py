@@ -1,7 +1,8 @@
 """OpenAI function-tool schemas generated from a tool's pydantic argument model and docstring.
 
 The schemas are `strict`-compatible: every property is listed in `required` (optional ones admit
-null), `additionalProperties` is false, and pydantic's titles and defaults are dropped.
+null), `additionalProperties` is false, and pydantic's titles and defaults are dropped as schema
+keywords only: an argument *named* `title` or `default` (a key of `properties`) stays.
 """
 
 from __future__ import annotations
@@ -11,11 +12,19 @@ import functools
 from typing import Any
 
 _DROP_KEYS = {"title", "default"}
+# Keywords whose value maps names (of arguments, of definitions) to schemas: the names are data.
+_NAMED_SCHEMAS = {"properties", "patternProperties", "$defs", "definitions"}
 
 
 def _clean(node: Any) -> Any:
     if isinstance(node, dict):
-        out = {k: _clean(v) for k, v in node.items() if k not in _DROP_KEYS}
+        out = {
+            k: {name: _clean(sub) for name, sub in v.items()}
+            if k in _NAMED_SCHEMAS and isinstance(v, dict)
+            else _clean(v)
+            for k, v in node.items()
+            if k not in _DROP_KEYS
+        }
         if out.get("type") == "object" and "properties" in out:
             out["required"] = list(out["properties"])
             out["additionalProperties"] = False

@@ -292,12 +292,12 @@ def prepare_control_database(engine: Any, path: Path) -> None:
         upgrade_file(path, CONTROL)
 
 
-def new_revision(target: str, message: str) -> Path:
+def new_revision(target: str, message: str, *, ruff: bool = True) -> Path:
     """Write the target's next revision by comparing its models with its branch head (the first
     one starts the branch, labelled with the target's name); returns the script's path.
 
-    The script is ruff-formatted when ruff is installed, so a generated file passes the same
-    format check as a hand-written one.
+    With `ruff`, the script is formatted when ruff is found (`format_revision`), so a generated
+    file passes the same format check as a hand-written one.
     """
     import tempfile
 
@@ -338,22 +338,69 @@ def new_revision(target: str, message: str) -> Path:
                 branch_label=None if head else target,
                 version_path=str(version_path),
             )
-    _script.cache_clear()
-    head_revision.cache_clear()
-    branch_revisions.cache_clear()
+    _forget_scripts()
     written = Path(script.path)  # type: ignore[union-attr]
-    _ruff_format(written)
+    if ruff:
+        format_revision(written)
     return written
 
 
-def _ruff_format(path: Path) -> None:
+def format_revision(path: Path) -> str | None:
+    """Format a written revision with ruff (the one beside the running interpreter, else the
+    one on PATH); None when it is formatted, else why it was left as Alembic wrote it."""
     import shutil
     import subprocess
     import sys
 
-    ruff = shutil.which("ruff") or str(Path(sys.executable).with_name("ruff"))
-    if Path(ruff).exists():
-        subprocess.run([ruff, "format", "--quiet", str(path)], check=False)
-        subprocess.run(
-            [ruff, "check", "--quiet", "--fix", "--select", "I,F401", str(path)], check=False
+    beside = Path(sys.executable).with_name("ruff")
+    ruff = str(beside) if beside.exists() else shutil.which("ruff")
+    if ruff is None:
+        return f"no ruff beside {sys.executable} or on PATH"
+    done = subprocess.run([ruff, "format", "--quiet", str(path)], capture_output=True, text=True)
+    if done.returncode != 0:
+        return f"`ruff format` failed: {(done.stderr.strip().splitlines() or ['?'])[0]}"
+    subprocess.run(
+        [ruff, "check", "--quiet", "--fix", "--select", "I,F401", str(path)], capture_output=True
+    )
+    return None
+
+
+class NotReplaceable(ValueError):
+    """`--initial` asked of a branch that has grown past its initial revision."""
+
+
+def replace_initial_revision(target: str, message: str, *, ruff: bool = True) -> Path:
+    """Write the target's initial revision again from its models, replacing the only one the
+    branch has (a scaffold's, before anything was served: no database is stamped at it).
+
+    A branch with later revisions is refused (NotReplaceable): databases may sit at any of
+    them. If writing the new revision fails, the old one is put back."""
+    import shutil
+    import tempfile
+
+    revisions = branch_revisions(target)
+    if len(revisions) > 1:
+        raise NotReplaceable(
+            f"{target}'s migration branch has {len(revisions)} revisions "
+            f"({' <- '.join(revisions)}): --initial replaces a branch's only revision; write a "
+            f"revision for the change instead (stategym migrate revision --env {target} -m MSG)"
         )
+    if not revisions:
+        return new_revision(target, message, ruff=ruff)
+    old = Path(_script().get_revision(revisions[0]).path)
+    with tempfile.TemporaryDirectory() as tmp:
+        aside = Path(tmp) / old.name
+        shutil.move(old, aside)
+        _forget_scripts()
+        try:
+            return new_revision(target, message, ruff=ruff)
+        except BaseException:
+            shutil.move(aside, old)
+            _forget_scripts()
+            raise
+
+
+def _forget_scripts() -> None:
+    _script.cache_clear()
+    head_revision.cache_clear()
+    branch_revisions.cache_clear()

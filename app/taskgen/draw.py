@@ -13,7 +13,16 @@ from typing import Any
 
 from app.taskgen.details import leaving_out, stating_everything
 from app.taskgen.distract import add_distractor, people_of, similar_names
-from app.taskgen.kit import TaskGenerator, answer_kind, difficulty, kind, read_back
+from app.taskgen.kit import (
+    InvalidRow,
+    StoryFailed,
+    TaskGenerator,
+    answer_kind,
+    difficulty,
+    kind,
+    read_back,
+    validated,
+)
 from app.taskgen.phrasing import rephrase
 from app.taskgen.splits import VOICES, Split, split_names, split_variants, voice
 from app.taskgen.validate import content_key
@@ -67,6 +76,8 @@ def draw(
     try:
         with leaving_out(split, omit_rng):
             built = gen.build(STORY_INDEX, choice.fn, choice.variant, story_rng, names)
+    except InvalidRow as exc:  # the family itself is wrong, not this draw: stop, saying which
+        raise StoryFailed(_invalid(choice, exc)) from None
     except Exception as exc:  # the story's self-check failed (or its tools refused): drop it
         return Candidate(attempt, None, reason=f"self-check: {type(exc).__name__}")
     omitted = built.get("omitted")
@@ -103,7 +114,15 @@ def draw(
     task["distractors"] = distractors
     task.update((k, v) for k, v in built.items() if k not in ("task_id", "env"))
     # Read back as it will be: JSON keeps the seed's parent-first table order.
-    return Candidate(attempt, read_back(task), key)
+    try:
+        return Candidate(attempt, validated(read_back(task)), key)
+    except InvalidRow as exc:
+        raise StoryFailed(_invalid(choice, exc)) from None
+
+
+def _invalid(choice: Choice, exc: InvalidRow) -> str:
+    where = f"{getattr(choice.fn, '__module__', '?')}.{getattr(choice.fn, '__name__', '?')}"
+    return f"story {choice.family} (variant {choice.variant}) wrote {exc} -- fix {where}"
 
 
 def _build_plain(

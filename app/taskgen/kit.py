@@ -18,6 +18,8 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
+from app.core.tasks import task_from_data
+from app.errors import InvalidTask
 from app.sdk.answer import DECLINE_REQUEST, RESERVED_TOOL_NAMES, SUBMIT_ANSWER
 from app.sdk.environment import Environment
 from app.sdk.people import Name, PersonColumns
@@ -38,7 +40,7 @@ class Draft:
     family: str
     prompt: str
     gold: list[dict[str, Any]]
-    writes: bool  # the gold must change the state (and must not, when False)
+    writes: bool = False  # the gold must change the state (and must not, when False)
     expected: list[str] | None = None
     # A refusal: the write the user asked for and the error code the rules answer it with.
     forbidden: tuple[dict[str, Any], str] | None = None
@@ -67,7 +69,7 @@ def submission(draft: Draft, answer: tuple[str, Any] | None = None) -> list[dict
     return []
 
 
-def call(env: Environment, name: str, **arguments: Any) -> dict[str, Any]:
+def call(env: Environment, name: str, /, **arguments: Any) -> dict[str, Any]:
     """A gold call with every argument the strict schema lists (null where not given)."""
     tool = env.tool_named(name)
     assert tool is not None, name
@@ -79,6 +81,20 @@ def call(env: Environment, name: str, **arguments: Any) -> dict[str, Any]:
 
 class StoryFailed(RuntimeError):
     """A shipped story could not be built: the message names it in one line."""
+
+
+class InvalidRow(StoryFailed):
+    """A story built a row the task-row model refuses (an answer kind verify does not know):
+    never dropped quietly, never written; the message says what to fix in one line."""
+
+
+def validated(task: dict[str, Any]) -> dict[str, Any]:
+    """`task`, after the model every reader of a task row uses (app/core/tasks.TaskRow)."""
+    try:
+        task_from_data(task)
+    except InvalidTask as exc:
+        raise InvalidRow(f"not a valid task row: {exc.message}") from None
+    return task
 
 
 class GoldFailed(AssertionError):
@@ -137,6 +153,20 @@ def _tool_schemas(env: Environment) -> list[dict[str, Any]]:
     return _SCHEMAS[env.name]
 
 
+def request_params(
+    env: Environment, prompt: str, tools: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    """A task row's `responses_create_params`: the environment's policy as the system message,
+    the user's request, and the served tool schemas (`tools`, else the process's cached ones)."""
+    return {
+        "input": [
+            {"role": "system", "content": env.policy},
+            {"role": "user", "content": prompt},
+        ],
+        "tools": _tool_schemas(env) if tools is None else tools,
+    }
+
+
 def read_back(task: dict[str, Any]) -> dict[str, Any]:
     """`task` as its JSON line reads back (key order kept). The tool schemas, JSON already and
     one list for every task of an environment (`_tool_schemas`), are shared, not copied: they
@@ -187,13 +217,7 @@ def build_row(
         "env": env.name,
         "difficulty": len(draft.gold),
         "family": draft.family,
-        "responses_create_params": {
-            "input": [
-                {"role": "system", "content": env.policy},
-                {"role": "user", "content": draft.prompt},
-            ],
-            "tools": _tool_schemas(env),
-        },
+        "responses_create_params": request_params(env, draft.prompt),
         "seed": seed,
         # The gold ends with its answer or decline (an answer computed from the gold's outputs
         # is appended once they are known, below).
@@ -222,7 +246,7 @@ def build_row(
         after(task, outputs)
     if omitted:
         task["omitted"] = omitted
-    return task
+    return validated(task)
 
 
 @dataclass(frozen=True)
