@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -261,8 +262,17 @@ def depot(monkeypatch: pytest.MonkeyPatch) -> Iterator[Environment]:
 POSTGRES_HALF_IS_SLOW = {"test_answers_as_state.py"}
 
 
+# A sweep parametrised over the environments runs in `make test` on retail (the tool-calling
+# kind) and sql (the console kind); its copies for the other three run in `make test-slow`
+# (CI runs both). A test of one environment's own behaviour lives in envs/<name>/tests.
+SLOW_SWEEP_ENVS = re.compile(r"\[.*\b(airline|ledger|workplace)\b")
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
+        if SLOW_SWEEP_ENVS.search(item.name):
+            item.add_marker(pytest.mark.slow)
+            continue
         spec = getattr(item, "callspec", None)
         if (
             spec is not None

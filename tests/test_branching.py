@@ -292,6 +292,7 @@ def _state_of(path: Path, env: Any) -> tuple[int, Any]:
         conn.close()
 
 
+@pytest.mark.slow  # crash under load: ~7 s
 def test_kill_9_during_forks_and_rewinds_leaves_every_session_whole(tmp_path):
     from app.core.tasks import task_from_data
     from app.storage.sqlite.store import Store

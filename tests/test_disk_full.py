@@ -188,6 +188,7 @@ def full_disk(small_fs: Path) -> dict[str, Any]:
     return seen
 
 
+@pytest.mark.slow  # a filled loop filesystem: ~6 s
 def test_full_disk_gives_json_errors_and_keeps_sessions_sound(full_disk: dict[str, Any]):
     # The scenario's own asserts are the test: JSON errors, /health up, writes on open sessions
     # refused as tool errors with nothing changed, every file sound, sessions go on after.

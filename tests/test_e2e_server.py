@@ -8,6 +8,7 @@ import asyncio
 import sqlite3
 
 import httpx
+import pytest
 
 from app.registry import load_environment
 from tests.support.rollouts import gold_answer, load_tasks, run_rollout
@@ -42,6 +43,7 @@ async def test_real_server_rollouts(live_server, tmp_path):
         conn.close()
 
 
+@pytest.mark.slow  # two workers: ~7 s
 async def test_two_workers_share_sessions(live_server, tmp_path):
     """With --workers 2 requests of one rollout land on either worker; state is in files."""
     url = live_server("retail", workers=2, data_dir=tmp_path / "data")

@@ -131,6 +131,7 @@ def _start_shim(env: str, tmp_path: Path) -> tuple[subprocess.Popen, str]:
     raise AssertionError("the shim did not answer /health on its assigned port within 60 s")
 
 
+@pytest.mark.slow  # starts the shim and a server: ~7 s
 def test_shim_serves_on_the_assigned_port_from_nemo_gym_config(tmp_path):
     rows_path = tmp_path / "retail.jsonl"
     export_nemo_gym(load_environment("retail"), rows_path, limit=3)

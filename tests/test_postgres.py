@@ -186,6 +186,7 @@ def test_replicas_build_one_template_per_task(tmp_path, pg_prefix):
     assert not errors and len(results) == 2 and results[0] == results[1]
 
 
+@pytest.mark.slow  # two server processes on one PostgreSQL: ~9 s
 def test_replicas_serve_one_rollout_interchangeably(tmp_path, pg_prefix, live_server):
     """Seed on one server, alternate tool calls between two, verify on the other: same reward
     as one server gives, and a close on one is seen by the other at once."""

@@ -9,6 +9,8 @@ import re
 from collections import Counter
 from typing import Any
 
+import pytest
+
 from app.taskgen.details import Omission, leaving_out, omit, pools
 from app.taskgen.draw import choices, draw
 from app.taskgen.gold_run import gold_run
@@ -16,6 +18,9 @@ from app.taskgen.kit import Draft
 from app.taskgen.registry import load_generator
 from app.taskgen.splits import Split
 from envs.retail.taskgen.details import EMAIL_INSTEAD, ORDER_INSTEAD
+
+# Each draws and gold-runs a few hundred stories: ~17 s in all.
+pytestmark = pytest.mark.slow
 
 OMISSION = Omission(
     "order",

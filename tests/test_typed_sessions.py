@@ -336,6 +336,7 @@ async def test_cookieless_verify_replays_the_body_task(warehouse):
 
 
 # --- several workers ----------------------------------------------------------------------
+@pytest.mark.slow  # two workers racing: ~7 s
 def test_racing_typed_seeds_across_workers_make_one_database(live_server, tmp_path):
     """Two uvicorn workers: the claim lives in the control database, not in process memory."""
     import json
