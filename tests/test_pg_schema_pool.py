@@ -155,3 +155,43 @@ def test_pool_off_makes_no_pooled_schema(tmp_path, pg_prefix):  # type: ignore[n
     store.dispose()
     engine.dispose()
     assert left == 0
+
+
+def test_the_pool_keeps_schemas_for_its_most_recent_templates_only(pg_prefix):
+    """A training run seeds each task once and moves on: the pool drops the ready schemas of
+    the least recently seeded snapshots past `max_templates`, so the catalog stays bounded."""
+    from app.storage.postgres.pool import SchemaPool
+
+    engine = make_engine(PG_URL, pool_size=2)
+
+    def clone_into(template: str, name: str) -> None:
+        with engine.begin() as conn:
+            conn.exec_driver_sql(f"CREATE SCHEMA {quoted(name)}")
+
+    pool = SchemaPool(engine, pg_prefix, 1, clone_into, max_templates=2)
+    pattern = pool.pattern()
+
+    def pooled() -> int:
+        with engine.connect() as conn:
+            found = conn.execute(
+                text("SELECT count(*) FROM pg_namespace WHERE nspname LIKE :p"), {"p": pattern}
+            )
+            return int(found.scalar_one())
+
+    def settled(expected: dict[str, int]) -> None:
+        deadline = time.monotonic() + 60
+        while pool.ready_count() != expected or pooled() != sum(expected.values()):
+            assert time.monotonic() < deadline, (pool.ready_count(), pooled())
+            time.sleep(0.05)
+
+    try:
+        for template in ("t1", "t2"):
+            assert pool.take(template) is None  # nothing ready yet: the first seed clones
+        settled({"t1": 1, "t2": 1})
+        assert pool.take("t3") is None  # t1, least recently taken, goes: its schema dropped
+        settled({"t2": 1, "t3": 1})
+        assert pool.take("t2") is not None  # t2 is kept and its ready schema is served
+    finally:
+        pool.dispose()
+        engine.dispose()
+    assert pooled() == 1  # the schema taken from t2 is the caller's, not the pool's

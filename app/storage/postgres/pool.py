@@ -3,9 +3,9 @@
 A seed that finds a ready clone renames it (`ALTER SCHEMA ... RENAME`) instead of cloning the
 template (docs/postgres.md). Pooled schemas are named `<prefix>_p_<32 hex>`, never match the
 session pattern (`<prefix>_s_%`), and hold exactly what a fresh clone holds.
-- Bounded: up to `per_snapshot` ready schemas for each snapshot seeded since start (its first
-  seed clones); sessions deleted at close come back reset (app/storage/postgres/recycle.py), up
-  to twice that.
+- Bounded: up to `per_snapshot` ready schemas for each of the `max_templates` snapshots seeded
+  most recently (its first seed clones); sessions deleted at close come back reset
+  (app/storage/postgres/recycle.py), up to twice that. An older snapshot's schemas are dropped.
 - Off the request path: one daemon thread clones; a seed only pops a name (under a lock).
 - Dispose drops every pooled schema this process made; `sweep()` at start drops those a crash
   left. If another replica's sweep drops a listed schema, the rename fails and the seed clones.
@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import threading
 import uuid
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Callable
 
 from sqlalchemy import Engine, text
@@ -28,6 +28,9 @@ log = logging.getLogger(__name__)
 
 # Clones the named template into a new schema of the given name (one transaction).
 CloneInto = Callable[[str, str], None]
+# Snapshots whose schemas the pool keeps ready: a training run seeds each task's group at once
+# and moves on, so a pool for every task ever seeded would grow the catalog without end.
+MAX_TEMPLATES = 16
 
 
 class SchemaPool:
@@ -37,12 +40,16 @@ class SchemaPool:
         prefix: str,
         per_snapshot: int,
         clone_into: CloneInto,
+        max_templates: int = MAX_TEMPLATES,
     ):
         self.engine = engine
+        self.max_templates = max_templates
         self.prefix = checked_schema(prefix)
         self.per_snapshot = per_snapshot
         self._clone_into = clone_into
-        self._ready: dict[str, deque[str]] = {}  # template schema -> ready pooled schemas
+        # template schema -> ready pooled schemas, least recently taken first
+        self._ready: OrderedDict[str, deque[str]] = OrderedDict()
+        self._doomed: list[str] = []  # schemas of evicted templates, dropped by the fill thread
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._stopped = False
@@ -62,6 +69,10 @@ class SchemaPool:
             if self._stopped:
                 return None
             ready = self._ready.setdefault(template, deque())
+            self._ready.move_to_end(template)
+            while len(self._ready) > self.max_templates:
+                _, evicted = self._ready.popitem(last=False)
+                self._doomed.extend(evicted)
             # The schema returned last (LIFO): a few schemas per template stay in use, so each
             # PostgreSQL backend keeps their catalog entries, foreign-key plans and open files
             # warm; FIFO rotated through every pooled schema (bench/README.md, round 7).
@@ -126,6 +137,10 @@ class SchemaPool:
         while True:
             self._wake.wait()
             self._wake.clear()
+            with self._lock:
+                doomed, self._doomed = self._doomed, []
+            for name in doomed:
+                self.drop_quietly(name)
             while (template := self._next_refill()) is not None:
                 name = self.new_name()
                 try:
@@ -137,10 +152,11 @@ class SchemaPool:
                         self._ready.pop(template, None)
                     continue
                 with self._lock:
-                    if not self._stopped:
-                        self._ready[template].append(name)
+                    ready = None if self._stopped else self._ready.get(template)
+                    if ready is not None:
+                        ready.append(name)
                         continue
-                self.drop_quietly(name)  # disposed while cloning
+                self.drop_quietly(name)  # disposed, or the template evicted, while cloning
             with self._lock:
                 if self._stopped:
                     return
@@ -169,8 +185,9 @@ class SchemaPool:
         with self._lock:
             self._stopped = True
             thread, self._thread = self._thread, None
-            names = [name for ready in self._ready.values() for name in ready]
+            names = [name for ready in self._ready.values() for name in ready] + self._doomed
             self._ready.clear()
+            self._doomed = []
         self._wake.set()
         if thread is not None:
             thread.join()
