@@ -137,11 +137,9 @@ class SchemaPool:
         while True:
             self._wake.wait()
             self._wake.clear()
-            with self._lock:
-                doomed, self._doomed = self._doomed, []
-            for name in doomed:
-                self.drop_quietly(name)
+            self._drop_doomed()
             while (template := self._next_refill()) is not None:
+                self._drop_doomed()  # refills may never pause while seeds keep coming
                 name = self.new_name()
                 try:
                     self._clone_into(template, name)
@@ -160,6 +158,12 @@ class SchemaPool:
             with self._lock:
                 if self._stopped:
                     return
+
+    def _drop_doomed(self) -> None:
+        with self._lock:
+            doomed, self._doomed = self._doomed, []
+        for name in doomed:
+            self.drop_quietly(name)
 
     # --- lifecycle -----------------------------------------------------------------------------
     def ready_count(self) -> dict[str, int]:
