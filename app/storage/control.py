@@ -4,12 +4,16 @@ A small SQLite file in WAL mode shared by all workers of a server (app/storage/s
 or, on PostgreSQL, a schema shared by every replica (app/storage/postgres/control.py). `ControlDB`
 holds the queries, written once in SQLAlchemy Core; a backend overrides only what it runs its own
 way (SQLite: the four hot statements on raw sqlite3). Written on seed, verify and close only,
-never on a tool call.
+never on a tool call. A session's task is a shared row (`task_rows`, written once per task);
+records of closed sessions whose database retention deleted are pruned past a bound
+(`prune_dropped`), so the database stops growing with the number of rollouts.
 """
 
 from __future__ import annotations
 
 import builtins  # `list` is a method name of the control store
+import threading
+from collections import OrderedDict
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
@@ -19,14 +23,19 @@ from sqlalchemy import (
     JSON,
     Connection,
     Engine,
+    Select,
+    and_,
     case,
     delete,
+    exists,
     func,
     insert,
+    or_,
     select,
     type_coerce,
     update,
 )
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 
 from app import jsonio
@@ -37,8 +46,12 @@ from app.storage.control_schema import (  # re-exported: the control table's nam
     CLAIM_OPEN,
     CLAIM_SEEDING,
     control_metadata,
+    lineage_table,
     resources_ids_table,
     sessions_table,
+    task_digest,
+    task_rows_table,
+    task_text,
 )
 
 __all__ = [
@@ -52,6 +65,7 @@ __all__ = [
     "control_metadata",
     "resources_ids_table",
     "sessions_table",
+    "task_rows_table",
 ]
 
 
@@ -81,9 +95,12 @@ class SessionRecord:
     closed_at: datetime | None = None
     # The stored verify result (reward, components, evidence), None before any verify.
     verify: dict[str, Any] | None = None
+    # When the close deleted the session's database (retention); None while it may exist.
+    dropped_at: datetime | None = None
 
 
 def session_record(row: Any) -> SessionRecord:
+    """A record from a sessions row joined with its task row's `task_json`."""
     return SessionRecord(
         id=row.id,
         env=row.env,
@@ -94,11 +111,63 @@ def session_record(row: Any) -> SessionRecord:
         created_at=row.created_at,
         reward=row.reward,
         file=row.file,
-        task=jsonio.loads_text(row.task_json),
+        # Never None while the foreign key holds; an outer join all the same, so a record is
+        # never hidden by its task row.
+        task=jsonio.loads_text(row.task_json) if row.task_json is not None else {},
         verified_at=row.verified_at,
         closed_at=row.closed_at,
         verify=jsonio.loads_text(row.verify_json) if row.verify_json else None,
+        dropped_at=row.dropped_at,
     )
+
+
+def records_query() -> Select[Any]:
+    """Sessions rows with their task's JSON: what `session_record` reads."""
+    s, t = sessions_table, task_rows_table
+    return select(s, t.c.task_json).select_from(s.outerjoin(t, t.c.digest == s.c.task_digest))
+
+
+def insert_task_row(conn: Connection, row: dict[str, Any]) -> None:
+    """Insert a task row unless its digest is stored already (racing workers and replicas
+    included: the dialect's ON CONFLICT DO NOTHING)."""
+    dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
+    conn.execute(dialect.insert(task_rows_table).values(**row).on_conflict_do_nothing())
+
+
+# Task rows this process wrote or found, so a seed of a task seen before writes the session's
+# row alone. Bounded: a digest forgotten costs one insert-if-absent.
+WRITTEN_DIGESTS = 4096
+
+
+class Digests:
+    """A bounded, thread-safe set of recently written task digests (least recent go first)."""
+
+    def __init__(self, capacity: int = WRITTEN_DIGESTS):
+        self.capacity = capacity
+        self._seen: OrderedDict[str, None] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __contains__(self, digest: str) -> bool:
+        with self._lock:
+            if digest not in self._seen:
+                return False
+            self._seen.move_to_end(digest)
+            return True
+
+    def add(self, digest: str) -> None:
+        with self._lock:
+            self._seen[digest] = None
+            self._seen.move_to_end(digest)
+            while len(self._seen) > self.capacity:
+                self._seen.popitem(last=False)
+
+    def discard(self, digest: str) -> None:
+        with self._lock:
+            self._seen.pop(digest, None)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._seen.clear()
 
 
 @dataclass(frozen=True)
@@ -142,6 +211,7 @@ class ControlDB:
         # mark_verified, mark_closed) run: on PostgreSQL an engine whose transactions send no
         # BEGIN (app/storage/postgres/control.py).
         self._one_statement = one_statement if one_statement is not None else engine
+        self._written = Digests()
 
     @property
     def engine(self) -> Engine:
@@ -162,9 +232,12 @@ class ControlDB:
         created_at: datetime | None = None,
         episode: str | None = None,
     ) -> ResourcesClaim | None:
-        """Insert the session's row. With a `resources_session_id`, claim that id for it in
-        the same transaction (state `seeding`): when another session holds the id already,
-        nothing is written and that claim is returned."""
+        """Insert the session's row, and its task's row unless stored already. With a
+        `resources_session_id`, claim that id for it in the same transaction (state
+        `seeding`): when another session holds the id already, nothing is written and that
+        claim is returned."""
+        text = task_text(task)
+        digest = task_digest(env, text)
         row = {
             "id": session_id,
             "env": env,
@@ -174,11 +247,13 @@ class ControlDB:
             "status": "open",
             "created_at": created_at or _utcnow(),
             "file": file,
-            "task_json": jsonio.dumps_text(task),
+            "task_digest": digest,
         }
+        task_row = {"digest": digest, "env": env, "task_json": text, "created_at": _utcnow()}
         if resources_session_id is None:
-            self._add_unclaimed(row)
+            self._add_unclaimed(row, task_row)
             return None
+        known = digest in self._written
         try:
             with self._engine.begin() as conn:
                 conn.execute(
@@ -191,8 +266,14 @@ class ControlDB:
                         updated_at=_utcnow(),
                     )
                 )
+                if not known:
+                    insert_task_row(conn, task_row)
                 conn.execute(insert(sessions_table).values(**row))
+            self._written.add(digest)
         except IntegrityError:
+            # The claim is held, or (the foreign key) the task row went since we wrote it:
+            # the retry below writes it again.
+            self._written.discard(digest)
             held = self.claim(env, resources_session_id)
             if held is None:  # released between our insert and this read: try once more
                 return self.add(
@@ -209,10 +290,22 @@ class ControlDB:
             return held
         return None
 
-    def _add_unclaimed(self, row: dict[str, Any]) -> None:
-        """The session's row alone (`add` without a resources id): one statement."""
-        with self._one_statement.begin() as conn:
+    def _add_unclaimed(self, row: dict[str, Any], task_row: dict[str, Any]) -> None:
+        """`add` without a resources id: the session's row alone, one statement, when this
+        process wrote its task row before; else both in one transaction. A task row pruned
+        since (another worker) fails the first by the foreign key: both are written then."""
+        digest = task_row["digest"]
+        if digest in self._written:
+            try:
+                with self._one_statement.begin() as conn:
+                    conn.execute(insert(sessions_table).values(**row))
+                return
+            except IntegrityError:
+                self._written.discard(digest)
+        with self._engine.begin() as conn:
+            insert_task_row(conn, task_row)
             conn.execute(insert(sessions_table).values(**row))
+        self._written.add(digest)
 
     def claim(self, env: str, resources_session_id: str) -> ResourcesClaim | None:
         t = resources_ids_table
@@ -292,13 +385,13 @@ class ControlDB:
 
     def get(self, session_id: str) -> SessionRecord | None:
         with self._one_statement.connect() as conn:
-            query = select(sessions_table).where(sessions_table.c.id == session_id)
+            query = records_query().where(sessions_table.c.id == session_id)
             row = conn.execute(query).first()
         return session_record(row) if row else None
 
     def find_by_resources_id(self, env: str, resources_session_id: str) -> SessionRecord | None:
         query = (
-            select(sessions_table)
+            records_query()
             .where(sessions_table.c.env == env)
             .where(sessions_table.c.resources_session_id == resources_session_id)
             .order_by(sessions_table.c.created_at.desc())
@@ -323,19 +416,31 @@ class ControlDB:
                 )
             )
 
-    def mark_closed(self, session_id: str) -> bool:
-        """True when this call closed it, False when it was closed already."""
+    def mark_closed(self, session_id: str, *, dropped: bool = False) -> bool:
+        """True when this call closed it, False when it was closed already. `dropped`: the
+        close deleted the session's database (its record may be pruned, `prune_dropped`)."""
+        now = _utcnow()
         with self._one_statement.begin() as conn:
             result = conn.execute(
                 update(sessions_table)
                 .where(sessions_table.c.id == session_id)
                 .where(sessions_table.c.status != "closed")
-                .values(status="closed", closed_at=_utcnow())
+                .values(status="closed", closed_at=now, dropped_at=now if dropped else None)
             )
         return result.rowcount > 0
 
+    def mark_dropped(self, session_id: str) -> None:
+        """A session closed before has had its database deleted since (a repeated close)."""
+        t = sessions_table
+        with self._one_statement.begin() as conn:
+            conn.execute(
+                update(t)
+                .where(t.c.id == session_id, t.c.status == "closed", t.c.dropped_at.is_(None))
+                .values(dropped_at=_utcnow())
+            )
+
     def list(self, env: str | None = None, limit: int = 1000) -> list[SessionRecord]:
-        query = select(sessions_table).order_by(sessions_table.c.created_at.desc()).limit(limit)
+        query = records_query().order_by(sessions_table.c.created_at.desc()).limit(limit)
         if env:
             query = query.where(sessions_table.c.env == env)
         with self._engine.connect() as conn:
@@ -344,7 +449,8 @@ class ControlDB:
     def query(self, q: SessionQuery) -> builtins.list[SessionRecord]:
         """Newest first."""
         t = sessions_table
-        stmt = select(t).order_by(t.c.created_at.desc(), t.c.id).limit(q.limit).offset(q.offset)
+        stmt = records_query().order_by(t.c.created_at.desc(), t.c.id)
+        stmt = stmt.limit(q.limit).offset(q.offset)
         if q.env:
             stmt = stmt.where(t.c.env == q.env)
         if q.task_id:
@@ -361,13 +467,81 @@ class ControlDB:
             return [session_record(r) for r in conn.execute(stmt)]
 
     def delete(self, session_ids: builtins.list[str]) -> int:
-        """Remove control rows (the caller removes the files first)."""
+        """Remove control rows (the caller removes the files first), and the task rows no
+        session names any more."""
         if not session_ids:
             return 0
+        t = sessions_table
         with self._engine.begin() as conn:
-            t = sessions_table
+            found = conn.execute(select(t.c.task_digest).where(t.c.id.in_(session_ids)))
+            digests = sorted(set(found.scalars()))
             result = conn.execute(delete(t).where(t.c.id.in_(session_ids)))
+        self._drop_unused_tasks(digests)
         return result.rowcount
+
+    def prune_dropped(self, env: str, keep: int, limit: int) -> int:
+        """Delete the records of `env`'s closed sessions whose database retention deleted
+        (`dropped_at` set), oldest first, beyond the newest `keep` of them: at most `limit`
+        records, with their closed claims and lineage rows and the task rows no session names
+        any more. Returns how many went (fewer than `limit`: none older are left).
+
+        Records whose database may exist (`dropped_at` NULL) are never touched. Idempotent
+        across workers: each deletes only records older than the `keep`-th newest it sees."""
+        t = sessions_table
+        mine = (t.c.env == env, t.c.dropped_at.is_not(None))
+        with self._engine.begin() as conn:
+            edge = conn.execute(
+                select(t.c.dropped_at, t.c.id)
+                .where(*mine)
+                .order_by(t.c.dropped_at.desc(), t.c.id.desc())
+                .offset(keep - 1)
+                .limit(1)
+            ).first()
+            if edge is None:
+                return 0
+            older = or_(
+                t.c.dropped_at < edge.dropped_at,
+                and_(t.c.dropped_at == edge.dropped_at, t.c.id < edge.id),
+            )
+            victims = conn.execute(
+                select(t.c.id, t.c.task_digest)
+                .where(*mine, older)
+                .order_by(t.c.dropped_at, t.c.id)
+                .limit(limit)
+            ).all()
+            if not victims:
+                return 0
+            ids = [v.id for v in victims]
+            lt, rt = lineage_table, resources_ids_table
+            conn.execute(delete(lt).where(lt.c.session_id.in_(ids)))
+            conn.execute(
+                delete(rt).where(
+                    rt.c.env == env, rt.c.session_id.in_(ids), rt.c.state == CLAIM_CLOSED
+                )
+            )
+            conn.execute(delete(t).where(t.c.id.in_(ids)))
+        self._drop_unused_tasks(sorted({v.task_digest for v in victims}))
+        return len(victims)
+
+    def _drop_unused_tasks(self, digests: builtins.list[str]) -> None:
+        """Delete those of `digests`' task rows that no session names. A seed naming one in
+        between fails the delete by the foreign key (PostgreSQL): each is then tried alone."""
+        if not digests:
+            return
+        for digest in digests:  # written again by this process's next seed of it
+            self._written.discard(digest)
+        tr, s = task_rows_table, sessions_table
+        unused = ~exists().where(s.c.task_digest == tr.c.digest)
+        try:
+            with self._engine.begin() as conn:
+                conn.execute(delete(tr).where(tr.c.digest.in_(digests), unused))
+        except IntegrityError:
+            for digest in digests:
+                try:
+                    with self._engine.begin() as conn:
+                        conn.execute(delete(tr).where(tr.c.digest == digest, unused))
+                except IntegrityError:
+                    pass  # named again: kept
 
     def count_live(self, env: str) -> int:
         """Sessions of `env` not closed yet (open or verified)."""
