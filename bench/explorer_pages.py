@@ -35,9 +35,9 @@ from app.cli.browse import browse_app, explorer_for
 from app.registry import load_environment
 from app.server.api import create_app
 from app.settings import Settings
-from app.storage.control import insert_task_row
 from app.storage.control_schema import sessions_table, task_digest, task_text
 from app.storage.sqlite.control import open_sqlite_control
+from app.storage.task_rows import insert_task_row
 from tests.support.rollouts import load_tasks, response_object
 
 REPO = Path(__file__).resolve().parents[1]

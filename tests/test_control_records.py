@@ -21,8 +21,8 @@ from app import jsonio
 from app.explorer.queries import RunQueries
 from app.runtime.inspection import Inspector
 from app.runtime.lifecycle import prune_records
-from app.storage.control import (
-    ControlDB,
+from app.storage.control import ControlDB
+from app.storage.control_schema import (
     lineage_table,
     resources_ids_table,
     sessions_table,
@@ -387,3 +387,36 @@ def test_a_seed_of_a_task_whose_row_another_worker_removed_writes_it_again(open_
     add(mine, "b" * 32, task_number(1), rsid="rs-b" if typed else None)
     assert mine.get("b" * 32).task == task_number(1)
     assert count(theirs, task_rows_table) == 1
+
+
+def test_workers_pruning_in_turn_keep_exactly_the_bound(open_control):
+    """Each worker remembers what it saw to skip passes with nothing to prune; with others
+    pruning, sessions dropped, kept and deleted in between, every pass still leaves exactly the
+    newest `keep` dropped records (or all, while fewer)."""
+    import random
+
+    workers = [open_control() for _ in range(3)]
+    rng = random.Random(5)
+    keep, made, dropped = 5, 0, []
+    for step in range(60):
+        worker = rng.choice(workers)
+        for _ in range(rng.choice([0, 0, 1, 3, 7])):
+            sid = f"{made:032x}"
+            made += 1
+            add(worker, sid, task_number(made % 3))
+            if rng.random() < 0.8:
+                worker.mark_closed(sid, dropped=True)
+                dropped.append(sid)
+            else:
+                worker.mark_closed(sid)
+        if step % 11 == 10 and dropped:  # `sessions gc` removes some records itself
+            gone = rng.sample(dropped, min(2, len(dropped)))
+            worker.delete(gone)
+            dropped = [s for s in dropped if s not in gone]
+        while worker.prune_dropped("warehouse", keep, limit=2) == 2:
+            pass
+        newest = dropped[-keep:]
+        left = [s for s in dropped if worker.get(s) is not None]
+        assert left == newest, step
+        dropped = left
+    assert made > 50

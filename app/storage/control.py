@@ -12,8 +12,6 @@ records of closed sessions whose database retention deleted are pruned past a bo
 from __future__ import annotations
 
 import builtins  # `list` is a method name of the control store
-import threading
-from collections import OrderedDict
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
@@ -24,18 +22,14 @@ from sqlalchemy import (
     Connection,
     Engine,
     Select,
-    and_,
     case,
     delete,
-    exists,
     func,
     insert,
-    or_,
     select,
     type_coerce,
     update,
 )
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 
 from app import jsonio
@@ -46,13 +40,14 @@ from app.storage.control_schema import (  # re-exported: the control table's nam
     CLAIM_OPEN,
     CLAIM_SEEDING,
     control_metadata,
-    lineage_table,
     resources_ids_table,
     sessions_table,
     task_digest,
     task_rows_table,
     task_text,
 )
+from app.storage.pruning import DroppedRecords
+from app.storage.task_rows import Digests, drop_unused, insert_task_row
 
 __all__ = [
     "CLAIM_CLOSED",
@@ -127,49 +122,6 @@ def records_query() -> Select[Any]:
     return select(s, t.c.task_json).select_from(s.outerjoin(t, t.c.digest == s.c.task_digest))
 
 
-def insert_task_row(conn: Connection, row: dict[str, Any]) -> None:
-    """Insert a task row unless its digest is stored already (racing workers and replicas
-    included: the dialect's ON CONFLICT DO NOTHING)."""
-    dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
-    conn.execute(dialect.insert(task_rows_table).values(**row).on_conflict_do_nothing())
-
-
-# Task rows this process wrote or found, so a seed of a task seen before writes the session's
-# row alone. Bounded: a digest forgotten costs one insert-if-absent.
-WRITTEN_DIGESTS = 4096
-
-
-class Digests:
-    """A bounded, thread-safe set of recently written task digests (least recent go first)."""
-
-    def __init__(self, capacity: int = WRITTEN_DIGESTS):
-        self.capacity = capacity
-        self._seen: OrderedDict[str, None] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def __contains__(self, digest: str) -> bool:
-        with self._lock:
-            if digest not in self._seen:
-                return False
-            self._seen.move_to_end(digest)
-            return True
-
-    def add(self, digest: str) -> None:
-        with self._lock:
-            self._seen[digest] = None
-            self._seen.move_to_end(digest)
-            while len(self._seen) > self.capacity:
-                self._seen.popitem(last=False)
-
-    def discard(self, digest: str) -> None:
-        with self._lock:
-            self._seen.pop(digest, None)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._seen.clear()
-
-
 @dataclass(frozen=True)
 class SessionQuery:
     """Filters for listing sessions; every value is bound as a parameter."""
@@ -212,6 +164,7 @@ class ControlDB:
         # BEGIN (app/storage/postgres/control.py).
         self._one_statement = one_statement if one_statement is not None else engine
         self._written = Digests()
+        self._dropped = DroppedRecords()
 
     @property
     def engine(self) -> Engine:
@@ -483,65 +436,17 @@ class ControlDB:
         """Delete the records of `env`'s closed sessions whose database retention deleted
         (`dropped_at` set), oldest first, beyond the newest `keep` of them: at most `limit`
         records, with their closed claims and lineage rows and the task rows no session names
-        any more. Returns how many went (fewer than `limit`: none older are left).
-
-        Records whose database may exist (`dropped_at` NULL) are never touched. Idempotent
-        across workers: each deletes only records older than the `keep`-th newest it sees."""
-        t = sessions_table
-        mine = (t.c.env == env, t.c.dropped_at.is_not(None))
-        with self._engine.begin() as conn:
-            edge = conn.execute(
-                select(t.c.dropped_at, t.c.id)
-                .where(*mine)
-                .order_by(t.c.dropped_at.desc(), t.c.id.desc())
-                .offset(keep - 1)
-                .limit(1)
-            ).first()
-            if edge is None:
-                return 0
-            older = or_(
-                t.c.dropped_at < edge.dropped_at,
-                and_(t.c.dropped_at == edge.dropped_at, t.c.id < edge.id),
-            )
-            victims = conn.execute(
-                select(t.c.id, t.c.task_digest)
-                .where(*mine, older)
-                .order_by(t.c.dropped_at, t.c.id)
-                .limit(limit)
-            ).all()
-            if not victims:
-                return 0
-            ids = [v.id for v in victims]
-            lt, rt = lineage_table, resources_ids_table
-            conn.execute(delete(lt).where(lt.c.session_id.in_(ids)))
-            conn.execute(
-                delete(rt).where(
-                    rt.c.env == env, rt.c.session_id.in_(ids), rt.c.state == CLAIM_CLOSED
-                )
-            )
-            conn.execute(delete(t).where(t.c.id.in_(ids)))
-        self._drop_unused_tasks(sorted({v.task_digest for v in victims}))
-        return len(victims)
+        any more (app/storage/pruning.py). Returns how many went (fewer than `limit`: none
+        older are left). Records whose database may exist (`dropped_at` NULL) are never
+        touched; idempotent across workers."""
+        ids, digests = self._dropped.prune(self._engine, env, keep, limit)
+        self._drop_unused_tasks(sorted(digests))
+        return len(ids)
 
     def _drop_unused_tasks(self, digests: builtins.list[str]) -> None:
-        """Delete those of `digests`' task rows that no session names. A seed naming one in
-        between fails the delete by the foreign key (PostgreSQL): each is then tried alone."""
-        if not digests:
-            return
         for digest in digests:  # written again by this process's next seed of it
             self._written.discard(digest)
-        tr, s = task_rows_table, sessions_table
-        unused = ~exists().where(s.c.task_digest == tr.c.digest)
-        try:
-            with self._engine.begin() as conn:
-                conn.execute(delete(tr).where(tr.c.digest.in_(digests), unused))
-        except IntegrityError:
-            for digest in digests:
-                try:
-                    with self._engine.begin() as conn:
-                        conn.execute(delete(tr).where(tr.c.digest == digest, unused))
-                except IntegrityError:
-                    pass  # named again: kept
+        drop_unused(self._engine, digests)
 
     def count_live(self, env: str) -> int:
         """Sessions of `env` not closed yet (open or verified)."""
