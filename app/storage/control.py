@@ -148,6 +148,10 @@ def deletes_on_close(retention: str, reward: float | None) -> bool:
     return retention == "keep_failed" and reward is not None and reward >= 1.0
 
 
+# Tries of a seed's control rows: a task row deleted under it twice in a row is not a race.
+ADD_ATTEMPTS = 3
+
+
 def _utcnow() -> datetime:
     return naive_utcnow()
 
@@ -244,21 +248,32 @@ class ControlDB:
         return None
 
     def _add_unclaimed(self, row: dict[str, Any], task_row: dict[str, Any]) -> None:
-        """`add` without a resources id: the session's row alone, one statement, when this
-        process wrote its task row before; else both in one transaction. A task row pruned
-        since (another worker) fails the first by the foreign key: both are written then."""
+        """`add` without a resources id: the session's row alone when this process wrote its
+        task row before, else both. The foreign key fails the session's row when its task row
+        was deleted meanwhile (a pruner, on any worker): it is tried again, writing both."""
         digest = task_row["digest"]
-        if digest in self._written:
+        for attempt in range(ADD_ATTEMPTS):
+            known = digest in self._written
             try:
-                with self._one_statement.begin() as conn:
-                    conn.execute(insert(sessions_table).values(**row))
-                return
+                self._insert_unclaimed(row, None if known else task_row)
             except IntegrityError:
                 self._written.discard(digest)
+                if attempt == ADD_ATTEMPTS - 1:
+                    raise  # not the race above: a session id taken, say
+                continue
+            self._written.add(digest)
+            return
+
+    def _insert_unclaimed(self, row: dict[str, Any], task_row: dict[str, Any] | None) -> None:
+        """The session's row, one statement; with `task_row`, that row too if absent, in the
+        same transaction."""
+        if task_row is None:
+            with self._one_statement.begin() as conn:
+                conn.execute(insert(sessions_table).values(**row))
+            return
         with self._engine.begin() as conn:
             insert_task_row(conn, task_row)
             conn.execute(insert(sessions_table).values(**row))
-        self._written.add(digest)
 
     def claim(self, env: str, resources_session_id: str) -> ResourcesClaim | None:
         t = resources_ids_table

@@ -14,11 +14,12 @@ from typing import Any
 
 from alembic.operations import Operations
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import JSON, Connection, Engine, cast, func, select, text
+from sqlalchemy import JSON, Connection, Engine, cast, func, insert, select, text
+from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 from app.clock import naive_utcnow
 from app.errors import SessionUnavailable
-from app.storage.control import ControlDB, control_metadata, sessions_table
+from app.storage.control import ControlDB, control_metadata, sessions_table, task_rows_table
 from app.storage.migrations import CONTROL, _script, branch_revisions, head_revision
 from app.storage.postgres.db import ONE_STATEMENT, PLAIN, VERSION_TABLE, advisory_key, quoted
 
@@ -91,6 +92,16 @@ class PgControlDB(ControlDB):
                 },
             )
         return int(result.rowcount or 0)
+
+    def _insert_unclaimed(self, row: dict[str, Any], task_row: dict[str, Any] | None) -> None:
+        """One statement, one round trip, either way: the task row (if absent) is written by a
+        data-modifying WITH of the session row's INSERT, whose foreign key check sees it."""
+        stmt = insert(sessions_table).values(**row)
+        if task_row is not None:
+            task = pg_insert(task_rows_table).values(**task_row).on_conflict_do_nothing()
+            stmt = stmt.add_cte(task.cte("task_row"))
+        with self._one_statement.begin() as conn:
+            conn.execute(stmt)
 
     def verify_field(self, key: str) -> Any:
         """As ControlDB's; PostgreSQL casts the TEXT column to JSON first."""

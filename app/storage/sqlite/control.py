@@ -17,6 +17,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.exc import IntegrityError
 
 from app import jsonio
 from app.clock import naive_utcnow
@@ -78,27 +79,27 @@ class SqliteControlDB(ControlDB):
                 self._conns.append(conn)
         return conn
 
-    def _add_unclaimed(self, row: dict[str, Any], task_row: dict[str, Any]) -> None:
+    def _insert_unclaimed(self, row: dict[str, Any], task_row: dict[str, Any] | None) -> None:
         values = [row[c] for c in _INSERT_COLUMNS]
         values[_INSERT_COLUMNS.index("created_at")] = _sqlite_datetime(row["created_at"])
-        conn, digest = self._conn(), task_row["digest"]
-        if digest in self._written:
-            try:
+        conn = self._conn()
+        try:
+            if task_row is None:
                 conn.execute(_INSERT, values)
                 return
-            except sqlite3.IntegrityError:  # the task row was pruned since: write both
-                self._written.discard(digest)
-        task_values = [task_row[c] for c in _TASK_COLUMNS]
-        task_values[_TASK_COLUMNS.index("created_at")] = _sqlite_datetime(task_row["created_at"])
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            conn.execute(_INSERT_TASK, task_values)
-            conn.execute(_INSERT, values)
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        conn.execute("COMMIT")
-        self._written.add(digest)
+            task_values = [task_row[c] for c in _TASK_COLUMNS]
+            stamp = _sqlite_datetime(task_row["created_at"])
+            task_values[_TASK_COLUMNS.index("created_at")] = stamp
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                conn.execute(_INSERT_TASK, task_values)
+                conn.execute(_INSERT, values)
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+        except sqlite3.IntegrityError as exc:  # as SQLAlchemy raises it (ControlDB retries)
+            raise IntegrityError(_INSERT, values, exc) from exc
 
     def get(self, session_id: str) -> SessionRecord | None:
         found = self._conn().execute(_GET, (session_id,)).fetchone()
