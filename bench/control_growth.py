@@ -3,6 +3,7 @@ tasks in GRPO groups, in process, retention `delete_on_close`, on the SQLite con
 
     PYTHONPATH=. python -m bench.control_growth --tasks-file T.jsonl --rollouts 2000 --group 2
     PYTHONPATH=. python -m bench.control_growth ... --records-max 500   # with the bound
+    PYTHONPATH=. python -m bench.control_growth --prune-cost 100000     # a pruner pass's cost
 
 Every tenth of the rollouts it reads the control database's bytes in use (pages in use x page
 size, as committed, WAL included: free pages left by deletes are not counted, a file's size
@@ -106,10 +107,63 @@ async def drive(args: argparse.Namespace, data_dir: Path) -> dict[str, Any]:
     return {"samples": samples, "rewards": rewards, "seconds": time.monotonic() - started}
 
 
+def prune_cost(records: int, batch: int = 500) -> dict[str, float]:
+    """Milliseconds of pruner passes over a control file holding `records` dropped records
+    (written directly, two sessions per 3 KB task): the first pass of a process (one full
+    count), a pass with nothing to prune, and one pruning a batch past the bound."""
+    from datetime import datetime, timedelta
+
+    from app.storage.control_schema import task_digest, task_text
+    from app.storage.sqlite.control import open_sqlite_control
+
+    out: dict[str, float] = {}
+    with tempfile.TemporaryDirectory(prefix="stategym-prune-") as tmp:
+        path = Path(tmp) / "control.sqlite"
+        open_sqlite_control(path).dispose()
+        tasks = [task_text({"task_id": f"t{i}", "pad": "x" * 3000}) for i in range(records // 2)]
+        digests = [task_digest("retail", t) for t in tasks]
+        start = datetime(2026, 12, 1)
+        conn = sqlite3.connect(path)
+        with conn:
+            conn.executemany(
+                "INSERT INTO task_rows VALUES (?, 'retail', ?, '2026-12-01 00:00:00.000000')",
+                zip(digests, tasks, strict=True),
+            )
+            conn.executemany(
+                "INSERT INTO sessions (id, env, task_id, snapshot_key, status, created_at, "
+                "closed_at, reward, file, task_digest, verify_json, dropped_at) VALUES "
+                "(?, 'retail', ?, 'k', 'closed', ?, ?, 1.0, 'f', ?, ?, ?)",
+                (
+                    (f"{i:032x}", f"t{i // 2}", stamp, stamp, digests[i // 2], "{}", stamp)
+                    for i in range(records)
+                    for stamp in [(start + timedelta(seconds=i)).isoformat(" ", "microseconds")]
+                ),
+            )
+        conn.close()
+        control = open_sqlite_control(path)
+        try:
+            for label, keep in (
+                ("first pass of a process, nothing to prune", records),
+                ("nothing to prune", records),
+                ("nothing to prune, again", records),
+                (f"{batch} to prune", records - batch),
+                ("nothing to prune after it", records - batch),
+            ):
+                started = time.perf_counter()
+                pruned = control.prune_dropped("retail", keep, batch)
+                out[f"{label} (pruned {pruned})"] = (time.perf_counter() - started) * 1000
+        finally:
+            control.dispose()
+    return out
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--env", default="retail")
-    parser.add_argument("--tasks-file", type=Path, required=True, help="JSONL task rows")
+    parser.add_argument("--tasks-file", type=Path, help="JSONL task rows")
+    parser.add_argument(
+        "--prune-cost", type=int, default=None, help="time pruner passes over N records instead"
+    )
     parser.add_argument("--rollouts", type=int, default=2000)
     parser.add_argument("--group", type=int, default=2, help="rollouts per task (GRPO group)")
     parser.add_argument("--concurrency", type=int, default=16)
@@ -118,6 +172,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     )
     parser.add_argument("--settle-s", type=float, default=0.0, help="pause after each tenth")
     args = parser.parse_args(argv)
+    if args.prune_cost:
+        costs = prune_cost(args.prune_cost)
+        for label, ms in costs.items():
+            print(f"{label}: {ms:.1f} ms")
+        return costs
+    if args.tasks_file is None:
+        parser.error("--tasks-file is required")
     with tempfile.TemporaryDirectory(prefix="stategym-control-") as tmp:
         run = asyncio.run(drive(args, Path(tmp) / "data"))
     samples = run["samples"]

@@ -420,3 +420,12 @@ def test_workers_pruning_in_turn_keep_exactly_the_bound(open_control):
         assert left == newest, step
         dropped = left
     assert made > 50
+
+
+def test_the_prune_cost_bench_runs():
+    """bench/control_growth.py's pruner figures (its rollouts run in `python -m`)."""
+    from bench.control_growth import prune_cost
+
+    labels = list(prune_cost(1200, batch=100))
+    assert labels[3] == "100 to prune (pruned 100)"
+    assert all(label.endswith("(pruned 0)") for i, label in enumerate(labels) if i != 3)
