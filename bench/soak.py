@@ -223,6 +223,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "--noop-every", type=int, default=0, help="every N-th rollout is a no-op (scores 0)"
     )
     parser.add_argument("--database-url", default=None)
+    parser.add_argument(
+        "--setting",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="any server setting, e.g. session_records_max=1000 (STATEGYM_NAME=VALUE)",
+    )
     parser.add_argument("--sample-s", type=float, default=5.0)
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
     args = parser.parse_args(argv)
@@ -236,6 +243,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     extra = {"STATEGYM_RETENTION": args.retention, "STATEGYM_STATS_LOG_SECONDS": "60"}
     if args.database_url:
         extra["STATEGYM_DATABASE_URL"] = args.database_url
+    for setting in args.setting:
+        name, _, value = setting.partition("=")
+        extra[f"STATEGYM_{name.upper()}"] = value
     with tempfile.TemporaryDirectory(prefix="stategym-soak-") as tmp:
         server = start_stategym(Path(tmp) / "data", env_name=args.env, extra_env=extra)
         try:
