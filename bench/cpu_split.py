@@ -13,8 +13,9 @@ rest). Thread names come from `py-spy dump` (the bench extras install it); witho
 thread ids. StateGym's threads: MainThread (HTTP, routing, cookies and the tool calls run on the
 event loop), `stategym_N` (seed, open, verify, close, the control database), `stategym-tool_N`
 (tool calls sent to a thread), `stategym-close_N` (closing connections: the WAL checkpoint).
-`--ab LABEL=CHECKOUT` (twice or more): StateGym only, from each checkout in turn, `--rounds` times
-(A/B alternated on a shared machine); one line per run, then the mean per label.
+`--ab LABEL=CHECKOUT[:VAR=VALUE...]` (twice or more): StateGym only, from each checkout (with
+those environment variables) in turn, `--rounds` times (A/B alternated on a shared machine); one
+line per run, then the mean per label.
 """
 
 from __future__ import annotations
@@ -116,17 +117,24 @@ def _server_ms(m: dict[str, Any]) -> float:
 
 def run_ab(args: argparse.Namespace) -> None:
     """StateGym from each `--ab` checkout in turn, `--rounds` times: server CPU per rollout."""
-    roots = [
-        (label, Path(root).resolve()) for label, _, root in (a.partition("=") for a in args.ab)
-    ]
-    figures: dict[str, list[float]] = {label: [] for label, _ in roots}
+    roots = []
+    for spec in args.ab:
+        label, _, rest = spec.partition("=")
+        root, *assignments = rest.split(":")
+        extra = dict(a.split("=", 1) for a in assignments)
+        roots.append((label, Path(root).resolve(), extra))
+    figures: dict[str, list[float]] = {label: [] for label, _, _ in roots}
     for round_no in range(args.rounds):
-        for label, root in roots:
+        for label, root, extra in roots:
             load = os.getloadavg()[0]
             work = Path(tempfile.mkdtemp(prefix="stategym-cpu-"))
             try:
                 sg = start_stategym(
-                    work / "sg", env_name=args.env, max_open_sessions=2_048, root=root
+                    work / "sg",
+                    env_name=args.env,
+                    max_open_sessions=2_048,
+                    root=root,
+                    extra_env=extra,
                 )
                 try:
                     m = measure(sg, args.env, args.concurrency, args.seconds)
@@ -160,7 +168,7 @@ def main(argv: list[str] | None = None) -> None:
         "--ab",
         action="append",
         default=[],
-        metavar="LABEL=CHECKOUT",
+        metavar="LABEL=CHECKOUT[:VAR=VALUE...]",
         help="StateGym from this checkout (give two or more; no lean server)",
     )
     parser.add_argument("--rounds", type=int, default=2, help="with --ab: runs per checkout")
