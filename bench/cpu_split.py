@@ -2,6 +2,7 @@
 
     python -m bench.cpu_split                       # retail, c=32, 14 s per server
     python -m bench.cpu_split --env sql --seconds 10
+    python -m bench.cpu_split --ab before=/path/to/other/checkout --ab after=. --rounds 3
 
 Each server (one uvicorn worker) gets the rollout traffic of `bench.targets` (every task warm,
 then seed -> gold calls -> verify -> close, c=32); the CPU time of each of its threads is read
@@ -12,6 +13,9 @@ rest). Thread names come from `py-spy dump` (the bench extras install it); witho
 thread ids. StateGym's threads: MainThread (HTTP, routing, cookies and the tool calls run on the
 event loop), `stategym_N` (seed, open, verify, close, the control database), `stategym-tool_N`
 (tool calls sent to a thread), `stategym-close_N` (closing connections: the WAL checkpoint).
+`--ab LABEL=CHECKOUT[:VAR=VALUE...]` (twice or more): StateGym only, from each checkout (with
+those environment variables) in turn, `--rounds` times (A/B alternated on a shared machine); one
+line per run, then the mean per label.
 """
 
 from __future__ import annotations
@@ -107,12 +111,71 @@ def report(name: str, m: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _server_ms(m: dict[str, Any]) -> float:
+    return sum(m["threads_ms"].values()) / max(m["rollouts"], 1)
+
+
+def run_ab(args: argparse.Namespace) -> None:
+    """StateGym from each `--ab` checkout in turn, `--rounds` times: server CPU per rollout."""
+    roots = []
+    for spec in args.ab:
+        label, _, rest = spec.partition("=")
+        root, *assignments = rest.split(":")
+        extra = dict(a.split("=", 1) for a in assignments)
+        roots.append((label, Path(root).resolve(), extra))
+    figures: dict[str, list[float]] = {label: [] for label, _, _ in roots}
+    for round_no in range(args.rounds):
+        for label, root, extra in roots:
+            load = os.getloadavg()[0]
+            work = Path(tempfile.mkdtemp(prefix="stategym-cpu-"))
+            try:
+                sg = start_stategym(
+                    work / "sg",
+                    env_name=args.env,
+                    max_open_sessions=2_048,
+                    root=root,
+                    extra_env=extra,
+                )
+                try:
+                    m = measure(sg, args.env, args.concurrency, args.seconds)
+                finally:
+                    sg.stop()
+            finally:
+                shutil.rmtree(work, ignore_errors=True)
+            figures[label].append(_server_ms(m))
+            rollouts = max(m["rollouts"], 1)
+            threads = ", ".join(
+                f"{k} {v / rollouts:.2f}"
+                for k, v in sorted(m["threads_ms"].items(), key=lambda kv: -kv[1])
+            )
+            print(
+                f"round {round_no + 1} {label}: {_server_ms(m):.2f} ms server CPU per rollout "
+                f"({m['requests'] / rollouts:.1f} requests; {threads}); {m['requests_per_s']} "
+                f"req/s, reward {m['mean_reward']}, errors {m['errors']}, load {load:.1f}",
+                flush=True,
+            )
+    for label, values in figures.items():
+        shown = ", ".join(f"{v:.2f}" for v in values)
+        print(f"{label}: mean {sum(values) / len(values):.2f} ms per rollout ({shown})")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--env", default="retail")
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--seconds", type=float, default=14.0)
+    parser.add_argument(
+        "--ab",
+        action="append",
+        default=[],
+        metavar="LABEL=CHECKOUT[:VAR=VALUE...]",
+        help="StateGym from this checkout (give two or more; no lean server)",
+    )
+    parser.add_argument("--rounds", type=int, default=2, help="with --ab: runs per checkout")
     args = parser.parse_args(argv)
+    if args.ab:
+        run_ab(args)
+        return
     work = Path(tempfile.mkdtemp(prefix="stategym-cpu-"))
     try:
         sg = start_stategym(work / "sg", env_name=args.env, max_open_sessions=2_048)

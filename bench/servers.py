@@ -111,13 +111,19 @@ def _wait_healthy(server: ServerProcess, timeout: float) -> None:
 
 
 def _spawn(
-    name: str, argv: list[str], data_dir: Path, env: dict[str, str], port: int
+    name: str,
+    argv: list[str],
+    data_dir: Path,
+    env: dict[str, str],
+    port: int,
+    root: Path = ROOT,
 ) -> ServerProcess:
+    """Run `argv` from the checkout at `root` (cwd and PYTHONPATH: `-m app` imports it)."""
     data_dir.mkdir(parents=True, exist_ok=True)
     log_path = data_dir / f"{name}.log"
-    full_env = {**os.environ, "PYTHONPATH": str(ROOT), **env}
+    full_env = {**os.environ, "PYTHONPATH": str(root), **env}
     with open(log_path, "wb") as log:
-        proc = subprocess.Popen(argv, cwd=ROOT, env=full_env, stdout=log, stderr=log)
+        proc = subprocess.Popen(argv, cwd=root, env=full_env, stdout=log, stderr=log)
     server = ServerProcess(name, proc, port, data_dir, log_path)
     _wait_healthy(server, 60)
     return server
@@ -130,7 +136,9 @@ def start_stategym(
     max_open_sessions: int = 256,
     env_name: str = "retail",
     extra_env: dict[str, str] | None = None,
+    root: Path = ROOT,
 ) -> ServerProcess:
+    """StateGym from the checkout at `root` (another worktree gives a before figure)."""
     port = free_port()
     argv = [
         sys.executable,
@@ -149,7 +157,8 @@ def start_stategym(
         str(workers),
     ]
     env = {"STATEGYM_MAX_OPEN_SESSIONS": str(max_open_sessions), "STATEGYM_LOG_LEVEL": "warning"}
-    return _spawn(f"stategym-w{workers}", argv, data_dir, {**env, **(extra_env or {})}, port)
+    env = {**env, **(extra_env or {})}
+    return _spawn(f"stategym-w{workers}", argv, data_dir, env, port, root)
 
 
 def template_of(server: ServerProcess, env_name: str) -> Path:

@@ -162,3 +162,17 @@ def test_cpu_split_reads_every_thread_of_a_real_server(tmp_path: Path) -> None:
     assert len(split["threads_ms"]) >= 2, split["threads_ms"]
     assert sum(split["threads_ms"].values()) > 0 and split["client_ms"] > 0
     assert "ms/rollout" in report("StateGym", split)
+
+
+@pytest.mark.slow  # load test: make test-slow (CI runs it)
+def test_cpu_split_ab_runs_each_checkout_in_turn(capsys: pytest.CaptureFixture[str]) -> None:
+    from bench.cpu_split import main
+    from bench.servers import ROOT
+
+    argv = ["--ab", f"a={ROOT}", "--ab", f"b={ROOT}:STATEGYM_TOOL_THREADS=1"]
+    main([*argv, "--rounds", "1", "--seconds", "1", "--concurrency", "4"])
+    out = capsys.readouterr().out
+    for label in ("a", "b"):
+        line = next(x for x in out.splitlines() if x.startswith(f"round 1 {label}:"))
+        assert "ms server CPU per rollout" in line and "errors 0" in line, line
+        assert f"{label}: mean " in out

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from typing import Any
 
 import httpx
@@ -13,7 +14,8 @@ from typer.testing import CliRunner
 
 from app.cli.main import cli
 from app.registry import load_environment
-from app.server.api import create_app
+from app.runtime.steps import args_text, body_text
+from app.server.api import JSONResponse, create_app
 from app.storage.steplog import step_log
 from app.verify import session_verify
 from tests.conftest import backend_settings, drop_pg_schemas, new_pg_prefix
@@ -110,6 +112,24 @@ async def test_live_session_logs_every_call_with_its_row_changes(retail):
     )
     assert sum(verified["turn_rewards"]) == pytest.approx(1.0, abs=1e-5)
     assert len(verified["turn_rewards"]) == len(calls) + 1  # one call per turn, then the answer
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        {"output": {"rate": 1e-7, "total": 0.1 + 0.2, "neg": -0.0}},
+        {"output": {"rate": 1e-7, "big": 10**30}},  # past 64 bits: rendered by json
+        {"output": {"name": "Zoë 東京 \u2028", "nested": [[{"a": None}], True, 5e-324]}},
+        {"output": {"when": datetime(2026, 3, 14, 10, 0), "ratio": float("nan")}},
+        {"error": {"code": "invalid_arguments", "message": "x" * 20_000}},
+    ],
+)
+def test_step_output_is_the_body_the_route_renders(payload: dict[str, Any]) -> None:
+    """Byte for byte, also where json and orjson write a number differently (1e-07 / 1e-7)
+    or JSON has no type for a value (a datetime, NaN): the step keeps what was sent."""
+    assert body_text(payload).encode() == JSONResponse(payload).body
+    args = {"query": "Zoë", "limit": 1e-7, "ids": [10**30]}
+    assert json.loads(args_text(args)) == args
 
 
 async def test_trajectory_check_flags_invented_calls_altered_outputs_and_missing_steps(retail):

@@ -17,6 +17,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
+from app import jsonio
 from app.storage.images import ImageConnection
 from app.storage.steplog import canonical, write_alone, write_step
 
@@ -24,9 +25,10 @@ OUTPUT_CAP = 16 * 1024
 
 
 def body_text(payload: Any) -> str:
-    """The JSON text a tool route sends for `payload` (what JSONResponse.render produces)."""
+    """The JSON text a tool route sends for `payload`: what JSONResponse.render produces
+    (app/jsonio.dumps, byte for byte; str() for what no JSON can hold, where the route fails)."""
     try:
-        return json.dumps(payload, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+        return jsonio.dumps(payload).decode()
     except (TypeError, ValueError):
         return json.dumps(payload, ensure_ascii=False, separators=(",", ":"), default=str)
 
@@ -34,7 +36,7 @@ def body_text(payload: Any) -> str:
 def args_text(raw_args: Any) -> str:
     """As sent; compared in canonical form when read (app/storage/steplog.read_steps)."""
     try:
-        return json.dumps(raw_args, ensure_ascii=False, separators=(",", ":"))
+        return jsonio.dumps(raw_args).decode()
     except (TypeError, ValueError):
         return canonical(raw_args)
 

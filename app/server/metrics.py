@@ -71,11 +71,16 @@ class Stats:
         for name, (doc, read) in gauges.items():
             Gauge(name, doc, registry=self.registry).set_function(read)
         self._dir_size = (0.0, 0)
+        # Each operation's histogram series, looked up once (`labels` validates and locks).
+        self._series: dict[str, Any] = {}
 
     def observe(self, operation: str, seconds: float, status: int) -> None:
         self.window[operation].append(seconds)
         self.totals[operation] += 1
-        self.latency.labels(operation).observe(seconds)
+        series = self._series.get(operation)
+        if series is None:  # made at an operation's first request, as `labels` would
+            series = self._series[operation] = self.latency.labels(operation)
+        series.observe(seconds)
         if status >= 500:
             self.errors += 1
             self.failed.inc()

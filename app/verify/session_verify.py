@@ -78,8 +78,9 @@ def verify_state(
         seed_to_final = diff_states(seed_state, final, compare, exact=True)
         log_ = step_log(conn)
         counts = log_.change_counts() if log_ is not None else {}
+        log_steps = log_.steps() if log_ is not None else []  # read once: step_fields reuses it
         tampered = log_ is not None and written_outside_tools(
-            {s.idx: s.tool for s in log_.steps()}, counts
+            {s.idx: s.tool for s in log_steps}, counts
         )
         answer = final_assistant_text(response)
         match = submission_match(task, read_submission(conn, tables), answer, tampered)
@@ -105,7 +106,7 @@ def verify_state(
             match=match,
         )
         reward = 0.0 if violations else verdict.reward
-        if with_steps:
+        if with_steps and log_ is not None:
             # No budget (direct callers, tests): every state is scored, however long it takes.
             meter = (step_budget or UNLIMITED).meter()
             final_phi = state_credit(
@@ -158,6 +159,7 @@ def verify_state(
                 meter,
                 seed=potential(seed_state, ()),
                 settle=settle,
+                read=(log_, log_steps),
             )
     result: dict[str, Any] = {
         "reward": verdict.reward,

@@ -262,17 +262,22 @@ def step_fields(
     *,
     seed: float = 0.0,
     settle: Settlement | None = None,
+    read: tuple[StepLog, list[StepRow]] | None = None,
 ) -> dict[str, Any] | None:
     """`step_rewards`, `turn_rewards` and the trajectory check for a session that keeps a step
     log, read in the caller's transaction on `conn` (a SQLAlchemy Connection); None without.
     Past `meter`'s budget the rewards are left out and `step_rewards_skipped` says why.
 
     `seed` is the seed state's potential where the undo cannot reach it; with `settle` the
-    potentials are shaped into reward potentials and the rewards add up to `settle.reward`."""
-    log_ = step_log(conn)
-    if log_ is None:
-        return None
-    steps = log_.steps()
+    potentials are shaped into reward potentials and the rewards add up to `settle.reward`.
+    `read`: the log and its steps when the caller has read them in this transaction."""
+    if read is not None:
+        log_, steps = read
+    else:
+        found = step_log(conn)
+        if found is None:
+            return None
+        log_, steps = found, found.steps()
     changed = log_.changed_steps()
     calls = function_calls(response)
     a = align(calls, steps)
