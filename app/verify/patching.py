@@ -79,6 +79,7 @@ class _Rewritten(Mapping[int, Row]):
 
     def __init__(self, base: RowIndex, now: dict[int, Row], rewritten: frozenset[int]):
         self._base, self._now, self._rewritten = base, now, rewritten
+        self._len: int | None = None
 
     def __getitem__(self, rowid: int) -> Row:
         if rowid in self._rewritten:
@@ -90,7 +91,12 @@ class _Rewritten(Mapping[int, Row]):
         yield from (r for r in self._base if r not in self._rewritten)
 
     def __len__(self) -> int:
-        return sum(1 for _ in self)
+        # `now` holds the rewritten rowids that still exist; the base's others are kept. Counted
+        # from the few rewritten rowids, not by walking every row (a cache weighs each entry).
+        if self._len is None:
+            gone = sum(1 for r in self._rewritten if r in self._base)
+            self._len = len(self._base) - gone + len(self._now)
+        return self._len
 
 
 @dataclass(frozen=True)
