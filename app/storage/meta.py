@@ -15,8 +15,6 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Connection
-
 if TYPE_CHECKING:
     from sqlalchemy import MetaData
 
@@ -172,20 +170,6 @@ def drop_change_tracking(conn: sqlite3.Connection) -> None:
     for table in (WRITTEN_TABLE, CHANGES_TABLE, ROWS_TABLE):
         conn.execute(f"DROP TABLE IF EXISTS {table}")
     conn.execute(f"DELETE FROM {META_TABLE} WHERE key = 'change_tracking'")
-
-
-def reset_change_tracking(conn: Connection, snapshot: str) -> str:
-    """Forget what the database wrote so far and rename it snapshot `snapshot` (its template
-    kept): from here on it tracks changes as a snapshot taken now would. Returns the tracking
-    key "<template>:<snapshot>" (`Changes.snapshot`). `conn`: a SQLAlchemy connection on a
-    SQLite database that tracks its changes, in the caller's transaction."""
-    raw = conn.connection.driver_connection
-    assert isinstance(raw, sqlite3.Connection), "change tracking is SQLite's"
-    version = read_meta(raw).get("change_tracking")
-    for table in (WRITTEN_TABLE,) if version == TRACKING_VERSION else (CHANGES_TABLE, ROWS_TABLE):
-        raw.execute(f"DELETE FROM {table}")
-    write_meta(raw, {"snapshot": snapshot})
-    return f"{read_meta(raw).get('template')}:{snapshot}"
 
 
 # The pristine state of a tracked database, readable on the caller's connection: a context

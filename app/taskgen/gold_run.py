@@ -3,11 +3,12 @@
 A story is checked three times on the same (seed, gold): its self-check (`kit.check_task`), the
 distractor test (`distract`) and the validator (`validate`). The seed is applied and the gold
 run once, through the framework's runner (`run_tool`), on the **tracked base**: the template
-with a snapshot's change-tracking triggers installed before any seed, so the validator dumps
-the seeded and gold states by patching the base's dump (app/verify/state.py). The run (seeded
-image, final database, each call's outcome) is kept in a small LRU for the next check of the
-same (seed, gold); the validator's second run never comes from here. The tracked base has no
-step log: step rewards are not among the checks (docs/generating_tasks.md).
+with a snapshot's change-tracking triggers installed before any seed, whose rows the seeded
+image records, so the validator dumps the seeded state by patching the template's dump and
+the gold's by patching that (app/verify/state.py). The run (seeded image, final database, each
+call's outcome) is kept in a small LRU for the next check of the same (seed, gold); the
+validator's second run never comes from here. The tracked base has no step log: step rewards
+are not among the checks (docs/generating_tasks.md).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from app.sdk.environment import Environment, ToolContext
 from app.storage import images
 from app.storage.runner import run_tool
 from app.storage.seeding import apply_seed, parse_seed_now
-from app.verify.state import DbState, dump_state, rebase
+from app.verify.state import remember_template_dump
 
 
 @dataclass(frozen=True)
@@ -40,8 +41,7 @@ class GoldRun:
     `run_tool` outcome (`{"output": ...}` or `{"error": ...}`; every call runs, as verify's gold
     replay does)."""
 
-    seeded: bytes
-    seed_state: DbState  # the verifier's dump of the seeded database (its tracking starts here)
+    seeded: bytes  # records the rows its seed wrote; its tracking starts here
     final: Connection
     names: tuple[str, ...]  # the calls' tool names
     outcomes: tuple[dict[str, Any], ...]
@@ -71,7 +71,7 @@ _runs: LRU[tuple[str, str], GoldRun] = LRU(4, on_evict=lambda _key, run: run.clo
 
 def tracked_base(env: Environment) -> bytes:
     """The environment's template with change tracking installed, nothing seeded (built, and
-    dumped whole, once per process)."""
+    its template's dump kept, once per process)."""
     image = _tracked.get(env.name)
     if image is None:
         key = "taskgen-" + task_from_data({"seed": None, "ground_truth": []}).snapshot_key
@@ -79,8 +79,8 @@ def tracked_base(env: Environment) -> bytes:
         built = images.snapshot_image(env, template, None, key, env.default_now, step_log=False)
         image = images.as_legacy_image(built)
         with bound(image) as c, c.begin():
-            # Nothing written yet: the dump is kept, and every seeded state patches it.
-            dump_state(c, env.metadata.tables, env.compare)
+            # Nothing written yet: kept as its template's dump, which every seeded state patches.
+            remember_template_dump(c, env.metadata.tables, env.compare, images.template_of(c))
         _tracked[env.name] = image
     return image
 
@@ -145,11 +145,13 @@ def gold_run(
         with Session(bind=c) as db, db.begin():
             apply_seed(db, env.metadata, seed)
         with c.begin():
-            # Dumped once, by patching the base's dump with the seed's rows; from here on the
-            # database (and each clone of its image) tracks only what the calls write, so its
-            # dumps patch this one with those few rows (app/verify/state.py `rebase`).
+            # The seed's rows recorded, not dumped: only the validator dumps the seeded state
+            # (by patching the template's dump with them), and only for the run it validates
+            # (a distractor's trial, a story kept with one, a duplicate are never validated). From
+            # here on the database (and each clone of its image) tracks only what the calls
+            # write, so its dumps patch the seeded one with those few rows.
             seeded_key = "taskgen-seed-" + hashlib.sha256(key[1].encode()).hexdigest()[:32]
-            seed_state = rebase(c, env.metadata.tables, env.compare, seeded_key)
+            images.mark_seeded(c, seeded_key)
         seeded = raw.serialize()
         outcomes, env_writes = [], 0
         for call in gold:
@@ -164,6 +166,6 @@ def gold_run(
         raise
     names = tuple(str(call["name"]) for call in gold)
     changed = env_writes > 0
-    run = GoldRun(seeded, seed_state, c, names, tuple(outcomes), changed, now)
+    run = GoldRun(seeded, c, names, tuple(outcomes), changed, now)
     _runs.put(key, run)
     return run
