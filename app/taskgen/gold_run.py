@@ -36,7 +36,7 @@ from app.storage.seeding import apply_seed, parse_seed_now
 from app.verify.state import remember_template_dump
 
 
-@dataclass(frozen=True)
+@dataclass
 class GoldRun:
     """Base + seed (`seeded`, an image to clone), then the gold calls: the database they left
     (`final`, open: read it; whoever writes it must `forget` the run) and each call's
@@ -51,6 +51,10 @@ class GoldRun:
     # of the framework's answer tools aside.
     changed: bool
     now: datetime
+    # The environment's invariant violations in the seeded state, once the self-check evaluated
+    # them (kit.check_task, on a clone of `seeded`): the validator's no-op verify, on another
+    # clone of `seeded`, reads them instead of evaluating them again.
+    seeded_violations: list[str] | None = None
 
     @property
     def failures(self) -> tuple[dict[str, Any], ...]:

@@ -123,7 +123,7 @@ def check_task(
     _check_calls(label, task, run.outcomes)
     if invariants:
         with bound(run.seeded) as c:
-            _check_invariants(env, c, label, "seeded")
+            run.seeded_violations = _check_invariants(env, c, label, "seeded")
         _check_invariants(env, run.final, label, "final")  # reads only
     if draft.forbidden is not None:
         forbidden, code = draft.forbidden
@@ -150,10 +150,12 @@ def _check_writes(label: str, changed: bool, draft: Draft) -> None:
         raise AssertionError(f"{label}: gold {what}")
 
 
-def _check_invariants(env: Environment, c: Any, label: str, when: str) -> None:
+def _check_invariants(env: Environment, c: Any, label: str, when: str) -> list[str]:
+    """The invariants' violations on `c` (each check once, in order): none, or the story fails."""
     with Session(bind=c) as db, db.begin():
         broken = [v for check in env.invariants for v in check(db)]
     assert not broken, (label, when, broken)
+    return broken
 
 
 _SCHEMAS: dict[str, list[dict[str, Any]]] = {}

@@ -133,6 +133,8 @@ class Validator:
                 response={"output": []},
                 diff_limit=0,
                 with_steps=False,  # step rewards are no check here (the base has no step log)
+                # The seeded image's, as the self-check evaluated them (same bytes, read only).
+                invariant_violations=first.seeded_violations,
             )
             # Verify only reads: the database is still the seeded one for the second run.
             assert raw.total_changes == written, "verify wrote to the database"
