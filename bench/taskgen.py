@@ -5,16 +5,12 @@
     PYTHONPATH=. python -m bench.taskgen --env retail --memory 600   # RSS while seeding
     PYTHONPATH=. python -m bench.taskgen --env retail --count 300 --in-process --seed 1
 
-Generation is what `stategym tasks generate` runs (draw + full validation, output discarded).
-Besides the wall-clock rate it prints CPU milliseconds per task (this process and its workers):
-on a machine other jobs share, `jobs / (CPU seconds per task)` is the rate on idle cores.
-`--in-process` times one process as a worker runs, its start left out: CPU ms per task and per
-attempt (run it from another tree's directory with that tree on PYTHONPATH to compare two).
-`--memory N` builds the snapshots of N distinct generated tasks through a Store with the
-server's default cache (Settings.snapshot_cache_size) and prints the process RSS as it goes:
-it levels off once the LRU is full, whatever N.
+Generation is what `stategym tasks generate` runs (draw + full validation, output discarded),
+with its CPU ms per task (this process and its workers: `jobs / CPU s per task` is the rate on
+idle cores); `--in-process`: one process as a worker runs, its start left out. `--memory N`
+builds N distinct generated tasks' snapshots through a Store with the server's default cache
+and prints the RSS as it goes: it levels off once the LRU is full, whatever N.
 """
-
 from __future__ import annotations
 
 import argparse
