@@ -11,6 +11,7 @@ idle cores); `--in-process`: one process as a worker runs, its start left out. `
 builds N distinct generated tasks' snapshots through a Store with the server's default cache
 and prints the RSS as it goes: it levels off once the LRU is full, whatever N.
 """
+
 from __future__ import annotations
 
 import argparse
