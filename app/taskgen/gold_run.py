@@ -33,6 +33,7 @@ from app.sdk.environment import Environment, ToolContext
 from app.storage import images
 from app.storage.runner import run_tool
 from app.storage.seeding import apply_seed, parse_seed_now
+from app.verify.patching import remembered
 from app.verify.state import remember_template_dump
 
 
@@ -71,7 +72,7 @@ class GoldRun:
         raw.close()
 
 
-_tracked: dict[str, bytes] = {}
+_tracked: dict[str, tuple[bytes, str]] = {}  # env -> (image, its template)
 _runs: LRU[tuple[str, str], GoldRun] = LRU(4, on_evict=lambda _key, run: run.close())
 # (the calls' outcomes pickled, whether they wrote) of the last runs, by a digest of (env, seed,
 # gold): what the self-check and the distractor test read of a run, kept for a story drawn again
@@ -80,18 +81,21 @@ _outcomes: LRU[str, tuple[bytes, bool]] = LRU(4096)
 
 
 def tracked_base(env: Environment) -> bytes:
-    """The environment's template with change tracking installed, nothing seeded (built, and
-    its template's dump kept, once per process)."""
-    image = _tracked.get(env.name)
-    if image is None:
+    """The environment's template with change tracking installed, nothing seeded (built once
+    per process), its template's dump kept: dumped again if the verify cache let it go (every
+    seeded state patches it; without it each would be read whole)."""
+    found = _tracked.get(env.name)
+    if found is None:
         key = "taskgen-" + task_from_data({"seed": None, "ground_truth": []}).snapshot_key
         template = images.template_image(env)
         built = images.snapshot_image(env, template, None, key, env.default_now, step_log=False)
         image = images.as_legacy_image(built)
-        with bound(image) as c, c.begin():
-            # Nothing written yet: kept as its template's dump, which every seeded state patches.
-            remember_template_dump(c, env.metadata.tables, env.compare, images.template_of(c))
-        _tracked[env.name] = image
+        with bound(image) as c:
+            found = _tracked[env.name] = (image, images.template_of(c))
+    image, fingerprint = found
+    if remembered(f"{fingerprint}:", env.compare) is None:
+        with bound(image) as c, c.begin():  # nothing written yet: the template's rows
+            remember_template_dump(c, env.metadata.tables, env.compare, fingerprint)
     return image
 
 

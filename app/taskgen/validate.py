@@ -107,6 +107,7 @@ class Validator:
         gold_calls = [{"name": c.name, "arguments": c.arguments} for c in spec.ground_truth]
         # The first run: the story's self-check's when it ran in this process (gold_run.py).
         first = gold_run(env, spec.seed, gold_calls)
+        tracked_base(env)  # the template's dump kept: the seeded state's dump patches it
         with bound(first.seeded) as again:
             with again.begin():  # first: the dumps below patch it
                 seed_state = dump_state(again, tables, compare)
