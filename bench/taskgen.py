@@ -3,18 +3,19 @@
     PYTHONPATH=. python -m bench.taskgen                       # 100 tasks per env, 2 workers
     PYTHONPATH=. python -m bench.taskgen --env retail --count 10000 --jobs 2
     PYTHONPATH=. python -m bench.taskgen --env retail --memory 600   # RSS while seeding
+    PYTHONPATH=. python -m bench.taskgen --env retail --count 300 --in-process --seed 1
 
-Generation is what `stategym tasks generate` runs (draw + full validation, output discarded).
-Besides the wall-clock rate it prints CPU milliseconds per task (this process and its workers):
-on a machine other jobs share, `jobs / (CPU seconds per task)` is the rate on idle cores.
-`--memory N` builds the snapshots of N distinct generated tasks through a Store with the
-server's default cache (Settings.snapshot_cache_size) and prints the process RSS as it goes:
-it levels off once the LRU is full, whatever N.
+Generation is what `stategym tasks generate` runs (draw + full validation, output discarded),
+with its CPU ms per task (this process and its workers: `jobs / CPU s per task` is the rate on
+idle cores); `--in-process`: one process as a worker runs, its start left out. `--memory N`
+builds N distinct generated tasks' snapshots through a Store with the server's default cache
+and prints the RSS as it goes: it levels off once the LRU is full, whatever N.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import resource
 import tempfile
@@ -48,6 +49,32 @@ def rate(env: str, count: int, jobs: int, seed: int) -> tuple[float, float, Summ
         if isinstance(item, Summary):
             summary = item
     return time.perf_counter() - started, cpu_seconds() - cpu, summary
+
+
+def in_process(env: str, count: int, seed: int) -> None:
+    """CPU per task of generation in this process as a pool worker runs it (its start, its
+    collector settings), the start left out: what 10,000 tasks cost per core."""
+    from app.taskgen import driver
+
+    request = Request(env, count, seed)
+    driver._init(request)
+    gc.freeze()
+    gc.set_threshold(20_000, 20, 20)
+    init, driver._init = driver._init, lambda request: None  # started above, not timed
+    try:
+        started = time.process_time()
+        summary = Summary()
+        for item in driver.generate(request, 1):
+            if isinstance(item, Summary):
+                summary = item
+        cpu = time.process_time() - started
+    finally:
+        driver._init = init
+    print(
+        f"{env}: load {os.getloadavg()[0]:.1f}, {summary.written} tasks, {summary.attempts} "
+        f"attempts, {cpu * 1000 / max(summary.written, 1):.1f} CPU ms per task, "
+        f"{cpu * 1000 / max(summary.attempts, 1):.1f} per attempt"
+    )
 
 
 def rss_mb() -> float:
@@ -84,7 +111,12 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--memory", type=int, default=0, help="snapshots to build (RSS check)")
+    parser.add_argument("--in-process", action="store_true", help="one process, start left out")
     args = parser.parse_args()
+    if args.in_process:
+        for env in args.env or environment_names():
+            in_process(env, args.count, args.seed)
+        return
     if args.memory:
         memory((args.env or ["retail"])[0], args.memory)
         return

@@ -233,3 +233,51 @@ def test_validator_drops_what_tasks_check_would_refuse(tmp_path: Path) -> None:
     low = copy.deepcopy(task)
     low["seed"]["rows"]["customers"][0]["id"] = 99_999
     assert validator.problem(low).startswith("new customers row below the story id floor 100,000")
+
+
+def test_shared_work_gives_what_running_again_gives() -> None:
+    """What validation shares between the checks of one story equals computing it again: a
+    story's recorded outcomes (`gold_outcomes`) equal a fresh run's, and the no-op verify handed
+    the seeded image's invariant violations (ledger's self-check evaluated them on a clone of
+    the same bytes) scores as evaluating them itself."""
+    from app.core.tasks import task_from_data
+    from app.taskgen import gold_run as runs
+    from app.taskgen.validate import _OneTaskGold
+    from app.verify.diff import diff_states
+    from app.verify.gold import GoldState
+    from app.verify.session_verify import verify_state
+    from app.verify.state import dump_state
+
+    gen = load_generator("ledger")
+    env, tables, compare = gen.env, gen.env.metadata.tables, gen.env.compare
+    pool = choices(gen, "train", None)
+    task = next(t for t in (draw(gen, "train", 5, i, pool).task for i in range(9)) if t)
+    seed, gold = task["seed"], task["ground_truth"]
+    recorded = runs.gold_outcomes(env, seed, gold)
+    runs.forget(env, seed, gold)
+    fresh = runs.gold_run(env, seed, gold)
+    assert recorded == (list(fresh.outcomes), fresh.changed)
+    assert runs.gold_outcomes(env, seed, gold) == recorded
+    with runs.bound(fresh.seeded) as c, c.begin():
+        seeded = dump_state(c, tables, compare)
+    with fresh.final.begin():
+        final = dump_state(fresh.final, tables, compare)
+    reference = GoldState(seeded, final, diff_states(seeded, final, compare, exact=True), ())
+    results = []
+    for violations in (None, []):
+        with runs.bound(fresh.seeded) as again:
+            results.append(
+                verify_state(
+                    env=env,
+                    gold=_OneTaskGold(reference),  # type: ignore[arg-type]
+                    engine=again,  # type: ignore[arg-type]
+                    task=task_from_data(task),
+                    response={"output": []},
+                    diff_limit=0,
+                    with_steps=False,
+                    invariant_violations=violations,
+                )
+            )
+    assert results[0] == results[1]
+    assert results[0]["reward"] == 0.0
+    assert results[0]["reward_components"]["invariants_ok"] == 1.0

@@ -15,6 +15,7 @@ from typing import Any
 from sqlalchemy import Connection
 from sqlalchemy.orm import Session
 
+from app.storage.meta import SEED_CHANGES, read_meta, seed_changes_value, take_changes, write_meta
 from app.storage.snapshots import Snapshot
 from app.storage.sqlite.backend import open_read_only
 from app.storage.sqlite.db import (
@@ -38,12 +39,14 @@ __all__ = [
     "bind_engine",
     "clone",
     "image_connection",
+    "mark_seeded",
     "memory_from_image",
     "read_only_image",
     "raw_rows",
     "serialize",
     "snapshot_image",
     "template_image",
+    "template_of",
 ]
 
 
@@ -61,6 +64,21 @@ def image_connection(conn: Connection) -> ImageConnection:
     """The in-memory database `conn` is on (bound by `bind_connection`): to serialize it, count
     the rows written (`total_changes`) or close it."""
     return _sqlite3(conn)
+
+
+def mark_seeded(conn: Connection, snapshot: str) -> None:
+    """Make the database `conn` is on (change tracking installed before its seed: the task
+    generator's base) the snapshot `snapshot`: the rows written so far are recorded as its
+    seed's (`seed_changes`, which verify patches its template's dump with) and the records
+    cleared, so what is written from here on is what a session of it wrote. In the caller's
+    transaction."""
+    raw = image_connection(conn)
+    write_meta(raw, {"snapshot": snapshot, SEED_CHANGES: seed_changes_value(*take_changes(raw))})
+
+
+def template_of(conn: Connection) -> str:
+    """The fingerprint of the template the database `conn` is on was built from."""
+    return read_meta(image_connection(conn))["template"]
 
 
 def serialize(conn: Connection) -> bytes:

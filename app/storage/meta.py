@@ -15,8 +15,6 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Connection
-
 if TYPE_CHECKING:
     from sqlalchemy import MetaData
 
@@ -66,20 +64,22 @@ def read_status(conn: sqlite3.Connection) -> str:
 
 # --- change tracking --------------------------------------------------------------------------
 # Snapshots carry triggers that record, per table, that a row was inserted, updated or deleted
-# since the snapshot was taken ("orders"), which rows (their rowids, in `_stategym_rows`), and,
-# separately, that other tables' references to it may now resolve differently ("orders#key":
-# identifying columns changed, or rows appeared or disappeared in a table some reference to which
-# is not an enforced foreign key). Verify patches the snapshot's dump with the rows written,
-# re-reads whole only the tables referencing a "#key" table, and reuses the snapshot's dump for the
-# rest. The record is part of each tool call's transaction (a rolled-back call leaves no mark) and
-# lives in the file (it survives reopening and every worker sees it).
-CHANGES_TABLE = "_stategym_changes"
-ROWS_TABLE = "_stategym_rows"
+# since the snapshot was taken ("orders"), which rows (their rowids), and, separately, that other
+# tables' references to it may now resolve differently ("orders#key": identifying columns changed,
+# or rows appeared or disappeared in a table some reference to which is not an enforced foreign
+# key). Verify patches the snapshot's dump with the rows written, re-reads whole only the tables
+# referencing a "#key" table, and reuses the snapshot's dump for the rest. The record is part of
+# each tool call's transaction (a rolled-back call leaves no mark) and lives in the file (it
+# survives reopening and every worker sees it).
+WRITTEN_TABLE = "_stategym_written"  # (tbl, rid): a table (or "#key" mark) and a rowid or NULL
+CHANGES_TABLE = "_stategym_changes"  # versions 2-4: the tables and marks, one row each
+ROWS_TABLE = "_stategym_rows"  # versions 3-4: the rowids, one row each
 TRACK_PREFIX = "_stategym_track_"
 # "2": tables only (snapshots built before row tracking); "3": tables and rows; "4": trigger
-# bodies that cannot conflict (see install_change_tracking).
-TRACKING_VERSION = "4"
-_ROW_VERSIONS = ("3", TRACKING_VERSION)
+# bodies that cannot conflict; "5": one record table without keys, each body one plain INSERT
+# (see install_change_tracking).
+TRACKING_VERSION = "5"
+_ROW_VERSIONS = ("3", "4")
 # A database whose changes are read from its step log instead (app/storage/log_changes.py).
 LOG_TRACKING = "log1"
 _TRIGGERS = ("insert", "update", "delete", "keys")
@@ -92,14 +92,12 @@ def _checked(name: str) -> str:
     return name
 
 
-def _mark(name: str) -> str:
-    # Not INSERT OR IGNORE: a trigger body's conflict clause is overridden by the firing
-    # statement's (an UPSERT made it ABORT, failing every upsert on a tracked table), so the
-    # bodies insert only what is absent and never conflict, whatever the statement says.
-    return (
-        f"INSERT INTO {CHANGES_TABLE}(name) SELECT '{name}' WHERE NOT EXISTS "
-        f"(SELECT 1 FROM {CHANGES_TABLE} WHERE name = '{name}');"
-    )
+def _record(*entries: str) -> str:
+    # No key on the record table, so a body never conflicts whatever conflict clause the firing
+    # statement carries (a body's own is overridden by it: an UPSERT made OR IGNORE an ABORT);
+    # a repeated entry is a duplicate row, read as one. Plain VALUES, no NOT EXISTS subquery:
+    # every clone of a tracked database parses these bodies (half its schema-load time before).
+    return f"INSERT INTO {WRITTEN_TABLE}(tbl, rid) VALUES {', '.join(entries)};"
 
 
 def foreign_key_guarded(metadata: MetaData, compare: CompareSpec) -> set[str]:
@@ -130,27 +128,21 @@ def install_change_tracking(
     change of its identifying columns marks "#key". `without_rowid`: tables whose rows have no
     rowid to record; a write there makes verify re-read the whole table.
     """
-    conn.execute(f"CREATE TABLE IF NOT EXISTS {CHANGES_TABLE} (name TEXT PRIMARY KEY)")
-    conn.execute(
-        f"CREATE TABLE IF NOT EXISTS {ROWS_TABLE} (tbl TEXT NOT NULL, rid INTEGER NOT NULL, "
-        "PRIMARY KEY (tbl, rid))"
-    )
+    conn.execute(f"CREATE TABLE IF NOT EXISTS {WRITTEN_TABLE} (tbl TEXT NOT NULL, rid INTEGER)")
     for name, columns in keys.items():
         table, cols = _checked(name), [f'"{_checked(c)}"' for c in columns]
-        mark, mark_keys = _mark(table), _mark(f"{table}#key")
-        appear = "" if name in guarded else mark_keys
-        record = (
-            f"INSERT INTO {ROWS_TABLE}(tbl, rid) SELECT '{table}', {{0}}.rowid WHERE NOT EXISTS "
-            f"(SELECT 1 FROM {ROWS_TABLE} WHERE tbl = '{table}' AND rid = {{0}}.rowid);"
-        )
-        new_row = "" if name in without_rowid else record.format("NEW")
-        old_row = "" if name in without_rowid else record.format("OLD")
+        key = f"'{table}#key', NULL"
+        appear = [] if name in guarded else [f"({key})"]
+
+        def row(which: str, table: str = table, name: str = name) -> str:
+            return f"('{table}', NULL)" if name in without_rowid else f"('{table}', {which}.rowid)"
+
         events = {
-            "insert": ("INSERT", f"{mark} {appear} {new_row}"),
-            "update": ("UPDATE", f"{mark} {old_row} {new_row}"),
-            "delete": ("DELETE", f"{mark} {appear} {old_row}"),
+            "insert": ("INSERT", _record(row("NEW"), *appear)),
+            "update": ("UPDATE", _record(row("OLD"), row("NEW"))),
+            "delete": ("DELETE", _record(row("OLD"), *appear)),
             # No key columns: nothing resolves through this table; the trigger never fires.
-            "keys": (f"UPDATE OF {', '.join(cols) or 'rowid'}", mark_keys),
+            "keys": (f"UPDATE OF {', '.join(cols) or 'rowid'}", _record(f"({key})")),
         }
         create_triggers(conn, TRACK_PREFIX, table, events)
     write_meta(conn, {"change_tracking": TRACKING_VERSION})
@@ -175,22 +167,9 @@ def drop_change_tracking(conn: sqlite3.Connection) -> None:
         (len(TRACK_PREFIX), TRACK_PREFIX),
     ).fetchall():
         conn.execute(f'DROP TRIGGER "{name}"')
-    conn.execute(f"DROP TABLE IF EXISTS {CHANGES_TABLE}")
-    conn.execute(f"DROP TABLE IF EXISTS {ROWS_TABLE}")
+    for table in (WRITTEN_TABLE, CHANGES_TABLE, ROWS_TABLE):
+        conn.execute(f"DROP TABLE IF EXISTS {table}")
     conn.execute(f"DELETE FROM {META_TABLE} WHERE key = 'change_tracking'")
-
-
-def reset_change_tracking(conn: Connection, snapshot: str) -> str:
-    """Forget what the database wrote so far and rename it snapshot `snapshot` (its template
-    kept): from here on it tracks changes as a snapshot taken now would. Returns the tracking
-    key "<template>:<snapshot>" (`Changes.snapshot`). `conn`: a SQLAlchemy connection on a
-    SQLite database that tracks its changes, in the caller's transaction."""
-    raw = conn.connection.driver_connection
-    assert isinstance(raw, sqlite3.Connection), "change tracking is SQLite's"
-    raw.execute(f"DELETE FROM {CHANGES_TABLE}")
-    raw.execute(f"DELETE FROM {ROWS_TABLE}")
-    write_meta(raw, {"snapshot": snapshot})
-    return f"{read_meta(raw).get('template')}:{snapshot}"
 
 
 # The pristine state of a tracked database, readable on the caller's connection: a context
@@ -237,36 +216,44 @@ def changes_from_triggers(
     renamed it) or the database predates them."""
     tables = list(tables)
     run = conn.execute
-    present = {
-        row[0]
-        for row in run(
-            "SELECT name FROM sqlite_master WHERE type = 'table' AND name IN (?, ?)",
-            (CHANGES_TABLE, ROWS_TABLE),
-        ).fetchall()
-    }
     version = meta.get("change_tracking")
-    if CHANGES_TABLE not in present:
-        return None
-    if version not in ("2", *_ROW_VERSIONS) or "snapshot" not in meta:
+    if version not in ("2", *_ROW_VERSIONS, TRACKING_VERSION) or "snapshot" not in meta:
         return None
     # Only a trigger still named after the table it fires on records that table's name (its
-    # body holds the name as a literal, which a rename does not rewrite).
+    # body holds the name as a literal, which a rename does not rewrite). One statement reads
+    # the record tables present and the intact triggers.
     named = " OR ".join(f"name = '{TRACK_PREFIX}' || tbl_name || '_{s}'" for s in _TRIGGERS)
-    intact = Counter(
-        row[0]
-        for row in run(
-            f"SELECT tbl_name FROM sqlite_master WHERE type = 'trigger' AND ({named})"
-        ).fetchall()
-    )
+    present: set[str] = set()
+    intact: Counter[str] = Counter()
+    for kind, name in run(
+        "SELECT type, tbl_name FROM sqlite_master WHERE (type = 'table' AND name IN (?, ?, ?)) "
+        f"OR (type = 'trigger' AND ({named}))",
+        (WRITTEN_TABLE, CHANGES_TABLE, ROWS_TABLE),
+    ).fetchall():
+        if kind == "table":
+            present.add(name)
+        else:
+            intact[name] += 1
+    if (WRITTEN_TABLE if version == TRACKING_VERSION else CHANGES_TABLE) not in present:
+        return None
     if any(intact[table] != len(_TRIGGERS) for table in tables):
         return None
-    changed = frozenset(row[0] for row in run(f"SELECT name FROM {CHANGES_TABLE}").fetchall())
     rows: dict[str, set[int]] | None = None
-    if version in _ROW_VERSIONS and ROWS_TABLE in present:
+    if version == TRACKING_VERSION:
+        written: set[str] = set()
         rows = {}
-        if changed:
-            for table, rid in run(f"SELECT tbl, rid FROM {ROWS_TABLE}").fetchall():
+        for table, rid in run(f"SELECT tbl, rid FROM {WRITTEN_TABLE}").fetchall():
+            written.add(table)
+            if rid is not None:
                 rows.setdefault(table, set()).add(rid)
+        changed = frozenset(written)
+    else:
+        changed = frozenset(row[0] for row in run(f"SELECT name FROM {CHANGES_TABLE}").fetchall())
+        if version in _ROW_VERSIONS and ROWS_TABLE in present:
+            rows = {}
+            if changed:
+                for table, rid in run(f"SELECT tbl, rid FROM {ROWS_TABLE}").fetchall():
+                    rows.setdefault(table, set()).add(rid)
     frozen = None if rows is None else {t: frozenset(r) for t, r in rows.items()}
     return Changes(f"{meta.get('template')}:{meta['snapshot']}", changed, frozen)
 
@@ -280,13 +267,15 @@ SEED_CHANGES = "seed_changes"
 
 
 def take_changes(conn: sqlite3.Connection) -> tuple[list[str], dict[str, list[int]]]:
-    """The tables (and "#key" markers) and rowids written since tracking began; then cleared."""
-    tables = sorted(row[0] for row in conn.execute(f"SELECT name FROM {CHANGES_TABLE}"))
+    """The tables (and "#key" markers) and rowids written since tracking began (this version's
+    records, `install_change_tracking`); then cleared."""
+    tables = sorted({row[0] for row in conn.execute(f"SELECT tbl FROM {WRITTEN_TABLE}")})
     rows: dict[str, list[int]] = {}
-    for table, rid in conn.execute(f"SELECT tbl, rid FROM {ROWS_TABLE} ORDER BY tbl, rid"):
+    for table, rid in conn.execute(
+        f"SELECT DISTINCT tbl, rid FROM {WRITTEN_TABLE} WHERE rid IS NOT NULL ORDER BY tbl, rid"
+    ):
         rows.setdefault(table, []).append(rid)
-    conn.execute(f"DELETE FROM {CHANGES_TABLE}")
-    conn.execute(f"DELETE FROM {ROWS_TABLE}")
+    conn.execute(f"DELETE FROM {WRITTEN_TABLE}")
     return tables, rows
 
 

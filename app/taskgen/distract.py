@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from app.sdk.seed_builder import STORY_ID_FLOOR  # rows below it update base rows
-from app.taskgen.gold_run import gold_run
+from app.taskgen.gold_run import gold_outcomes
 from app.taskgen.kit import TaskGenerator, without_self_check
 
 
@@ -38,12 +38,12 @@ def gold_results(gen: TaskGenerator, task: dict[str, Any]) -> str | None:
     """The gold calls' outputs on base + the task's seed (the self-check's run when the seed is
     the story's own: app/taskgen/gold_run.py), or None when a call or the seed fails."""
     try:
-        run = gold_run(gen.env, task["seed"], task["ground_truth"])
+        outcomes, _changed = gold_outcomes(gen.env, task["seed"], task["ground_truth"])
     except Exception:  # the merged seed breaks a constraint (a unique name): no distractor
         return None
-    if any("error" in outcome for outcome in run.outcomes):
+    if any("error" in outcome for outcome in outcomes):
         return None  # a gold that fails here is the validator's to report
-    return json.dumps([outcome["output"] for outcome in run.outcomes])
+    return json.dumps([outcome["output"] for outcome in outcomes])
 
 
 def updates_base(task: dict[str, Any]) -> bool:

@@ -12,6 +12,7 @@ import json
 from collections import Counter
 from collections.abc import Callable, Generator, Iterator
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -71,7 +72,23 @@ def _init_worker(request: Request) -> None:
     call; at Python's default thresholds collecting took ≈ 1 ms of a generated task."""
     _init(request)
     gc.freeze()
-    gc.set_threshold(20_000, 20, 20)
+    gc.set_threshold(*_GC_THRESHOLDS)
+
+
+_GC_THRESHOLDS = (20_000, 20, 20)
+
+
+@contextmanager
+def _collecting_as_a_worker() -> Iterator[None]:
+    """The workers' collector settings for a run in this process (`jobs=1`), restored after."""
+    before = gc.get_threshold()
+    gc.freeze()
+    gc.set_threshold(*_GC_THRESHOLDS)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*before)
+        gc.unfreeze()
 
 
 def _init(request: Request) -> None:
@@ -157,8 +174,10 @@ def generate(
 def _rounds(request: Request, jobs: int, limit: int) -> Generator[Candidate, None, None]:
     """Candidates in attempt order; each round asks for what is still missing plus a margin."""
     start, wanted, drawn, kept = 0, request.count, 0, 0
+    quiet = ExitStack()
     if jobs <= 1:
         _init(request)
+        quiet.enter_context(_collecting_as_a_worker())
     pool = (
         None
         if jobs <= 1
@@ -187,6 +206,7 @@ def _rounds(request: Request, jobs: int, limit: int) -> Generator[Candidate, Non
             wanted -= accepted
             drawn, kept = drawn + size, kept + accepted
     finally:
+        quiet.close()
         if pool is not None:
             pool.shutdown(cancel_futures=True)
 

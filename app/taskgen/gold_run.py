@@ -3,17 +3,20 @@
 A story is checked three times on the same (seed, gold): its self-check (`kit.check_task`), the
 distractor test (`distract`) and the validator (`validate`). The seed is applied and the gold
 run once, through the framework's runner (`run_tool`), on the **tracked base**: the template
-with a snapshot's change-tracking triggers installed before any seed, so the validator dumps
-the seeded and gold states by patching the base's dump (app/verify/state.py). The run (seeded
-image, final database, each call's outcome) is kept in a small LRU for the next check of the
-same (seed, gold); the validator's second run never comes from here. The tracked base has no
-step log: step rewards are not among the checks (docs/generating_tasks.md).
+with a snapshot's change-tracking triggers installed before any seed, whose rows the seeded
+image records, so the validator dumps the seeded state by patching the template's dump and
+the gold's by patching that (app/verify/state.py). The run (seeded image, final database, each
+call's outcome) is kept in a small LRU for the next check of the same (seed, gold), and its
+outcomes longer (`gold_outcomes`: a story drawn again, checked again); the validator's second
+run never comes from here. The tracked base has no step log: step rewards
+are not among the checks (docs/generating_tasks.md).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import pickle
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -30,18 +33,18 @@ from app.sdk.environment import Environment, ToolContext
 from app.storage import images
 from app.storage.runner import run_tool
 from app.storage.seeding import apply_seed, parse_seed_now
-from app.verify.state import DbState, dump_state, rebase
+from app.verify.patching import remembered
+from app.verify.state import remember_template_dump
 
 
-@dataclass(frozen=True)
+@dataclass
 class GoldRun:
     """Base + seed (`seeded`, an image to clone), then the gold calls: the database they left
     (`final`, open: read it; whoever writes it must `forget` the run) and each call's
     `run_tool` outcome (`{"output": ...}` or `{"error": ...}`; every call runs, as verify's gold
     replay does)."""
 
-    seeded: bytes
-    seed_state: DbState  # the verifier's dump of the seeded database (its tracking starts here)
+    seeded: bytes  # records the rows its seed wrote; its tracking starts here
     final: Connection
     names: tuple[str, ...]  # the calls' tool names
     outcomes: tuple[dict[str, Any], ...]
@@ -49,6 +52,10 @@ class GoldRun:
     # of the framework's answer tools aside.
     changed: bool
     now: datetime
+    # The environment's invariant violations in the seeded state, once the self-check evaluated
+    # them (kit.check_task, on a clone of `seeded`): the validator's no-op verify, on another
+    # clone of `seeded`, reads them instead of evaluating them again.
+    seeded_violations: list[str] | None = None
 
     @property
     def failures(self) -> tuple[dict[str, Any], ...]:
@@ -65,23 +72,30 @@ class GoldRun:
         raw.close()
 
 
-_tracked: dict[str, bytes] = {}
+_tracked: dict[str, tuple[bytes, str]] = {}  # env -> (image, its template)
 _runs: LRU[tuple[str, str], GoldRun] = LRU(4, on_evict=lambda _key, run: run.close())
+# (the calls' outcomes pickled, whether they wrote) of the last runs, by a digest of (env, seed,
+# gold): what the self-check and the distractor test read of a run, kept for a story drawn again
+# (the same story recurs: ~6% of retail's draws, ~25% of sql's) after its run left `_runs`.
+_outcomes: LRU[str, tuple[bytes, bool]] = LRU(4096)
 
 
 def tracked_base(env: Environment) -> bytes:
-    """The environment's template with change tracking installed, nothing seeded (built, and
-    dumped whole, once per process)."""
-    image = _tracked.get(env.name)
-    if image is None:
+    """The environment's template with change tracking installed, nothing seeded (built once
+    per process), its template's dump kept: dumped again if the verify cache let it go (every
+    seeded state patches it; without it each would be read whole)."""
+    found = _tracked.get(env.name)
+    if found is None:
         key = "taskgen-" + task_from_data({"seed": None, "ground_truth": []}).snapshot_key
         template = images.template_image(env)
         built = images.snapshot_image(env, template, None, key, env.default_now, step_log=False)
         image = images.as_legacy_image(built)
-        with bound(image) as c, c.begin():
-            # Nothing written yet: the dump is kept, and every seeded state patches it.
-            dump_state(c, env.metadata.tables, env.compare)
-        _tracked[env.name] = image
+        with bound(image) as c:
+            found = _tracked[env.name] = (image, images.template_of(c))
+    image, fingerprint = found
+    if remembered(f"{fingerprint}:", env.compare) is None:
+        with bound(image) as c, c.begin():  # nothing written yet: the template's rows
+            remember_template_dump(c, env.metadata.tables, env.compare, fingerprint)
     return image
 
 
@@ -129,6 +143,22 @@ def _key(env: Environment, seed: Any, gold: Sequence[Mapping[str, Any]]) -> tupl
     return env.name, json.dumps([seed, gold], ensure_ascii=False)
 
 
+def gold_outcomes(
+    env: Environment, seed: Mapping[str, Any] | None, gold: Sequence[Mapping[str, Any]]
+) -> tuple[list[dict[str, Any]], bool]:
+    """(each call's `run_tool` outcome, whether the calls wrote) of the run of `gold` on base +
+    `seed`: `gold_run`'s, or, for a (seed, gold) run before in this process, its recorded
+    outcomes (a run is a function of them: the validator checks a second run reaches the same
+    state). Fresh objects on every call. Raises what `gold_run` raises."""
+    digest = hashlib.sha256("\0".join(_key(env, seed, gold)).encode()).hexdigest()
+    found = _outcomes.get(digest)
+    if found is None:
+        run = gold_run(env, seed, gold)
+        found = (pickle.dumps(run.outcomes), run.changed)
+        _outcomes.put(digest, found)
+    return list(pickle.loads(found[0])), found[1]
+
+
 def gold_run(
     env: Environment, seed: Mapping[str, Any] | None, gold: Sequence[Mapping[str, Any]]
 ) -> GoldRun:
@@ -145,11 +175,13 @@ def gold_run(
         with Session(bind=c) as db, db.begin():
             apply_seed(db, env.metadata, seed)
         with c.begin():
-            # Dumped once, by patching the base's dump with the seed's rows; from here on the
-            # database (and each clone of its image) tracks only what the calls write, so its
-            # dumps patch this one with those few rows (app/verify/state.py `rebase`).
+            # The seed's rows recorded, not dumped: only the validator dumps the seeded state
+            # (by patching the template's dump with them), and only for the run it validates
+            # (a distractor's trial, a story kept with one, a duplicate are never validated). From
+            # here on the database (and each clone of its image) tracks only what the calls
+            # write, so its dumps patch the seeded one with those few rows.
             seeded_key = "taskgen-seed-" + hashlib.sha256(key[1].encode()).hexdigest()[:32]
-            seed_state = rebase(c, env.metadata.tables, env.compare, seeded_key)
+            images.mark_seeded(c, seeded_key)
         seeded = raw.serialize()
         outcomes, env_writes = [], 0
         for call in gold:
@@ -164,6 +196,6 @@ def gold_run(
         raise
     names = tuple(str(call["name"]) for call in gold)
     changed = env_writes > 0
-    run = GoldRun(seeded, seed_state, c, names, tuple(outcomes), changed, now)
+    run = GoldRun(seeded, c, names, tuple(outcomes), changed, now)
     _runs.put(key, run)
     return run

@@ -5,9 +5,10 @@ through `run_tool`, reaches reward 1 in `verify_state`; a second replay reaches 
 a no-op earns 0; and its seed's rows do not collide (story ids from STORY_ID_FLOOR up, base
 data below it, checked once per run; a seed row with a base row's key updates it; no two seed
 rows share a key). The first run is the story's own (app/taskgen/gold_run.py); the second is
-made here, on a clone of the seeded image. Dumps patch the seeded state's dump
-(`app.verify.state.rebase`), diffs compare the patched rows (app/verify/diff.py), nothing
-touches the disk, and the seeded database is the no-op's final state (verify only reads).
+made here, on a clone of the seeded image. The seeded state is dumped once, on that clone, by
+patching the template's dump with the seed's rows; the gold's and the second run's dumps patch
+it (app/verify/state.py), diffs compare the patched rows (app/verify/diff.py), nothing touches
+the disk, and the seeded database is the no-op's final state (verify only reads).
 """
 
 from __future__ import annotations
@@ -106,10 +107,12 @@ class Validator:
         gold_calls = [{"name": c.name, "arguments": c.arguments} for c in spec.ground_truth]
         # The first run: the story's self-check's when it ran in this process (gold_run.py).
         first = gold_run(env, spec.seed, gold_calls)
-        with first.final.begin():
-            state = dump_state(first.final, tables, compare)
-        seed_state = first.seed_state
+        tracked_base(env)  # the template's dump kept: the seeded state's dump patches it
         with bound(first.seeded) as again:
+            with again.begin():  # first: the dumps below patch it
+                seed_state = dump_state(again, tables, compare)
+            with first.final.begin():
+                state = dump_state(first.final, tables, compare)
             failures = first.failures
             seed_to_gold = diff_states(seed_state, state, compare, exact=True)
             gold = GoldState(seed_state, state, seed_to_gold, failures)
@@ -131,6 +134,8 @@ class Validator:
                 response={"output": []},
                 diff_limit=0,
                 with_steps=False,  # step rewards are no check here (the base has no step log)
+                # The seeded image's, as the self-check evaluated them (same bytes, read only).
+                invariant_violations=first.seeded_violations,
             )
             # Verify only reads: the database is still the seeded one for the second run.
             assert raw.total_changes == written, "verify wrote to the database"

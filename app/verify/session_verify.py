@@ -41,8 +41,13 @@ def verify_state(
     diff_limit: int,
     with_steps: bool = True,
     step_budget: StepBudget | None = None,
+    invariant_violations: list[str] | None = None,
 ) -> dict[str, Any]:
     """Pure function of (final state, task): the reward, its components and the evidence.
+
+    `invariant_violations`: the final state's, when the caller evaluated the environment's
+    invariants on a byte-identical database (the task generator's no-op, a clone of the seeded
+    image its self-check evaluated them on); None: evaluated here.
 
     With a step log in the database (and `with_steps`), also `step_rewards`, `turn_rewards`
     and the trajectory check (app/verify/step_rewards.py), within `step_budget`: past it they
@@ -73,7 +78,11 @@ def verify_state(
     with Session(bind=engine) as db, db.begin():
         conn = db.connection()
         final = dump_state(conn, tables, compare)
-        violations = _invariant_violations(env, db)
+        violations = (
+            _invariant_violations(env, db)
+            if invariant_violations is None
+            else list(invariant_violations)
+        )
         results = run_checks(conn, compiled, compare, seed_state, final)
         seed_to_final = diff_states(seed_state, final, compare, exact=True)
         log_ = step_log(conn)

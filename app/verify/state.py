@@ -9,13 +9,13 @@ from collections.abc import Mapping
 from sqlalchemy import Connection, Table
 
 from app.sdk.compare_spec import CompareSpec
-from app.storage.meta import META_TABLE, Changes, reset_change_tracking, seed_changes
+from app.storage.meta import META_TABLE, Changes, seed_changes
 from app.storage.tracking import tracked_changes
 from app.verify import table_reads
 from app.verify.patching import Pristine, patch_dump, remember, remembered
 from app.verify.table_state import DbState, Patch, Row, RowIndex, TableState
 
-__all__ = ["DbState", "Patch", "Row", "RowIndex", "TableState", "dump_state", "rebase"]
+__all__ = ["DbState", "Patch", "Row", "RowIndex", "TableState", "dump_state"]
 
 
 def dump_state(
@@ -113,24 +113,6 @@ def _seeded_from_template(
         return None
     remember(snapshot, compare, *patched)
     return patched
-
-
-def rebase(
-    conn: Connection, tables: Mapping[str, Table], compare: CompareSpec, snapshot: str
-) -> DbState:
-    """Dump a database that tracks its rows' changes (SQLite), then make that dump the
-    pristine dump of a new snapshot `snapshot`: the change records are cleared and the database
-    renamed, so later dumps of it (and of its clones) patch this dump with only what is written
-    from now on. For a state many dumps start from (a generated task's seeded state: the gold
-    and its second run write a few rows of it, app/taskgen/gold_run.py). In the caller's
-    transaction, which must commit for the new tracking to hold."""
-    tracked = tracked_changes(conn, tables)
-    if tracked is None or tracked.rows is None:
-        raise ValueError("rebase needs a database that tracks the rows it writes")
-    state, indexes = _dump(conn, tables, compare, indexed=True)
-    key = reset_change_tracking(conn, snapshot)
-    remember(key, compare, state, indexes)
-    return state
 
 
 def _dump_all(

@@ -15,10 +15,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Connection, Table
+from sqlalchemy import Connection, Table, select
 
 from app.core import values
 from app.sdk.answer import ANSWER_TABLE, RESERVED_TOOL_NAMES
+from app.verify import table_reads
 
 if TYPE_CHECKING:
     from app.core.tasks import ExpectedAnswer, TaskSpec
@@ -52,14 +53,13 @@ def read_submission(conn: Connection, tables: Any) -> Submission | None:
     table: Table | None = tables.get(ANSWER_TABLE)
     if table is None:
         return None
-    row = conn.execute(
-        table.select().with_only_columns(
-            table.c.kind, table.c.value, table.c.reason, table.c.message
-        )
-    ).first()
-    if row is None:
+    # Text columns, read raw: SQL text cached per table, as the dumps' reads (~0.3 ms a verify
+    # building and compiling the select each time).
+    columns = (table.c.kind, table.c.value, table.c.reason, table.c.message)
+    rows = list(table_reads.execute(conn, ("submission", table), lambda: select(*columns)))
+    if not rows:
         return None
-    kind, raw, reason, message = row
+    kind, raw, reason, message = rows[0]
     try:
         value = json.loads(raw) if raw is not None else None
     except ValueError:

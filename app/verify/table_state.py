@@ -28,9 +28,17 @@ class TableState:
     key: tuple[str, ...]  # natural-key columns (a prefix of `columns`), () = match by content
     rows: tuple[Row, ...]  # normalised, sorted (by repr)
     origin: Patch | None = field(default=None, compare=False, repr=False)
+    # The rows' reprs, in order, when whoever made the table had them (a patch does).
+    reprs: tuple[str, ...] | None = field(default=None, compare=False, repr=False)
 
     def key_of(self, row: Row) -> tuple[Any, ...]:
         return row[: len(self.key)]
+
+    @cached_property
+    def sort_keys(self) -> tuple[str, ...]:
+        """Each row's repr (what rows are sorted by), in order: a patch bisects these instead of
+        calling repr on the rows it compares (computed once for a table read whole)."""
+        return self.reprs if self.reprs is not None else tuple(map(repr, self.rows))
 
     # Per table read whole, once (cached): what a diff of two dumps patched from it needs.
     @cached_property
@@ -57,9 +65,9 @@ RowIndex = Mapping[int, tuple[Any, ...]]  # rowid -> normalised row, of a pristi
 
 
 # What caching a dump costs, estimated: a row read whole is a tuple of a few values (~150 bytes
-# with them); a patched table shares its base's rows and holds a new tuple of pointers to them
-# (8 bytes a row); an index of a pristine dump one dict entry a row; a cache entry its key and
-# bookkeeping.
+# with them); a patched table shares its base's rows and holds new tuples of pointers to them and
+# to their reprs (8 bytes a row each); an index of a pristine dump one dict entry a row; a cache
+# entry its key and bookkeeping.
 ROW_BYTES, POINTER_BYTES, INDEX_ENTRY_BYTES, ENTRY_BYTES = 150, 8, 100, 4096
 
 
@@ -72,7 +80,7 @@ def state_bytes(state: DbState, shared: frozenset[int] = frozenset()) -> int:
             continue
         origin = table.origin
         if origin is not None:
-            total += POINTER_BYTES * len(table.rows) + ROW_BYTES * len(origin.added)
+            total += 2 * POINTER_BYTES * len(table.rows) + ROW_BYTES * len(origin.added)
         else:
             total += ROW_BYTES * len(table.rows)
     return total
