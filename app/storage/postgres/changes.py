@@ -1,8 +1,9 @@
-"""Change tracking on PostgreSQL: what a session schema wrote since its template, from its step log.
+"""Change tracking on PostgreSQL: what a session schema wrote since it was seeded, from its log.
 
-Invariant: the log holds exactly the rows that differ from the template (it commits or vanishes
-with them); a schema whose log cannot be trusted is dumped whole. Details:
-docs/storage.md#change-tracking-postgresql.
+Invariant: the log holds exactly the rows that differ from the seeded state (it commits or
+vanishes with them); a schema whose log cannot be trusted is dumped whole. The seeded state
+itself is read on the session's own connection, its log undone in a savepoint that is rolled
+back (no schema holds it). Details: docs/storage.md#change-tracking-postgresql.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from sqlalchemy import Connection, MetaData
+from sqlalchemy.exc import DBAPIError
 
 from app.sdk.compare_spec import CompareSpec
 from app.storage.meta import Changes, foreign_key_guarded
@@ -23,8 +25,8 @@ from app.storage.postgres.db import (
     step_logged,
     step_trigger_name,
 )
-from app.storage.postgres.steplog import PG_STEP_LOG_VERSION
-from app.storage.steplog import STEP_ROWS_TABLE
+from app.storage.postgres.steplog import PG_STEP_LOG_VERSION, PgStepLog
+from app.storage.steplog import STEP_ROWS_TABLE, UndoUnavailable
 
 
 def _key_columns(metadata: MetaData, compare: CompareSpec) -> dict[str, list[str]]:
@@ -41,8 +43,8 @@ def _key_columns(metadata: MetaData, compare: CompareSpec) -> dict[str, list[str
 class PgChangeReader:
     """The change reader the backend binds to its connections (app/storage/tracking.py).
 
-    `template_of(fingerprint, snapshot key)` names the template schema a session of that
-    snapshot was cloned from, or None when `fingerprint` is not the running models'.
+    `template_of(fingerprint, snapshot key)` names the seeded state of a session of that snapshot
+    (the key its dump is kept under), or None when `fingerprint` is not the running models'.
     """
 
     def __init__(self, metadata: MetaData, compare: CompareSpec, template_of: Any):
@@ -104,9 +106,8 @@ class PgChangeReader:
             ids.update(rid for rid in (old_rid, new_rid) if rid is not None)
         frozen = {t: frozenset(ids) for t, ids in rows.items() if t not in unkeyed}
         twin = f"{meta['template']}:{meta['snapshot']}"  # the SQLite snapshot's tracking key
-        return Changes(
-            f"pg:{template}", frozenset(changed), frozen, origin=_origin(template), twin=twin
-        )
+        origin = _as_seeded(schema, self.metadata)
+        return Changes(f"pg:{template}", frozenset(changed), frozen, origin=origin, twin=twin)
 
 
 def _bare(name: str) -> str:
@@ -114,22 +115,22 @@ def _bare(name: str) -> str:
     return quoted(name)[1:-1]
 
 
-def _origin(template: str) -> Any:
+def _as_seeded(schema: str, metadata: MetaData) -> Any:
     @contextmanager
-    def read_template(conn: Connection) -> Iterator[Connection | None]:
-        """`conn`, its statements pointed at the template schema for the duration (same
-        transaction; templates never change once built); None when the template is gone."""
-        present = conn.exec_driver_sql(
-            "SELECT 1 FROM pg_namespace WHERE nspname = %(n)s", {"n": template}
-        ).first()
-        if present is None:
-            yield None
-            return
-        previous = conn.get_execution_options().get("schema_translate_map")
-        conn.execution_options(schema_translate_map={None: template})
+    def read_as_seeded(conn: Connection) -> Iterator[Connection | None]:
+        """`conn` (on session schema `schema`, in its transaction) holding the session's state as
+        seeded for the duration: its step log undone in a savepoint, rolled back after; None
+        where it cannot be undone (a READ ONLY transaction, a log that does not apply)."""
+        conn.exec_driver_sql("SAVEPOINT stategym_seeded")
         try:
-            yield conn
+            PgStepLog(conn, schema, metadata).undo_to(0)
+            undone = True
+        except (UndoUnavailable, DBAPIError):
+            undone = False
+        try:
+            yield conn if undone else None
         finally:
-            conn.execution_options(schema_translate_map=previous)
+            conn.exec_driver_sql("ROLLBACK TO SAVEPOINT stategym_seeded")
+            conn.exec_driver_sql("RELEASE SAVEPOINT stategym_seeded")
 
-    return read_template
+    return read_as_seeded
