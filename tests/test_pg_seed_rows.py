@@ -24,6 +24,7 @@ from app.server.models import parse_seed_body
 from app.storage.postgres.db import SEED_TABLE, SchemaNames, make_engine, quoted, session_connection
 from app.storage.postgres.store import PgStore
 from app.storage.sqlite.store import Store
+from app.verify.patching import remembered
 from app.verify.state import dump_state
 from tests.conftest import PG_URL, backend_settings
 from tests.support.rollouts import gold_answer, load_tasks, response_object
@@ -100,6 +101,7 @@ async def test_seeded_sessions_score_gold_1_and_noop_0(
         "postgres", tmp_path, pg_prefix, pg_schema_pool=1, retention="delete_on_close"
     )
     manager = SessionManager(settings, env)
+    store = manager.backend.store
     try:
         for task in _tasks(env_name):
             request = parse_seed_body(task)
@@ -109,12 +111,18 @@ async def test_seeded_sessions_score_gold_1_and_noop_0(
                 noop = (await manager.seed(request)).session_id
                 for call in _calls(task):
                     await manager.call_tool(gold, env.tool_named(call["name"]), call["arguments"])
+                # Verify's dump (the seeded state: the base's dump patched with the seed rows,
+                # then patched with the gold's writes) equals a whole read.
+                schema = store.names.session(gold)
+                whole = _dump(store.engine, env, schema, reuse=False)
+                assert _dump(store.engine, env, schema, reuse=True) == whole, task["task_id"]
                 result = await manager.verify(gold, body)
                 assert result["reward"] == 1.0, (task["task_id"], result["verification"])
                 empty = {**task, "response": response_object([], "")}
                 assert (await manager.verify(noop, empty))["reward"] == 0.0, task["task_id"]
                 await manager.close(gold)
                 await manager.close(noop)
+        assert remembered(f"pg:{store.base_schema}", env.compare) is not None
     finally:
         await manager.aclose()
 

@@ -8,6 +8,7 @@ back (no schema holds it). Details: docs/storage.md#change-tracking-postgresql.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -19,7 +20,9 @@ from app.sdk.compare_spec import CompareSpec
 from app.storage.meta import Changes, foreign_key_guarded
 from app.storage.postgres.db import (
     META_TABLE,
+    SEED_TABLE,
     checked_schema,
+    has_table,
     quoted,
     schema_of,
     step_logged,
@@ -44,12 +47,16 @@ class PgChangeReader:
     """The change reader the backend binds to its connections (app/storage/tracking.py).
 
     `template_of(fingerprint, snapshot key)` names the seeded state of a session of that snapshot
-    (the key its dump is kept under), or None when `fingerprint` is not the running models'.
+    (the key its dump is kept under), or None when `fingerprint` is not the running models';
+    `base` is the base template schema of the running models.
     """
 
-    def __init__(self, metadata: MetaData, compare: CompareSpec, template_of: Any):
+    def __init__(
+        self, metadata: MetaData, compare: CompareSpec, template_of: Any, base: str | None = None
+    ):
         self.metadata = metadata
         self.template_of = template_of
+        self.base = base  # the base template schema sessions are seeded over
         self.logged = step_logged(metadata)  # tables with a trigger -> integer key or None
         self.guarded = foreign_key_guarded(metadata, compare)
         keys = _key_columns(metadata, compare)
@@ -106,13 +113,65 @@ class PgChangeReader:
             ids.update(rid for rid in (old_rid, new_rid) if rid is not None)
         frozen = {t: frozenset(ids) for t, ids in rows.items() if t not in unkeyed}
         twin = f"{meta['template']}:{meta['snapshot']}"  # the SQLite snapshot's tracking key
-        origin = _as_seeded(schema, self.metadata)
-        return Changes(f"pg:{template}", frozenset(changed), frozen, origin=origin, twin=twin)
+        return Changes(
+            f"pg:{template}",
+            frozenset(changed),
+            frozen,
+            origin=_as_seeded(schema, self.metadata),
+            twin=twin,
+            seeded=self._seed_rows_of(schema),
+        )
+
+    def _seed_rows_of(self, schema: str) -> Any:
+        def seeded(conn: Connection) -> Changes | None:
+            """What the session's seed wrote over the base template (`_stategym_seed`: each
+            table's rows, identified by their integer key), or None (a schema of an older
+            release, or seeded by none). Every table written is marked "#key", the cautious
+            reading (references to it are re-read)."""
+            if self.base is None or not has_table(conn, schema, SEED_TABLE):
+                return None
+            found = conn.exec_driver_sql(
+                f"SELECT tbl, rows::text FROM {quoted(schema)}.{SEED_TABLE}"
+            ).all()
+            changed: set[str] = set()
+            rows: dict[str, frozenset[int]] = {}
+            for table, written in found:
+                if table not in self.metadata.tables:
+                    return None
+                changed |= {table, f"{table}#key"}
+                key = self.logged.get(table)
+                if key is not None:
+                    rows[table] = frozenset(int(row[key]) for row in json.loads(written))
+            origin = _in_schema(self.base)
+            return Changes(f"pg:{self.base}", frozenset(changed), rows, origin=origin)
+
+        return seeded
 
 
 def _bare(name: str) -> str:
     """A checked identifier (letters, digits, underscores), as a string literal's content."""
     return quoted(name)[1:-1]
+
+
+def _in_schema(template: str) -> Any:
+    @contextmanager
+    def read_template(conn: Connection) -> Iterator[Connection | None]:
+        """`conn`, its statements pointed at the template schema for the duration (same
+        transaction; templates never change once built); None when the template is gone."""
+        present = conn.exec_driver_sql(
+            "SELECT 1 FROM pg_namespace WHERE nspname = %(n)s", {"n": template}
+        ).first()
+        if present is None:
+            yield None
+            return
+        previous = conn.get_execution_options().get("schema_translate_map")
+        conn.execution_options(schema_translate_map={None: template})
+        try:
+            yield conn
+        finally:
+            conn.execution_options(schema_translate_map=previous)
+
+    return read_template
 
 
 def _as_seeded(schema: str, metadata: MetaData) -> Any:

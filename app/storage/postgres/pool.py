@@ -1,11 +1,12 @@
-"""A bounded pool of pre-cloned session schemas per snapshot, refilled off the request path.
+"""A bounded pool of pre-cloned session schemas per template, refilled off the request path.
 
 A seed that finds a ready clone renames it (`ALTER SCHEMA ... RENAME`) instead of cloning the
 template (docs/postgres.md). Pooled schemas are named `<prefix>_p_<32 hex>`, never match the
-session pattern (`<prefix>_s_%`), and hold exactly what a fresh clone holds.
-- Bounded: up to `per_snapshot` ready schemas for each of the `max_templates` snapshots seeded
-  most recently (its first seed clones); sessions deleted at close come back reset
-  (app/storage/postgres/recycle.py), up to twice that. An older snapshot's schemas are dropped.
+session pattern (`<prefix>_s_%`), and hold exactly what a fresh clone holds. The store's one
+template is the environment's base (sessions add their seed rows: postgres/seed_rows.py).
+- Bounded: up to `per_snapshot` ready schemas for each of the `max_templates` templates taken
+  from most recently (the first seed clones); sessions deleted at close come back reset
+  (app/storage/postgres/recycle.py), up to twice that. An older template's schemas are dropped.
 - Off the request path: one daemon thread clones; a seed only pops a name (under a lock).
 - Dispose drops every pooled schema this process made; `sweep()` at start drops those a crash
   left. If another replica's sweep drops a listed schema, the rename fails and the seed clones.
@@ -28,8 +29,9 @@ log = logging.getLogger(__name__)
 
 # Clones the named template into a new schema of the given name (one transaction).
 CloneInto = Callable[[str, str], None]
-# Snapshots whose schemas the pool keeps ready: a training run seeds each task's group at once
-# and moves on, so a pool for every task ever seeded would grow the catalog without end.
+# Templates whose schemas the pool keeps ready. The store takes from one (the base template);
+# when it took from one per task, a training run (each task's group seeded at once, never
+# again) grew the catalog without end.
 MAX_TEMPLATES = 16
 
 

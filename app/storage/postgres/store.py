@@ -87,7 +87,9 @@ class PgStore:
         )
         # Pre-cloned schemas of the base template (app/storage/postgres/pool.py); 0: off.
         # What a session schema changed since it was seeded (verify, recycling).
-        self.changes = PgChangeReader(self.env.metadata, self.env.compare, self.template_of)
+        self.changes = PgChangeReader(
+            self.env.metadata, self.env.compare, self.template_of, self.base_schema
+        )
         self.pool: SchemaPool | None = None
         # Kept sessions closed into archives (app/storage/postgres/archive.py).
         self.archive = SessionArchive(engine, names)
