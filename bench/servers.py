@@ -111,13 +111,19 @@ def _wait_healthy(server: ServerProcess, timeout: float) -> None:
 
 
 def _spawn(
-    name: str, argv: list[str], data_dir: Path, env: dict[str, str], port: int
+    name: str,
+    argv: list[str],
+    data_dir: Path,
+    env: dict[str, str],
+    port: int,
+    root: Path = ROOT,
 ) -> ServerProcess:
+    """`argv` run from the checkout at `root` (another worktree: a before figure)."""
     data_dir.mkdir(parents=True, exist_ok=True)
     log_path = data_dir / f"{name}.log"
-    full_env = {**os.environ, "PYTHONPATH": str(ROOT), **env}
+    full_env = {**os.environ, "PYTHONPATH": str(root), **env}
     with open(log_path, "wb") as log:
-        proc = subprocess.Popen(argv, cwd=ROOT, env=full_env, stdout=log, stderr=log)
+        proc = subprocess.Popen(argv, cwd=root, env=full_env, stdout=log, stderr=log)
     server = ServerProcess(name, proc, port, data_dir, log_path)
     _wait_healthy(server, 60)
     return server
@@ -130,6 +136,7 @@ def start_stategym(
     max_open_sessions: int = 256,
     env_name: str = "retail",
     extra_env: dict[str, str] | None = None,
+    root: Path = ROOT,
 ) -> ServerProcess:
     port = free_port()
     argv = [
@@ -149,7 +156,8 @@ def start_stategym(
         str(workers),
     ]
     env = {"STATEGYM_MAX_OPEN_SESSIONS": str(max_open_sessions), "STATEGYM_LOG_LEVEL": "warning"}
-    return _spawn(f"stategym-w{workers}", argv, data_dir, {**env, **(extra_env or {})}, port)
+    extra = {**env, **(extra_env or {})}
+    return _spawn(f"stategym-w{workers}", argv, data_dir, extra, port, root)
 
 
 def template_of(server: ServerProcess, env_name: str) -> Path:

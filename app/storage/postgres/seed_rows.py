@@ -175,10 +175,13 @@ def revert_script(schema: str, base: str, metadata: MetaData, tables: list[str])
         x_pk = ", ".join(f"x.{quoted(c.name)}" for c in table.primary_key.columns)
         y_pk = ", ".join(f"y.{quoted(c.name)}" for c in table.primary_key.columns)
         cols = ", ".join(quoted(c.name) for c in table.columns)
-        seeded = (
-            f"({x_pk}) IN (SELECT {pk} FROM json_populate_recordset(NULL::{t}, "
-            f"(SELECT rows FROM {s}.{SEED_TABLE} WHERE tbl = '{name}')))"
+        keys = (
+            f"SELECT {pk} FROM json_populate_recordset(NULL::{t}, "
+            f"(SELECT rows FROM {s}.{SEED_TABLE} WHERE tbl = '{name}'))"
         )
+        # One key column (every shipped table): `= ANY (ARRAY(...))`, found by the key's index.
+        single = len(table.primary_key.columns) == 1
+        seeded = f"{x_pk} = ANY (ARRAY({keys}))" if single else f"({x_pk}) IN ({keys})"
         in_base = f"EXISTS (SELECT 1 FROM {src} y WHERE ({y_pk}) = ({x_pk}))"
         updates.append(
             f"UPDATE {t} x SET ({cols}) = (SELECT {cols} FROM {src} y WHERE ({y_pk}) = ({x_pk})) "
