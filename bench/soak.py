@@ -3,7 +3,7 @@ at once, then never again), gold rollouts through real HTTP against one real ser
 
     PYTHONPATH=. python -m bench.soak --tasks 1000 --rollouts 8000 --group 8 --concurrency 64
     PYTHONPATH=. python -m bench.soak --retention delete_on_close --database-url postgresql+psycopg://...
-    PYTHONPATH=. python -m bench.soak ... --root /path/to/other/checkout   # its server: a before figure
+    PYTHONPATH=. python -m bench.soak ... --root /path/to/checkout   # its server: a before figure
 
 Every `--sample-s` seconds it reads the server's RSS, open files, data-dir and control-database
 size; at the end it splits the rollouts into tenths by completion and reports, per tenth,
@@ -207,6 +207,10 @@ def tenths(run: dict[str, Any]) -> list[dict[str, Any]]:
             op: sorted(s for t, o, s in run["timings"] if o == op and t0 < t <= t1) for op in OPS
         }
         sample = min(run["samples"], key=lambda s: abs(s["t"] - (t1 - run["started"])))
+        # CPU per rollout within the tenth: between the samples nearest its ends.
+        start = min(run["samples"], key=lambda s: abs(s["t"] - (t0 - run["started"])))
+        spent = sample.get("cpu_s", 0.0) - start.get("cpu_s", 0.0)
+        done = sample["done"] - start["done"]
         out.append(
             {
                 "tenth": d + 1,
@@ -219,6 +223,7 @@ def tenths(run: dict[str, Any]) -> list[dict[str, Any]]:
                     for op, v in ops.items()
                 },
                 **{k: sample[k] for k in ("rss_mb", "fds", "data_dir_mb", "control_mb")},
+                "cpu_ms_per_rollout": 1000 * spent / done if done > 0 else 0.0,
             }
         )
     return out
@@ -331,6 +336,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "fds",
         "data_dir_mb",
         "control_mb",
+        "cpu_ms_per_rollout",
     ]
     print(" | ".join(header))
     for r in rows:
