@@ -6,7 +6,7 @@ session pattern (`<prefix>_s_%`), and hold exactly what a fresh clone holds. The
 template is the environment's base (sessions add their seed rows: postgres/seed_rows.py).
 - Bounded: up to `per_snapshot` ready schemas for each of the `max_templates` templates taken
   from most recently (the first seed clones); sessions deleted at close come back reset
-  (app/storage/postgres/recycle.py), up to twice that. An older template's schemas are dropped.
+  (app/storage/postgres/recycle.py), up to `keep` of them. An older template's are dropped.
 - Off the request path: one daemon thread clones; a seed only pops a name (under a lock).
 - Dispose drops every pooled schema this process made; `sweep()` at start drops those a crash
   left. If another replica's sweep drops a listed schema, the rename fails and the seed clones.
@@ -33,6 +33,9 @@ CloneInto = Callable[[str, str], None]
 # when it took from one per task, a training run (each task's group seeded at once, never
 # again) grew the catalog without end.
 MAX_TEMPLATES = 16
+# Returned (recycled) schemas kept ready per template: about the sessions in flight at once of a
+# training run's server (c=64 in bench/soak.py).
+KEEP_RETURNED = 64
 
 
 class SchemaPool:
@@ -43,9 +46,11 @@ class SchemaPool:
         per_snapshot: int,
         clone_into: CloneInto,
         max_templates: int = MAX_TEMPLATES,
+        keep: int = KEEP_RETURNED,
     ):
         self.engine = engine
         self.max_templates = max_templates
+        self.keep = max(keep, 2 * per_snapshot)  # ready schemas of a template kept at most
         self.prefix = checked_schema(prefix)
         self.per_snapshot = per_snapshot
         self._clone_into = clone_into
@@ -104,10 +109,14 @@ class SchemaPool:
             return self._room_locked(template)
 
     def _room_locked(self, template: str) -> bool:
-        # Up to twice the refill target: a session returned after its replacement was cloned
-        # is kept, so with deleting retention the pool soon refills from closes alone.
+        # Up to `keep` (at least twice the refill target): a session returned after its
+        # replacement was cloned is kept, so with deleting retention the pool refills from closes
+        # alone. Only returned schemas go beyond the target, so at most as many wait as were in
+        # use at once; dropping them instead meant cloning new ones at the next burst, and every
+        # new schema left its foreign-key plans in every backend, which each rename walks: the
+        # backends' CPU per rollout grew with every drop-and-clone (bench/README.md).
         ready = self._ready.get(template)
-        return not self._stopped and ready is not None and len(ready) < 2 * self.per_snapshot
+        return not self._stopped and ready is not None and len(ready) < self.keep
 
     def put(self, template: str, name: str) -> bool:
         """Keep `name`, a schema reset to `template`'s state (a recycled session), as ready;
