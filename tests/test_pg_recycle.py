@@ -52,7 +52,7 @@ def test_a_recycled_schema_equals_a_fresh_clone(tmp_path, pg_prefix):  # type: i
         fresh = names.session("f" * 32)
         store._clone(template, fresh)
         assert _schema_view(engine, env, used) != _schema_view(engine, env, fresh)
-        assert store.pool.has_room(template)  # up to 2 x per_snapshot ready
+        assert store.pool.has_room(template)  # up to `keep` ready
         before = set(_pooled(engine, store))
         assert store.recycle_session("a" * 32)
         (recycled,) = set(_pooled(engine, store)) - before

@@ -168,8 +168,9 @@ async def test_distinct_tasks_do_not_grow_the_catalog(tmp_path: Path, pg_prefix:
         for found in seen:
             assert found.get("_t_") == 1, found  # the base template only
             assert found.get("_s_", 0) == 0, found  # every session closed and deleted
-            # The pool's bound (twice its size), and a refill the fill thread may have in flight.
-            assert found.get("_p_", 0) <= 2 * 2 + 1, found
+            # The pool's size, the schemas returned by a group's closes (no more were in use at
+            # once) and a refill the fill thread may have in flight.
+            assert found.get("_p_", 0) <= 2 + 3 + 1, found
         assert max(s["relations"] for s in seen[4:]) <= max(s["relations"] for s in seen[:4])
         assert list(store.pool.ready_count()) == [store.base_schema]
     finally:
