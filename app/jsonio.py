@@ -73,6 +73,20 @@ def dumps_text(value: Any) -> str:
         return json.dumps(value, default=str)
 
 
+def dumps_canonical_text(value: Any) -> str:
+    """`value` as `dumps_text` stores it, keys sorted at every level: one text per value, so
+    stored rows can be addressed by its digest (the control database's task rows)."""
+    try:
+        return orjson.dumps(
+            value, default=str, option=_AS_JSON_WOULD | orjson.OPT_SORT_KEYS
+        ).decode()
+    except TypeError:  # a non-str key, an integer beyond 64 bits
+        try:
+            return json.dumps(value, default=str, sort_keys=True)
+        except TypeError:  # keys of mixed types cannot be sorted: their given order
+            return json.dumps(value, default=str)
+
+
 def loads_text(text: str) -> Any:
     """Stored JSON text read back as json.loads reads it (NaN included, as older rows may hold
     it; no request checks: this is our own data)."""

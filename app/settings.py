@@ -246,6 +246,14 @@ class Settings(BaseSettings):
     retention_days: int = Field(
         7, ge=0, description="Age in days beyond which `keep_days` retention removes a session."
     )
+    session_records_max: int = Field(
+        100_000,
+        ge=0,
+        description="Records of closed sessions whose database retention already deleted that "
+        "the control database keeps, per environment; older ones are pruned (oldest closed "
+        "first) in the background, with their closed resources ids and lineage. Records of "
+        "sessions whose database still exists are never pruned. 0: keep every record.",
+    )
     allowed_hosts: list[str] = Field(
         default_factory=list,
         description=(

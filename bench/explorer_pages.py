@@ -35,8 +35,9 @@ from app.cli.browse import browse_app, explorer_for
 from app.registry import load_environment
 from app.server.api import create_app
 from app.settings import Settings
-from app.storage.control_schema import sessions_table
+from app.storage.control_schema import sessions_table, task_digest, task_text
 from app.storage.sqlite.control import open_sqlite_control
+from app.storage.task_rows import insert_task_row
 from tests.support.rollouts import load_tasks, response_object
 
 REPO = Path(__file__).resolve().parents[1]
@@ -95,10 +96,23 @@ def synthesise(settings: Settings, n: int, seed: int = 7) -> None:
             model = conn.execute(select(sessions_table)).first()
             assert model is not None
             base = dict(model._mapping)
-            task = json.loads(base["task_json"])
+            task = control.get(base["id"]).task
             rng = random.Random(seed)
             families = ["cancel", "return", "exchange", "lookup", "modify_address",
                         "modify_items", "refuse_other_customer", "multi_cancel"]  # fmt: skip
+            digests = []  # one task row per synthetic task, as seeds store them
+            for t in range(200):
+                text = task_text(
+                    {
+                        **task,
+                        "task_id": f"retail-syn-{t:03d}",
+                        "family": families[t % 8],
+                        "difficulty": 1 + t % 5,
+                    }
+                )
+                digests.append(task_digest(base["env"], text))
+                row = {"digest": digests[-1], "env": base["env"], "task_json": text}
+                insert_task_row(conn, {**row, "created_at": base["created_at"]})
             start = base["created_at"] - timedelta(seconds=n + 10)
             batch = []
             for i in range(n):
@@ -112,14 +126,7 @@ def synthesise(settings: Settings, n: int, seed: int = 7) -> None:
                     "reward": reward,
                     "status": "closed" if reward is not None else "open",
                     "verify_json": base["verify_json"] if reward is not None else None,
-                    "task_json": json.dumps(
-                        {
-                            **task,
-                            "task_id": f"retail-syn-{t:03d}",
-                            "family": families[t % 8],
-                            "difficulty": 1 + t % 5,
-                        }
-                    ),
+                    "task_digest": digests[t],
                 }
                 batch.append(row)
                 if len(batch) == 5000:

@@ -294,6 +294,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument(
         "--root", type=Path, default=ROOT, help="checkout the server runs from (a before figure)"
     )
+    parser.add_argument(
+        "--setting",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="any server setting, e.g. session_records_max=1000 (STATEGYM_NAME=VALUE)",
+    )
     parser.add_argument("--sample-s", type=float, default=5.0)
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
     args = parser.parse_args(argv)
@@ -307,6 +314,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     extra = {"STATEGYM_RETENTION": args.retention, "STATEGYM_STATS_LOG_SECONDS": "60"}
     if args.database_url:
         extra["STATEGYM_DATABASE_URL"] = args.database_url
+    for setting in args.setting:
+        name, _, value = setting.partition("=")
+        extra[f"STATEGYM_{name.upper()}"] = value
     with tempfile.TemporaryDirectory(prefix="stategym-soak-") as tmp:
         server = start_stategym(
             Path(tmp) / "data", env_name=args.env, extra_env=extra, root=args.root

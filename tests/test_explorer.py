@@ -358,6 +358,8 @@ async def test_markup_in_stored_text_is_shown_as_text(runs, tmp_path):
     import shutil
     import sqlite3
 
+    from app.storage.control_schema import task_digest, task_text
+
     settings, ids = runs
     if settings.database_url is not None:
         pytest.skip("one backend is enough: the templates are the same")
@@ -367,10 +369,15 @@ async def test_markup_in_stored_text_is_shown_as_text(runs, tmp_path):
     conn = sqlite3.connect(copy.data_dir / "control.sqlite")
     with conn:
         verify = json.dumps({"reward": 0.0, "failure_reason": f"{evil} (detail)"})
-        task = json.dumps({"task_id": evil, "env": "retail", "family": evil})
+        task = task_text({"task_id": evil, "env": "retail", "family": evil})
+        digest = task_digest("retail", task)
         conn.execute(
-            "UPDATE sessions SET task_id = ?, verify_json = ?, task_json = ? WHERE id = ?",
-            (evil, verify, task, ids["refusal"]),
+            "INSERT INTO task_rows (digest, env, task_json, created_at) VALUES (?, ?, ?, ?)",
+            (digest, "retail", task, "2026-12-01 00:00:00.000000"),
+        )
+        conn.execute(
+            "UPDATE sessions SET task_id = ?, verify_json = ?, task_digest = ? WHERE id = ?",
+            (evil, verify, digest, ids["refusal"]),
         )
     conn.close()
     async with explorer(copy) as c:

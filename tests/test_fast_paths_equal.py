@@ -52,7 +52,7 @@ def _control_ops(path: Path, *, raw: bool) -> tuple[list[tuple], list]:
     seen.append(control.mark_closed("a" * 32))
     seen.append(control.mark_closed("a" * 32))  # already closed: False
     control.mark_verified("a" * 32, 0.5, {"reward": 0.5})  # stays closed, reward recorded
-    seen.append(control.mark_closed("b" * 32))
+    seen.append(control.mark_closed("b" * 32, dropped=True))
     seen.append(control.mark_closed("f" * 32))  # unknown: False
     for sid in ("a" * 32, "b" * 32, "c" * 32, "f" * 32):
         record = control.get(sid)
@@ -74,10 +74,12 @@ def _control_ops(path: Path, *, raw: bool) -> tuple[list[tuple], list]:
     control.dispose()
     conn = sqlite3.connect(path)
     rows = conn.execute(
-        "SELECT id, env, task_id, snapshot_key, resources_session_id, status, created_at, "
+        "SELECT id, s.env, task_id, snapshot_key, resources_session_id, status, s.created_at, "
         "typeof(verified_at), length(verified_at), typeof(closed_at), length(closed_at), "
-        "reward, file, task_json, verify_json FROM sessions ORDER BY id"
+        "typeof(dropped_at), length(dropped_at), reward, file, task_digest, t.task_json, "
+        "verify_json FROM sessions s JOIN task_rows t ON t.digest = s.task_digest ORDER BY id"
     ).fetchall()
+    rows.append(conn.execute("SELECT count(*) FROM task_rows").fetchone())
     conn.close()
     return rows, seen
 

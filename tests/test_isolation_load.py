@@ -168,7 +168,12 @@ async def test_thousand_sessions_each_hold_only_their_own_changes(tmp_path):
     finally:
         chaos.stop_group(server)
     control = data_dir / "control.sqlite"
-    tasks = dict(chaos.query(control, "SELECT id, task_json FROM sessions"))
+    tasks = dict(
+        chaos.query(
+            control,
+            "SELECT s.id, t.task_json FROM sessions s JOIN task_rows t ON t.digest = s.task_digest",
+        )
+    )
     store = Store(data_dir, load_environment("retail"))
     checked = time.monotonic()
     for n, (session_id, i) in enumerate(sorted(ids.items(), key=lambda kv: kv[1])):

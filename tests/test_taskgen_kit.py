@@ -119,6 +119,25 @@ def test_the_kit_modules_are_leaves_of_the_sdk() -> None:
 
 
 # --- the CLI, in a process of its own, as an author runs it ---------------------------------
+TWICE_NAMED_GENERATOR = """
+from app.sdk.taskgen import TaskGenerator
+from tests.support.depot_env import ENVIRONMENT
+from brokengen.taskgen import other
+
+
+def restock(c):
+    return {}
+
+
+def build(index, fn, k, rng, names):
+    return fn(None)
+
+
+TASKGEN = TaskGenerator(
+    env=ENVIRONMENT, plan=[(restock, 1), (other.restock, 2)], names=[("A", "B")], build=build
+)
+"""
+
 BROKEN_GENERATOR = """
 from app.sdk.taskgen import TaskGenerator
 from tests.support.depot_env import ENVIRONMENT
@@ -189,3 +208,21 @@ def test_a_failing_shipped_story_is_one_line_and_a_failure(tmp_path: Path) -> No
         "(move_item) failed: no bin B-9 -- fix brokengen.taskgen.restock (variant 0)"
     ), lines[0]
     assert "Traceback" not in done.stderr and not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("mode", ["--shipped", "--count"])
+def test_two_families_of_one_name_are_refused_naming_both(tmp_path: Path, mode: str) -> None:
+    """The summary, `--family` and the shipped order key on a family's function name: two PLAN
+    entries of one name would silently merge."""
+    package = tmp_path / "brokengen"
+    (package / "taskgen").mkdir(parents=True)
+    (package / "__init__.py").write_text("from tests.support.depot_env import ENVIRONMENT\n")
+    (package / "taskgen" / "__init__.py").write_text(TWICE_NAMED_GENERATOR)
+    (package / "taskgen" / "other.py").write_text("def restock(c):\n    return {}\n")
+    args = ["--shipped", "o"] if mode == "--shipped" else ["--count", "3", "o.jsonl"]
+    done = _stategym(tmp_path, "brokengen", "tasks", "generate", "--env", "plug", *args)
+    assert done.returncode != 0
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, done.stderr
+    assert "PLAN lists two stories named restock (brokengen.taskgen.restock and " in lines[0]
+    assert "brokengen.taskgen.other.restock)" in lines[0] and "Traceback" not in done.stderr

@@ -391,19 +391,17 @@ def test_an_older_control_database_gains_the_claims_table(tmp_path):
 
 def test_an_older_postgres_control_schema_gains_the_claims_table(pg_prefix):
     from app.storage.migrations import head_revision
-    from app.storage.postgres.control import open_pg_control
+    from app.storage.postgres.control import PgControlDB, migrate_control_schema, open_pg_control
     from app.storage.postgres.db import make_engine
     from tests.conftest import PG_URL
 
     engine = make_engine(PG_URL, pool_size=1)
     schema = f"{pg_prefix}_control"
     try:
-        open_pg_control(engine, schema)
-        with engine.begin() as conn:  # as a release before resources_ids left it
-            conn.execute(text(f'DROP TABLE "{schema}".resources_ids'))
-            conn.execute(
-                text(f"UPDATE \"{schema}\".alembic_version SET version_num = '75a8d8d08ff7'")
-            )
+        old = PgControlDB(engine, schema)
+        with old.engine.begin() as conn:  # as a release before resources_ids left it
+            conn.exec_driver_sql(f'CREATE SCHEMA "{schema}"')
+            migrate_control_schema(conn, schema, "75a8d8d08ff7")
         control = open_pg_control(engine, schema)
         assert control.close_claim("warehouse", "rs-old", None) is True
         with engine.connect() as conn:

@@ -73,6 +73,11 @@ def generate_command(
         return
     if split not in SPLITS:
         raise typer.BadParameter(f"--split must be one of {', '.join(SPLITS)}")
+    try:
+        gen.families()  # refused here, in one line, rather than in every worker's initializer
+    except StoryFailed as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(1) from None
     request = Request(
         env,
         count,

@@ -4,8 +4,8 @@ SQLAlchemy Core over the control store's engine, so the same statements run on t
 control file and the PostgreSQL control schema. They stay fast at 100,000 sessions because each
 is served by an index (app/storage/control_schema.py): pages newest first by `created_at`
 (with a keyset cursor, never a deep OFFSET), reward sums per task from (env, task_id, reward)
-alone. Difficulty and family live in each row's stored task JSON: they are read once per task
-(one row each) and kept, so filtering and grouping by them is a filter on task ids.
+alone. Difficulty and family live in each task's stored JSON (its task row): they are read once
+per task (one row each) and kept, so filtering and grouping by them is a filter on task ids.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from sqlalchemy import and_, false, func, or_, select, tuple_
 from app import jsonio
 from app.explorer.filters import RunFilter
 from app.storage.base import ControlStore
-from app.storage.control_schema import lineage_table, sessions_table
+from app.storage.control_schema import lineage_table, sessions_table, task_rows_table
 
 PASS = 1.0  # a run passes when its reward reaches this (the strict success bit)
 BINS = 10  # reward histogram: [0, 0.1), ..., [0.9, 1.0] (1.0 counts in the last bin)
@@ -30,6 +30,7 @@ ENV_TTL = 30.0  # seconds the list of environments is reused
 SUMMARY_TTL = 10.0  # seconds a filter's counts, histogram and failure reasons are reused
 FAILURE_SAMPLE = 2000  # failure headlines are counted over the newest failed runs this many
 t = sessions_table
+tasks = task_rows_table
 
 
 @dataclass(frozen=True)
@@ -120,7 +121,10 @@ class RunQueries:
             with self.control.connect() as conn:
                 for env, task_id in missing:
                     row = conn.execute(
-                        select(t.c.task_json).where(t.c.env == env, t.c.task_id == task_id).limit(1)
+                        select(tasks.c.task_json)
+                        .join(t, t.c.task_digest == tasks.c.digest)
+                        .where(t.c.env == env, t.c.task_id == task_id)
+                        .limit(1)
                     ).first()
                     task = jsonio.loads_text(row.task_json) if row else {}
                     found = (_label(task.get("difficulty")), _label(task.get("family")))

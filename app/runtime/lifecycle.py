@@ -1,8 +1,11 @@
-"""Session lifecycle beyond close_session: an idle reaper and the live-session capacity limit.
+"""Session lifecycle beyond close_session: an idle reaper, a pruner of old closed records and
+the live-session capacity limit.
 
 Nothing leaks when a rollout dies before verify: the reaper closes sessions with no write for
 `session_idle_ttl_seconds`, so their connections go and their files follow the retention policy.
-Every worker runs a reaper; closing is idempotent, so they never conflict.
+The pruner keeps the control database flat over a long run: past `session_records_max` records
+of sessions whose database retention deleted, the oldest go. Every worker runs both; closing
+and pruning are idempotent, so they never conflict.
 """
 
 from __future__ import annotations
@@ -47,18 +50,51 @@ async def reaper_loop(sessions: SessionManager, ttl_seconds: int, interval: floa
             log.exception("idle reaper pass failed")
 
 
+# Records deleted per transaction: a batch holds SQLite's one write lock for a few ms only, and
+# seeds and closes of other workers run between batches.
+PRUNE_BATCH = 500
+
+
+async def prune_records(sessions: SessionManager, keep: int, batch: int = PRUNE_BATCH) -> int:
+    """Delete the records of this environment's sessions whose database retention deleted,
+    beyond the newest `keep`, a batch per worker-thread hop; returns how many went. When there
+    is nothing to prune this is one indexed read."""
+    pruned = 0
+    while True:
+        gone = await sessions._run(sessions.control.prune_dropped, sessions.env.name, keep, batch)
+        pruned += gone
+        if gone < batch:
+            break
+    if pruned:
+        log.info("pruned %d closed record(s) of %s", pruned, sessions.env.name)
+    return pruned
+
+
+async def pruner_loop(sessions: SessionManager, keep: int, interval: float) -> None:
+    while True:
+        await asyncio.sleep(interval)
+        try:
+            await prune_records(sessions, keep)
+        except Exception:  # noqa: BLE001 - the pruner must outlive any one bad pass
+            log.exception("closed-record pruner pass failed")
+
+
 @asynccontextmanager
 async def serving(
     sessions: SessionManager, ttl_seconds: int | None, interval: float
 ) -> AsyncIterator[None]:
-    """A server's lifespan for `sessions`: a reaper runs while it serves (with a TTL), and
-    every session is closed when it stops."""
-    reaper = None
+    """A server's lifespan for `sessions`: a reaper runs while it serves (with a TTL), and a
+    pruner of closed records (with `session_records_max`), both every `interval`; every session
+    is closed when it stops."""
+    loops = []
     if ttl_seconds:
-        reaper = asyncio.create_task(reaper_loop(sessions, ttl_seconds, interval))
+        loops.append(asyncio.create_task(reaper_loop(sessions, ttl_seconds, interval)))
+    keep = sessions.settings.session_records_max
+    if keep:
+        loops.append(asyncio.create_task(pruner_loop(sessions, keep, interval)))
     yield
-    if reaper is not None:
-        reaper.cancel()
+    for loop in loops:
+        loop.cancel()
     await sessions.aclose()
 
 

@@ -338,7 +338,10 @@ class SessionManager:
                 "it is not recorded as closed",
                 hint="Retry /close_session.",
             ) from exc
-        return self.control.mark_closed(record.id)
+        closed_now = self.control.mark_closed(record.id, dropped=delete)
+        if delete and not closed_now:  # closed before, its database deleted only now
+            self.control.mark_dropped(record.id)
+        return closed_now
 
     async def owned(
         self, rsid: str | None, episode: str | None, cookie_session_id: str | None

@@ -4,7 +4,9 @@ A small SQLite file in WAL mode shared by all workers of a server (app/storage/s
 or, on PostgreSQL, a schema shared by every replica (app/storage/postgres/control.py). `ControlDB`
 holds the queries, written once in SQLAlchemy Core; a backend overrides only what it runs its own
 way (SQLite: the four hot statements on raw sqlite3). Written on seed, verify and close only,
-never on a tool call.
+never on a tool call. A session's task is a shared row (`task_rows`, written once per task);
+records of closed sessions whose database retention deleted are pruned past a bound
+(`prune_dropped`), so the database stops growing with the number of rollouts.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from sqlalchemy import (
     JSON,
     Connection,
     Engine,
+    Select,
     case,
     delete,
     func,
@@ -39,7 +42,12 @@ from app.storage.control_schema import (  # re-exported: the control table's nam
     control_metadata,
     resources_ids_table,
     sessions_table,
+    task_digest,
+    task_rows_table,
+    task_text,
 )
+from app.storage.pruning import DroppedRecords
+from app.storage.task_rows import Digests, drop_unused, insert_task_row
 
 __all__ = [
     "CLAIM_CLOSED",
@@ -52,6 +60,7 @@ __all__ = [
     "control_metadata",
     "resources_ids_table",
     "sessions_table",
+    "task_rows_table",
 ]
 
 
@@ -81,9 +90,12 @@ class SessionRecord:
     closed_at: datetime | None = None
     # The stored verify result (reward, components, evidence), None before any verify.
     verify: dict[str, Any] | None = None
+    # When the close deleted the session's database (retention); None while it may exist.
+    dropped_at: datetime | None = None
 
 
 def session_record(row: Any) -> SessionRecord:
+    """A record from a sessions row joined with its task row's `task_json`."""
     return SessionRecord(
         id=row.id,
         env=row.env,
@@ -94,11 +106,20 @@ def session_record(row: Any) -> SessionRecord:
         created_at=row.created_at,
         reward=row.reward,
         file=row.file,
-        task=jsonio.loads_text(row.task_json),
+        # Never None while the foreign key holds; an outer join all the same, so a record is
+        # never hidden by its task row.
+        task=jsonio.loads_text(row.task_json) if row.task_json is not None else {},
         verified_at=row.verified_at,
         closed_at=row.closed_at,
         verify=jsonio.loads_text(row.verify_json) if row.verify_json else None,
+        dropped_at=row.dropped_at,
     )
+
+
+def records_query() -> Select[Any]:
+    """Sessions rows with their task's JSON: what `session_record` reads."""
+    s, t = sessions_table, task_rows_table
+    return select(s, t.c.task_json).select_from(s.outerjoin(t, t.c.digest == s.c.task_digest))
 
 
 @dataclass(frozen=True)
@@ -127,6 +148,10 @@ def deletes_on_close(retention: str, reward: float | None) -> bool:
     return retention == "keep_failed" and reward is not None and reward >= 1.0
 
 
+# Tries of a seed's control rows: a task row deleted under it twice in a row is not a race.
+ADD_ATTEMPTS = 3
+
+
 def _utcnow() -> datetime:
     return naive_utcnow()
 
@@ -142,6 +167,8 @@ class ControlDB:
         # mark_verified, mark_closed) run: on PostgreSQL an engine whose transactions send no
         # BEGIN (app/storage/postgres/control.py).
         self._one_statement = one_statement if one_statement is not None else engine
+        self._written = Digests()
+        self._dropped = DroppedRecords()
 
     @property
     def engine(self) -> Engine:
@@ -162,9 +189,12 @@ class ControlDB:
         created_at: datetime | None = None,
         episode: str | None = None,
     ) -> ResourcesClaim | None:
-        """Insert the session's row. With a `resources_session_id`, claim that id for it in
-        the same transaction (state `seeding`): when another session holds the id already,
-        nothing is written and that claim is returned."""
+        """Insert the session's row, and its task's row unless stored already. With a
+        `resources_session_id`, claim that id for it in the same transaction (state
+        `seeding`): when another session holds the id already, nothing is written and that
+        claim is returned."""
+        text = task_text(task)
+        digest = task_digest(env, text)
         row = {
             "id": session_id,
             "env": env,
@@ -174,11 +204,13 @@ class ControlDB:
             "status": "open",
             "created_at": created_at or _utcnow(),
             "file": file,
-            "task_json": jsonio.dumps_text(task),
+            "task_digest": digest,
         }
+        task_row = {"digest": digest, "env": env, "task_json": text, "created_at": _utcnow()}
         if resources_session_id is None:
-            self._add_unclaimed(row)
+            self._add_unclaimed(row, task_row)
             return None
+        known = digest in self._written
         try:
             with self._engine.begin() as conn:
                 conn.execute(
@@ -191,8 +223,14 @@ class ControlDB:
                         updated_at=_utcnow(),
                     )
                 )
+                if not known:
+                    insert_task_row(conn, task_row)
                 conn.execute(insert(sessions_table).values(**row))
+            self._written.add(digest)
         except IntegrityError:
+            # The claim is held, or (the foreign key) the task row went since we wrote it:
+            # the retry below writes it again.
+            self._written.discard(digest)
             held = self.claim(env, resources_session_id)
             if held is None:  # released between our insert and this read: try once more
                 return self.add(
@@ -209,9 +247,32 @@ class ControlDB:
             return held
         return None
 
-    def _add_unclaimed(self, row: dict[str, Any]) -> None:
-        """The session's row alone (`add` without a resources id): one statement."""
-        with self._one_statement.begin() as conn:
+    def _add_unclaimed(self, row: dict[str, Any], task_row: dict[str, Any]) -> None:
+        """`add` without a resources id: the session's row alone when this process wrote its
+        task row before, else both. The foreign key fails the session's row when its task row
+        was deleted meanwhile (a pruner, on any worker): it is tried again, writing both."""
+        digest = task_row["digest"]
+        for attempt in range(ADD_ATTEMPTS):
+            known = digest in self._written
+            try:
+                self._insert_unclaimed(row, None if known else task_row)
+            except IntegrityError:
+                self._written.discard(digest)
+                if attempt == ADD_ATTEMPTS - 1:
+                    raise  # not the race above: a session id taken, say
+                continue
+            self._written.add(digest)
+            return
+
+    def _insert_unclaimed(self, row: dict[str, Any], task_row: dict[str, Any] | None) -> None:
+        """The session's row, one statement; with `task_row`, that row too if absent, in the
+        same transaction."""
+        if task_row is None:
+            with self._one_statement.begin() as conn:
+                conn.execute(insert(sessions_table).values(**row))
+            return
+        with self._engine.begin() as conn:
+            insert_task_row(conn, task_row)
             conn.execute(insert(sessions_table).values(**row))
 
     def claim(self, env: str, resources_session_id: str) -> ResourcesClaim | None:
@@ -292,13 +353,13 @@ class ControlDB:
 
     def get(self, session_id: str) -> SessionRecord | None:
         with self._one_statement.connect() as conn:
-            query = select(sessions_table).where(sessions_table.c.id == session_id)
+            query = records_query().where(sessions_table.c.id == session_id)
             row = conn.execute(query).first()
         return session_record(row) if row else None
 
     def find_by_resources_id(self, env: str, resources_session_id: str) -> SessionRecord | None:
         query = (
-            select(sessions_table)
+            records_query()
             .where(sessions_table.c.env == env)
             .where(sessions_table.c.resources_session_id == resources_session_id)
             .order_by(sessions_table.c.created_at.desc())
@@ -323,19 +384,31 @@ class ControlDB:
                 )
             )
 
-    def mark_closed(self, session_id: str) -> bool:
-        """True when this call closed it, False when it was closed already."""
+    def mark_closed(self, session_id: str, *, dropped: bool = False) -> bool:
+        """True when this call closed it, False when it was closed already. `dropped`: the
+        close deleted the session's database (its record may be pruned, `prune_dropped`)."""
+        now = _utcnow()
         with self._one_statement.begin() as conn:
             result = conn.execute(
                 update(sessions_table)
                 .where(sessions_table.c.id == session_id)
                 .where(sessions_table.c.status != "closed")
-                .values(status="closed", closed_at=_utcnow())
+                .values(status="closed", closed_at=now, dropped_at=now if dropped else None)
             )
         return result.rowcount > 0
 
+    def mark_dropped(self, session_id: str) -> None:
+        """A session closed before has had its database deleted since (a repeated close)."""
+        t = sessions_table
+        with self._one_statement.begin() as conn:
+            conn.execute(
+                update(t)
+                .where(t.c.id == session_id, t.c.status == "closed", t.c.dropped_at.is_(None))
+                .values(dropped_at=_utcnow())
+            )
+
     def list(self, env: str | None = None, limit: int = 1000) -> list[SessionRecord]:
-        query = select(sessions_table).order_by(sessions_table.c.created_at.desc()).limit(limit)
+        query = records_query().order_by(sessions_table.c.created_at.desc()).limit(limit)
         if env:
             query = query.where(sessions_table.c.env == env)
         with self._engine.connect() as conn:
@@ -344,7 +417,8 @@ class ControlDB:
     def query(self, q: SessionQuery) -> builtins.list[SessionRecord]:
         """Newest first."""
         t = sessions_table
-        stmt = select(t).order_by(t.c.created_at.desc(), t.c.id).limit(q.limit).offset(q.offset)
+        stmt = records_query().order_by(t.c.created_at.desc(), t.c.id)
+        stmt = stmt.limit(q.limit).offset(q.offset)
         if q.env:
             stmt = stmt.where(t.c.env == q.env)
         if q.task_id:
@@ -361,13 +435,33 @@ class ControlDB:
             return [session_record(r) for r in conn.execute(stmt)]
 
     def delete(self, session_ids: builtins.list[str]) -> int:
-        """Remove control rows (the caller removes the files first)."""
+        """Remove control rows (the caller removes the files first), and the task rows no
+        session names any more."""
         if not session_ids:
             return 0
+        t = sessions_table
         with self._engine.begin() as conn:
-            t = sessions_table
+            found = conn.execute(select(t.c.task_digest).where(t.c.id.in_(session_ids)))
+            digests = sorted(set(found.scalars()))
             result = conn.execute(delete(t).where(t.c.id.in_(session_ids)))
+        self._drop_unused_tasks(digests)
         return result.rowcount
+
+    def prune_dropped(self, env: str, keep: int, limit: int) -> int:
+        """Delete the records of `env`'s closed sessions whose database retention deleted
+        (`dropped_at` set), oldest first, beyond the newest `keep` of them: at most `limit`
+        records, with their closed claims and lineage rows and the task rows no session names
+        any more (app/storage/pruning.py). Returns how many went (fewer than `limit`: none
+        older are left). Records whose database may exist (`dropped_at` NULL) are never
+        touched; idempotent across workers."""
+        ids, digests = self._dropped.prune(self._engine, env, keep, limit)
+        self._drop_unused_tasks(sorted(digests))
+        return len(ids)
+
+    def _drop_unused_tasks(self, digests: builtins.list[str]) -> None:
+        for digest in digests:  # written again by this process's next seed of it
+            self._written.discard(digest)
+        drop_unused(self._engine, digests)
 
     def count_live(self, env: str) -> int:
         """Sessions of `env` not closed yet (open or verified)."""

@@ -269,10 +269,24 @@ class TaskGenerator:
     phrasing: Phrasing = Phrasing()
 
     def families(self) -> dict[str, tuple[Any, int]]:
-        """Family name (the story function's name) -> (function, variants)."""
-        return {fn.__name__: (fn, n) for fn, n in self.plan}
+        """Family name (the story function's name) -> (function, variants). Two PLAN entries
+        with one name (the same function listed twice, or two modules' functions of one name)
+        would merge in every count and filter: refused, naming both."""
+        found: dict[str, tuple[Any, int]] = {}
+        for fn, n in self.plan:
+            name = fn.__name__
+            if name in found:
+                first = found[name][0]
+                raise StoryFailed(
+                    f"PLAN lists two stories named {name} ({first.__module__}.{name} and "
+                    f"{fn.__module__}.{name}) -- give each family its own function name, or list "
+                    "a function once with its number of variants"
+                )
+            found[name] = (fn, n)
+        return found
 
     def shipped_tasks(self) -> list[dict[str, Any]]:
+        self.families()  # a PLAN naming one family twice is refused here too
         names = list(self.shipped_names if self.shipped_names is not None else self.names[::-1])
         tasks: list[dict[str, Any]] = []
         for fn, variants in self.plan:

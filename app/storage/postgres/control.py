@@ -2,7 +2,8 @@
 
 The queries are ControlDB's own; only the engine differs, with
 `schema_translate_map={None: <prefix>_control}`, so replicas share one session registry.
-`open_pg_control` creates the schema (or brings an older one to head) before use; the
+`open_pg_control` creates the schema, or brings an older one to head by the control branch's
+Alembic revisions (in one transaction, under the schema's advisory lock), before use; the
 constructor does no I/O.
 """
 
@@ -11,11 +12,15 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, Engine, cast, func, select, text
+from alembic.operations import Operations
+from alembic.runtime.migration import MigrationContext
+from sqlalchemy import JSON, Connection, Engine, cast, func, insert, select, text
+from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 from app.clock import naive_utcnow
-from app.storage.control import ControlDB, control_metadata, sessions_table
-from app.storage.migrations import CONTROL, head_revision
+from app.errors import SessionUnavailable
+from app.storage.control import ControlDB, control_metadata, sessions_table, task_rows_table
+from app.storage.migrations import CONTROL, _script, branch_revisions, head_revision
 from app.storage.postgres.db import ONE_STATEMENT, PLAIN, VERSION_TABLE, advisory_key, quoted
 
 
@@ -28,7 +33,9 @@ class PgControlDB(ControlDB):
         self.schema = schema
 
     def prepare(self) -> PgControlDB:
-        """Create the schema and table at head once; concurrent replicas wait on a lock."""
+        """Create the schema and tables at head once, or upgrade an older schema to head;
+        concurrent replicas wait on a lock. A revision this StateGym does not know (a newer
+        release's) is refused."""
         with self.engine.begin() as conn:
             conn.execute(select(func.pg_advisory_xact_lock(advisory_key(self.schema))))
             exists = conn.execute(
@@ -36,21 +43,18 @@ class PgControlDB(ControlDB):
             ).first()
             head = head_revision(CONTROL)
             if exists:
-                # Control revisions so far only add tables and indexes: create what an older
-                # schema lacks (create_all checks tables first; indexes of a table that
-                # exists are added by name) and record the head.
-                control_metadata.create_all(conn)
-                for index in sessions_table.indexes:
-                    columns = ", ".join(quoted(c.name) for c in index.columns)
-                    conn.exec_driver_sql(
-                        f"CREATE INDEX IF NOT EXISTS {quoted(str(index.name))} "
-                        f"ON {quoted(self.schema)}.sessions ({columns})"
+                revision = conn.exec_driver_sql(
+                    f"SELECT version_num FROM {quoted(self.schema)}.{VERSION_TABLE}"
+                ).scalar()
+                if revision == head:
+                    return self
+                if revision not in branch_revisions(CONTROL):
+                    raise SessionUnavailable(
+                        f"control schema {self.schema} is at revision {revision!r}, which this "
+                        f"StateGym does not know (its control head is {head!r})",
+                        hint="Run the StateGym version that made it.",
                     )
-                if head is not None:
-                    conn.execute(
-                        text(f"UPDATE {quoted(self.schema)}.{VERSION_TABLE} SET version_num = :v"),
-                        {"v": head},
-                    )
+                migrate_control_schema(conn, self.schema, "head")
                 return self
             conn.exec_driver_sql(f"CREATE SCHEMA {quoted(self.schema)}")
             control_metadata.create_all(conn)
@@ -70,10 +74,13 @@ class PgControlDB(ControlDB):
         is gone (a server killed between a seed's, fork's or restore's control row and its
         schema, or between a recycle and its record); their count. One statement."""
         with self.engine.begin() as conn:
+            # No schema and never archived (only closed sessions are): the database is gone,
+            # so the record is one the bound on closed records may prune (`dropped_at`).
             result = conn.execute(
                 text(
                     f"UPDATE {quoted(self.schema)}.sessions s SET status = 'closed', "
-                    "closed_at = :now WHERE s.env = :env AND s.status <> 'closed' "
+                    "closed_at = :now, dropped_at = :now WHERE s.env = :env "
+                    "AND s.status <> 'closed' "
                     "AND s.created_at < :cutoff AND NOT EXISTS (SELECT 1 FROM pg_namespace "
                     "WHERE nspname = :prefix || s.id)"
                 ),
@@ -86,12 +93,53 @@ class PgControlDB(ControlDB):
             )
         return int(result.rowcount or 0)
 
+    def _insert_unclaimed(self, row: dict[str, Any], task_row: dict[str, Any] | None) -> None:
+        """One statement, one round trip, either way: the task row (if absent) is written by a
+        data-modifying WITH of the session row's INSERT, whose foreign key check sees it."""
+        stmt = insert(sessions_table).values(**row)
+        if task_row is not None:
+            task = pg_insert(task_rows_table).values(**task_row).on_conflict_do_nothing()
+            stmt = stmt.add_cte(task.cte("task_row"))
+        with self._one_statement.begin() as conn:
+            conn.execute(stmt)
+
     def verify_field(self, key: str) -> Any:
         """As ControlDB's; PostgreSQL casts the TEXT column to JSON first."""
         return cast(sessions_table.c.verify_json, JSON)[key].as_string()
 
     def dispose(self) -> None:
         pass  # the engine belongs to the backend (or CLI) that made it, which disposes of it
+
+
+def migrate_control_schema(
+    conn: Connection, schema: str, destination: str, *, down: bool = False
+) -> None:
+    """Move the control schema to `destination` (a control revision, or "head") by the control
+    branch's revisions, inside the transaction `conn` holds (PostgreSQL DDL is transactional:
+    a failure leaves the schema as it was). `conn` is the control store's (its statements name
+    `schema`); the search path is pinned to it too, for the revisions' plain SQL."""
+    script = _script()
+    destination = destination if "@" in destination else f"{CONTROL}@{destination}"
+
+    def steps(revision: Any, _context: Any) -> Any:
+        if down:
+            return script._downgrade_revs(destination, revision)
+        return script._upgrade_revs(destination, revision)
+
+    conn.exec_driver_sql(f"SET LOCAL search_path TO {quoted(schema)}")
+    context = MigrationContext.configure(
+        connection=conn,
+        opts={
+            "fn": steps,
+            "script": script,
+            "render_as_batch": True,  # batch ops run as plain ALTERs on PostgreSQL
+            "transactional_ddl": True,
+            "target_metadata": control_metadata,
+            "version_table_schema": schema,
+        },
+    )
+    with Operations.context(context), context.begin_transaction():
+        context.run_migrations()
 
 
 def open_pg_control(engine: Engine, schema: str) -> PgControlDB:
