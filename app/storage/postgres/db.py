@@ -435,6 +435,11 @@ def drop_schema_sql(schema: str) -> str:
     return f"DROP SCHEMA IF EXISTS {quoted(checked_schema(schema))} CASCADE"
 
 
+def drop_schemas_sql(schemas: list[str]) -> str:
+    names = ", ".join(quoted(checked_schema(schema)) for schema in schemas)
+    return f"DROP SCHEMA IF EXISTS {names} CASCADE"
+
+
 def advisory_key(text: str) -> int:
     """A signed 64-bit key for pg_advisory_xact_lock, stable across processes and hosts."""
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big", signed=True)
