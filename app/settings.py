@@ -301,9 +301,9 @@ class Settings(BaseSettings):
         ge=0,
         le=64,
         description=(
-            "PostgreSQL: session schemas cloned ahead of time per snapshot (after its first "
-            "seed), so a seed renames one instead of cloning; 0 turns the pool off "
-            "(docs/postgres.md)."
+            "PostgreSQL: clones of the environment's base template made ahead of time (after "
+            "the first seed), so a seed renames one and writes its task's rows instead of "
+            "cloning; 0 turns the pool off (docs/postgres.md)."
         ),
     )
     pg_archive_closed: bool = Field(

@@ -66,7 +66,7 @@ def pg_ab(n: int, url: str) -> dict[str, float]:
     pooled = PgStore(Store(data, env), engine, SchemaNames(prefix), schema_pool=4)
     snap = plain.snapshot(task)
     made = [plain.create_session(uuid.uuid4().hex, snap), pooled.create_session("0" * 32, snap)]
-    template = pooled.template_schema(snap)
+    template = pooled.base_schema
     assert pooled.pool is not None
     before: list[float] = []
     after: list[float] = []

@@ -3,12 +3,15 @@ at once, then never again), gold rollouts through real HTTP against one real ser
 
     PYTHONPATH=. python -m bench.soak --tasks 1000 --rollouts 8000 --group 8 --concurrency 64
     PYTHONPATH=. python -m bench.soak --retention delete_on_close --database-url postgresql+psycopg://...
+    PYTHONPATH=. python -m bench.soak ... --root /path/to/checkout   # its server: a before figure
 
 Every `--sample-s` seconds it reads the server's RSS, open files, data-dir and control-database
 size; at the end it splits the rollouts into tenths by completion and reports, per tenth,
 rollouts/s, the p99 of each operation and the resources at its end, then what the issue asks:
-the last tenth against the first tenth past warm-up (flat within 10 %?). Output: a table,
-`bench/results/soak-<stamp>.json` and a PNG of the series.
+the last tenth against the first tenth past warm-up (flat within 10 %?), and the CPU seconds of
+the server (and PostgreSQL's backends of its database) per rollout. Output: a table,
+`bench/results/soak-<stamp>.json` (with the verify answers of rollouts that scored wrong) and
+a PNG of the series.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -43,10 +47,12 @@ async def rollout(
     task: dict[str, Any],
     timings: list[tuple[float, str, float]],
     noop: bool = False,
+    failures: list[dict[str, Any]] | None = None,
 ) -> str:
     """One rollout on its own cookie jar, gold or (`noop`) no tool call at all; (finish time, op,
     seconds) appended per request. Returns "ok" (gold scored 1), "noop" (no-op scored 0),
-    "error" (a request failed) or "not_1" (gold scored below 1, or a no-op above 0)."""
+    "error" (a request failed) or "not_1" (gold scored below 1, or a no-op above 0), whose
+    verify answer goes to `failures` (the first 20)."""
     client.cookies.clear()
 
     async def timed(op: str, path: str, body: Any) -> httpx.Response:
@@ -65,8 +71,47 @@ async def rollout(
         return "error"
     reward = verified.json().get("reward")
     if noop:
-        return "noop" if reward == 0.0 else "not_1"
-    return "ok" if reward == 1.0 else "not_1"
+        outcome = "noop" if reward == 0.0 else "not_1"
+    else:
+        outcome = "ok" if reward == 1.0 else "not_1"
+    if outcome == "not_1" and failures is not None and len(failures) < 20:
+        failures.append({"task_id": task.get("task_id"), "verify": verified.json()})
+    return outcome
+
+
+def cpu_seconds(pids: list[int]) -> dict[int, float]:
+    """User + system CPU seconds of each live process in `pids` (from /proc)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    out = {}
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        out[pid] = (int(fields[11]) + int(fields[12])) / tick
+    return out
+
+
+def backend_pids(database_url: str | None) -> list[int]:
+    """The PostgreSQL server processes serving the soak's database (same machine), if any."""
+    if not database_url:
+        return []
+    from sqlalchemy import create_engine, text
+
+    from app.storage.backend import sync_pg_url
+
+    engine = create_engine(sync_pg_url(database_url))
+    try:
+        with engine.connect() as conn:
+            rows = conn.execute(
+                text(
+                    "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+                    "AND pid <> pg_backend_pid()"
+                )
+            )
+            return [int(r[0]) for r in rows]
+    finally:
+        engine.dispose()
 
 
 def control_db_bytes(data_dir: Path) -> int:
@@ -79,6 +124,10 @@ async def drive(
     timings: list[tuple[float, str, float]] = []
     finished: list[tuple[float, str]] = []
     samples: list[dict[str, float]] = []
+    failures: list[dict[str, Any]] = []
+    # CPU seconds per process, the largest reading (the server's and, on PostgreSQL, the
+    # backends serving its database): a figure other jobs on the machine do not inflate.
+    cpu: dict[int, float] = {}
     gate = asyncio.Semaphore(args.concurrency)
     started = time.monotonic()
     limits = httpx.Limits(
@@ -97,6 +146,10 @@ async def drive(
                     "control_mb": control_db_bytes(server.data_dir) / 2**20,
                 }
             )
+            pids = server.pids() + await asyncio.to_thread(backend_pids, args.database_url)
+            for pid, seconds in cpu_seconds(pids).items():
+                cpu[pid] = max(cpu.get(pid, 0.0), seconds)
+            samples[-1]["cpu_s"] = sum(cpu.values())
             await asyncio.sleep(args.sample_s)
 
     async with httpx.AsyncClient(base_url=server.url, timeout=120, limits=limits) as shared:
@@ -108,7 +161,7 @@ async def drive(
                     transport=shared._transport, base_url=server.url, timeout=120
                 )
                 try:
-                    ok = await rollout(client, task, timings, noop)
+                    ok = await rollout(client, task, timings, noop, failures)
                 except httpx.HTTPError:
                     ok = "error"
                 finished.append((time.monotonic(), ok))
@@ -126,8 +179,18 @@ async def drive(
             while len(pending) > 2 * args.concurrency:
                 done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
         await asyncio.gather(*pending)
+        pids = server.pids() + await asyncio.to_thread(backend_pids, args.database_url)
+        for pid, seconds in cpu_seconds(pids).items():
+            cpu[pid] = max(cpu.get(pid, 0.0), seconds)
         watcher.cancel()
-    return {"timings": timings, "finished": finished, "samples": samples, "started": started}
+    return {
+        "timings": timings,
+        "finished": finished,
+        "samples": samples,
+        "started": started,
+        "failures": failures,
+        "cpu_s": sum(cpu.values()),
+    }
 
 
 def tenths(run: dict[str, Any]) -> list[dict[str, Any]]:
@@ -144,6 +207,10 @@ def tenths(run: dict[str, Any]) -> list[dict[str, Any]]:
             op: sorted(s for t, o, s in run["timings"] if o == op and t0 < t <= t1) for op in OPS
         }
         sample = min(run["samples"], key=lambda s: abs(s["t"] - (t1 - run["started"])))
+        # CPU per rollout within the tenth: between the samples nearest its ends.
+        start = min(run["samples"], key=lambda s: abs(s["t"] - (t0 - run["started"])))
+        spent = sample.get("cpu_s", 0.0) - start.get("cpu_s", 0.0)
+        done = sample["done"] - start["done"]
         out.append(
             {
                 "tenth": d + 1,
@@ -156,6 +223,7 @@ def tenths(run: dict[str, Any]) -> list[dict[str, Any]]:
                     for op, v in ops.items()
                 },
                 **{k: sample[k] for k in ("rss_mb", "fds", "data_dir_mb", "control_mb")},
+                "cpu_ms_per_rollout": 1000 * spent / done if done > 0 else 0.0,
             }
         )
     return out
@@ -224,6 +292,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     )
     parser.add_argument("--database-url", default=None)
     parser.add_argument(
+        "--root", type=Path, default=ROOT, help="checkout the server runs from (a before figure)"
+    )
+    parser.add_argument(
         "--setting",
         action="append",
         default=[],
@@ -247,7 +318,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         name, _, value = setting.partition("=")
         extra[f"STATEGYM_{name.upper()}"] = value
     with tempfile.TemporaryDirectory(prefix="stategym-soak-") as tmp:
-        server = start_stategym(Path(tmp) / "data", env_name=args.env, extra_env=extra)
+        server = start_stategym(
+            Path(tmp) / "data", env_name=args.env, extra_env=extra, root=args.root
+        )
         try:
             run = asyncio.run(drive(server, tasks, args))
         finally:
@@ -257,6 +330,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "args": {k: str(v) for k, v in vars(args).items()},
         "tenths": rows,
         "verdict": verdict(rows, args.retention == "keep_failed"),
+        # Server (+ PostgreSQL backends) CPU per rollout: the load-independent cost.
+        "cpu_ms_per_rollout": 1000 * run["cpu_s"] / max(len(run["finished"]), 1),
+        "failures": run["failures"],
     }
     stamp = time.strftime("%Y%m%d-%H%M%S")
     (args.out / f"soak-{stamp}.json").write_text(json.dumps(result, indent=1))
@@ -270,11 +346,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "fds",
         "data_dir_mb",
         "control_mb",
+        "cpu_ms_per_rollout",
     ]
     print(" | ".join(header))
     for r in rows:
         print(" | ".join(f"{r[h]:.1f}" if isinstance(r[h], float) else str(r[h]) for h in header))
     print(json.dumps(result["verdict"]))
+    print(json.dumps({"cpu_ms_per_rollout": result["cpu_ms_per_rollout"]}))
+    for failure in result["failures"]:
+        print(json.dumps(failure)[:2000])
     return result
 
 

@@ -60,7 +60,7 @@ def test_an_archived_session_is_rebuilt_exactly_and_never_kept(tmp_path, pg_pref
     env, engine, store, snapshot = _retail_store(tmp_path, pg_prefix)
     try:
         session = store.create_session("a" * 32, snapshot)
-        template = store.template_schema(snapshot)
+        template = store.base_schema
         _wait_full(store, template, 1)
         for statement in WRITES:
             with session_connection(engine, session) as conn, conn.begin():
@@ -110,7 +110,7 @@ def test_what_cannot_be_archived_keeps_its_schema_unchanged(tmp_path, pg_prefix)
     env, engine, store, snapshot = _retail_store(tmp_path, pg_prefix)
     try:
         assert store.pool is not None
-        template = store.template_schema(snapshot)
+        template = store.base_schema
         # A log that cannot be trusted (a disabled trigger).
         untrusted = store.create_session("b" * 32, snapshot)
         with session_connection(engine, untrusted) as conn, conn.begin():
@@ -139,13 +139,14 @@ def test_a_full_pool_keeps_the_schema(tmp_path, pg_prefix):  # type: ignore[no-u
     env, engine, store, snapshot = _retail_store(tmp_path, pg_prefix)
     try:
         assert store.pool is not None
-        template = store.template_schema(snapshot)
+        store.pool.keep = 2  # its floor: twice the pool's size (1)
+        template = store.base_schema
         ids = ["d" * 32, "e" * 32, "f" * 32, "1" * 32]
         for session_id in ids:
             store.create_session(session_id, snapshot)
         _wait_full(store, template, 1)
         archived = [store.archive_session(session_id) for session_id in ids]
-        # Up to twice the pool's size (1) comes back: then closes keep their schemas.
+        # Up to `keep` ready schemas: then closes keep their schemas.
         assert archived == [True, False, False, False]
         assert all(
             store.session_exists(i) for i, done in zip(ids, archived, strict=True) if not done
@@ -168,7 +169,7 @@ async def test_kept_rollouts_close_into_archives_and_inspect_as_before(tmp_path,
     store = backend.store
     try:
         first = (await manager.seed(request)).session_id
-        template = store.template_schema(store.snapshot(request.task))
+        template = store.base_schema
         _wait_full(store, template, 1)
         for call in _calls(task):
             await manager.call_tool(first, env.tool_named(call["name"]), call["arguments"])
@@ -222,7 +223,7 @@ def test_template_cleanup_keeps_the_templates_archives_need(tmp_path, pg_prefix)
     env, engine, store, snapshot = _retail_store(tmp_path, pg_prefix)
     try:
         store.create_session("a" * 32, snapshot)
-        template = store.template_schema(snapshot)
+        template = store.base_schema
         _wait_full(store, template, 1)
         names = SchemaNames(pg_prefix)
         assert template in stale_templates(engine, names, env.name, "other models")
@@ -261,7 +262,7 @@ async def test_forked_and_rewound_sessions_archive_and_read_back(tmp_path, pg_pr
     store = manager.backend.store
     try:
         parent = (await manager.seed(parse_seed_body(task))).session_id
-        template = store.template_schema(store.snapshot(parse_seed_body(task).task))
+        template = store.base_schema
         _wait_full(store, template, 3)
         for call in _calls(task):
             await manager.call_tool(parent, env.tool_named(call["name"]), call["arguments"])

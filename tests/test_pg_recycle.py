@@ -44,7 +44,7 @@ def test_a_recycled_schema_equals_a_fresh_clone(tmp_path, pg_prefix):  # type: i
         assert store.pool is not None
         snapshot = store.snapshot(task)
         used = store.create_session("a" * 32, snapshot)
-        template = store.template_schema(snapshot)
+        template = store.base_schema
         _wait_full(store, template, 1)
         with session_connection(engine, used) as conn, conn.begin():
             for statement in WRITES:
@@ -52,7 +52,7 @@ def test_a_recycled_schema_equals_a_fresh_clone(tmp_path, pg_prefix):  # type: i
         fresh = names.session("f" * 32)
         store._clone(template, fresh)
         assert _schema_view(engine, env, used) != _schema_view(engine, env, fresh)
-        assert store.pool.has_room(template)  # up to 2 x per_snapshot ready
+        assert store.pool.has_room(template)  # up to `keep` ready
         before = set(_pooled(engine, store))
         assert store.recycle_session("a" * 32)
         (recycled,) = set(_pooled(engine, store)) - before
@@ -80,7 +80,7 @@ async def test_sessions_seeded_from_recycled_schemas_score_as_usual(tmp_path, pg
     store = manager.backend.store
     try:
         first = (await manager.seed(request)).session_id  # a clone; the pool fills
-        template = store.template_schema(store.snapshot(request.task))
+        template = store.base_schema
         _wait_full(store, template, 1)
         for call in _calls(task):
             await manager.call_tool(first, env.tool_named(call["name"]), call["arguments"])

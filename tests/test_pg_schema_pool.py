@@ -116,7 +116,7 @@ def test_seeds_from_the_pool_equal_clones_and_the_pool_stays_bounded(tmp_path, p
         assert store.pool is not None and _pooled(engine, store) == []
         snapshot = store.snapshot(task)
         cloned = store.create_session("a" * 32, snapshot)  # first seed: a clone, the pool fills
-        template = store.template_schema(snapshot)
+        template = store.base_schema
         _wait_full(store, template, 2)
         assert len(_pooled(engine, store)) == 2
         ready = set(_pooled(engine, store))

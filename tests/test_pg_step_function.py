@@ -128,7 +128,7 @@ def test_a_schema_with_its_own_function_is_moved_to_the_shared_one_when_recycled
     try:
         assert store.pool is not None
         schema = store.create_session("c" * 32, snapshot)
-        template = store.template_schema(snapshot)
+        template = store.base_schema
         _wait_full(store, template, 1)
         # As an older release left it: its own function, its triggers calling it.
         ddl = schema_ddl(env.metadata)

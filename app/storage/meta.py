@@ -193,6 +193,11 @@ class Changes:
     # snapshot its template was copied from, which verify's seed and gold states patch): equal
     # tables are taken from it, so diffs against those states compare patches only.
     twin: str | None = field(default=None, compare=False)
+    # What the snapshot itself wrote over a base it was seeded from, read on the caller's
+    # connection (PostgreSQL: a session's seed rows over the base template; its `snapshot` names
+    # the base's dump and its `origin` where to read it): the origin's dump is then the base's,
+    # patched, instead of a whole read. None: not known.
+    seeded: Callable[[Any], Changes | None] | None = field(default=None, compare=False)
 
 
 def read_tracking_meta(conn: sqlite3.Connection) -> dict[str, str] | None:

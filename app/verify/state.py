@@ -65,18 +65,47 @@ def _read_origin(
     names: list[str],
     tracked: Changes,
 ) -> Pristine | None:
-    """The snapshot's dump read (whole, indexed) where its changes' origin says, and kept: once
-    per snapshot and process (PostgreSQL: the template schema, on the caller's connection)."""
+    """The snapshot's dump read where its changes' origin says (indexed), and kept: once per
+    snapshot and process (PostgreSQL: the session's own schema with its log undone in a
+    savepoint, on the caller's connection). Where the snapshot's own writes over a base are
+    known (`Changes.seeded`), the base's dump (kept too) patched with them, not a whole read."""
     assert tracked.origin is not None
+    seeded = tracked.seeded(conn) if tracked.seeded is not None else None
+    base = _base_dump(conn, tables, compare, names, seeded) if seeded is not None else None
     with tracked.origin(conn) as source:
         if source is None:  # the origin is gone (a template dropped): the caller reads all
             return None
-        state, indexes = _dump_all(source, tables, compare, names, None, indexed=True)
+        patched = None
+        if base is not None and seeded is not None:
+            patched = patch_dump(source, tables, compare, names, base, seeded, indexed=True)
+        if patched is None:
+            patched = _dump_all(source, tables, compare, names, None, indexed=True)
+        state, indexes = patched
     twin = remembered(tracked.twin, compare) if tracked.twin is not None else None
     if twin is not None:  # the same rows: its table objects, whose patches diffs compare
         state = {n: twin.state[n] if twin.state.get(n) == t else t for n, t in state.items()}
     remember(tracked.snapshot, compare, state, indexes)
     return remembered(tracked.snapshot, compare)
+
+
+def _base_dump(
+    conn: Connection,
+    tables: Mapping[str, Table],
+    compare: CompareSpec,
+    names: list[str],
+    seeded: Changes,
+) -> Pristine | None:
+    """The dump of the base a snapshot was seeded from: kept, else read whole where its origin
+    says (once per base and process); None when neither can be had."""
+    found = remembered(seeded.snapshot, compare)
+    if found is not None or seeded.origin is None:
+        return found
+    with seeded.origin(conn) as source:
+        if source is None:
+            return None
+        state, indexes = _dump_all(source, tables, compare, names, None, indexed=True)
+    remember(seeded.snapshot, compare, state, indexes)
+    return remembered(seeded.snapshot, compare)
 
 
 def remember_template_dump(

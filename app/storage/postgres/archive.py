@@ -16,6 +16,7 @@ from sqlalchemy.exc import DBAPIError
 from app.storage.base import NotOnDisk
 from app.storage.postgres.db import (
     META_TABLE,
+    SEED_TABLE,
     STEP_LOG_TABLES,
     VERSION_TABLE,
     SchemaNames,
@@ -23,16 +24,19 @@ from app.storage.postgres.db import (
     checked_schema,
     clone_sql,
     ensure_step_function,
+    has_table,
     quoted,
     serial_columns,
 )
+from app.storage.postgres.seed_rows import rows_script, silent
 from app.storage.postgres.steplog import PgStepLog
 from app.storage.steplog import STEP_ROWS_TABLE, UndoUnavailable
 
 ARCHIVE_FORMAT = "stategym-pg-archive/1"
 ARCHIVE_TABLE = "archived_sessions"
-# What an archive keeps of the schema, besides the sequences: the framework's tables.
-_KEPT_TABLES = (META_TABLE, VERSION_TABLE, *STEP_LOG_TABLES)
+# What an archive keeps of the schema, besides the sequences: the framework's tables (the seed
+# rows: the rows its task's seed wrote over the base, which an archive of an older release lacks).
+_KEPT_TABLES = (META_TABLE, VERSION_TABLE, *STEP_LOG_TABLES, SEED_TABLE)
 
 
 def _sequenced(metadata: MetaData) -> list[tuple[str, str]]:
@@ -189,15 +193,28 @@ class SessionArchive:
             )
         t = quoted(checked_schema(target))
         ensure_step_function(conn, self.prefix)  # none yet if only older releases ran
+        seed_rows = has_table(conn, template, SEED_TABLE)  # none in an older release's template
         try:
-            conn.exec_driver_sql(clone_sql(metadata, template, target, {}))
+            conn.exec_driver_sql(clone_sql(metadata, template, target, {}, seed_rows=seed_rows))
         except DBAPIError as exc:  # the template's tables are not these models' (migrated)
             reason = str(exc.orig or exc).splitlines()[0]
             raise ArchiveUnreadable(
                 f"session {session_id} was archived under other models than the running ones "
                 f"({reason}); serve the release that wrote it to read it"
             ) from exc
+        # The base template plus the session's seed rows: its state as seeded (an archive of an
+        # older release names its task's own template, and has none).
+        seeded = {r["tbl"]: json.dumps(r["rows"]) for r in doc["tables"].get(SEED_TABLE, [])}
+        raw = conn.connection.driver_connection
+        if seeded:  # the driver's own connection: values may hold a percent sign
+            assert raw is not None
+            raw.execute(silent(rows_script(raw, target, metadata, seeded)).encode())
+        tables = list(metadata.tables)
+        counted = ", ".join(f"(SELECT count(*) FROM {t}.{quoted(n)})" for n in tables)
+        seeded_counts = conn.exec_driver_sql(f"SELECT {counted}").one()
         for name in _KEPT_TABLES:  # the clone holds the template's: replaced
+            if name not in doc["tables"]:
+                continue
             conn.exec_driver_sql(f"DELETE FROM {t}.{quoted(name)}")
             conn.exec_driver_sql(
                 f"INSERT INTO {t}.{quoted(name)} SELECT * FROM "
@@ -218,19 +235,14 @@ class SessionArchive:
                     f"'{column}'), %(v)s, %(called)s)",
                     {"v": int(state[0]), "called": bool(state[1])},
                 )
-        # The check recycling makes, mirrored: each table holds its template's rows plus the
-        # log's inserts minus its deletes (a change the redo could not place shows here).
-        tables = list(metadata.tables)
+        # The check recycling makes, mirrored: each table holds its seeded rows plus the log's
+        # inserts minus its deletes (a change the redo could not place shows here).
         expected = dict.fromkeys(tables, 0)
         for change in doc["tables"][STEP_ROWS_TABLE]:
             if change["tbl"] in expected:
                 expected[change["tbl"]] += {"i": 1, "d": -1}.get(change["op"], 0)
-        counted = ", ".join(
-            f"(SELECT count(*) FROM {t}.{quoted(n)}) - (SELECT count(*) FROM "
-            f"{quoted(template)}.{quoted(n)})"
-            for n in tables
-        )
-        found = dict(zip(tables, conn.exec_driver_sql(f"SELECT {counted}").one(), strict=True))
+        now = conn.exec_driver_sql(f"SELECT {counted}").one()
+        found = {n: now[i] - seeded_counts[i] for i, n in enumerate(tables)}
         if found != expected:
             raise ArchiveUnreadable(
                 f"session {session_id}'s archive does not add up (rows added per table: {found}; "

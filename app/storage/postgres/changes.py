@@ -1,30 +1,35 @@
-"""Change tracking on PostgreSQL: what a session schema wrote since its template, from its step log.
+"""Change tracking on PostgreSQL: what a session schema wrote since it was seeded, from its log.
 
-Invariant: the log holds exactly the rows that differ from the template (it commits or vanishes
-with them); a schema whose log cannot be trusted is dumped whole. Details:
-docs/storage.md#change-tracking-postgresql.
+Invariant: the log holds exactly the rows that differ from the seeded state (it commits or
+vanishes with them); a schema whose log cannot be trusted is dumped whole. The seeded state
+itself is read on the session's own connection, its log undone in a savepoint that is rolled
+back (no schema holds it). Details: docs/storage.md#change-tracking-postgresql.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from sqlalchemy import Connection, MetaData
+from sqlalchemy.exc import DBAPIError
 
 from app.sdk.compare_spec import CompareSpec
 from app.storage.meta import Changes, foreign_key_guarded
 from app.storage.postgres.db import (
     META_TABLE,
+    SEED_TABLE,
     checked_schema,
+    has_table,
     quoted,
     schema_of,
     step_logged,
     step_trigger_name,
 )
-from app.storage.postgres.steplog import PG_STEP_LOG_VERSION
-from app.storage.steplog import STEP_ROWS_TABLE
+from app.storage.postgres.steplog import PG_STEP_LOG_VERSION, PgStepLog
+from app.storage.steplog import STEP_ROWS_TABLE, UndoUnavailable
 
 
 def _key_columns(metadata: MetaData, compare: CompareSpec) -> dict[str, list[str]]:
@@ -41,13 +46,17 @@ def _key_columns(metadata: MetaData, compare: CompareSpec) -> dict[str, list[str
 class PgChangeReader:
     """The change reader the backend binds to its connections (app/storage/tracking.py).
 
-    `template_of(fingerprint, snapshot key)` names the template schema a session of that
-    snapshot was cloned from, or None when `fingerprint` is not the running models'.
+    `template_of(fingerprint, snapshot key)` names the seeded state of a session of that snapshot
+    (the key its dump is kept under), or None when `fingerprint` is not the running models';
+    `base` is the base template schema of the running models.
     """
 
-    def __init__(self, metadata: MetaData, compare: CompareSpec, template_of: Any):
+    def __init__(
+        self, metadata: MetaData, compare: CompareSpec, template_of: Any, base: str | None = None
+    ):
         self.metadata = metadata
         self.template_of = template_of
+        self.base = base  # the base template schema sessions are seeded over
         self.logged = step_logged(metadata)  # tables with a trigger -> integer key or None
         self.guarded = foreign_key_guarded(metadata, compare)
         keys = _key_columns(metadata, compare)
@@ -105,8 +114,38 @@ class PgChangeReader:
         frozen = {t: frozenset(ids) for t, ids in rows.items() if t not in unkeyed}
         twin = f"{meta['template']}:{meta['snapshot']}"  # the SQLite snapshot's tracking key
         return Changes(
-            f"pg:{template}", frozenset(changed), frozen, origin=_origin(template), twin=twin
+            f"pg:{template}",
+            frozenset(changed),
+            frozen,
+            origin=_as_seeded(schema, self.metadata),
+            twin=twin,
+            seeded=self._seed_rows_of(schema),
         )
+
+    def _seed_rows_of(self, schema: str) -> Any:
+        def seeded(conn: Connection) -> Changes | None:
+            """What the session's seed wrote over the base template (`_stategym_seed`: each
+            table's rows, identified by their integer key), or None (a schema of an older
+            release, or seeded by none). Every table written is marked "#key", the cautious
+            reading (references to it are re-read)."""
+            if self.base is None or not has_table(conn, schema, SEED_TABLE):
+                return None
+            found = conn.exec_driver_sql(
+                f"SELECT tbl, rows::text FROM {quoted(schema)}.{SEED_TABLE}"
+            ).all()
+            changed: set[str] = set()
+            rows: dict[str, frozenset[int]] = {}
+            for table, written in found:
+                if table not in self.metadata.tables:
+                    return None
+                changed |= {table, f"{table}#key"}
+                key = self.logged.get(table)
+                if key is not None:
+                    rows[table] = frozenset(int(row[key]) for row in json.loads(written))
+            origin = _in_schema(self.base)
+            return Changes(f"pg:{self.base}", frozenset(changed), rows, origin=origin)
+
+        return seeded
 
 
 def _bare(name: str) -> str:
@@ -114,7 +153,7 @@ def _bare(name: str) -> str:
     return quoted(name)[1:-1]
 
 
-def _origin(template: str) -> Any:
+def _in_schema(template: str) -> Any:
     @contextmanager
     def read_template(conn: Connection) -> Iterator[Connection | None]:
         """`conn`, its statements pointed at the template schema for the duration (same
@@ -133,3 +172,24 @@ def _origin(template: str) -> Any:
             conn.execution_options(schema_translate_map=previous)
 
     return read_template
+
+
+def _as_seeded(schema: str, metadata: MetaData) -> Any:
+    @contextmanager
+    def read_as_seeded(conn: Connection) -> Iterator[Connection | None]:
+        """`conn` (on session schema `schema`, in its transaction) holding the session's state as
+        seeded for the duration: its step log undone in a savepoint, rolled back after; None
+        where it cannot be undone (a READ ONLY transaction, a log that does not apply)."""
+        conn.exec_driver_sql("SAVEPOINT stategym_seeded")
+        try:
+            PgStepLog(conn, schema, metadata).undo_to(0)
+            undone = True
+        except (UndoUnavailable, DBAPIError):
+            undone = False
+        try:
+            yield conn if undone else None
+        finally:
+            conn.exec_driver_sql("ROLLBACK TO SAVEPOINT stategym_seeded")
+            conn.exec_driver_sql("RELEASE SAVEPOINT stategym_seeded")
+
+    return read_as_seeded

@@ -38,6 +38,10 @@ _FN_PLACEHOLDER = "sgfunctionsplaceholderzz"
 # The step log (app/storage/postgres/steplog.py): its tables, in every template and session.
 STEP_LOG_TABLES = (STEPS_TABLE, STEP_ROWS_TABLE, STEP_COLS_TABLE)
 STEP_TRIGGER_FUNCTION = "_stategym_step_log"
+# What a session's seed wrote over its environment's base template: per table, the rows as the
+# snapshot holds them (JSON, PostgreSQL's own text of each value). A session is the base plus
+# these rows (app/storage/postgres/seed_rows.py); recycling takes them back, an archive keeps them.
+SEED_TABLE = "_stategym_seed"
 
 
 def checked_schema(name: str) -> str:
@@ -216,6 +220,9 @@ def schema_ddl(metadata: MetaData) -> Ddl:
         f"CONSTRAINT {VERSION_TABLE}_pkc PRIMARY KEY (version_num))"
     )
     tables += _step_log_tables()
+    tables.append(
+        f"CREATE TABLE {_PLACEHOLDER}.{SEED_TABLE} (tbl TEXT PRIMARY KEY, rows JSON NOT NULL)"
+    )
     logged = step_logged(metadata)
     ddl = Ddl(
         ";\n".join(tables),
@@ -371,16 +378,19 @@ def clone_sql(
     maxima: dict[str, int],
     *,
     step_log: bool = True,
+    seed_rows: bool = True,
 ) -> str:
     """One script: create `target` like the models, copy every row of `source` (its step log
-    too: empty in a template, a session's own in a fork), align sequences, add the step triggers.
+    too: empty in a template, a session's own in a fork; and its seed rows), align sequences,
+    add the step triggers.
 
     Rows go in before the indexes are built and the foreign keys are added `NOT VALID` (they
     are enforced on every later write; the copied rows are a valid template's): measured ~2x
     faster than checking 6,500 retail rows one by one (docs/postgres.md). `maxima` is the
     largest id per SERIAL table in the source: sequences continue after it, as SQLite's rowid
-    does, so a row a tool inserts gets the same id on both backends. `step_log=False`: a
-    source schema built before the step log (retained from an older release) has none to copy.
+    does, so a row a tool inserts gets the same id on both backends. `step_log=False` /
+    `seed_rows=False`: a source schema of an older release has no step log / no seed rows
+    table to copy.
     """
     src, dst = quoted(checked_schema(source)), quoted(checked_schema(target))
     ddl = schema_ddl(metadata)
@@ -388,6 +398,8 @@ def clone_sql(
     names = [quoted(t.name) for t in metadata.sorted_tables] + [META_TABLE, VERSION_TABLE]
     if step_log:
         names += STEP_LOG_TABLES
+    if seed_rows:
+        names.append(SEED_TABLE)
     parts += [f"INSERT INTO {dst}.{name} SELECT * FROM {src}.{name}" for name in names]
     parts.append(in_schema(ddl.indexes, target))
     parts += [in_schema(fk, target) + " NOT VALID" for fk in ddl.foreign_keys]
@@ -413,8 +425,19 @@ def step_rows_sequence_sql(schema: str) -> str:
     )
 
 
+def has_table(conn: Connection, schema: str, table: str) -> bool:
+    """Whether `schema` has `table` (a framework table an older release's schema may lack)."""
+    name = f"{quoted(checked_schema(schema))}.{quoted(table)}"
+    return bool(conn.exec_driver_sql("SELECT to_regclass(%(t)s) IS NOT NULL", {"t": name}).scalar())
+
+
 def drop_schema_sql(schema: str) -> str:
     return f"DROP SCHEMA IF EXISTS {quoted(checked_schema(schema))} CASCADE"
+
+
+def drop_schemas_sql(schemas: list[str]) -> str:
+    names = ", ".join(quoted(checked_schema(schema)) for schema in schemas)
+    return f"DROP SCHEMA IF EXISTS {names} CASCADE"
 
 
 def advisory_key(text: str) -> int:

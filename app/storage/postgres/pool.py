@@ -1,11 +1,12 @@
-"""A bounded pool of pre-cloned session schemas per snapshot, refilled off the request path.
+"""A bounded pool of pre-cloned session schemas per template, refilled off the request path.
 
 A seed that finds a ready clone renames it (`ALTER SCHEMA ... RENAME`) instead of cloning the
 template (docs/postgres.md). Pooled schemas are named `<prefix>_p_<32 hex>`, never match the
-session pattern (`<prefix>_s_%`), and hold exactly what a fresh clone holds.
-- Bounded: up to `per_snapshot` ready schemas for each of the `max_templates` snapshots seeded
-  most recently (its first seed clones); sessions deleted at close come back reset
-  (app/storage/postgres/recycle.py), up to twice that. An older snapshot's schemas are dropped.
+session pattern (`<prefix>_s_%`), and hold exactly what a fresh clone holds. The store's one
+template is the environment's base (sessions add their seed rows: postgres/seed_rows.py).
+- Bounded: up to `per_snapshot` ready schemas for each of the `max_templates` templates taken
+  from most recently (the first seed clones); sessions deleted at close come back reset
+  (app/storage/postgres/recycle.py), up to `keep` of them. An older template's are dropped.
 - Off the request path: one daemon thread clones; a seed only pops a name (under a lock).
 - Dispose drops every pooled schema this process made; `sweep()` at start drops those a crash
   left. If another replica's sweep drops a listed schema, the rename fails and the seed clones.
@@ -22,15 +23,22 @@ from collections.abc import Callable
 from sqlalchemy import Engine, text
 from sqlalchemy.exc import DBAPIError
 
-from app.storage.postgres.db import checked_schema, drop_schema_sql, quoted
+from app.storage.postgres.db import checked_schema, drop_schema_sql, drop_schemas_sql, quoted
 
 log = logging.getLogger(__name__)
 
 # Clones the named template into a new schema of the given name (one transaction).
 CloneInto = Callable[[str, str], None]
-# Snapshots whose schemas the pool keeps ready: a training run seeds each task's group at once
-# and moves on, so a pool for every task ever seeded would grow the catalog without end.
+# Templates whose schemas the pool keeps ready. The store takes from one (the base template);
+# when it took from one per task, a training run (each task's group seeded at once, never
+# again) grew the catalog without end.
 MAX_TEMPLATES = 16
+# Returned (recycled) schemas kept ready per template: about the sessions in flight at once of a
+# training run's server (c=64 in bench/soak.py).
+KEEP_RETURNED = 64
+# Pooled schemas dropped per transaction at shutdown: each takes ~70 locks, and the server's
+# lock table holds max_locks_per_transaction (64) x max_connections for all transactions.
+DROP_BATCH = 8
 
 
 class SchemaPool:
@@ -41,9 +49,11 @@ class SchemaPool:
         per_snapshot: int,
         clone_into: CloneInto,
         max_templates: int = MAX_TEMPLATES,
+        keep: int = KEEP_RETURNED,
     ):
         self.engine = engine
         self.max_templates = max_templates
+        self.keep = max(keep, 2 * per_snapshot)  # ready schemas of a template kept at most
         self.prefix = checked_schema(prefix)
         self.per_snapshot = per_snapshot
         self._clone_into = clone_into
@@ -102,10 +112,14 @@ class SchemaPool:
             return self._room_locked(template)
 
     def _room_locked(self, template: str) -> bool:
-        # Up to twice the refill target: a session returned after its replacement was cloned
-        # is kept, so with deleting retention the pool soon refills from closes alone.
+        # Up to `keep` (at least twice the refill target): a session returned after its
+        # replacement was cloned is kept, so with deleting retention the pool refills from closes
+        # alone. Only returned schemas go beyond the target, so at most as many wait as were in
+        # use at once; dropping them instead meant cloning new ones at the next burst, and every
+        # new schema left its foreign-key plans in every backend, which each rename walks: the
+        # backends' CPU per rollout grew with every drop-and-clone (bench/README.md).
         ready = self._ready.get(template)
-        return not self._stopped and ready is not None and len(ready) < 2 * self.per_snapshot
+        return not self._stopped and ready is not None and len(ready) < self.keep
 
     def put(self, template: str, name: str) -> bool:
         """Keep `name`, a schema reset to `template`'s state (a recycled session), as ready;
@@ -180,8 +194,7 @@ class SchemaPool:
                     {"p": self.pattern()},
                 )
             ]
-        for name in names:
-            self.drop_quietly(name)
+        self.drop_all_quietly(names)
         return len(names)
 
     def dispose(self) -> None:
@@ -195,8 +208,19 @@ class SchemaPool:
         self._wake.set()
         if thread is not None:
             thread.join()
-        for name in names:
-            self.drop_quietly(name)
+        self.drop_all_quietly(names)
+
+    def drop_all_quietly(self, names: list[str]) -> None:
+        """Drop `names`, a few per transaction (up to 64 wait at shutdown; one transaction
+        each took longer than a server is given to stop), else one by one."""
+        for i in range(0, len(names), DROP_BATCH):
+            batch = names[i : i + DROP_BATCH]
+            try:
+                with self.engine.begin() as conn:
+                    conn.exec_driver_sql(drop_schemas_sql(batch))
+            except DBAPIError:  # the lock table full, say: each on its own
+                for name in batch:
+                    self.drop_quietly(name)
 
     def drop_quietly(self, name: str) -> None:
         try:

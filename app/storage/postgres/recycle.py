@@ -1,8 +1,9 @@
-"""A deleted session's schema reset to its template and put back in the schema pool.
+"""A deleted session's schema reset to the base template and put back in the schema pool.
 
-Invariant: a recycled schema holds what a fresh clone holds (tests/test_pg_recycle.py), or it
-is dropped; one transaction under the session's lock. Steps and costs:
-docs/storage.md#recycled-schemas-postgresql.
+Invariant: a recycled schema holds what a fresh clone of the base holds (tests/test_pg_recycle.py),
+or it is dropped; one transaction under the session's lock: the step log undone to 0 (as
+seeded), then the seed rows written back to the base's (app/storage/postgres/seed_rows.py).
+Steps and costs: docs/storage.md#recycled-schemas-postgresql.
 """
 
 from __future__ import annotations
@@ -16,8 +17,10 @@ from sqlalchemy.exc import DBAPIError
 from app.storage.postgres.changes import PgChangeReader
 from app.storage.postgres.db import (
     META_TABLE,
+    SEED_TABLE,
     STEP_TRIGGER_FUNCTION,
     VERSION_TABLE,
+    has_table,
     in_schema,
     legacy_step_function_sql,
     quoted,
@@ -27,6 +30,7 @@ from app.storage.postgres.db import (
     step_rows_sequence_sql,
 )
 from app.storage.postgres.pool import SchemaPool
+from app.storage.postgres.seed_rows import revert_script
 from app.storage.postgres.steplog import PgStepLog
 from app.storage.steplog import UndoUnavailable
 
@@ -39,7 +43,7 @@ TemplateFacts = Callable[[Connection, str], tuple[dict[str, int], dict[str, int]
 
 
 class _Mismatch(Exception):
-    """The reset schema does not hold the template's row counts."""
+    """The reset schema does not hold the base template's row counts."""
 
 
 def recycle(
@@ -49,35 +53,44 @@ def recycle(
     changes: PgChangeReader,
     pool: SchemaPool,
     facts: TemplateFacts,
+    base: str,
     before_reset: Callable[[Connection, str], None] | None = None,
 ) -> bool:
-    """Reset session schema `schema` to its template and add it to `pool`; False when it cannot
-    be (the caller drops or keeps it). Nothing is changed then. `before_reset(conn, template)`
-    runs first in the same transaction (archiving a kept session: app/storage/postgres/
+    """Reset session schema `schema` to base template `base` and add it to `pool`; False when
+    it cannot be (the caller drops or keeps it). Nothing is changed then. `before_reset(conn,
+    base)` runs first in the same transaction (archiving a kept session: app/storage/postgres/
     archive.py), so it is undone with the reset when that fails."""
     if any(not table.primary_key.columns for table in metadata.tables.values()):
         return False  # its rows are not in the log (no identity): the undo cannot reset it
+    if not pool.has_room(base):
+        return False
     name = pool.new_name()
     try:
         with session_connection(engine, schema) as conn, conn.begin():
-            tracked = changes(conn, metadata.tables)
-            template = tracked.snapshot.removeprefix("pg:") if tracked is not None else None
-            if template is None or not pool.has_room(template):
+            # Seeded under the running models (else untracked), with its seed rows recorded.
+            if changes(conn, metadata.tables) is None or not has_table(conn, schema, SEED_TABLE):
+                return False
+            seeded = [
+                row[0]
+                for row in conn.exec_driver_sql(f"SELECT tbl FROM {quoted(schema)}.{SEED_TABLE}")
+            ]
+            if any(t not in metadata.tables for t in seeded):
                 return False
             if before_reset is not None:
-                before_reset(conn, template)
+                before_reset(conn, base)
             PgStepLog(conn, schema, metadata).undo_to(0)
-            s, t = quoted(schema), quoted(template)
-            maxima, counts = facts(conn, template)
+            s, t = quoted(schema), quoted(base)
+            maxima, counts = facts(conn, base)
             script = [
+                revert_script(schema, base, metadata, seeded),
                 f"DELETE FROM {s}.{META_TABLE}",
                 f"INSERT INTO {s}.{META_TABLE} SELECT * FROM {t}.{META_TABLE}",
                 f"DELETE FROM {s}.{VERSION_TABLE}",
                 f"INSERT INTO {s}.{VERSION_TABLE} SELECT * FROM {t}.{VERSION_TABLE}",
                 step_rows_sequence_sql(schema),
             ]
-            # Each sequence as a clone sets it (clone_sql): after the template's largest id, or
-            # as new when the template's table is empty.
+            # Each sequence as a clone sets it (clone_sql): after the base's largest id, or as
+            # new when the base's table is empty.
             for table, column in serial_columns(metadata):
                 sequence = f"pg_get_serial_sequence('{s}.{quoted(table.name)}', '{column}')"
                 top = int(maxima.get(table.name) or 0)
@@ -102,6 +115,6 @@ def recycle(
     except (_Mismatch, UndoUnavailable, DBAPIError) as exc:
         log.warning("session schema %s not reset into the pool (%s)", schema, exc)
         return False
-    if not pool.put(template, name):  # filled meanwhile: not needed
+    if not pool.put(base, name):  # filled meanwhile: not needed
         pool.drop_quietly(name)
     return True

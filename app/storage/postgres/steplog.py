@@ -26,9 +26,11 @@ from sqlalchemy.sql.selectable import TextualSelect
 
 from app.storage.postgres.db import (
     META_TABLE,
+    SEED_TABLE,
     STEP_LOG_TABLES,
     VERSION_TABLE,
     checked_schema,
+    has_table,
     quoted,
     schema_of,
     serial_columns,
@@ -370,12 +372,15 @@ def export_schema(conn: Connection, schema: str, metadata: MetaData) -> bytes:
         {"format", "meta": {key: value}, "sequences": {table: [last_value, is_called]},
          "tables": {name: "<JSON array of row objects>"}}
 
-    one entry per table of the environment, `_stategym_meta`, `alembic_version` and the step
-    log's three; each table's rows are kept as the text `json_agg` wrote (PostgreSQL's own text
-    of every value), restored by `json_populate_recordset`, so every value comes back exactly.
+    one entry per table of the environment, `_stategym_meta`, `alembic_version`, the step
+    log's three and `_stategym_seed`; each table's rows are kept as the text `json_agg` wrote
+    (PostgreSQL's own text of every value), restored by `json_populate_recordset`, so every
+    value comes back exactly.
     """
     s = quoted(checked_schema(schema))
     names = [t.name for t in metadata.sorted_tables] + [META_TABLE, VERSION_TABLE, *STEP_LOG_TABLES]
+    if has_table(conn, schema, SEED_TABLE):  # an older release's schema has none
+        names.append(SEED_TABLE)
     tables: dict[str, str] = {}
     for name in names:
         tables[name] = str(
@@ -408,7 +413,7 @@ def reopened_export(image: bytes, metadata: MetaData) -> tuple[bytes, dict[str, 
     if not isinstance(doc, dict) or doc.get("format") != EXPORT_FORMAT:
         raise ValueError(f"not a PostgreSQL session export ({EXPORT_FORMAT})")
     tables = doc.get("tables")
-    known = set(metadata.tables) | {META_TABLE, VERSION_TABLE, *STEP_LOG_TABLES}
+    known = set(metadata.tables) | {META_TABLE, VERSION_TABLE, *STEP_LOG_TABLES, SEED_TABLE}
     if not isinstance(tables, dict) or not set(tables) <= known:
         raise ValueError("the export's tables are not this environment's")
     meta = {str(k): str(v) for k, v in dict(doc.get("meta") or {}).items() if k != "last_write"}

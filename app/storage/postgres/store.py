@@ -1,24 +1,27 @@
-"""Task templates and session schemas on PostgreSQL.
+"""The base template and session schemas on PostgreSQL.
 
-A task's seeded state is built once per database as a template schema `<prefix>_t_<digest>`, by
-copying the rows of the SQLite snapshot image; gold replays and seed dumps run on those SQLite
-images, so both backends verify against the very same reference. A session is one script in one
-transaction (`CREATE SCHEMA <prefix>_s_<id>`, the models' DDL, `INSERT ... SELECT` from the
-template, `setval` of each sequence, the step log's triggers; docs/postgres.md), or the rename
-of a pooled clone (app/storage/postgres/pool.py). Template builds take an advisory lock, so
-racing replicas build one. A fork is the same clone from the parent's schema (step log
-included), rewound in that transaction when it is as of an earlier step; a restore fills a new
-schema from an export (app/storage/postgres/steplog.py).
+An environment's base (its template image: schema and base data) is built once per database and
+models as a template schema `<prefix>_t_<digest>`, copying the image's rows. A session is a
+clone of it (a pooled one renamed, app/storage/postgres/pool.py, else one script: `CREATE
+SCHEMA`, the DDL, `INSERT ... SELECT`, `setval`, the step triggers; docs/postgres.md) with its
+task's seed rows written over it in the same transaction (app/storage/postgres/seed_rows.py):
+no schema per task, so distinct tasks never grow the catalog. Gold replays and seed dumps run
+on the SQLite snapshot images the seed rows come from. A fork clones the parent's schema (step
+log included), rewound in that transaction when it is as of an earlier step; a restore fills a
+new schema from an export (app/storage/postgres/steplog.py).
 """
 
 from __future__ import annotations
 
+import json
+import logging
 import threading
 from typing import Any
 
 from sqlalchemy import Connection, Engine, func, select, text
-from sqlalchemy.exc import ProgrammingError
+from sqlalchemy.exc import DBAPIError, ProgrammingError
 
+from app.core.lru import LRU
 from app.core.tasks import TaskSpec
 from app.errors import CannotRewind, SessionNotFound
 from app.sdk.environment import Environment
@@ -28,12 +31,15 @@ from app.storage.postgres.archive import SessionArchive
 from app.storage.postgres.changes import PgChangeReader
 from app.storage.postgres.db import (
     META_TABLE,
+    SEED_TABLE,
     VERSION_TABLE,
     SchemaNames,
     advisory_key,
+    checked_schema,
     clone_sql,
     drop_schema_sql,
     ensure_step_function,
+    has_table,
     in_schema,
     quoted,
     retry_when_lock_table_full,
@@ -43,15 +49,21 @@ from app.storage.postgres.db import (
 )
 from app.storage.postgres.pool import SchemaPool
 from app.storage.postgres.recycle import recycle
+from app.storage.postgres.seed_rows import KEPT_META, SeedRows, seed_rows_of, seed_script
 from app.storage.postgres.steplog import PG_STEP_LOG_VERSION, PgStepLog, restore_statements
-from app.storage.postgres.templates import drop_stale_templates, template_name
+from app.storage.postgres.templates import BASE_KEY, drop_stale_templates, template_name
 from app.storage.sqlite import db as sqlite_db
 from app.storage.sqlite.store import Snapshot, Store
 from app.storage.steplog import STEP_COLS_TABLE, UndoUnavailable, check_step
 
+log = logging.getLogger("stategym.postgres")
+# Snapshots whose seed rows a process keeps (a few KB each; a GRPO group reads them 8 times).
+SEED_ROWS_CACHE = 256
+SEED_ROWS_CACHE_BYTES = 64 * 2**20
+
 
 class PgStore:
-    """Template schemas per task (built once per database) and one schema per session."""
+    """One base template schema per environment and models, and one schema per session."""
 
     def __init__(
         self,
@@ -69,9 +81,15 @@ class PgStore:
         self._maxima: dict[str, dict[str, int]] = {}  # template schema -> SERIAL maxima
         self._counts: dict[str, dict[str, int]] = {}  # template schema -> rows per table
         self._lock = threading.Lock()
-        # Pre-cloned session schemas per snapshot (app/storage/postgres/pool.py); 0: off.
-        # What a session schema changed since its template (verify, recycling).
-        self.changes = PgChangeReader(self.env.metadata, self.env.compare, self.template_of)
+        # snapshot key -> (its image, its seed rows)
+        self._seeds: LRU[str, tuple[bytes, SeedRows]] = LRU(
+            SEED_ROWS_CACHE, max_bytes=SEED_ROWS_CACHE_BYTES, size_of=lambda e: e[1].size
+        )
+        # Pre-cloned schemas of the base template (app/storage/postgres/pool.py); 0: off.
+        # What a session schema changed since it was seeded (verify, recycling).
+        self.changes = PgChangeReader(
+            self.env.metadata, self.env.compare, self.template_of, self.base_schema
+        )
         self.pool: SchemaPool | None = None
         # Kept sessions closed into archives (app/storage/postgres/archive.py).
         self.archive = SessionArchive(engine, names)
@@ -104,30 +122,47 @@ class PgStore:
     def template_image(self) -> bytes:
         return self.sqlite.template_image()
 
+    @property
+    def base_schema(self) -> str:
+        """The environment's base template schema: what every session is cloned from."""
+        return template_name(self.names, self.fingerprint, BASE_KEY)
+
     def template_schema(self, snapshot: Snapshot) -> str:
+        """The name change tracking gives `snapshot`'s seeded state (`template_of`); no schema
+        of that name is made (`reference_template` makes one, for tests)."""
         return template_name(self.names, self.fingerprint, snapshot.key)
 
     def template_of(self, fingerprint: str | None, snapshot_key: str | None) -> str | None:
-        """The template schema a session of `snapshot_key` (its meta) was cloned from, if it was
-        built for the running models (`fingerprint` = theirs), else None."""
+        """The name of the seeded state a session of `snapshot_key` (its meta) started from, if
+        it was seeded under the running models (`fingerprint` = theirs), else None."""
         if fingerprint != self.fingerprint or snapshot_key is None:
             return None
         return template_name(self.names, self.fingerprint, snapshot_key)
 
-    # --- templates -------------------------------------------------------------------------------
-    def ensure_template(self, snapshot: Snapshot) -> tuple[str, dict[str, int]]:
-        """The task's template schema (built on first use) and its SERIAL maxima."""
-        schema = self.template_schema(snapshot)
+    # --- the base template ---------------------------------------------------------------------
+    def ensure_base(self) -> tuple[str, dict[str, int]]:
+        """The base template schema (built on first use) and its SERIAL maxima."""
+        schema = self.base_schema
         maxima = self._maxima.get(schema)
         if maxima is None:
             with self._lock:
                 maxima = self._maxima.get(schema)
                 if maxima is None:
+                    meta = {"snapshot": BASE_KEY}
+                    image = self.template_image()
                     maxima = retry_when_lock_table_full(
-                        lambda: self._build_template(schema, snapshot)
+                        lambda: self._build_template(schema, image, meta)
                     )
                     self._maxima[schema] = maxima
         return schema, maxima
+
+    def reference_template(self, snapshot: Snapshot) -> str:
+        """The previous build, kept as the reference of tests/test_pg_seed_rows.py: a template
+        schema per task, every row copied from the snapshot's image (dropped by the caller)."""
+        schema = self.template_schema(snapshot)
+        maxima = self._build_template(schema, snapshot.image, {})
+        self._maxima[schema] = maxima
+        return schema
 
     def template_facts(
         self, conn: Connection, template: str
@@ -146,7 +181,8 @@ class PgStore:
             maxima = self._read_maxima(conn, template)
         return maxima, counts
 
-    def _build_template(self, schema: str, snapshot: Snapshot) -> dict[str, int]:
+    def _build_template(self, schema: str, image: bytes, meta: dict[str, str]) -> dict[str, int]:
+        """A template schema holding every row of `image` (its meta's kept keys, and `meta`)."""
         with self.engine.begin() as conn:
             # One builder per template across every replica; the others wait, then reuse it.
             conn.execute(select(func.pg_advisory_xact_lock(advisory_key(schema))))
@@ -157,7 +193,7 @@ class PgStore:
                 ddl = schema_ddl(self.env.metadata)
                 conn.exec_driver_sql(f"CREATE SCHEMA {quoted(schema)}")
                 conn.exec_driver_sql(in_schema(ddl.full, schema))
-                self._copy_rows(conn, schema, snapshot)
+                self._copy_rows(conn, schema, image, meta)
                 cols_table = f"{quoted(schema)}.{STEP_COLS_TABLE}"
                 conn.execute(
                     text(f"INSERT INTO {cols_table} (tbl, cols) VALUES (:t, :c)"),
@@ -167,8 +203,8 @@ class PgStore:
                 conn.exec_driver_sql(in_schema(ddl.triggers, schema))
             return self._read_maxima(conn, schema)
 
-    def _copy_rows(self, conn: Any, schema: str, snapshot: Snapshot) -> None:
-        source = sqlite_db.memory_from_image(snapshot.image)
+    def _copy_rows(self, conn: Any, schema: str, image: bytes, extra: dict[str, str]) -> None:
+        source = sqlite_db.memory_from_image(image)
         engine = sqlite_db.bind_engine(source, begin="BEGIN")
         try:
             # COPY through the transaction's own psycopg connection: ~10x an executemany INSERT.
@@ -184,10 +220,9 @@ class PgStore:
         finally:
             engine.dispose()
             source.close()
-        keep: dict[str, str] = {
-            k: meta[k] for k in ("env", "template", "snapshot", "now") if k in meta
-        }
+        keep: dict[str, str] = {k: meta[k] for k in KEPT_META if k in meta}
         keep.setdefault("env", self.env.name)
+        keep.update(extra)
         keep["step_log"] = PG_STEP_LOG_VERSION
         conn.execute(
             text(f"INSERT INTO {quoted(schema)}.{META_TABLE} (key, value) VALUES (:k, :v)"),
@@ -211,16 +246,67 @@ class PgStore:
         return maxima
 
     # --- sessions --------------------------------------------------------------------------------
+    def seed_rows(self, snapshot: Snapshot) -> SeedRows:
+        """The rows `snapshot` holds over the base template (app/storage/postgres/seed_rows.py),
+        read from its image once per process while it stays in a bounded cache."""
+        with self._lock:
+            cached = self._seeds.get(snapshot.key)
+        if cached is not None and cached[0] is snapshot.image:
+            return cached[1]
+        rows = seed_rows_of(snapshot.image, self.env.metadata, self.env.name, PG_STEP_LOG_VERSION)
+        with self._lock:
+            self._seeds.put(snapshot.key, (snapshot.image, rows))
+        return rows
+
     def create_session(self, session_id: str, snapshot: Snapshot) -> str:
-        """Clone the task's template into the session's own schema; returns the schema name."""
-        source, _ = self.ensure_template(snapshot)
+        """The session's schema: a clone of the base template (a pooled one renamed, else one
+        cloned now) and the snapshot's seed rows written over it, in ONE transaction (a crash
+        leaves no half-seeded schema); returns the schema name."""
+        base, maxima = self.ensure_base()
+        seed = self.seed_rows(snapshot)
         target = self.names.session(session_id)
         if self.pool is not None:
-            pooled = self.pool.take(source)
-            if pooled is not None and self.pool.rename(pooled, target):
-                return target  # a ready clone, renamed: ~ms instead of a clone
-        retry_when_lock_table_full(lambda: self._clone(source, target))
+            pooled = self.pool.take(base)
+            if pooled is not None and self._seed_pooled(base, pooled, target, seed):
+                return target  # ~ms: a rename and a few upserts instead of a clone
+
+        def clone_and_seed() -> None:
+            with self.engine.begin() as conn:
+                conn.exec_driver_sql(clone_sql(self.env.metadata, base, target, maxima))
+                self._write_seed(conn, target, seed)
+
+        retry_when_lock_table_full(clone_and_seed)
         return target
+
+    def _seed_pooled(self, base: str, pooled: str, target: str, seed: SeedRows) -> bool:
+        """Rename pooled schema `pooled` to `target` and seed it; False (the caller clones) when
+        the pooled schema is gone. A seed PostgreSQL refuses raises, the pooled schema intact."""
+        assert self.pool is not None
+        rename = f"ALTER SCHEMA {quoted(checked_schema(pooled))} RENAME TO {quoted(target)}"
+        with self.engine.connect() as conn:
+            transaction = conn.begin()
+            try:
+                conn.exec_driver_sql(rename)
+            except DBAPIError as exc:  # dropped by a replica's start-up sweep, or target exists
+                transaction.rollback()
+                log.warning("pooled schema %s not usable (%s); cloning", pooled, exc.orig)
+                self.pool.drop_quietly(pooled)
+                return False
+            try:
+                self._write_seed(conn, target, seed)
+                transaction.commit()
+            except BaseException:
+                if transaction.is_active:
+                    transaction.rollback()
+                if not self.pool.put(base, pooled):  # untouched: back in the pool
+                    self.pool.drop_quietly(pooled)
+                raise
+        return True
+
+    def _write_seed(self, conn: Connection, schema: str, seed: SeedRows) -> None:
+        raw = conn.connection.driver_connection
+        assert raw is not None
+        raw.execute(seed_script(raw, schema, self.env.metadata, seed).encode())
 
     def _clone(self, source: str, target: str) -> None:
         with self.engine.begin() as conn:
@@ -246,9 +332,11 @@ class PgStore:
                     check_step(source, at_step, tables) if at_step is not None else source.count()
                 )
             maxima = self._read_maxima(conn, source_schema)
-            conn.exec_driver_sql(
-                clone_sql(self.env.metadata, source_schema, target, maxima, step_log=logged)
+            seeded = has_table(conn, source_schema, SEED_TABLE)  # none in an older release's
+            script = clone_sql(
+                self.env.metadata, source_schema, target, maxima, step_log=logged, seed_rows=seeded
             )
+            conn.exec_driver_sql(script)
             if logged and at_step is not None and at_step < step:
                 try:
                     PgStepLog(conn, target, self.env.metadata).undo_to(at_step, sequences=True)
@@ -270,6 +358,8 @@ class PgStore:
             for statement, params in restore_statements(image, target, self.env.metadata):
                 conn.exec_driver_sql(statement, params)
             script = [in_schema(ddl.indexes, target)]
+            if SEED_TABLE not in json.loads(image)["tables"]:  # an older release's export:
+                script.append(f"DROP TABLE {quoted(target)}.{SEED_TABLE}")  # never recycled
             script += [in_schema(fk, target) + " NOT VALID" for fk in ddl.foreign_keys]
             script += [step_rows_sequence_sql(target), in_schema(ddl.triggers, target)]
             conn.exec_driver_sql(";\n".join(script))
@@ -324,22 +414,30 @@ class PgStore:
         )
 
     def recycle_session(self, session_id: str) -> bool:
-        """A deleted session's schema reset into the pool instead of dropped, when the pool of
-        its template has room (app/storage/postgres/recycle.py); False: drop it."""
+        """A deleted session's schema reset to the base template into the pool instead of
+        dropped, when the pool has room (app/storage/postgres/recycle.py); False: drop it."""
         if self.pool is None:
             return False
         schema = self.names.session(session_id)
+        base, _ = self.ensure_base()
         return recycle(
-            self.engine, schema, self.env.metadata, self.changes, self.pool, self.template_facts
+            self.engine,
+            schema,
+            self.env.metadata,
+            self.changes,
+            self.pool,
+            self.template_facts,
+            base,
         )
 
     def archive_session(self, session_id: str) -> bool:
         """A kept session, closing: archived as its step log and its schema reset into the pool,
-        when the pool of its template has room (app/storage/postgres/archive.py); False: nothing
-        changed (the caller keeps the schema)."""
+        when the pool has room (app/storage/postgres/archive.py); False: nothing changed (the
+        caller keeps the schema)."""
         if self.pool is None:
             return False
         schema = self.names.session(session_id)
+        base, _ = self.ensure_base()
 
         def archive(conn: Connection, template: str) -> None:
             self.write_status(conn, session_id, "closed")
@@ -359,6 +457,7 @@ class PgStore:
             self.changes,
             self.pool,
             self.template_facts,
+            base,
             before_reset=archive,
         )
 

@@ -1,15 +1,14 @@
 """Template schema names, and dropping the templates no release will clone again.
 
-A template schema is `<prefix>_t_<digest>`, digest = sha256 of the models' schema fingerprint, the
-template layout and the task's snapshot key: a model change (or a new layout) makes new names, so
-a template for other models is never cloned. Those old ones are dropped when a store opens (server
-start, every worker) and after `stategym migrate sessions`: every `<prefix>_t_%` (and pooled
-`<prefix>_p_%`) schema whose meta says it is this environment's, but whose name is not the one the
-running models give its snapshot. Session schemas (`_s_`), other environments' templates (several
-deployments may share a prefix) and schemas without a readable meta are never touched.
-
-With several replicas on one prefix, run one release at a time: a replica of the old release
-still serving would find its templates gone (its next clone fails; it must be restarted anyway).
+A template schema is `<prefix>_t_<digest>`, digest = sha256 of the models' fingerprint, the
+template layout and a snapshot key: `BASE_KEY`, the environment's base, is the one template
+sessions are cloned from (releases before seed rows made one per task). Other models or a new
+layout make new names. Templates no running model would clone are dropped when a store opens
+and after `stategym migrate sessions`: every `<prefix>_t_%` (and pooled `<prefix>_p_%`) schema
+whose meta says it is this environment's but whose name is not the current one, except those an
+archive needs. Sessions (`_s_`), other environments' templates (deployments may share a prefix)
+and schemas without a readable meta are never touched. With replicas on one prefix, run one
+release at a time: an old replica still serving would find its templates gone.
 """
 
 from __future__ import annotations
@@ -27,8 +26,11 @@ log = logging.getLogger("stategym.postgres")
 
 # What a template schema holds beyond the models: part of its name, so a release that changes it
 # builds new templates instead of cloning old ones ("steplog-pg1": the step log's tables,
-# triggers and deferrable foreign keys).
-TEMPLATE_LAYOUT = f"steplog-{PG_STEP_LOG_VERSION}"
+# triggers and deferrable foreign keys; "seed1": the seed rows table, app/storage/postgres/
+# seed_rows.py).
+TEMPLATE_LAYOUT = f"steplog-{PG_STEP_LOG_VERSION}+seed1"
+# The snapshot key of the base template (its meta's `snapshot`): no task's (those are hex digests).
+BASE_KEY = "base"
 
 
 def template_name(names: SchemaNames, fingerprint: str, snapshot_key: str) -> str:
