@@ -294,9 +294,14 @@ def test_pruning_keeps_the_newest_dropped_records_and_every_record_with_a_databa
     # Another environment's dropped records are its own server's to prune.
     other = {**task_number(0), "env": "other"}
     control.add(
-        session_id="8" * 32, env="other", task_id="wh-0", snapshot_key="k" * 16,
-        resources_session_id=None, file="x", task=other,
-    )  # fmt: skip
+        session_id="8" * 32,
+        env="other",
+        task_id="wh-0",
+        snapshot_key="k" * 16,
+        resources_session_id=None,
+        file="x",
+        task=other,
+    )
     control.mark_closed("8" * 32, dropped=True)
 
     order = sorted(dropped, key=lambda s: (control.get(s).dropped_at, s))
@@ -336,10 +341,14 @@ async def test_the_server_prunes_only_records_whose_database_is_gone(client_fact
             late_id = sessions.control.list("warehouse", limit=1)[0].id
             assert sessions.control.get(late_id).dropped_at is None
             outputs = [
-                {"type": "function_call", "call_id": "c0", "name": GOLD[0]["name"],
-                 "arguments": json.dumps(GOLD[0]["arguments"])},
+                {
+                    "type": "function_call",
+                    "call_id": "c0",
+                    "name": GOLD[0]["name"],
+                    "arguments": json.dumps(GOLD[0]["arguments"]),
+                },
                 {"type": "function_call_output", "call_id": "c0", "output": call.text},
-            ]  # fmt: skip
+            ]
             body = {**task_number(5), "response": response_object(outputs, "3 left")}
             assert (await late.post("/verify", json=body)).json()["reward"] == 1.0
             await late.post("/close_session", json={})
