@@ -4,6 +4,7 @@ at once, then never again), gold rollouts through real HTTP against one real ser
     PYTHONPATH=. python -m bench.soak --tasks 1000 --rollouts 8000 --group 8 --concurrency 64
     PYTHONPATH=. python -m bench.soak --retention delete_on_close --database-url postgresql+psycopg://...
     PYTHONPATH=. python -m bench.soak ... --root /path/to/checkout   # its server: a before figure
+    PYTHONPATH=. python -m bench.soak --rollouts 100000 --max-minutes 110 --progress-s 300
 
 Every `--sample-s` seconds it reads the server's RSS, open files, data-dir and control-database
 size; at the end it splits the rollouts into tenths by completion and reports, per tenth,
@@ -130,6 +131,8 @@ async def drive(
     cpu: dict[int, float] = {}
     gate = asyncio.Semaphore(args.concurrency)
     started = time.monotonic()
+    progress_at = [float(args.progress_s)]
+    deadline = started + args.max_minutes * 60 if args.max_minutes else float("inf")
     limits = httpx.Limits(
         max_connections=args.concurrency, max_keepalive_connections=args.concurrency
     )
@@ -150,6 +153,16 @@ async def drive(
             for pid, seconds in cpu_seconds(pids).items():
                 cpu[pid] = max(cpu.get(pid, 0.0), seconds)
             samples[-1]["cpu_s"] = sum(cpu.values())
+            if args.progress_s and samples[-1]["t"] >= progress_at[0]:
+                progress_at[0] += args.progress_s
+                s = samples[-1]
+                print(
+                    f"soak: {s['t'] / 60:.1f} min, {s['done']} rollouts, RSS {s['rss_mb']:.0f} MB, "
+                    f"fds {s['fds']}, data dir {s['data_dir_mb']:.0f} MB, control "
+                    f"{s['control_mb']:.1f} MB",
+                    file=sys.stderr,
+                    flush=True,
+                )
             await asyncio.sleep(args.sample_s)
 
     async with httpx.AsyncClient(base_url=server.url, timeout=120, limits=limits) as shared:
@@ -170,6 +183,9 @@ async def drive(
         groups = args.rollouts // args.group
         pending: set[asyncio.Task[None]] = set()
         for i in range(groups):
+            if time.monotonic() > deadline:  # --max-minutes: no new group; the started ones end
+                print(f"soak: --max-minutes reached after {i} groups", file=sys.stderr)
+                break
             task = tasks[i % len(tasks)]
             for j in range(args.group):
                 # Every `noop_every`-th rollout fails (a no-op): what `keep_failed` keeps.
@@ -302,6 +318,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         help="any server setting, e.g. session_records_max=1000 (STATEGYM_NAME=VALUE)",
     )
     parser.add_argument("--sample-s", type=float, default=5.0)
+    parser.add_argument(
+        "--max-minutes",
+        type=float,
+        default=0,
+        help="start no new group after this long (0: none); the report covers what finished",
+    )
+    parser.add_argument(
+        "--progress-s", type=float, default=0, help="print a progress line this often (0: never)"
+    )
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
