@@ -304,6 +304,15 @@ class Settings(BaseSettings):
         "for a connection "
         "and none is opened and closed under load.",
     )
+    maintenance_interval_seconds: int = Field(
+        60,
+        ge=0,
+        description=(
+            "Housekeeping every this many seconds on a background thread: on PostgreSQL whose "
+            "autovacuum is off, vacuuming the tables sessions churn (docs/postgres.md); "
+            "0: never."
+        ),
+    )
     pg_schema_pool: int = Field(
         4,
         ge=0,
