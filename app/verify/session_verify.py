@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 from sqlalchemy import Engine
@@ -12,7 +13,7 @@ from app.sdk.environment import Environment
 from app.storage.steplog import StepLog, step_log
 from app.verify.answers import hedged_outputs
 from app.verify.checks import checked_tables, compile_checks, run_checks
-from app.verify.diff import against_gold, diff_states
+from app.verify.diff import against_gold, change_units, diff_states
 from app.verify.evidence import cap_evidence
 from app.verify.gold import GoldCache
 from app.verify.outputs import final_assistant_text, missing_outputs
@@ -63,6 +64,7 @@ def verify_state(
     seed_state = reference.seed_state if reference else gold.seed_state(task)
     steps: dict[str, Any] | None = None
     seed_to_gold = reference.seed_to_gold if reference else None
+    gold_units = reference.units if reference else None
     checked = checked_tables(task.expected_state)
 
     def potential(state: Any, checks: Any) -> float:
@@ -73,6 +75,7 @@ def verify_state(
             seed_to_final=seed_to_state,
             checks=checks,
             checked_tables=checked,
+            units=(gold_units, None),
         )[0]
 
     with Session(bind=engine) as db, db.begin():
@@ -85,6 +88,9 @@ def verify_state(
         )
         results = run_checks(conn, compiled, compare, seed_state, final)
         seed_to_final = diff_states(seed_state, final, compare, exact=True)
+        # Counted once: the gold's with the gold state, the final state's here.
+        final_units = change_units(seed_to_final) if reference else None
+        units = (gold_units, final_units)
         log_ = step_log(conn)
         counts = log_.change_counts() if log_ is not None else {}
         log_steps = log_.steps() if log_ is not None else []  # read once: step_fields reuses it
@@ -99,7 +105,14 @@ def verify_state(
         )
         verdict = score(
             gold_vs_final=(
-                against_gold(reference.state, final, compare, reference.seed_to_gold, seed_to_final)
+                against_gold(
+                    reference.state,
+                    final,
+                    compare,
+                    reference.seed_to_gold,
+                    seed_to_final,
+                    (reference.units, final_units or Counter()),
+                )
                 if reference
                 else None
             ),
@@ -113,17 +126,13 @@ def verify_state(
             checked_tables=checked,
             hedged=[h.as_dict() for h in hedged],
             match=match,
+            units=units,
         )
         reward = 0.0 if violations else verdict.reward
         if with_steps and log_ is not None:
             # No budget (direct callers, tests): every state is scored, however long it takes.
             meter = (step_budget or UNLIMITED).meter()
-            final_phi = state_credit(
-                seed_to_gold=seed_to_gold,
-                seed_to_final=seed_to_final,
-                checks=results,
-                checked_tables=checked,
-            )[0]
+            final_phi = verdict.credit  # state_credit of the final state, as scored
 
             # Every intermediate state scored as the final one is (app/verify/step_rewards.py).
             def potential_now() -> float:
@@ -147,6 +156,7 @@ def verify_state(
                         seed_to_final=diff,
                         checks=(),
                         checked_tables=checked,
+                        units=(gold_units, None),
                     )[0],
                     meter,
                 )
@@ -154,7 +164,10 @@ def verify_state(
             settle = Settlement(
                 reward=reward,
                 shape=reward_potential(
-                    task, match, bool(task.expected_outputs), has_state_work(seed_to_gold)
+                    task,
+                    match,
+                    bool(task.expected_outputs),
+                    has_state_work(seed_to_gold, gold_units),
                 ),
                 answered_at=submitted_at(counts),
             )
