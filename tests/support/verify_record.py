@@ -88,7 +88,8 @@ async def _rollout(mgr: SessionManager, tasks: list[dict[str, Any]], i: int, kin
     for n, call in enumerate(listed):
         items.append(_item(n, call))
         if n < len(outputs) and outputs[n] is not None:
-            items.append({"type": "function_call_output", "call_id": f"call_{n}", "output": outputs[n]})
+            output = {"type": "function_call_output", "call_id": f"call_{n}", "output": outputs[n]}
+            items.append(output)
     message = {"type": "output_text", "text": text}
     items.append({"type": "message", "role": "assistant", "content": [message]})
     return sid, {**task, "response": {"id": f"resp-{kind}", "output": items}}
