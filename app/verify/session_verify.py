@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine
 from sqlalchemy.orm import Session
 
 from app.core.tasks import TaskSpec
@@ -78,11 +80,10 @@ def verify_state(
             units=(gold_units, None),
         )[0]
 
-    with Session(bind=engine) as db, db.begin():
-        conn = db.connection()
+    with _read_transaction(engine) as conn:
         final = dump_state(conn, tables, compare)
         violations = (
-            _invariant_violations(env, db)
+            _invariant_violations(env, conn)
             if invariant_violations is None
             else list(invariant_violations)
         )
@@ -248,15 +249,36 @@ def reward_potential(
     return shape
 
 
-def _invariant_violations(env: Environment, db: Session) -> list[str]:
+@contextmanager
+def _read_transaction(bind: Engine | Connection) -> Iterator[Connection]:
+    """One transaction on `bind` for every read of the verify: BEGIN ... COMMIT, as an ORM
+    Session bound to it would run, without the ORM (only invariants are ORM queries). A
+    Connection already in a transaction is read in it, and left to its owner."""
+    if isinstance(bind, Engine):
+        with bind.connect() as conn, conn.begin():
+            yield conn
+    elif bind.in_transaction():
+        yield bind
+    else:
+        with bind.begin():
+            yield bind
+
+
+def _invariant_violations(env: Environment, conn: Connection) -> list[str]:
     """Every invariant's violations; one that cannot even be evaluated (a value an agent wrote
-    that its column's type cannot read) is a violation too, never a 500."""
+    that its column's type cannot read) is a violation too, never a 500. An ORM Session joins
+    the verify's transaction for them (each in a savepoint of its own)."""
     violations: list[str] = []
-    for check in env.invariants:
-        try:
-            with db.begin_nested():
-                violations.extend(check(db))
-        except Exception as exc:  # noqa: BLE001 - any failure means the state is not sound
-            name = getattr(check, "__name__", "invariant")
-            violations.append(f"{name} could not be evaluated: {type(exc).__name__}: {exc}"[:300])
+    if not env.invariants:
+        return violations
+    with Session(bind=conn) as db:
+        for check in env.invariants:
+            try:
+                with db.begin_nested():
+                    violations.extend(check(db))
+            except Exception as exc:  # noqa: BLE001 - any failure means the state is not sound
+                name = getattr(check, "__name__", "invariant")
+                violations.append(
+                    f"{name} could not be evaluated: {type(exc).__name__}: {exc}"[:300]
+                )
     return violations
