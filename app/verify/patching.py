@@ -247,8 +247,8 @@ def patch_dump(
         if name in patch:
             columns = pristine.state[name].columns
             raw[name] = table_reads.rows_by_identity(conn, tables[name], columns, patch[name])
-            for target, found in _referenced_ids(compare, name, columns, raw[name]).items():
-                ids.setdefault(target, set()).update(found)
+            for target, some_ids in _referenced_ids(compare, name, columns, raw[name]).items():
+                ids.setdefault(target, set()).update(some_ids)
     some = {t: v for t, v in ids.items() if t not in refs}
     patch_refs = {**table_reads.reference_maps(conn, tables, compare, set(some), some), **refs}
     state: dict[str, TableState] = {}

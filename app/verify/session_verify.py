@@ -18,6 +18,7 @@ from app.verify.checks import checked_tables, compile_checks, run_checks
 from app.verify.diff import against_gold, change_units, diff_states
 from app.verify.evidence import cap_evidence
 from app.verify.gold import GoldCache
+from app.verify.log_reads import ReadOnce
 from app.verify.outputs import final_assistant_text, missing_outputs
 from app.verify.reward import has_state_work, partial_reward, score, state_credit
 from app.verify.state import dump_state
@@ -92,7 +93,8 @@ def verify_state(
         # Counted once: the gold's with the gold state, the final state's here.
         final_units = change_units(seed_to_final) if reference else None
         units = (gold_units, final_units)
-        log_ = step_log(conn)
+        found_log = step_log(conn)
+        log_ = ReadOnce(found_log) if found_log is not None else None
         counts = log_.change_counts() if log_ is not None else {}
         log_steps = log_.steps() if log_ is not None else []  # read once: step_fields reuses it
         tampered = log_ is not None and written_outside_tools(
