@@ -63,3 +63,56 @@ def test_gold_change_units_are_those_of_its_diff() -> None:
         == Counter({("changed", "orders", (("id", 1),), (("status", "b"),)): 1})
     )
     assert GoldState({}, {}, {}, ()).units == Counter()
+
+
+def _evidence(rng, depth: int = 0):
+    kind = rng.randrange(8 if depth < 3 else 4)
+    if kind == 0:
+        return "x" * rng.choice([0, 3, 499, 500, 501, 700])
+    if kind == 1:
+        return rng.choice([1, 2.5, None, True, -0.0])
+    if kind == 2:
+        return b"\x00" * rng.randrange(3)
+    if kind == 3:
+        return "é" * rng.choice([10, 520])
+    if kind in (4, 5):
+        return {
+            rng.choice(["a", "b" * 600, 7, "c"]): _evidence(rng, depth + 1)
+            for _ in range(rng.randrange(4))
+        }
+    if kind == 6:
+        return tuple(_evidence(rng, depth + 1) for _ in range(rng.randrange(4)))
+    return [_evidence(rng, depth + 1) for _ in range(rng.randrange(6))]
+
+
+def test_capping_a_result_again_with_known_parts_gives_what_a_full_walk_gives() -> None:
+    import random
+
+    from app import jsonio
+    from app.verify.evidence import cap_evidence
+
+    rng = random.Random(36)
+    for _ in range(400):
+        evidence = {f"k{n}": _evidence(rng) for n in range(rng.randrange(1, 6))}
+        trajectory = {"ok": True, "calls": [_evidence(rng) for _ in range(3)]}
+        known: dict = {}
+        shown = cap_evidence(evidence, known=known)
+        assert jsonio.dumps(shown) == jsonio.dumps(cap_evidence(evidence))
+        shown["trajectory"] = cap_evidence(trajectory, known=known)
+        result = {"reward": 0.5, "verification": shown, "failure_reason": "y" * 600}
+        fast = cap_evidence(result, known=known)
+        assert jsonio.dumps(fast) == jsonio.dumps(cap_evidence(result))  # never walked parts
+        # A part registered is its object, not its content: an equal copy is walked.
+        for part, _size in known.values():
+            assert all(p is not part for p in (evidence, trajectory, result))
+
+
+def test_a_cut_part_is_never_taken_as_capped() -> None:
+    from app.verify.evidence import cap_evidence
+
+    known: dict = {}
+    shown = cap_evidence({"rows": ["z" * 600], "ok": ["fine"]}, known=known)
+    assert [p for p, _ in known.values()] == [["fine"]]  # the cut list is walked again
+    again = cap_evidence({"verification": shown}, known=known)
+    assert again["verification"]["rows"][0] == "z" * 500 + "... [14 more]"  # cut twice, as before
+    assert again["verification"]["ok"] is shown["ok"]

@@ -16,7 +16,7 @@ from app.storage.steplog import StepLog, step_log
 from app.verify.answers import hedged_outputs
 from app.verify.checks import checked_tables, compile_checks, run_checks
 from app.verify.diff import against_gold, change_units, diff_states
-from app.verify.evidence import cap_evidence
+from app.verify.evidence import Known, cap_evidence
 from app.verify.gold import GoldCache
 from app.verify.log_reads import ReadOnce
 from app.verify.outputs import final_assistant_text, missing_outputs
@@ -46,6 +46,7 @@ def verify_state(
     with_steps: bool = True,
     step_budget: StepBudget | None = None,
     invariant_violations: list[str] | None = None,
+    known: Known | None = None,
 ) -> dict[str, Any]:
     """Pure function of (final state, task): the reward, its components and the evidence.
 
@@ -56,6 +57,9 @@ def verify_state(
     With a step log in the database (and `with_steps`), also `step_rewards`, `turn_rewards`
     and the trajectory check (app/verify/step_rewards.py), within `step_budget`: past it they
     are left out and `verification.step_rewards_skipped` says why (app/verify/step_budget.py).
+
+    `known`: filled with the parts of the evidence capped with nothing cut, so that capping
+    the result again (what the control database stores) does not walk them again.
 
     Raises InvalidTask (422) when the task's expected-state checks name unknown tables/columns.
     """
@@ -190,7 +194,7 @@ def verify_state(
         "reward": verdict.reward,
         "reward_components": verdict.components,
         # Quotes rows the agent wrote, of the agent's chosen size: capped (app/verify/evidence).
-        "verification": cap_evidence(verdict.evidence),
+        "verification": cap_evidence(verdict.evidence, known=known),
     }
     if verdict.failure_reason:
         result["failure_reason"] = verdict.failure_reason
@@ -198,7 +202,7 @@ def verify_state(
         trajectory = steps.pop("trajectory")
         skipped = steps.pop("step_rewards_skipped", None)
         result.update(steps)
-        result["verification"]["trajectory"] = cap_evidence(trajectory)
+        result["verification"]["trajectory"] = cap_evidence(trajectory, known=known)
         if skipped is not None:
             result["verification"]["step_rewards_skipped"] = skipped
         if not trajectory["ok"]:
