@@ -18,6 +18,7 @@ from typing import Any
 from sqlalchemy import Connection, Table, select
 
 from app.sdk.compare_spec import CompareSpec
+from app.storage.dump_sql import dump_sql
 from app.storage.steplog import RowImage, StepLog, StepRow
 from app.verify.diff import StateDiff, diff_states
 from app.verify.step_budget import Meter
@@ -330,8 +331,18 @@ def _referencing_rows(
         columns = compared_columns(table, spec, compare)
         raw = read_raw(conn, [table.c[c] for c in columns])[0]
         for column, ids in wanted:
-            query = select(identity, *raw).where(table.c[column].in_(sorted(ids, key=repr)))
-            for row in conn.execute(query):
+            ordered = sorted(ids, key=repr)
+
+            def query(identity: Any = identity, raw: list[Any] = raw) -> Any:
+                return select(identity, *raw)
+
+            # One statement compiled once whatever the ids, where they bind as one parameter.
+            rows = dump_sql(conn.dialect).rows_where_in(
+                conn, ("referencing", table, column, columns), query, table.c[column], ordered
+            )
+            if rows is None:
+                rows = conn.execute(select(identity, *raw).where(table.c[column].in_(ordered)))
+            for row in rows:
                 key = (name, row[0])
                 if key not in touched and key not in out:
                     out[key] = dict(zip(columns, row[1:], strict=True))
