@@ -59,7 +59,7 @@ from app.storage.seeding import SeedError
 from app.storage.snapshots import Snapshot
 from app.verify.answer_names import keep_answers_at_most
 from app.verify.checks import compile_checks
-from app.verify.evidence import cap_evidence
+from app.verify.evidence import Known, cap_evidence
 from app.verify.gold import GoldCache
 from app.verify.judge import Judge, JudgeSettings, JudgeSpec, apply_judge
 from app.verify.patching import keep_at_most
@@ -492,13 +492,15 @@ class SessionManager:
         if record is None or record.env != self.env.name or record.status == "closed":
             return None
         scored = scored_task(record.task, body)
-        result = self._verify(handle, record, scored.task, body.get("response"))
+        known: Known = {}  # evidence parts capped already: not walked again below
+        result = self._verify(handle, record, scored.task, body.get("response"), known)
         if JudgeSpec.from_task(scored.judge_input.get("judge")) is not None:
             return record, scored, result, False  # the judge is awaited on the event loop
         if scored.mismatch:
             result["task_mismatch"] = list(scored.mismatch)
         # What is stored is capped in size, as what is shown (app/verify/evidence.py).
-        self.control.mark_verified(record.id, result["reward"], cap_evidence(result))
+        stored = cap_evidence(result, known=known)
+        self.control.mark_verified(record.id, result["reward"], stored)
         return record, scored, result, True
 
     async def _verified(
@@ -572,7 +574,12 @@ class SessionManager:
         )
 
     def _verify(
-        self, handle: SessionHandle, record: SessionRecord, task: TaskSpec, response: Any
+        self,
+        handle: SessionHandle,
+        record: SessionRecord,
+        task: TaskSpec,
+        response: Any,
+        known: Known | None = None,
     ) -> dict[str, Any]:
         # `task` is the one stored at seed (app/verify/request_task.py), parsed once: its seed is
         # the snapshot this session was cloned from, where the gold replay starts.
@@ -585,6 +592,7 @@ class SessionManager:
                 response=response,
                 diff_limit=self.settings.verify_diff_limit,
                 step_budget=self.step_budget,
+                known=known,
             )
 
         return self.backend.read(handle, work)

@@ -54,6 +54,10 @@ def literals(values: str) -> list[str] | None:
     return out
 
 
+def _trigger_names(table: str) -> tuple[str, ...]:
+    return tuple(f"{STEP_PREFIX}{table}_{e}" for e in _EVENTS)
+
+
 def changes_from_log(
     conn: sqlite3.Connection, meta: Mapping[str, str], tables: Iterable[str]
 ) -> Changes | None:
@@ -68,10 +72,15 @@ def changes_from_log(
     logged = [t for t in wanted if t in columns]
     # Only a trigger still named after the table it fires on logs that table (its body holds
     # the name as a literal, which a rename does not rewrite).
-    named = " OR ".join(f"name = '{STEP_PREFIX}' || tbl_name || '_{e}'" for e in _EVENTS)
+    # Names compared here rather than in SQL (a concatenation per row): the step log's prefix
+    # holds no GLOB wildcard, so the GLOB only narrows what comes back.
     intact = Counter(
-        row[0]
-        for row in run(f"SELECT tbl_name FROM sqlite_master WHERE type = 'trigger' AND ({named})")
+        table
+        for name, table in run(
+            f"SELECT name, tbl_name FROM sqlite_master WHERE type = 'trigger' "
+            f"AND name GLOB '{STEP_PREFIX}*'"
+        )
+        if name in _trigger_names(table)
     )
     if any(intact[t] != len(_EVENTS) for t in logged):
         return None

@@ -276,12 +276,16 @@ def against_gold(
     compare: CompareSpec,
     seed_to_gold: StateDiff,
     seed_to_final: StateDiff,
+    counted: tuple[Counter[tuple[Any, ...]], Counter[tuple[Any, ...]]] | None = None,
 ) -> StateDiff:
     """The final state vs the gold, as matched, plus every change (as stored) the agent made
     that the gold does not, or the other way round: a write normalisation hides is still no
-    match where the gold leaves that value as it was."""
+    match where the gold leaves that value as it was. `counted`: `change_units` of
+    (seed_to_gold, seed_to_final) where the caller has them."""
     out = diff_states(gold, final, compare)
-    agent, expected = change_units(seed_to_final), change_units(seed_to_gold)
+    if counted is None:
+        counted = change_units(seed_to_gold), change_units(seed_to_final)
+    expected, agent = counted
     for source, units in ((seed_to_final, agent - expected), (seed_to_gold, expected - agent)):
         for table, d in source.items():
             for kind, unit, row in _units_of(table, d):

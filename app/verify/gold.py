@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -23,10 +24,10 @@ from app.sdk.environment import Environment, ToolContext
 from app.storage import images
 from app.storage.images import Snapshot, Store
 from app.storage.runner import run_tool
-from app.verify.diff import StateDiff, diff_states
+from app.verify.diff import StateDiff, change_units, diff_states
 from app.verify.patching import remembered
 from app.verify.state import DbState, dump_state, remember_template_dump
-from app.verify.table_state import ENTRY_BYTES, TableState, state_bytes
+from app.verify.table_state import ENTRY_BYTES, ROW_BYTES, TableState, state_bytes
 
 log = logging.getLogger("stategym.gold")
 GOLD_CACHE_BYTES = 128 * 2**20  # default of `gold_cache_mb`
@@ -39,6 +40,12 @@ class GoldState:
     seed_to_gold: StateDiff
     # Gold calls that returned an error: a task whose reference solution cannot be reproduced.
     failed_calls: tuple[dict[str, Any], ...]
+    # `change_units(seed_to_gold)`, what every state of a verify is scored against: counted
+    # once per gold state, not once per state scored.
+    units: Counter[tuple[Any, ...]] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "units", change_units(self.seed_to_gold))
 
 
 def replay(env: Environment, snapshot: Snapshot, task: TaskSpec, session_id: str = "gold"):
@@ -115,7 +122,9 @@ class GoldCache:
     def _gold_bytes(self, gold: GoldState) -> int:
         # Its seed state is weighed in the seed-state cache.
         shared = self._shared | _table_ids(gold.seed_state)
-        return ENTRY_BYTES + state_bytes(gold.state, shared)
+        # The diff from the seed and its change units: a row each, twice.
+        changes = 2 * ROW_BYTES * sum(d.count for d in gold.seed_to_gold.values())
+        return ENTRY_BYTES + state_bytes(gold.state, shared) + changes
 
     @property
     def cached_bytes(self) -> int:

@@ -31,6 +31,19 @@ from app.verify.table_state import (
 log = logging.getLogger("stategym.verify")
 
 
+def _referenced_ids(
+    compare: CompareSpec, name: str, columns: tuple[str, ...], raw_rows: list[tuple[Any, ...]]
+) -> dict[str, set[Any]]:
+    """Per referenced table, the ids `raw_rows` (identity first, then `columns`) refer to."""
+    spec = compare.for_table(name)
+    ids: dict[str, set[Any]] = {}
+    for position, column in enumerate(columns, 1):
+        target = spec.references.get(column)
+        if target is not None:
+            ids.setdefault(target, set()).update(r[position] for r in raw_rows)
+    return ids
+
+
 def _patched_table(
     conn: Connection,
     tables: Mapping[str, Table],
@@ -39,10 +52,13 @@ def _patched_table(
     base: TableState,
     by_rowid: RowIndex,
     rowids: frozenset[int],
+    raw_rows: list[tuple[Any, ...]],
+    refs: Mapping[str, dict[Any, tuple[Any, ...]]],
 ) -> tuple[TableState, RowIndex]:
     """`base` (the snapshot's dump) with the rows at `rowids` taken out and their current
-    contents read back in: a few indexed reads instead of the whole table. Also the patched
-    table's rowid index (`by_rowid` with those rowids rewritten)."""
+    contents (`raw_rows`, read by identity) put in: a few indexed reads instead of the whole
+    table. Also the patched table's rowid index (`by_rowid` with those rowids rewritten).
+    `refs` resolves at least every id the rows refer to."""
     table, spec = tables[name], compare.for_table(name)
     # Rows are sorted by repr; bisected on the base's reprs (kept beside the rows), one repr per
     # row patched in or out, not one per row compared (~10 per bisection of a large table).
@@ -55,13 +71,6 @@ def _patched_table(
             del rows[at], keys[at]
             removed.append(old)
     reads = table_reads.column_readers(conn, table, base.columns)
-    raw_rows = table_reads.rows_by_identity(conn, table, base.columns, rowids)
-    ids: dict[str, set[Any]] = {}
-    for position, column in enumerate(base.columns, 1):
-        target = spec.references.get(column)
-        if target is not None:
-            ids.setdefault(target, set()).update(r[position] for r in raw_rows)
-    refs = table_reads.reference_maps(conn, tables, compare, set(ids), ids)
     converters = table_reads.value_converters(base.columns, spec, refs, reads)
     now = {
         raw[0]: tuple(f(v) for f, v in zip(converters, raw[1:], strict=True)) for raw in raw_rows
@@ -230,6 +239,18 @@ def patch_dump(
             patch[name] = written
     wanted = {ref for n in whole for ref in compare.for_table(n).references.values()}
     refs = table_reads.reference_maps(conn, tables, compare, wanted)
+    # The patched rows read first, then the ids they refer to, one read per referenced table
+    # for all of them (a whole map above already resolves every id of its table).
+    raw: dict[str, list[tuple[Any, ...]]] = {}
+    ids: dict[str, set[Any]] = {}
+    for name in names:
+        if name in patch:
+            columns = pristine.state[name].columns
+            raw[name] = table_reads.rows_by_identity(conn, tables[name], columns, patch[name])
+            for target, some_ids in _referenced_ids(compare, name, columns, raw[name]).items():
+                ids.setdefault(target, set()).update(some_ids)
+    some = {t: v for t, v in ids.items() if t not in refs}
+    patch_refs = {**table_reads.reference_maps(conn, tables, compare, set(some), some), **refs}
     state: dict[str, TableState] = {}
     indexes: dict[str, RowIndex] = {}
     for name in names:
@@ -248,6 +269,8 @@ def patch_dump(
                 pristine.state[name],
                 pristine.indexes[name],
                 patch[name],
+                raw[name],
+                patch_refs,
             )
         else:
             state[name], found = pristine.state[name], pristine.indexes.get(name)

@@ -9,11 +9,16 @@ fields stay a 4xx) and is named in `task_mismatch`, which never changes the scor
 
 from __future__ import annotations
 
+import hashlib
 import json
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
+from app.core.lru import LRU
 from app.core.tasks import TaskSpec, task_from_data
 from app.errors import InvalidTask
 
@@ -80,7 +85,36 @@ def scored_task(stored: Mapping[str, Any], body: Mapping[str, Any]) -> ScoredTas
     # The stored row drops NeMo Gym's own keys; the prompt is only the judge's context.
     if "responses_create_params" in body and "responses_create_params" not in judge_input:
         judge_input["responses_create_params"] = body["responses_create_params"]
-    return ScoredTask(task_from_data(stored), judge_input, mismatch)
+    return ScoredTask(stored_task(stored), judge_input, mismatch)
+
+
+# Parsed stored tasks by the digest of their JSON: the rollouts of one task (a GRPO group) parse
+# it, and hash its seed for the gold and snapshot keys, once. Weighed as their JSON's size times
+# what the parsed row holds beyond it (its `data` is the row itself), bounded by bytes.
+TASK_CACHE_BYTES = 32 * 2**20
+_PARSED_WEIGHT = 8
+_tasks: LRU[bytes, tuple[TaskSpec, int]] = LRU(
+    4096, max_bytes=TASK_CACHE_BYTES, size_of=lambda entry: entry[1]
+)
+_tasks_lock = threading.Lock()
+
+
+def stored_task(stored: Mapping[str, Any]) -> TaskSpec:
+    """`task_from_data(stored)`, parsed once per distinct content (InvalidTask as it raises).
+    A TaskSpec is immutable, its keys computed once: rollouts of a task share one."""
+    try:
+        text = orjson.dumps(stored)
+    except (TypeError, orjson.JSONEncodeError):  # not a JSON row (never stored): not kept
+        return task_from_data(stored)
+    key = hashlib.blake2b(text, digest_size=16).digest()
+    with _tasks_lock:
+        found = _tasks.get(key)
+    if found is not None:
+        return found[0]
+    task = task_from_data(stored)
+    with _tasks_lock:
+        _tasks.put(key, (task, 512 + _PARSED_WEIGHT * len(text)))
+    return task
 
 
 # What a task row may ask verify to check besides SCORING_FIELDS: any `expected_*` field (an

@@ -19,6 +19,8 @@ class Verdict:
     components: dict[str, float]
     evidence: dict[str, Any]
     failure_reason: str | None
+    # The state credit the components round: the final state's step-reward potential.
+    credit: float = 0.0
 
 
 def partial_credit(gold: Counter[Any], agent: Counter[Any]) -> tuple[float, int, int]:
@@ -40,25 +42,32 @@ def _collateral_outside(seed_to_final: StateDiff, checked: AbstractSet[str]) -> 
     return sum(d.count for table, d in seed_to_final.items() if table not in checked)
 
 
+Units = Counter[tuple[Any, ...]]
+
+
 def state_credit(
     *,
     seed_to_gold: StateDiff | None,
     seed_to_final: StateDiff,
     checks: Sequence[CheckResult] = (),
     checked_tables: AbstractSet[str] = frozenset(),
+    units: tuple[Units | None, Units | None] = (None, None),
 ) -> tuple[float, int, int]:
     """(credit, reproduced, collateral): the state part of the reward for a state.
 
     `seed_to_gold` is None for a checks-only task (no reference solution). Step rewards
     (app/verify/step_rewards.py) score every intermediate state with this same function.
+    `units`: `change_units` of (seed_to_gold, seed_to_final) where the caller has them.
     """
     if seed_to_gold is None:
         collateral = _collateral_outside(seed_to_final, checked_tables)
         passed = sum(r.passed for r in checks)
         credit = max(0.0, (passed - collateral) / len(checks)) if checks else 0.0
         return credit, 0, collateral
+    gold_units, final_units = units
     credit, reproduced, collateral = partial_credit(
-        change_units(seed_to_gold), change_units(seed_to_final)
+        change_units(seed_to_gold) if gold_units is None else gold_units,
+        change_units(seed_to_final) if final_units is None else final_units,
     )
     if checks:
         # Both a gold solution and checks: each half of the state share.
@@ -66,9 +75,12 @@ def state_credit(
     return credit, reproduced, collateral
 
 
-def has_state_work(seed_to_gold: StateDiff | None) -> bool:
-    """Whether the task asks for a change of state (checks-only tasks are assumed to)."""
-    return seed_to_gold is None or bool(change_units(seed_to_gold))
+def has_state_work(seed_to_gold: StateDiff | None, units: Units | None = None) -> bool:
+    """Whether the task asks for a change of state (checks-only tasks are assumed to);
+    `units`: `change_units(seed_to_gold)` where the caller has them."""
+    if seed_to_gold is None:
+        return True
+    return bool(change_units(seed_to_gold) if units is None else units)
 
 
 def partial_reward(credit: float, shares: Sequence[float], state_work: bool) -> float:
@@ -94,10 +106,12 @@ def score(
     checked_tables: AbstractSet[str] = frozenset(),
     hedged: Sequence[dict[str, Any]] = (),
     match: Match | None = None,
+    units: tuple[Units | None, Units | None] = (None, None),
 ) -> Verdict:
     """`gold_vs_final`/`seed_to_gold` are None for a checks-only task (no reference solution);
     `hedged`: the answer's kinds with rival candidates (app/verify/answers.py); `match`: the
-    submitted answer's or decline's verdict (app/verify/submitted.py), None when not scored."""
+    submitted answer's or decline's verdict (app/verify/submitted.py), None when not scored;
+    `units`: as `state_credit`'s."""
     outputs_match = not missing and not hedged
     shares = [float(outputs_match)] if has_expected_outputs else []
     if match is not None:
@@ -105,13 +119,14 @@ def score(
     checks_share = sum(r.passed for r in checks) / len(checks) if checks else 1.0
     if gold_vs_final is None or seed_to_gold is None:
         seed_to_gold = None
-    state_work = has_state_work(seed_to_gold)
+    state_work = has_state_work(seed_to_gold, units[0])
     gold_match = gold_vs_final is None or not gold_vs_final
     credit, reproduced, collateral = state_credit(
         seed_to_gold=seed_to_gold,
         seed_to_final=seed_to_final,
         checks=checks,
         checked_tables=checked_tables,
+        units=units,
     )
     checks_ok = all(r.passed for r in checks)
     state_match = gold_match and checks_ok
@@ -157,4 +172,4 @@ def score(
     if checks:
         components["checks_passed"] = round(checks_share, 4)
         evidence["checks"] = [r.as_dict() for r in checks]
-    return Verdict(reward, components, evidence, "; ".join(reasons) or None)
+    return Verdict(reward, components, evidence, "; ".join(reasons) or None, credit)

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine
 from sqlalchemy.orm import Session
 
 from app.core.tasks import TaskSpec
@@ -12,9 +15,10 @@ from app.sdk.environment import Environment
 from app.storage.steplog import StepLog, step_log
 from app.verify.answers import hedged_outputs
 from app.verify.checks import checked_tables, compile_checks, run_checks
-from app.verify.diff import against_gold, diff_states
-from app.verify.evidence import cap_evidence
+from app.verify.diff import against_gold, change_units, diff_states
+from app.verify.evidence import Known, cap_evidence
 from app.verify.gold import GoldCache
+from app.verify.log_reads import ReadOnce
 from app.verify.outputs import final_assistant_text, missing_outputs
 from app.verify.reward import has_state_work, partial_reward, score, state_credit
 from app.verify.state import dump_state
@@ -42,6 +46,7 @@ def verify_state(
     with_steps: bool = True,
     step_budget: StepBudget | None = None,
     invariant_violations: list[str] | None = None,
+    known: Known | None = None,
 ) -> dict[str, Any]:
     """Pure function of (final state, task): the reward, its components and the evidence.
 
@@ -53,6 +58,9 @@ def verify_state(
     and the trajectory check (app/verify/step_rewards.py), within `step_budget`: past it they
     are left out and `verification.step_rewards_skipped` says why (app/verify/step_budget.py).
 
+    `known`: filled with the parts of the evidence capped with nothing cut, so that capping
+    the result again (what the control database stores) does not walk them again.
+
     Raises InvalidTask (422) when the task's expected-state checks name unknown tables/columns.
     """
     tables, compare = env.metadata.tables, env.compare
@@ -63,6 +71,7 @@ def verify_state(
     seed_state = reference.seed_state if reference else gold.seed_state(task)
     steps: dict[str, Any] | None = None
     seed_to_gold = reference.seed_to_gold if reference else None
+    gold_units = reference.units if reference else None
     checked = checked_tables(task.expected_state)
 
     def potential(state: Any, checks: Any) -> float:
@@ -73,19 +82,23 @@ def verify_state(
             seed_to_final=seed_to_state,
             checks=checks,
             checked_tables=checked,
+            units=(gold_units, None),
         )[0]
 
-    with Session(bind=engine) as db, db.begin():
-        conn = db.connection()
+    with _read_transaction(engine) as conn:
         final = dump_state(conn, tables, compare)
         violations = (
-            _invariant_violations(env, db)
+            _invariant_violations(env, conn)
             if invariant_violations is None
             else list(invariant_violations)
         )
         results = run_checks(conn, compiled, compare, seed_state, final)
         seed_to_final = diff_states(seed_state, final, compare, exact=True)
-        log_ = step_log(conn)
+        # Counted once: the gold's with the gold state, the final state's here.
+        final_units = change_units(seed_to_final) if reference else None
+        units = (gold_units, final_units)
+        found_log = step_log(conn)
+        log_ = ReadOnce(found_log) if found_log is not None else None
         counts = log_.change_counts() if log_ is not None else {}
         log_steps = log_.steps() if log_ is not None else []  # read once: step_fields reuses it
         tampered = log_ is not None and written_outside_tools(
@@ -99,7 +112,14 @@ def verify_state(
         )
         verdict = score(
             gold_vs_final=(
-                against_gold(reference.state, final, compare, reference.seed_to_gold, seed_to_final)
+                against_gold(
+                    reference.state,
+                    final,
+                    compare,
+                    reference.seed_to_gold,
+                    seed_to_final,
+                    (reference.units, final_units or Counter()),
+                )
                 if reference
                 else None
             ),
@@ -113,17 +133,13 @@ def verify_state(
             checked_tables=checked,
             hedged=[h.as_dict() for h in hedged],
             match=match,
+            units=units,
         )
         reward = 0.0 if violations else verdict.reward
         if with_steps and log_ is not None:
             # No budget (direct callers, tests): every state is scored, however long it takes.
             meter = (step_budget or UNLIMITED).meter()
-            final_phi = state_credit(
-                seed_to_gold=seed_to_gold,
-                seed_to_final=seed_to_final,
-                checks=results,
-                checked_tables=checked,
-            )[0]
+            final_phi = verdict.credit  # state_credit of the final state, as scored
 
             # Every intermediate state scored as the final one is (app/verify/step_rewards.py).
             def potential_now() -> float:
@@ -147,6 +163,7 @@ def verify_state(
                         seed_to_final=diff,
                         checks=(),
                         checked_tables=checked,
+                        units=(gold_units, None),
                     )[0],
                     meter,
                 )
@@ -154,7 +171,10 @@ def verify_state(
             settle = Settlement(
                 reward=reward,
                 shape=reward_potential(
-                    task, match, bool(task.expected_outputs), has_state_work(seed_to_gold)
+                    task,
+                    match,
+                    bool(task.expected_outputs),
+                    has_state_work(seed_to_gold, gold_units),
                 ),
                 answered_at=submitted_at(counts),
             )
@@ -174,7 +194,7 @@ def verify_state(
         "reward": verdict.reward,
         "reward_components": verdict.components,
         # Quotes rows the agent wrote, of the agent's chosen size: capped (app/verify/evidence).
-        "verification": cap_evidence(verdict.evidence),
+        "verification": cap_evidence(verdict.evidence, known=known),
     }
     if verdict.failure_reason:
         result["failure_reason"] = verdict.failure_reason
@@ -182,7 +202,7 @@ def verify_state(
         trajectory = steps.pop("trajectory")
         skipped = steps.pop("step_rewards_skipped", None)
         result.update(steps)
-        result["verification"]["trajectory"] = cap_evidence(trajectory)
+        result["verification"]["trajectory"] = cap_evidence(trajectory, known=known)
         if skipped is not None:
             result["verification"]["step_rewards_skipped"] = skipped
         if not trajectory["ok"]:
@@ -235,15 +255,36 @@ def reward_potential(
     return shape
 
 
-def _invariant_violations(env: Environment, db: Session) -> list[str]:
+@contextmanager
+def _read_transaction(bind: Engine | Connection) -> Iterator[Connection]:
+    """One transaction on `bind` for every read of the verify: BEGIN ... COMMIT, as an ORM
+    Session bound to it would run, without the ORM (only invariants are ORM queries). A
+    Connection already in a transaction is read in it, and left to its owner."""
+    if isinstance(bind, Engine):
+        with bind.connect() as conn, conn.begin():
+            yield conn
+    elif bind.in_transaction():
+        yield bind
+    else:
+        with bind.begin():
+            yield bind
+
+
+def _invariant_violations(env: Environment, conn: Connection) -> list[str]:
     """Every invariant's violations; one that cannot even be evaluated (a value an agent wrote
-    that its column's type cannot read) is a violation too, never a 500."""
+    that its column's type cannot read) is a violation too, never a 500. An ORM Session joins
+    the verify's transaction for them (each in a savepoint of its own)."""
     violations: list[str] = []
-    for check in env.invariants:
-        try:
-            with db.begin_nested():
-                violations.extend(check(db))
-        except Exception as exc:  # noqa: BLE001 - any failure means the state is not sound
-            name = getattr(check, "__name__", "invariant")
-            violations.append(f"{name} could not be evaluated: {type(exc).__name__}: {exc}"[:300])
+    if not env.invariants:
+        return violations
+    with Session(bind=conn) as db:
+        for check in env.invariants:
+            try:
+                with db.begin_nested():
+                    violations.extend(check(db))
+            except Exception as exc:  # noqa: BLE001 - any failure means the state is not sound
+                name = getattr(check, "__name__", "invariant")
+                violations.append(
+                    f"{name} could not be evaluated: {type(exc).__name__}: {exc}"[:300]
+                )
     return violations

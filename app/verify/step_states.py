@@ -12,12 +12,13 @@ diff, since every other row is identical. A key toggled 300 times costs 300 smal
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import Connection, Table, select
 
 from app.sdk.compare_spec import CompareSpec
+from app.storage.dump_sql import dump_sql
 from app.storage.steplog import RowImage, StepLog, StepRow
 from app.verify.diff import StateDiff, diff_states
 from app.verify.step_budget import Meter
@@ -58,11 +59,17 @@ def potentials_from_log(
             seed.setdefault(key, before)
     refs = _References(conn, tables, compare)
     rekeyed = refs.rekeyed(moves)
+    writing = [s for s in steps[:-1] if s.idx in moves]
+    if not writing:
+        # Only the last step wrote compared rows: every state before it is the seed's, whose
+        # potential needs no row read (the last one is `final`).
+        if not _identified(conn, tables, compare, rekeyed):
+            return None  # as `_referencing_rows` would say
+        return [potential_of({})] * (len(steps) - 1) + [final]
     extra = _referencing_rows(conn, tables, compare, rekeyed, seed)
     if extra is None:
         return None
     seed.update(extra)
-    writing = [s for s in steps[:-1] if s.idx in moves]
     if meter is not None:
         meter.rows(len(seed) * len(writing))
     # The rows whose normalised form may differ from the seed's although their content does not.
@@ -279,6 +286,32 @@ class _References:
         return normalise
 
 
+def _referencing_tables(
+    tables: Mapping[str, Table], compare: CompareSpec, rekeyed: Mapping[str, set[Any]]
+) -> Iterator[tuple[str, list[tuple[str, set[Any]]]]]:
+    """The compared tables with a reference to a re-keyed id, and those (column, ids)."""
+    for name in sorted(tables):
+        spec = compare.for_table(name)
+        if not spec.compared:
+            continue
+        wanted = [(c, rekeyed[t]) for c, t in spec.references.items() if rekeyed.get(t)]
+        if wanted:
+            yield name, wanted
+
+
+def _identified(
+    conn: Connection,
+    tables: Mapping[str, Table],
+    compare: CompareSpec,
+    rekeyed: Mapping[str, set[Any]],
+) -> bool:
+    """Whether every table `_referencing_rows` would read has row identities."""
+    return all(
+        row_identity(conn, tables[name]) is not None
+        for name, _ in _referencing_tables(tables, compare, rekeyed)
+    )
+
+
 def _referencing_rows(
     conn: Connection,
     tables: Mapping[str, Table],
@@ -289,13 +322,8 @@ def _referencing_rows(
     """The untouched rows that reference a re-keyed id (their content is the same in every
     state, read from the final one); None when such a table's rows have no identity."""
     out: dict[Key, Content] = {}
-    for name in sorted(tables):
+    for name, wanted in _referencing_tables(tables, compare, rekeyed):
         spec = compare.for_table(name)
-        if not spec.compared:
-            continue
-        wanted = [(c, rekeyed[t]) for c, t in spec.references.items() if rekeyed.get(t)]
-        if not wanted:
-            continue
         table = tables[name]
         identity = row_identity(conn, table)
         if identity is None:
@@ -303,8 +331,18 @@ def _referencing_rows(
         columns = compared_columns(table, spec, compare)
         raw = read_raw(conn, [table.c[c] for c in columns])[0]
         for column, ids in wanted:
-            query = select(identity, *raw).where(table.c[column].in_(sorted(ids, key=repr)))
-            for row in conn.execute(query):
+            ordered = sorted(ids, key=repr)
+
+            def query(identity: Any = identity, raw: list[Any] = raw) -> Any:
+                return select(identity, *raw)
+
+            # One statement compiled once whatever the ids, where they bind as one parameter.
+            rows = dump_sql(conn.dialect).rows_where_in(
+                conn, ("referencing", table, column, columns), query, table.c[column], ordered
+            )
+            if rows is None:
+                rows = conn.execute(select(identity, *raw).where(table.c[column].in_(ordered)))
+            for row in rows:
                 key = (name, row[0])
                 if key not in touched and key not in out:
                     out[key] = dict(zip(columns, row[1:], strict=True))
