@@ -445,6 +445,22 @@ def advisory_key(text: str) -> int:
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big", signed=True)
 
 
+def results(conn: Connection, statements: list[str]) -> list[list[tuple[Any, ...]]]:
+    """The rows of each of `statements` (no parameters: literals only), sent as ONE simple
+    query on `conn`'s driver connection, in its transaction: one round trip for what would be
+    one each. A statement that returns no rows gives []. Values are psycopg's own loads, as
+    `exec_driver_sql` returns them. Raises psycopg.Error (the transaction is then aborted)."""
+    assert conn.in_transaction(), "results() runs in the caller's transaction"
+    raw = conn.connection.driver_connection
+    assert raw is not None
+    cursor = raw.execute(";\n".join(statements).encode())
+    out: list[list[tuple[Any, ...]]] = []
+    while True:
+        out.append(list(cursor.fetchall()) if cursor.description is not None else [])
+        if not cursor.nextset():
+            return out
+
+
 def run_script(conn: Connection, sql: str, params: Any = None) -> None:
     conn.exec_driver_sql(sql, params) if params else conn.exec_driver_sql(sql)
 

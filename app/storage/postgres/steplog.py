@@ -32,6 +32,7 @@ from app.storage.postgres.db import (
     checked_schema,
     has_table,
     quoted,
+    results,
     schema_of,
     serial_columns,
 )
@@ -163,8 +164,7 @@ class PgStepLog:
 
     # --- undo ----------------------------------------------------------------------------------
     def _columns(self) -> dict[str, list[str]]:
-        rows = self._run(f"SELECT tbl, cols FROM {self.s}.{STEP_COLS_TABLE}").all()
-        return {t: cols.split(",") if cols else [] for t, cols in rows}
+        return _columns_of(self._run(f"SELECT tbl, cols FROM {self.s}.{STEP_COLS_TABLE}").all())
 
     def undo_supported(self, tables: Iterable[str]) -> bool:
         """Whether every one of `tables` is logged with its current columns and its trigger
@@ -192,25 +192,48 @@ class PgStepLog:
         """The state after step `to_step` (0: as seeded), later steps dropped, in the caller's
         transaction (or savepoint); returns the steps undone. `sequences`: move each SERIAL
         sequence back too (sequences are not transactional: never inside a savepoint that is
-        rolled back, or the live session would reuse ids)."""
+        rolled back, or the live session would reuse ids). Two round trips: the log's rows
+        (`undo_reads`), then the script (`undo_script`)."""
+        try:
+            reads = results(self.conn, self.undo_reads(to_step))
+        except psycopg.Error as exc:
+            raise UndoUnavailable(str(exc).splitlines()[0]) from exc
+        script, count = self.undo_script(to_step, reads, sequences=sequences)
+        try:
+            self._script(script)
+        except (DBAPIError, psycopg.Error) as exc:  # the script runs on the driver's connection
+            cause = exc.orig if isinstance(exc, DBAPIError) and exc.orig is not None else exc
+            raise UndoUnavailable(str(cause).splitlines()[0]) from exc
+        return count
+
+    def undo_reads(self, to_step: int) -> list[str]:
+        """The three statements an undo to `to_step` reads (for `db.results`, possibly with
+        others in the same round trip): the steps undone and the migration's step, the row
+        changes to take back (latest first), the columns each table was logged with."""
         k = int(to_step)
-        count, migrated = self._run(
-            f"SELECT count(*), (SELECT value FROM {self.s}.{META_TABLE} WHERE key = %(key)s) "
-            f"FROM {self.s}.{STEPS_TABLE} WHERE idx > {k}",
-            {"key": MIGRATED_AT_STEP},
-        ).one()
+        return [
+            f"SELECT count(*), (SELECT value FROM {self.s}.{META_TABLE} "
+            f"WHERE key = '{MIGRATED_AT_STEP}') FROM {self.s}.{STEPS_TABLE} WHERE idx > {k}",
+            f"SELECT step, tbl, op, old_vals::text, new_vals::text FROM {self.s}.{STEP_ROWS_TABLE} "
+            f"WHERE step > {k} ORDER BY seq DESC",
+            f"SELECT tbl, cols FROM {self.s}.{STEP_COLS_TABLE}",
+        ]
+
+    def undo_script(
+        self, to_step: int, reads: list[list[tuple[Any, ...]]], *, sequences: bool = False
+    ) -> tuple[str, int]:
+        """The script undoing the log to `to_step` from what `undo_reads` returned, and the
+        number of steps it undoes; UndoUnavailable when the log cannot be undone so."""
+        k = int(to_step)
+        ((count, migrated),), changes, recorded = reads
         if migrated is not None and k < int(migrated):
             raise UndoUnavailable(migrated_refusal(int(migrated)))
-        changes = self._run(
-            f"SELECT step, tbl, op, old_vals::text, new_vals::text FROM {self.s}.{STEP_ROWS_TABLE} "
-            f"WHERE step > {k} ORDER BY seq DESC"
-        ).all()
         script = []
         if changes:
             for step, name, *_ in reversed(changes):  # (a session migrated before its step
                 if name not in self.metadata.tables:  # was recorded)
                     raise UndoUnavailable(dropped_refusal(step, name))
-            columns = self._columns()
+            columns = _columns_of(recorded)
             raw = self.conn.connection.driver_connection
             script += [_QUIET.format("on"), "SET CONSTRAINTS ALL DEFERRED"]
             for _step, name, op, old, new in changes:
@@ -223,12 +246,7 @@ class PgStepLog:
         ]
         if sequences and count:
             script += self._sequences_sql(k)
-        try:
-            self._script(";\n".join(script))
-        except (DBAPIError, psycopg.Error) as exc:  # the script runs on the driver's connection
-            cause = exc.orig if isinstance(exc, DBAPIError) and exc.orig is not None else exc
-            raise UndoUnavailable(str(cause).splitlines()[0]) from exc
-        return int(count)
+        return ";\n".join(script), int(count)
 
     def redo(self) -> None:
         """Apply the logged after-images in the order made, on this schema holding its template's
@@ -329,6 +347,11 @@ class PgStepLog:
         finally:
             self._run("ROLLBACK TO SAVEPOINT stategym_scratch")
             self._run("RELEASE SAVEPOINT stategym_scratch")
+
+
+def _columns_of(rows: Iterable[Any]) -> dict[str, list[str]]:
+    """`_stategym_step_cols`'s rows as table -> its logged columns."""
+    return {t: cols.split(",") if cols else [] for t, cols in rows}
 
 
 _values_queries: dict[tuple[Table, str | None], TextualSelect] = {}

@@ -439,16 +439,22 @@ class PgStore:
         schema = self.names.session(session_id)
         base, _ = self.ensure_base()
 
-        def archive(conn: Connection, template: str) -> None:
-            self.write_status(conn, session_id, "closed")
-            self.archive.put(
-                conn,
-                session_id=session_id,
-                env=self.env.name,
-                schema=schema,
-                template=template,
-                metadata=self.env.metadata,
+        def archive(conn: Connection, template: str) -> list[str]:
+            status = (  # the status first: the archive holds the session closed
+                f"INSERT INTO {quoted(schema)}.{META_TABLE} (key, value) VALUES ('status', "
+                "'closed') ON CONFLICT (key) DO UPDATE SET value = excluded.value"
             )
+            return [
+                status,
+                *self.archive.put_sql(
+                    conn,
+                    session_id=session_id,
+                    env=self.env.name,
+                    schema=schema,
+                    template=template,
+                    metadata=self.env.metadata,
+                ),
+            ]
 
         return recycle(
             self.engine,
