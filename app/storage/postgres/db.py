@@ -95,6 +95,12 @@ STATUS = "stategym_status"
 # its own, in one round trip instead of three (BEGIN, it, COMMIT or ROLLBACK). Never on a
 # connection that runs two statements in a transaction: each would commit alone.
 ONE_STATEMENT = "stategym_one_statement"
+# An execution option for PLAIN connections whose transaction is ONE script sent by the caller
+# that begins with its own BEGIN (and may end with its own COMMIT): nothing is sent when
+# SQLAlchemy begins, so the script is the transaction's only round trip. A COMMIT inside the
+# script leaves the driver idle, and SQLAlchemy's commit then sends nothing (psycopg commits
+# only an open transaction).
+SCRIPTED_BEGIN = "stategym_scripted_begin"
 MAX_OVERFLOW = 4
 _IDLE = TransactionStatus.IDLE
 
@@ -125,7 +131,7 @@ def make_engine(url: str, *, pool_size: int, statement_timeout_ms: int | None = 
             raw.autocommit = True  # once per pooled connection (see the docstring)
         schema, options = schema_of(conn), conn.get_execution_options()
         if schema is None or options.get(PLAIN):
-            if not options.get(ONE_STATEMENT):
+            if not options.get(ONE_STATEMENT) and not options.get(SCRIPTED_BEGIN):
                 raw.execute(b"BEGIN")  # templates, the control table: plain transactions
             return
         parts = ["BEGIN", f"SET LOCAL search_path TO {quoted(checked_schema(schema))}"]
