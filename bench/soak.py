@@ -4,6 +4,7 @@ at once, then never again), gold rollouts through real HTTP against one real ser
     PYTHONPATH=. python -m bench.soak --tasks 1000 --rollouts 8000 --group 8 --concurrency 64
     PYTHONPATH=. python -m bench.soak --retention delete_on_close --database-url postgresql+psycopg://...
     PYTHONPATH=. python -m bench.soak ... --root /path/to/checkout   # its server: a before figure
+    PYTHONPATH=. python -m bench.soak --rollouts 100000 --max-minutes 110 --progress-s 300
 
 Every `--sample-s` seconds it reads the server's RSS, open files, data-dir and control-database
 size; at the end it splits the rollouts into tenths by completion and reports, per tenth,
@@ -32,6 +33,8 @@ import httpx
 from bench.servers import ROOT, ServerProcess, disk_mb, start_stategym
 
 OPS = ("seed", "tool", "verify", "close")
+# What each sample reads; database_mb and schemas are PostgreSQL's (0 on SQLite).
+RESOURCES = ("rss_mb", "fds", "data_dir_mb", "control_mb", "database_mb", "schemas")
 
 
 def generate(env: str, count: int, seed: int, out: Path) -> list[dict[str, Any]]:
@@ -114,6 +117,25 @@ def backend_pids(database_url: str | None) -> list[int]:
         engine.dispose()
 
 
+def database_size(database_url: str | None) -> tuple[float, int]:
+    """PostgreSQL: the soak database's size (MB, its control tables included) and its schema
+    count, what grows there instead of the data dir; SQLite: (0, 0)."""
+    if not database_url:
+        return 0.0, 0
+    from sqlalchemy import create_engine, text
+
+    from app.storage.backend import sync_pg_url
+
+    engine = create_engine(sync_pg_url(database_url))
+    try:
+        with engine.connect() as conn:
+            size = conn.execute(text("SELECT pg_database_size(current_database())")).scalar()
+            schemas = conn.execute(text("SELECT count(*) FROM pg_namespace")).scalar()
+            return int(size or 0) / 2**20, int(schemas or 0)
+    finally:
+        engine.dispose()
+
+
 def control_db_bytes(data_dir: Path) -> int:
     return sum(p.stat().st_size for p in data_dir.glob("control*") if p.is_file())
 
@@ -130,6 +152,8 @@ async def drive(
     cpu: dict[int, float] = {}
     gate = asyncio.Semaphore(args.concurrency)
     started = time.monotonic()
+    progress_at = [float(args.progress_s)]
+    deadline = started + args.max_minutes * 60 if args.max_minutes else float("inf")
     limits = httpx.Limits(
         max_connections=args.concurrency, max_keepalive_connections=args.concurrency
     )
@@ -150,6 +174,19 @@ async def drive(
             for pid, seconds in cpu_seconds(pids).items():
                 cpu[pid] = max(cpu.get(pid, 0.0), seconds)
             samples[-1]["cpu_s"] = sum(cpu.values())
+            size, schemas = await asyncio.to_thread(database_size, args.database_url)
+            samples[-1].update(database_mb=size, schemas=schemas)
+            if args.progress_s and samples[-1]["t"] >= progress_at[0]:
+                progress_at[0] += args.progress_s
+                s = samples[-1]
+                print(
+                    f"soak: {s['t'] / 60:.1f} min, {s['done']} rollouts, RSS {s['rss_mb']:.0f} MB, "
+                    f"fds {s['fds']}, data dir {s['data_dir_mb']:.0f} MB, control "
+                    f"{s['control_mb']:.1f} MB, database {s['database_mb']:.0f} MB, "
+                    f"{s['schemas']} schemas",
+                    file=sys.stderr,
+                    flush=True,
+                )
             await asyncio.sleep(args.sample_s)
 
     async with httpx.AsyncClient(base_url=server.url, timeout=120, limits=limits) as shared:
@@ -170,6 +207,9 @@ async def drive(
         groups = args.rollouts // args.group
         pending: set[asyncio.Task[None]] = set()
         for i in range(groups):
+            if time.monotonic() > deadline:  # --max-minutes: no new group; the started ones end
+                print(f"soak: --max-minutes reached after {i} groups", file=sys.stderr)
+                break
             task = tasks[i % len(tasks)]
             for j in range(args.group):
                 # Every `noop_every`-th rollout fails (a no-op): what `keep_failed` keeps.
@@ -222,7 +262,7 @@ def tenths(run: dict[str, Any]) -> list[dict[str, Any]]:
                     f"{op}_p99_ms": (v[min(len(v) - 1, int(len(v) * 0.99))] * 1000 if v else 0.0)
                     for op, v in ops.items()
                 },
-                **{k: sample[k] for k in ("rss_mb", "fds", "data_dir_mb", "control_mb")},
+                **{k: sample[k] for k in RESOURCES},
                 "cpu_ms_per_rollout": 1000 * spent / done if done > 0 else 0.0,
             }
         )
@@ -237,8 +277,8 @@ def verdict(rows: list[dict[str, Any]], kept_failed: bool) -> dict[str, Any]:
     grows = ("data_dir_mb", "control_mb") if kept_failed else ()
     flat = {
         k: last[k] <= first[k] * 1.10 + (1 if k == "fds" else 0)
-        for k in ("rss_mb", "fds", "data_dir_mb", "control_mb")
-        if k not in grows
+        for k in RESOURCES
+        if k not in grows and k != "schemas"  # the schema pool's fill moves; the size is what grows
     }
     kept = {}
     if kept_failed:
@@ -302,6 +342,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         help="any server setting, e.g. session_records_max=1000 (STATEGYM_NAME=VALUE)",
     )
     parser.add_argument("--sample-s", type=float, default=5.0)
+    parser.add_argument(
+        "--max-minutes",
+        type=float,
+        default=0,
+        help="start no new group after this long (0: none); the report covers what finished",
+    )
+    parser.add_argument(
+        "--progress-s", type=float, default=0, help="print a progress line this often (0: never)"
+    )
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -346,6 +395,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "fds",
         "data_dir_mb",
         "control_mb",
+        *(["database_mb", "schemas"] if args.database_url else []),
         "cpu_ms_per_rollout",
     ]
     print(" | ".join(header))

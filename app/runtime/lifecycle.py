@@ -70,6 +70,17 @@ async def prune_records(sessions: SessionManager, keep: int, batch: int = PRUNE_
     return pruned
 
 
+async def maintenance_loop(sessions: SessionManager, interval: float) -> None:
+    """The backend's housekeeping (`SessionBackend.maintain`) on a thread of its own, off the
+    worker threads: a pass may take seconds."""
+    while True:
+        await asyncio.sleep(interval)
+        try:
+            await asyncio.to_thread(sessions.backend.maintain)
+        except Exception:  # noqa: BLE001 - housekeeping must outlive any one bad pass
+            log.exception("maintenance pass failed")
+
+
 async def pruner_loop(sessions: SessionManager, keep: int, interval: float) -> None:
     while True:
         await asyncio.sleep(interval)
@@ -84,14 +95,18 @@ async def serving(
     sessions: SessionManager, ttl_seconds: int | None, interval: float
 ) -> AsyncIterator[None]:
     """A server's lifespan for `sessions`: a reaper runs while it serves (with a TTL), and a
-    pruner of closed records (with `session_records_max`), both every `interval`; every session
-    is closed when it stops."""
+    pruner of closed records (with `session_records_max`), both every `interval`, and the
+    backend's housekeeping (every `maintenance_interval_seconds`); every session is closed when
+    it stops."""
     loops = []
     if ttl_seconds:
         loops.append(asyncio.create_task(reaper_loop(sessions, ttl_seconds, interval)))
     keep = sessions.settings.session_records_max
     if keep:
         loops.append(asyncio.create_task(pruner_loop(sessions, keep, interval)))
+    if sessions.settings.maintenance_interval_seconds:
+        every = sessions.settings.maintenance_interval_seconds
+        loops.append(asyncio.create_task(maintenance_loop(sessions, every)))
     yield
     for loop in loops:
         loop.cancel()

@@ -16,7 +16,7 @@ from fastapi import APIRouter, FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse as StarletteJSONResponse
 from fastapi.routing import APIRoute
-from fastapi.telemetry import get_telemetry_data
+from fastapi.telemetry import TelemetryConfig, get_telemetry_data
 from pydantic import BaseModel, ConfigDict
 
 from app import jsonio
@@ -449,6 +449,11 @@ def _lifespan(proto: Protocol) -> Any:
     return lifespan
 
 
+# FastAPI's native OpenTelemetry, off unless `Settings.opentelemetry`: with every signal off it
+# does not look the global providers up on each request (bench/README.md, "FastAPI's native telemetry").
+_NO_TELEMETRY: TelemetryConfig = {"tracing": False, "metrics": False, "logs": False}
+
+
 def create_app(settings: Settings, env: Environment | None = None) -> FastAPI:
     env = env or load_environment(settings.env)
     proto = Protocol(settings, env)
@@ -458,6 +463,7 @@ def create_app(settings: Settings, env: Environment | None = None) -> FastAPI:
         version="0.1.0",
         lifespan=_lifespan(proto),
         default_response_class=JSONResponse,  # routes that return a dict: rendered by orjson
+        telemetry=None if settings.opentelemetry else _NO_TELEMETRY,
     )
     app.state.protocol = proto
     _install_error_handlers(app)

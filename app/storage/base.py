@@ -270,6 +270,12 @@ class SessionBackend(Protocol):
 
     def view(self) -> ReadOnlyView: ...
 
+    def maintain(self) -> None:
+        """Housekeeping a long run needs beside the reaper and the pruner, on a background
+        thread every `maintenance_interval_seconds` (PostgreSQL with autovacuum off: vacuuming
+        what sessions churn; nothing on SQLite)."""
+        ...
+
     def session_bytes(self, handle: SessionHandle) -> int:
         """The session's current size in bytes (what one copy of it writes: fork budgets)."""
         ...

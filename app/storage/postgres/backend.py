@@ -70,6 +70,7 @@ from app.storage.postgres.steplog import (
     step_log_reader,
 )
 from app.storage.postgres.store import PgStore
+from app.storage.postgres.vacuum import Vacuumer
 from app.storage.sqlite.store import Snapshot, Store
 from app.storage.steplog import UndoUnavailable, check_step
 
@@ -144,6 +145,7 @@ class PgBackend:
             bind_readers(conn, reader, changes)
 
         self.control = control or open_pg_control(self.engine, self.names.control)
+        self.vacuum = Vacuumer(self.engine, self.names)  # with autovacuum off (vacuum.py)
         # Live records whose schema is gone (a server killed mid-seed, -fork or -recycle) are
         # closed; those younger than ORPHAN_GRACE may be a creation in flight on a replica.
         cutoff = naive_utcnow() - ORPHAN_GRACE
@@ -318,7 +320,11 @@ class PgBackend:
     def restore_image(self, session_id: str, image: bytes) -> None:
         self.store.restore_session(session_id, image)
 
+    def maintain(self) -> None:
+        self.vacuum.run()
+
     def dispose(self) -> None:
+        self.vacuum.dispose()
         self.store.dispose()  # pooled schemas dropped
         self.control.dispose()
         self.engine.dispose()  # the pool refills on next use

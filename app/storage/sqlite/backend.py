@@ -184,6 +184,10 @@ class SqliteBackend:
     def stored_bytes(self) -> int:
         return 0  # every session is a file of the data dir
 
+    def maintain(self) -> None:
+        """Nothing to do: a closed session's file goes whole, and SQLite reuses the control
+        database's free pages itself."""
+
     def view(self) -> SqliteView:
         return SqliteView(self.data_dir)
 
