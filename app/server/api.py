@@ -450,7 +450,8 @@ def _lifespan(proto: Protocol) -> Any:
 
 
 # FastAPI's native OpenTelemetry, off unless `Settings.opentelemetry`: with every signal off it
-# does not look the global providers up on each request (bench/README.md, "FastAPI's native telemetry").
+# does not look the global providers up on each request (bench/README.md, "FastAPI's native
+# telemetry").
 _NO_TELEMETRY: TelemetryConfig = {"tracing": False, "metrics": False, "logs": False}
 
 

@@ -3,8 +3,9 @@
 Every rollout leaves dead row versions: the control tables' updates and prunes, a recycled
 schema's undo and seed-row revert, each schema rename in `pg_namespace`. Autovacuum clears them;
 with it off (this project's own CI server runs so) they pile up for ever (bench/README.md,
-"PostgreSQL soak, 20,000 rollouts"). Then each pass vacuums the tables of this deployment's schemas, then of `pg_catalog`, over
-autovacuum's own threshold, most dead first, within a time budget, one worker at a time.
+"PostgreSQL soak, 20,000 rollouts"). Then each pass vacuums the tables of this deployment's
+schemas, then of `pg_catalog`, over autovacuum's own threshold, most dead first, within a time
+budget, one worker at a time.
 """
 
 from __future__ import annotations
