@@ -62,10 +62,10 @@ def recycle(
     base)` gives statements run first in the same transaction (archiving a kept session:
     app/storage/postgres/archive.py), so they are undone with the reset when that fails.
 
-    Three round trips after the transaction's BEGIN: everything it checks and the undo reads
-    (one simple query), then the archive, the undo, the revert, the meta, the sequences, the
-    row counts and the rename (one script), then COMMIT; a count that is not the base's raises
-    and rolls it all back."""
+    Four round trips: BEGIN (with the session's pin and lock), everything the reset checks and
+    the undo reads (one simple query), the archive, the undo, the revert, the meta, the
+    sequences, the row counts and the rename (one script), COMMIT; a count that is not the
+    base's raises after the script and rolls it all back."""
     if any(not table.primary_key.columns for table in metadata.tables.values()):
         return False  # its rows are not in the log (no identity): the undo cannot reset it
     if not pool.has_room(base):
@@ -92,7 +92,7 @@ def recycle(
             # Seeded under the running models (else untracked), with its seed rows recorded.
             seeded = [row[0] for row in seeded_rows]
             if changes.trusts(meta, intact, metadata.tables) is None or any(
-                t not in metadata.tables for t in seeded
+                table not in metadata.tables for table in seeded
             ):
                 transaction.rollback()
                 return False
