@@ -24,11 +24,31 @@ CHILD = textwrap.dedent(
     import sys, time
     from app.registry import load_environment
     from app.storage.postgres.archive import SessionArchive
+    from app.storage.postgres import db
     from app.storage.postgres.db import SchemaNames, make_engine, session_connection
     from app.storage.postgres.steplog import PgStepLog
-    url, schema, mode, prefix, session_id = sys.argv[1:6]
+    url, schema, mode, prefix, session_id, data_dir = sys.argv[1:7]
     metadata = load_environment("retail").metadata
     engine = make_engine(url, pool_size=1)
+    if mode == "close":  # a kept session's whole close, every statement run, no COMMIT
+        from pathlib import Path
+        import app.storage.postgres.recycle as recycle
+        from app.storage.postgres.store import PgStore
+        from app.storage.sqlite.store import Store
+        sent = []
+        def results(conn, statements):
+            found = db.results(conn, statements)
+            sent.append(statements)
+            if len(sent) == 2:  # the archive, undo, revert and rename script ran
+                print("ready", flush=True)
+                time.sleep(60)
+            return found
+        recycle.results = results
+        store = PgStore(Store(Path(data_dir), load_environment("retail")), engine,
+                        SchemaNames(prefix), schema_pool=1, archive_closed=True)
+        store.pool.take(store.ensure_base()[0])  # the pool knows the base: it has room
+        store.archive_session(session_id)
+        raise SystemExit("the close returned before its script was sent")
     with session_connection(engine, schema) as conn:
         conn.begin()
         if mode == "write":  # a tool call's writes, its step row, not committed
@@ -41,10 +61,10 @@ CHILD = textwrap.dedent(
             )
         else:  # a recycle (or an archive and its reset) half done, not committed
             if mode == "archive":
-                SessionArchive(engine, SchemaNames(prefix)).put(
+                db.results(conn, SessionArchive(engine, SchemaNames(prefix)).put_sql(
                     conn, session_id=session_id, env="retail", schema=schema, template=schema,
                     metadata=metadata,
-                )
+                ))
             PgStepLog(conn, schema, metadata).undo_to(0)
         print("ready", flush=True)
         time.sleep(60)
@@ -63,9 +83,9 @@ def _state(manager: SessionManager, session_id: str) -> tuple[object, object, in
     return patched, whole, int(logged or 0)
 
 
-def _killed_inside(schema: str, mode: str, prefix: str, session_id: str) -> None:
+def _killed_inside(schema: str, mode: str, prefix: str, session_id: str, data: str) -> None:
     child = subprocess.Popen(
-        [sys.executable, "-c", CHILD, PG_URL, schema, mode, prefix, session_id],
+        [sys.executable, "-c", CHILD, PG_URL, schema, mode, prefix, session_id, data],
         stdout=subprocess.PIPE,
         cwd=REPO,
         env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"},
@@ -94,8 +114,8 @@ async def test_a_killed_call_or_recycle_leaves_the_session_and_its_log_as_they_w
         before = _state(manager, session_id)
         assert before[2] > 0, "the writes were logged"
         archive = manager.backend.store.archive
-        for mode in ("write", "undo", "archive"):
-            _killed_inside(schema, mode, pg_prefix, session_id)
+        for mode in ("write", "undo", "archive", "close"):
+            _killed_inside(schema, mode, pg_prefix, session_id, str(tmp_path))
             assert _state(manager, session_id) == before, mode
             with manager.backend.engine.connect() as conn:
                 assert not archive.holds(conn, session_id), mode

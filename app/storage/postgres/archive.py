@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from psycopg import sql as pgsql
 from sqlalchemy import Connection, Engine, MetaData
 from sqlalchemy.exc import DBAPIError
 
@@ -115,7 +116,7 @@ class SessionArchive:
             )
 
     # --- archiving (in the closing transaction) ------------------------------------------------
-    def put(
+    def put_sql(
         self,
         conn: Connection,
         *,
@@ -124,8 +125,10 @@ class SessionArchive:
         schema: str,
         template: str,
         metadata: MetaData,
-    ) -> None:
-        """Archive session schema `schema` (as it is now, in `conn`'s transaction)."""
+    ) -> list[str]:
+        """The statement archiving session schema `schema` as it is when it runs (in `conn`'s
+        transaction, after whatever the caller sends before it in the same script): the image
+        is read and inserted by the database in one statement, never sent back and forth."""
         s = quoted(checked_schema(schema))
         kept = ", ".join(
             f"'{name}', (SELECT coalesce(json_agg(t), '[]') FROM {s}.{quoted(name)} t)"
@@ -135,18 +138,19 @@ class SessionArchive:
             f"'{table}', (SELECT json_build_array(last_value, is_called) FROM {s}.{quoted(seq)})"
             for table, seq in self._sequence_names(conn, schema, metadata).items()
         )
-        image = conn.exec_driver_sql(
-            f"SELECT json_build_object('format', '{ARCHIVE_FORMAT}', "
-            f"'tables', json_build_object({kept}), "
-            f"'sequences', json_build_object({sequences}))::text"
-        ).scalar()
-        conn.exec_driver_sql(
-            f"INSERT INTO {self.table} (session_id, env, template, image) "
-            "VALUES (%(id)s, %(env)s, %(template)s, %(image)s) ON CONFLICT (session_id) DO "
-            "UPDATE SET env = excluded.env, template = excluded.template, image = excluded.image, "
-            "archived_at = now()",
-            {"id": session_id, "env": env, "template": template, "image": image},
+        raw = conn.connection.driver_connection
+        id_, env_, template_ = (
+            pgsql.Literal(v).as_string(raw) for v in (session_id, env, checked_schema(template))
         )
+        return [
+            f"INSERT INTO {self.table} (session_id, env, template, image) "
+            f"SELECT {id_}, {env_}, {template_}, json_build_object('format', '{ARCHIVE_FORMAT}', "
+            f"'tables', json_build_object({kept}), "
+            f"'sequences', json_build_object({sequences}))::text "
+            "ON CONFLICT (session_id) DO "
+            "UPDATE SET env = excluded.env, template = excluded.template, image = excluded.image, "
+            "archived_at = now()"
+        ]
 
     def _sequence_names(self, conn: Connection, schema: str, metadata: MetaData) -> dict[str, str]:
         """table -> the bare name of its sequence (the same in every schema of these models:

@@ -211,7 +211,7 @@ class PgBackend:
                 # An error may come before the ORM Session began (bad arguments): roll back.
                 if transaction.is_active and "output" in result:
                     if not tool.read_only:  # the idle reaper's activity clock
-                        _stamp_write(conn)
+                        _stamp_write_and_commit(conn)
                     transaction.commit()
                 return result
             finally:
@@ -439,11 +439,13 @@ _SCHEMAS_BYTES = text(
 )
 
 
-def _stamp_write(conn: Connection) -> None:
-    conn.execute(
-        text(
-            f"INSERT INTO {META_TABLE} (key, value) VALUES (:k, :v) "
-            "ON CONFLICT (key) DO UPDATE SET value = excluded.value"
-        ),
-        {"k": _LAST_WRITE, "v": repr(time.time())},
+def _stamp_write_and_commit(conn: Connection) -> None:
+    """The `last_write` stamp and the COMMIT in one round trip (one script, literals only: the
+    stamp is a float's repr); SQLAlchemy's commit after it sends nothing (the driver is idle).
+    A failing COMMIT raises here as it would from the commit."""
+    stamp = repr(time.time())
+    float(stamp)  # a number, never anything else, goes into the literal
+    conn.exec_driver_sql(
+        f"INSERT INTO {META_TABLE} (key, value) VALUES ('{_LAST_WRITE}', '{stamp}') "
+        "ON CONFLICT (key) DO UPDATE SET value = excluded.value;\nCOMMIT"
     )

@@ -72,31 +72,46 @@ class PgChangeReader:
         )
         self._rekey = f"(op = 'u' AND CASE tbl {cases} ELSE false END)" if cases else "false"
 
+    def trust_sql(self, schema: str, tables: Iterable[str]) -> str:
+        """One SELECT of (meta, intact triggers) for `trusts`: the meta keys the log's trust
+        depends on, and how many of `tables`' step triggers are there and enabled. Literals
+        only (checked identifiers), so it may go with other statements in one round trip."""
+        s = quoted(checked_schema(schema))
+        names = ", ".join(f"'{_bare(t)}'" for t in tables if t in self.logged)
+        return (
+            "SELECT (SELECT json_object_agg(key, value) FROM "
+            f"{s}.{META_TABLE} WHERE key IN ('template', 'snapshot', 'step_log', 'migrated')), "
+            f"(SELECT count(*) FROM unnest(ARRAY[{names}]::text[]) n JOIN pg_trigger g "
+            f"ON g.tgrelid = to_regclass('{s}' || '.' || quote_ident(n)) "
+            f"AND g.tgname = '{_bare(step_trigger_name(''))}' || n AND g.tgenabled <> 'D')"
+        )
+
+    def trusts(self, meta: dict[str, Any] | None, intact: int, tables: Iterable[str]) -> str | None:
+        """The seeded state's template when `trust_sql`'s (meta, intact) say the log holds every
+        change of `tables` since the seed, else None (the schema is read whole, not recycled)."""
+        meta = meta or {}
+        with_trigger = [t for t in tables if t in self.logged]
+        if meta.get("step_log") != PG_STEP_LOG_VERSION or intact != len(with_trigger):
+            return None
+        if "migrated" in meta:  # a migration's writes are in no log (postgres/migrate.py)
+            return None
+        found: str | None = self.template_of(meta.get("template"), meta.get("snapshot"))
+        return found
+
     def __call__(self, conn: Connection, tables: Iterable[str]) -> Changes | None:
         schema = schema_of(conn)
         if schema is None:
             return None
         wanted = list(tables)
         s = quoted(checked_schema(schema))
-        with_trigger = [t for t in wanted if t in self.logged]
         # One round trip: the meta, the intact triggers, the distinct row changes.
         row = conn.exec_driver_sql(
-            "SELECT (SELECT json_object_agg(key, value) FROM "
-            f"{s}.{META_TABLE} WHERE key IN ('template', 'snapshot', 'step_log', 'migrated')), "
-            "(SELECT count(*) FROM unnest(%(names)s::text[]) n JOIN pg_trigger g "
-            "ON g.tgrelid = to_regclass(%(s)s || '.' || quote_ident(n)) "
-            "AND g.tgname = %(prefix)s || n AND g.tgenabled <> 'D'), "
-            "(SELECT json_agg(json_build_array(tbl, op, old_rid, new_rid, k)) FROM "
+            f"SELECT t.*, (SELECT json_agg(json_build_array(tbl, op, old_rid, new_rid, k)) FROM "
             f"(SELECT DISTINCT tbl, op, old_rid, new_rid, {self._rekey} AS k "
-            f"FROM {s}.{STEP_ROWS_TABLE}) c)",
-            {"names": with_trigger, "s": s, "prefix": step_trigger_name("")},
+            f"FROM {s}.{STEP_ROWS_TABLE}) c) FROM ({self.trust_sql(schema, wanted)}) t"
         ).one()
         meta, intact, log = row[0] or {}, row[1], row[2] or []
-        if meta.get("step_log") != PG_STEP_LOG_VERSION or intact != len(with_trigger):
-            return None
-        if "migrated" in meta:  # a migration's writes are in no log (postgres/migrate.py)
-            return None
-        template = self.template_of(meta.get("template"), meta.get("snapshot"))
+        template = self.trusts(meta, intact, wanted)
         if template is None:
             return None
         changed = {t for t in wanted if t not in self.logged}  # no trigger: read whole

@@ -95,6 +95,12 @@ STATUS = "stategym_status"
 # its own, in one round trip instead of three (BEGIN, it, COMMIT or ROLLBACK). Never on a
 # connection that runs two statements in a transaction: each would commit alone.
 ONE_STATEMENT = "stategym_one_statement"
+# An execution option for PLAIN connections whose transaction is ONE script sent by the caller
+# that begins with its own BEGIN (and may end with its own COMMIT): nothing is sent when
+# SQLAlchemy begins, so the script is the transaction's only round trip. A COMMIT inside the
+# script leaves the driver idle, and SQLAlchemy's commit then sends nothing (psycopg commits
+# only an open transaction).
+SCRIPTED_BEGIN = "stategym_scripted_begin"
 MAX_OVERFLOW = 4
 _IDLE = TransactionStatus.IDLE
 
@@ -125,7 +131,7 @@ def make_engine(url: str, *, pool_size: int, statement_timeout_ms: int | None = 
             raw.autocommit = True  # once per pooled connection (see the docstring)
         schema, options = schema_of(conn), conn.get_execution_options()
         if schema is None or options.get(PLAIN):
-            if not options.get(ONE_STATEMENT):
+            if not options.get(ONE_STATEMENT) and not options.get(SCRIPTED_BEGIN):
                 raw.execute(b"BEGIN")  # templates, the control table: plain transactions
             return
         parts = ["BEGIN", f"SET LOCAL search_path TO {quoted(checked_schema(schema))}"]
@@ -443,6 +449,22 @@ def drop_schemas_sql(schemas: list[str]) -> str:
 def advisory_key(text: str) -> int:
     """A signed 64-bit key for pg_advisory_xact_lock, stable across processes and hosts."""
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big", signed=True)
+
+
+def results(conn: Connection, statements: list[str]) -> list[list[tuple[Any, ...]]]:
+    """The rows of each of `statements` (no parameters: literals only), sent as ONE simple
+    query on `conn`'s driver connection, in its transaction: one round trip for what would be
+    one each. A statement that returns no rows gives []. Values are psycopg's own loads, as
+    `exec_driver_sql` returns them. Raises psycopg.Error (the transaction is then aborted)."""
+    assert conn.in_transaction(), "results() runs in the caller's transaction"
+    raw = conn.connection.driver_connection
+    assert raw is not None
+    cursor = raw.execute(";\n".join(statements).encode())
+    out: list[list[tuple[Any, ...]]] = []
+    while True:
+        out.append(list(cursor.fetchall()) if cursor.description is not None else [])
+        if not cursor.nextset():
+            return out
 
 
 def run_script(conn: Connection, sql: str, params: Any = None) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
+import psycopg
 from sqlalchemy import Connection, Engine, MetaData
 from sqlalchemy.exc import DBAPIError
 
@@ -20,10 +21,10 @@ from app.storage.postgres.db import (
     SEED_TABLE,
     STEP_TRIGGER_FUNCTION,
     VERSION_TABLE,
-    has_table,
     in_schema,
     legacy_step_function_sql,
     quoted,
+    results,
     schema_ddl,
     serial_columns,
     session_connection,
@@ -54,34 +55,52 @@ def recycle(
     pool: SchemaPool,
     facts: TemplateFacts,
     base: str,
-    before_reset: Callable[[Connection, str], None] | None = None,
+    before_reset: Callable[[Connection, str], list[str]] | None = None,
 ) -> bool:
     """Reset session schema `schema` to base template `base` and add it to `pool`; False when
     it cannot be (the caller drops or keeps it). Nothing is changed then. `before_reset(conn,
-    base)` runs first in the same transaction (archiving a kept session: app/storage/postgres/
-    archive.py), so it is undone with the reset when that fails."""
+    base)` gives statements run first in the same transaction (archiving a kept session:
+    app/storage/postgres/archive.py), so they are undone with the reset when that fails.
+
+    Four round trips: BEGIN (with the session's pin and lock), everything the reset checks and
+    the undo reads (one simple query), the archive, the undo, the revert, the meta, the
+    sequences, the row counts and the rename (one script), COMMIT; a count that is not the
+    base's raises after the script and rolls it all back."""
     if any(not table.primary_key.columns for table in metadata.tables.values()):
         return False  # its rows are not in the log (no identity): the undo cannot reset it
     if not pool.has_room(base):
         return False
     name = pool.new_name()
+    s, t = quoted(schema), quoted(base)
     try:
-        with session_connection(engine, schema) as conn, conn.begin():
+        with session_connection(engine, schema) as conn, conn.begin() as transaction:
+            steps = PgStepLog(conn, schema, metadata)
+            own_function = f"to_regprocedure('{s}.{STEP_TRIGGER_FUNCTION}()') IS NOT NULL"
+            try:
+                ((meta, intact),), seeded_rows, ((legacy,),), *reads = results(
+                    conn,
+                    [
+                        changes.trust_sql(schema, metadata.tables),
+                        f"SELECT tbl FROM {s}.{SEED_TABLE}",
+                        f"SELECT {own_function}",
+                        *steps.undo_reads(0),
+                    ],
+                )
+            except psycopg.errors.UndefinedTable:  # an older release's schema: no seed rows
+                transaction.rollback()
+                return False
             # Seeded under the running models (else untracked), with its seed rows recorded.
-            if changes(conn, metadata.tables) is None or not has_table(conn, schema, SEED_TABLE):
+            seeded = [row[0] for row in seeded_rows]
+            if changes.trusts(meta, intact, metadata.tables) is None or any(
+                table not in metadata.tables for table in seeded
+            ):
+                transaction.rollback()
                 return False
-            seeded = [
-                row[0]
-                for row in conn.exec_driver_sql(f"SELECT tbl FROM {quoted(schema)}.{SEED_TABLE}")
-            ]
-            if any(t not in metadata.tables for t in seeded):
-                return False
-            if before_reset is not None:
-                before_reset(conn, base)
-            PgStepLog(conn, schema, metadata).undo_to(0)
-            s, t = quoted(schema), quoted(base)
+            undo, _ = steps.undo_script(0, reads)
             maxima, counts = facts(conn, base)
             script = [
+                *(before_reset(conn, base) if before_reset is not None else []),
+                undo,
                 revert_script(schema, base, metadata, seeded),
                 f"DELETE FROM {s}.{META_TABLE}",
                 f"INSERT INTO {s}.{META_TABLE} SELECT * FROM {t}.{META_TABLE}",
@@ -99,20 +118,17 @@ def recycle(
                     if top > 0
                     else f"SELECT setval({sequence}, 1, false)"
                 )
-            conn.exec_driver_sql(";\n".join(script))
-            found = ", ".join(f"(SELECT count(*) FROM {s}.{quoted(n)})" for n in metadata.tables)
-            own_function = f"to_regprocedure('{s}.{STEP_TRIGGER_FUNCTION}()') IS NOT NULL"
-            *found_counts, legacy = conn.exec_driver_sql(f"SELECT {found}, {own_function}").one()
-            if found_counts != [counts.get(n) for n in metadata.tables]:
-                raise _Mismatch
-            rename = [f"ALTER SCHEMA {s} RENAME TO {quoted(name)}"]
             if legacy:  # its triggers call the schema's own function: re-made to call the shared
-                rename[:0] = [
+                script += [
                     legacy_step_function_sql(schema),
                     in_schema(schema_ddl(metadata).triggers, schema),
                 ]
-            conn.exec_driver_sql(";\n".join(rename))
-    except (_Mismatch, UndoUnavailable, DBAPIError) as exc:
+            found = ", ".join(f"(SELECT count(*) FROM {s}.{quoted(n)})" for n in metadata.tables)
+            script += [f"SELECT {found}", f"ALTER SCHEMA {s} RENAME TO {quoted(name)}"]
+            (found_counts,) = results(conn, script)[-2]  # (the rename's is the last)
+            if list(found_counts) != [counts.get(n) for n in metadata.tables]:
+                raise _Mismatch
+    except (_Mismatch, UndoUnavailable, DBAPIError, psycopg.Error) as exc:
         log.warning("session schema %s not reset into the pool (%s)", schema, exc)
         return False
     if not pool.put(base, name):  # filled meanwhile: not needed

@@ -23,6 +23,7 @@ from psycopg import sql as pgsql
 from sqlalchemy import BigInteger, Boolean, Connection, MetaData, Table, column, text
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.sql.selectable import TextualSelect
+from sqlalchemy.types import TypeEngine
 
 from app.storage.postgres.db import (
     META_TABLE,
@@ -32,6 +33,7 @@ from app.storage.postgres.db import (
     checked_schema,
     has_table,
     quoted,
+    results,
     schema_of,
     serial_columns,
 )
@@ -59,11 +61,16 @@ _QUIET = "SELECT set_config('stategym.quiet', '{}', true)"  # the step triggers,
 class PgStepLog:
     """The step log of one session schema, read in the caller's transaction on `conn`."""
 
-    def __init__(self, conn: Connection, schema: str, metadata: MetaData):
+    def __init__(self, conn: Connection, schema: str, metadata: MetaData, *, batched: bool = True):
         self.conn = conn
         self.schema = checked_schema(schema)
         self.s = quoted(self.schema)
         self.metadata = metadata
+        # `batched`: the migration step, the change counts and the steps are read once, in one
+        # round trip, and kept until this object changes the log (undo, redo, scratch); the row
+        # images in one round trip. False: one query per read, as before (what tests compare).
+        self.batched = batched
+        self._summary: tuple[int, list[tuple[Any, ...]], list[tuple[Any, ...]]] | None = None
 
     @classmethod
     def of(cls, conn: Connection, metadata: MetaData) -> PgStepLog | None:
@@ -84,18 +91,46 @@ class PgStepLog:
         return row[0] if row else None
 
     # --- reading -------------------------------------------------------------------------------
-    def steps(self, upto: int | None = None) -> list[StepRow]:
+    def _steps_sql(self, upto: int | None = None) -> str:
         where = "" if upto is None else f" WHERE idx <= {int(upto)}"
-        rows = self._run(
+        return (
             "SELECT idx, tool, args, outcome, output, output_digest, output_bytes, duration_ms "
             f"FROM {self.s}.{STEPS_TABLE}{where} ORDER BY idx"
-        ).all()
-        return [step_row_of(*row) for row in rows]
+        )
+
+    def _counts_sql(self) -> str:
+        return (
+            f"SELECT step, tbl, count(*) FROM {self.s}.{STEP_ROWS_TABLE} GROUP BY step, tbl "
+            "ORDER BY step, tbl"
+        )
+
+    def _migrated_sql(self) -> str:
+        return f"SELECT value FROM {self.s}.{META_TABLE} WHERE key = '{MIGRATED_AT_STEP}'"
+
+    def _read(self) -> tuple[int, list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+        """(migrated_at, change count rows, step rows): one round trip, kept (`batched`)."""
+        if self._summary is None:
+            migrated, counts, steps = results(
+                self.conn, [self._migrated_sql(), self._counts_sql(), self._steps_sql()]
+            )
+            self._summary = (int(migrated[0][0]) if migrated else 0, counts, steps)
+        return self._summary
+
+    def _changed(self) -> None:
+        """This object is about to change the log (or the state it is read in): reread after."""
+        self._summary = None
+
+    def steps(self, upto: int | None = None) -> list[StepRow]:
+        if self.batched and upto is None:
+            return [step_row_of(*row) for row in self._read()[2]]
+        return [step_row_of(*row) for row in self._run(self._steps_sql(upto)).all()]
 
     def count(self) -> int:
         return int(self._run(f"SELECT coalesce(max(idx), 0) FROM {self.s}.{STEPS_TABLE}").scalar())
 
     def migrated_at(self) -> int:
+        if self.batched:
+            return self._read()[0]
         found = self._run(
             f"SELECT value FROM {self.s}.{META_TABLE} WHERE key = %(key)s",
             {"key": MIGRATED_AT_STEP},
@@ -103,28 +138,47 @@ class PgStepLog:
         return int(found) if found is not None else 0
 
     def changed_steps(self) -> set[int]:
+        if self.batched:  # the steps that have row changes: those the counts are grouped by
+            return {row[0] for row in self._read()[1]}
         rows = self._run(f"SELECT DISTINCT step FROM {self.s}.{STEP_ROWS_TABLE}").all()
         return {row[0] for row in rows}
 
     def change_counts(self) -> dict[int, dict[str, int]]:
+        rows = self._read()[1] if self.batched else self._run(self._counts_sql()).all()
         out: dict[int, dict[str, int]] = {}
-        for step, table, n in self._run(
-            f"SELECT step, tbl, count(*) FROM {self.s}.{STEP_ROWS_TABLE} GROUP BY step, tbl "
-            "ORDER BY step, tbl"
-        ):
+        for step, table, n in rows:
             out.setdefault(step, {})[table] = n
         return out
 
     def row_images(self) -> list[RowImage]:
         """Every logged row change in the order made, values read back through the columns'
-        types (one query per table changed)."""
-        changes = self._run(
+        types: with `batched` the changes and every changed table's values in one round trip
+        (`_typed_results`), else one query per table changed."""
+        listing = (
             f"SELECT seq, step, tbl, op, old_rid, new_rid FROM {self.s}.{STEP_ROWS_TABLE} "
             "ORDER BY seq"
-        ).all()
+        )
         values: dict[int, tuple[dict[str, Any] | None, dict[str, Any] | None]] = {}
-        for name in sorted({row[2] for row in changes}):
-            values.update(self._values_of(name))
+        if self.batched:
+            names = sorted({row[1] for row in self._read()[1]})
+            known = [n for n in names if n in self.metadata.tables]
+            found = _typed_results(
+                self.conn,
+                [(listing, None)]
+                + [
+                    (_values_sql(self.metadata.tables[n], self.s), self.metadata.tables[n])
+                    for n in known
+                ],
+            )
+            changes = found[0]
+            for name, rows in zip(known, found[1:], strict=True):
+                values.update(self._images_of(self.metadata.tables[name], rows))
+            if {row[2] for row in changes} - set(names):  # not what the counts said: reread
+                return PgStepLog(self.conn, self.schema, self.metadata, batched=False).row_images()
+        else:
+            changes = self._run(listing).all()
+            for name in sorted({row[2] for row in changes}):
+                values.update(self._values_of(name))
         out = []
         for seq, step, table, op, old_rid, new_rid in changes:
             before, after = values.get(seq, (None, None))
@@ -137,14 +191,19 @@ class PgStepLog:
         table = self.metadata.tables.get(name)
         if table is None:
             return {}
-        names = [c.name for c in table.columns]
         # On a connection pinned to this schema (search_path), the statement names no schema:
         # one text, compiled once per table (compiling it per schema was ~10 % of a verify).
         pinned = schema_of(self.conn) == self.schema
         query = _values_query(table, None if pinned else self.schema)
+        return self._images_of(table, self.conn.execute(query, {"tbl": name}))
+
+    def _images_of(
+        self, table: Table, rows: Iterable[Any]
+    ) -> dict[int, tuple[dict[str, Any] | None, dict[str, Any] | None]]:
+        names = [c.name for c in table.columns]
         out = {}
         width = len(names)
-        for row in self.conn.execute(query, {"tbl": name}):
+        for row in rows:
             seq, has_old, has_new, *vals = row
             before = dict(zip(names, vals[:width], strict=True)) if has_old else None
             after = dict(zip(names, vals[width:], strict=True)) if has_new else None
@@ -163,8 +222,7 @@ class PgStepLog:
 
     # --- undo ----------------------------------------------------------------------------------
     def _columns(self) -> dict[str, list[str]]:
-        rows = self._run(f"SELECT tbl, cols FROM {self.s}.{STEP_COLS_TABLE}").all()
-        return {t: cols.split(",") if cols else [] for t, cols in rows}
+        return _columns_of(self._run(f"SELECT tbl, cols FROM {self.s}.{STEP_COLS_TABLE}").all())
 
     def undo_supported(self, tables: Iterable[str]) -> bool:
         """Whether every one of `tables` is logged with its current columns and its trigger
@@ -192,25 +250,49 @@ class PgStepLog:
         """The state after step `to_step` (0: as seeded), later steps dropped, in the caller's
         transaction (or savepoint); returns the steps undone. `sequences`: move each SERIAL
         sequence back too (sequences are not transactional: never inside a savepoint that is
-        rolled back, or the live session would reuse ids)."""
+        rolled back, or the live session would reuse ids). Two round trips: the log's rows
+        (`undo_reads`), then the script (`undo_script`)."""
+        try:
+            reads = results(self.conn, self.undo_reads(to_step))
+        except psycopg.Error as exc:
+            raise UndoUnavailable(str(exc).splitlines()[0]) from exc
+        script, count = self.undo_script(to_step, reads, sequences=sequences)
+        try:
+            self._script(script)
+        except (DBAPIError, psycopg.Error) as exc:  # the script runs on the driver's connection
+            cause = exc.orig if isinstance(exc, DBAPIError) and exc.orig is not None else exc
+            raise UndoUnavailable(str(cause).splitlines()[0]) from exc
+        return count
+
+    def undo_reads(self, to_step: int) -> list[str]:
+        """The three statements an undo to `to_step` reads (for `db.results`, possibly with
+        others in the same round trip): the steps undone and the migration's step, the row
+        changes to take back (latest first), the columns each table was logged with."""
         k = int(to_step)
-        count, migrated = self._run(
-            f"SELECT count(*), (SELECT value FROM {self.s}.{META_TABLE} WHERE key = %(key)s) "
-            f"FROM {self.s}.{STEPS_TABLE} WHERE idx > {k}",
-            {"key": MIGRATED_AT_STEP},
-        ).one()
+        return [
+            f"SELECT count(*), (SELECT value FROM {self.s}.{META_TABLE} "
+            f"WHERE key = '{MIGRATED_AT_STEP}') FROM {self.s}.{STEPS_TABLE} WHERE idx > {k}",
+            f"SELECT step, tbl, op, old_vals::text, new_vals::text FROM {self.s}.{STEP_ROWS_TABLE} "
+            f"WHERE step > {k} ORDER BY seq DESC",
+            f"SELECT tbl, cols FROM {self.s}.{STEP_COLS_TABLE}",
+        ]
+
+    def undo_script(
+        self, to_step: int, reads: list[list[tuple[Any, ...]]], *, sequences: bool = False
+    ) -> tuple[str, int]:
+        """The script undoing the log to `to_step` from what `undo_reads` returned, and the
+        number of steps it undoes; UndoUnavailable when the log cannot be undone so."""
+        self._changed()
+        k = int(to_step)
+        ((count, migrated),), changes, recorded = reads
         if migrated is not None and k < int(migrated):
             raise UndoUnavailable(migrated_refusal(int(migrated)))
-        changes = self._run(
-            f"SELECT step, tbl, op, old_vals::text, new_vals::text FROM {self.s}.{STEP_ROWS_TABLE} "
-            f"WHERE step > {k} ORDER BY seq DESC"
-        ).all()
         script = []
         if changes:
             for step, name, *_ in reversed(changes):  # (a session migrated before its step
                 if name not in self.metadata.tables:  # was recorded)
                     raise UndoUnavailable(dropped_refusal(step, name))
-            columns = self._columns()
+            columns = _columns_of(recorded)
             raw = self.conn.connection.driver_connection
             script += [_QUIET.format("on"), "SET CONSTRAINTS ALL DEFERRED"]
             for _step, name, op, old, new in changes:
@@ -223,12 +305,7 @@ class PgStepLog:
         ]
         if sequences and count:
             script += self._sequences_sql(k)
-        try:
-            self._script(";\n".join(script))
-        except (DBAPIError, psycopg.Error) as exc:  # the script runs on the driver's connection
-            cause = exc.orig if isinstance(exc, DBAPIError) and exc.orig is not None else exc
-            raise UndoUnavailable(str(cause).splitlines()[0]) from exc
-        return int(count)
+        return ";\n".join(script), int(count)
 
     def redo(self) -> None:
         """Apply the logged after-images in the order made, on this schema holding its template's
@@ -237,6 +314,7 @@ class PgStepLog:
         statement per change, each required to change exactly one row: a log that does not
         fit the rows (lost or altered entries) raises UndoUnavailable instead of rebuilding
         something else (a read path, and a rollout changes a handful of rows)."""
+        self._changed()
         changes = self._run(
             f"SELECT seq, tbl, op, old_vals::text, new_vals::text FROM {self.s}.{STEP_ROWS_TABLE} "
             "ORDER BY seq"
@@ -322,13 +400,70 @@ class PgStepLog:
     @contextmanager
     def scratch(self) -> Iterator[None]:
         self._run("SAVEPOINT stategym_scratch")
+        self._changed()
         try:
             yield
         except DBAPIError as exc:  # a READ ONLY transaction (inspection) cannot undo
             raise UndoUnavailable(str(exc.orig or exc).splitlines()[0]) from exc
         finally:
+            self._changed()
             self._run("ROLLBACK TO SAVEPOINT stategym_scratch")
             self._run("RELEASE SAVEPOINT stategym_scratch")
+
+
+def _values_sql(table: Table, s: str) -> str:
+    """`_values_query`'s SQL for `table` in (quoted) schema `s`, its table name a literal."""
+    cols = ", ".join(f"{side}.{quoted(c.name)}" for side in ("o", "n") for c in table.columns)
+    rtype = f"NULL::{s}.{quoted(table.name)}"
+    return (
+        f"SELECT r.seq, r.old_vals IS NOT NULL, r.new_vals IS NOT NULL, {cols} "
+        f"FROM {s}.{STEP_ROWS_TABLE} r "
+        f"CROSS JOIN LATERAL json_populate_record({rtype}, r.old_vals) o "
+        f"CROSS JOIN LATERAL json_populate_record({rtype}, r.new_vals) n "
+        f"WHERE r.tbl = '{quoted(table.name)[1:-1]}'"
+    )
+
+
+_IMAGE_HEAD: tuple[TypeEngine[Any], ...] = (BigInteger(), Boolean(), Boolean())
+
+
+def _typed_results(
+    conn: Connection, statements: list[tuple[str, Table | None]]
+) -> list[list[tuple[Any, ...]]]:
+    """`db.results` of `statements` (SQL, the table whose values `_values_sql` selects, or None:
+    rows as psycopg loads them), each table's values passed through its columns' types'
+    result processors for the column types the database answered with, as SQLAlchemy does
+    for `_values_query`'s typed columns: the rows `conn.execute` would return."""
+    assert conn.in_transaction(), "read in the caller's transaction"
+    raw = conn.connection.driver_connection
+    assert raw is not None
+    cursor = raw.execute(";\n".join(sql for sql, _ in statements).encode())
+    out: list[list[tuple[Any, ...]]] = []
+    for _, table in statements:
+        rows = list(cursor.fetchall()) if cursor.description is not None else []
+        if table is not None and cursor.description is not None:
+            types = [
+                *_IMAGE_HEAD,
+                *(c.type for c in table.columns),
+                *(c.type for c in table.columns),
+            ]
+            procs = [
+                t._cached_result_processor(conn.dialect, d.type_code)
+                for t, d in zip(types, cursor.description, strict=True)
+            ]
+            if any(procs):
+                rows = [
+                    tuple(p(v) if p is not None else v for p, v in zip(procs, row, strict=True))
+                    for row in rows
+                ]
+        out.append(rows)
+        cursor.nextset()
+    return out
+
+
+def _columns_of(rows: Iterable[Any]) -> dict[str, list[str]]:
+    """`_stategym_step_cols`'s rows as table -> its logged columns."""
+    return {t: cols.split(",") if cols else [] for t, cols in rows}
 
 
 _values_queries: dict[tuple[Table, str | None], TextualSelect] = {}

@@ -18,8 +18,9 @@ import logging
 import threading
 from typing import Any
 
+import psycopg
 from sqlalchemy import Connection, Engine, func, select, text
-from sqlalchemy.exc import DBAPIError, ProgrammingError
+from sqlalchemy.exc import ProgrammingError
 
 from app.core.lru import LRU
 from app.core.tasks import TaskSpec
@@ -31,6 +32,7 @@ from app.storage.postgres.archive import SessionArchive
 from app.storage.postgres.changes import PgChangeReader
 from app.storage.postgres.db import (
     META_TABLE,
+    SCRIPTED_BEGIN,
     SEED_TABLE,
     VERSION_TABLE,
     SchemaNames,
@@ -280,21 +282,25 @@ class PgStore:
 
     def _seed_pooled(self, base: str, pooled: str, target: str, seed: SeedRows) -> bool:
         """Rename pooled schema `pooled` to `target` and seed it; False (the caller clones) when
-        the pooled schema is gone. A seed PostgreSQL refuses raises, the pooled schema intact."""
+        the pooled schema is gone. A seed PostgreSQL refuses raises, the pooled schema intact.
+        One round trip: BEGIN, the rename, the seed script and COMMIT sent as one script."""
         assert self.pool is not None
         rename = f"ALTER SCHEMA {quoted(checked_schema(pooled))} RENAME TO {quoted(target)}"
         with self.engine.connect() as conn:
-            transaction = conn.begin()
+            conn.execution_options(**{SCRIPTED_BEGIN: True})
+            transaction = conn.begin()  # sends nothing: the script begins and commits
+            raw = conn.connection.driver_connection
+            assert raw is not None
+            script = seed_script(raw, target, self.env.metadata, seed)
             try:
-                conn.exec_driver_sql(rename)
-            except DBAPIError as exc:  # dropped by a replica's start-up sweep, or target exists
+                raw.execute(f"BEGIN;\n{rename};\n{script};\nCOMMIT".encode())
+                transaction.commit()
+            except (psycopg.errors.InvalidSchemaName, psycopg.errors.DuplicateSchema) as exc:
+                # The rename: dropped by a replica's start-up sweep, or the target exists.
                 transaction.rollback()
-                log.warning("pooled schema %s not usable (%s); cloning", pooled, exc.orig)
+                log.warning("pooled schema %s not usable (%s); cloning", pooled, exc)
                 self.pool.drop_quietly(pooled)
                 return False
-            try:
-                self._write_seed(conn, target, seed)
-                transaction.commit()
             except BaseException:
                 if transaction.is_active:
                     transaction.rollback()
@@ -439,16 +445,22 @@ class PgStore:
         schema = self.names.session(session_id)
         base, _ = self.ensure_base()
 
-        def archive(conn: Connection, template: str) -> None:
-            self.write_status(conn, session_id, "closed")
-            self.archive.put(
-                conn,
-                session_id=session_id,
-                env=self.env.name,
-                schema=schema,
-                template=template,
-                metadata=self.env.metadata,
+        def archive(conn: Connection, template: str) -> list[str]:
+            status = (  # the status first: the archive holds the session closed
+                f"INSERT INTO {quoted(schema)}.{META_TABLE} (key, value) VALUES ('status', "
+                "'closed') ON CONFLICT (key) DO UPDATE SET value = excluded.value"
             )
+            return [
+                status,
+                *self.archive.put_sql(
+                    conn,
+                    session_id=session_id,
+                    env=self.env.name,
+                    schema=schema,
+                    template=template,
+                    metadata=self.env.metadata,
+                ),
+            ]
 
         return recycle(
             self.engine,
