@@ -150,13 +150,10 @@ async def drive(
     # CPU seconds per process, the largest reading (the server's and, on PostgreSQL, the
     # backends serving its database): a figure other jobs on the machine do not inflate.
     cpu: dict[int, float] = {}
-    gate = asyncio.Semaphore(args.concurrency)
     started = time.monotonic()
     progress_at = [float(args.progress_s)]
     deadline = started + args.max_minutes * 60 if args.max_minutes else float("inf")
-    limits = httpx.Limits(
-        max_connections=args.concurrency, max_keepalive_connections=args.concurrency
-    )
+    limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
 
     async def sampler() -> None:
         while True:
@@ -189,19 +186,27 @@ async def drive(
                 )
             await asyncio.sleep(args.sample_s)
 
-    async with httpx.AsyncClient(base_url=server.url, timeout=120, limits=limits) as shared:
+    # One client, one connection, per concurrency slot: httpcore's pool scans every connection
+    # for every request, so one shared pool of 64 cost the load generator more CPU than the
+    # server (bench/README.md, "The soak's load generator").
+    slots = [
+        httpx.AsyncClient(base_url=server.url, timeout=120, limits=limits)
+        for _ in range(args.concurrency)
+    ]
+    clients: asyncio.Queue[httpx.AsyncClient] = asyncio.Queue()
+    for client in slots:
+        clients.put_nowait(client)
+    try:
 
         async def one(task: dict[str, Any], noop: bool) -> None:
-            async with gate:
-                # A client per rollout shares the pool but keeps its own cookies.
-                client = httpx.AsyncClient(
-                    transport=shared._transport, base_url=server.url, timeout=120
-                )
-                try:
-                    ok = await rollout(client, task, timings, noop, failures)
-                except httpx.HTTPError:
-                    ok = "error"
-                finished.append((time.monotonic(), ok))
+            client = await clients.get()  # its cookies are cleared at the rollout's start
+            try:
+                ok = await rollout(client, task, timings, noop, failures)
+            except httpx.HTTPError:
+                ok = "error"
+            finally:
+                clients.put_nowait(client)
+            finished.append((time.monotonic(), ok))
 
         watcher = asyncio.create_task(sampler())
         groups = args.rollouts // args.group
@@ -223,6 +228,9 @@ async def drive(
         for pid, seconds in cpu_seconds(pids).items():
             cpu[pid] = max(cpu.get(pid, 0.0), seconds)
         watcher.cancel()
+    finally:
+        for client in slots:
+            await client.aclose()
     return {
         "timings": timings,
         "finished": finished,
