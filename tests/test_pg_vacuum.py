@@ -18,7 +18,7 @@ from app.runtime.sessions import SessionManager
 from app.server.models import parse_seed_body
 from app.storage.backend import sync_pg_url
 from app.storage.postgres.backend import PgBackend
-from app.storage.postgres.vacuum import DEAD_ROWS_THRESHOLD
+from app.storage.postgres.vacuum import DEAD_ROWS_THRESHOLD, Vacuumer
 from tests.conftest import PG_URL, backend_settings
 from tests.support.rollouts import load_tasks
 
@@ -101,4 +101,41 @@ async def test_one_pass_at_a_time_across_workers(churned):
         holder.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": vacuum._lock_key})
     assert f"{control}.sessions" in await asyncio.to_thread(vacuum.run)
     assert _table_stats(engine, control)[1] < DEAD_ROWS_THRESHOLD
+    await mgr.aclose()
+
+
+def _churn_catalog(schema: str, renames: int) -> None:
+    """`renames` dead versions in `pg_namespace`: a schema renamed back and forth, as every
+    seed and close renames a pooled schema."""
+    engine = create_engine(sync_pg_url(PG_URL))
+    try:
+        with engine.begin() as conn:
+            conn.exec_driver_sql(f'CREATE SCHEMA "{schema}_a"')
+            for i in range(renames):
+                old, new = ("a", "b") if i % 2 == 0 else ("b", "a")
+                conn.exec_driver_sql(f'ALTER SCHEMA "{schema}_{old}" RENAME TO "{schema}_{new}"')
+            conn.exec_driver_sql(f'DROP SCHEMA "{schema}_a"')
+        with engine.connect() as conn:
+            conn.exec_driver_sql("SELECT pg_stat_force_next_flush()")
+    finally:
+        engine.dispose()
+
+
+async def test_the_catalog_is_vacuumed_before_session_tables(churned, pg_prefix):
+    """With both churned, a pass that has time for one table takes the catalog's: ordered after
+    our tables, `pg_namespace` never got its turn in a soak (64 pooled schemas filled the
+    budget) and grew ~2 dead versions a rollout, every lookup walking them."""
+    mgr, engine, control = churned
+    await _two_rollouts(mgr)
+    _churn(control, DEAD_ROWS)
+    _churn_catalog(f"{pg_prefix}_renamed", 2 * DEAD_ROWS)
+    backend = mgr.backend
+    assert isinstance(backend, PgBackend)
+    one_table = Vacuumer(engine, backend.vacuum.names, budget_s=0.0)
+    try:
+        done = await asyncio.to_thread(one_table.run)
+    finally:
+        one_table.dispose()
+    assert len(done) == 1 and done[0].startswith("pg_catalog."), done
+    assert f"{control}.sessions" in await asyncio.to_thread(backend.vacuum.run)
     await mgr.aclose()
