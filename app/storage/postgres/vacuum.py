@@ -87,7 +87,7 @@ class Vacuumer:
         }
         due = conn.execute(_OVER_THRESHOLD, params).all()
         conn.exec_driver_sql(f"SET statement_timeout = {VACUUM_TIMEOUT_MS}")
-        started, done = time.monotonic(), []
+        started, done = time.monotonic(), list[str]()
         for schema, table in due:
             if done and time.monotonic() - started > self.budget_s:
                 break
