@@ -54,8 +54,8 @@ async def rollout(
 ) -> str:
     """One rollout on its own cookie jar, gold or (`noop`) no tool call at all; (finish time, op,
     seconds) appended per request. Returns "ok" (gold scored 1), "noop" (no-op scored 0),
-    "error" (a request failed) or "not_1" (gold scored below 1, or a no-op above 0), whose
-    verify answer goes to `failures` (the first 20)."""
+    "error" (a request failed) or "not_1" (gold scored below 1, or a no-op above 0); what such
+    rollouts' requests answered goes to `failures` (the first 20)."""
     client.cookies.clear()
 
     async def timed(op: str, path: str, body: Any) -> httpx.Response:
@@ -64,13 +64,14 @@ async def rollout(
         timings.append((time.monotonic(), op, time.perf_counter() - started))
         return answer
 
-    ok = (await timed("seed", "/seed_session", task)).status_code == 200
+    answers = [("seed", await timed("seed", "/seed_session", task))]
     for call in [] if noop else task["ground_truth"]:
-        ok &= (await timed("tool", f"/{call['name']}", call["arguments"])).status_code == 200
+        answers.append((call["name"], await timed("tool", f"/{call['name']}", call["arguments"])))
     verified = await timed("verify", "/verify", {**task, "response": {"output": []}})
-    ok &= verified.status_code == 200
-    ok &= (await timed("close", "/close_session", {})).status_code == 200
-    if not ok:
+    answers += [("verify", verified), ("close", await timed("close", "/close_session", {}))]
+    if any(answer.status_code != 200 for _, answer in answers):
+        if failures is not None and len(failures) < 20:
+            failures.append({"task_id": task.get("task_id"), "requests": _shown(answers)})
         return "error"
     reward = verified.json().get("reward")
     if noop:
@@ -78,8 +79,16 @@ async def rollout(
     else:
         outcome = "ok" if reward == 1.0 else "not_1"
     if outcome == "not_1" and failures is not None and len(failures) < 20:
-        failures.append({"task_id": task.get("task_id"), "verify": verified.json()})
+        # Every answer: a tool error is a 200 too (its body says so), and it explains a 0.
+        failures.append(
+            {"task_id": task.get("task_id"), "verify": verified.json(), "requests": _shown(answers)}
+        )
     return outcome
+
+
+def _shown(answers: list[tuple[str, httpx.Response]]) -> list[dict[str, Any]]:
+    """What each request of a failed rollout answered (status, the body's start)."""
+    return [{"op": op, "status": a.status_code, "body": a.text[:600]} for op, a in answers]
 
 
 def cpu_seconds(pids: list[int]) -> dict[int, float]:
@@ -202,8 +211,10 @@ async def drive(
             client = await clients.get()  # its cookies are cleared at the rollout's start
             try:
                 ok = await rollout(client, task, timings, noop, failures)
-            except httpx.HTTPError:
+            except httpx.HTTPError as exc:  # a timeout or a dropped connection
                 ok = "error"
+                if len(failures) < 20:
+                    failures.append({"task_id": task.get("task_id"), "exception": repr(exc)})
             finally:
                 clients.put_nowait(client)
             finished.append((time.monotonic(), ok))
