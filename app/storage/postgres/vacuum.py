@@ -33,10 +33,16 @@ PASS_TABLES = 256  # at most this many tables a pass
 VACUUM_TIMEOUT_MS = 60_000  # one table's VACUUM at most
 
 _OVER_THRESHOLD = text(
-    "SELECT schemaname, relname FROM pg_stat_all_tables "
+    "SELECT relid FROM pg_stat_all_tables "
     "WHERE (schemaname LIKE :ours ESCAPE '\\' OR schemaname = 'pg_catalog') "
     "AND n_dead_tup > :threshold + :scale * n_live_tup "
     "ORDER BY schemaname <> 'pg_catalog', n_dead_tup DESC LIMIT :tables"
+)
+# A pooled schema is renamed at every seed and close: a table's name is read again, by its
+# oid, right before its VACUUM (by the names of the list, a soak's pass missed most of them).
+_NAME_NOW = text(
+    "SELECT n.nspname, c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+    "WHERE c.oid = :relid"
 )
 
 
@@ -88,13 +94,17 @@ class Vacuumer:
         due = conn.execute(_OVER_THRESHOLD, params).all()
         conn.exec_driver_sql(f"SET statement_timeout = {VACUUM_TIMEOUT_MS}")
         started, done = time.monotonic(), list[str]()
-        for schema, table in due:
+        for (relid,) in due:
             if done and time.monotonic() - started > self.budget_s:
                 break
+            now = conn.execute(_NAME_NOW, {"relid": relid}).first()
+            if now is None:  # dropped since (a schema the pool let go)
+                continue
+            schema, table = now
             name = f"{quoted(schema)}.{quoted(table)}"
             try:
                 conn.exec_driver_sql(f"VACUUM (ANALYZE) {name}")
-            except DBAPIError as exc:  # dropped since (a schema the pool let go), or a timeout
+            except DBAPIError as exc:  # dropped or renamed meanwhile, or a timeout
                 log.debug("VACUUM %s skipped: %s", name, exc.orig)
                 continue
             done.append(f"{schema}.{table}")
