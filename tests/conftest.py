@@ -26,6 +26,10 @@ REPO = Path(__file__).resolve().parent.parent
 # sql console): tests take their lists from the registry, never by hand.
 ENV_NAMES = tuple(environment_names())
 PORTABLE_ENVS = tuple(n for n in ENV_NAMES if "sqlite" not in load_environment(n).requires)
+# Step rewards' wall-clock backstop (500 ms by default) makes a verify's answer depend on how
+# loaded the machine is: on a busy CI runner a PostgreSQL verify passed it and left its step
+# rewards out. Tests get a minute; tests/test_step_budget.py sets the budget it tests.
+os.environ.setdefault("STATEGYM_STEP_REWARD_BUDGET_MS", "60000")
 TEST_SECRET = "test-secret-0123456789-abcdefghijklmnopqrstuvwxyz"
 # tests/openenv_clients/ drives OpenEnv servers with OpenEnv's own clients: it runs in its own
 # virtualenv (make test-openenv), and is not collected where the openenv package is missing.

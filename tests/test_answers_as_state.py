@@ -92,6 +92,7 @@ async def rollout(
         await c.post("/close_session", json={})
     result = verified.json()
     # The dense rewards a trainer consumes pay exactly the reward, whatever the rollout.
+    assert "step_rewards" in result, result
     assert abs(sum(result["step_rewards"]) - result["reward"]) <= 1e-9, result["step_rewards"]
     assert abs(sum(result["turn_rewards"]) - result["reward"]) <= 1e-9, result["turn_rewards"]
     return result, bodies
