@@ -127,14 +127,19 @@ def test_every_explorer_page_in_chromium(served, chromium):
     assert len(rows) == 4
     assert "final state differs from gold" in driver.find_element(By.TAG_NAME, "main").text
     assert driver.find_elements(By.CSS_SELECTOR, "svg[role=img]")  # the reward histogram
-    # A filter through the form: runs under 0.5 only.
-    from selenium.webdriver.support import expected_conditions
+    # A filter through the form: runs under 0.5 only. The wait is on the new document (its URL
+    # carries the filter, and it has loaded), not on the old table going stale: Chromium may
+    # answer a query on a node of the unloading page with an inspector error instead.
     from selenium.webdriver.support.wait import WebDriverWait
 
-    old_table = driver.find_element(By.CSS_SELECTOR, "table.runs")
     driver.find_element(By.NAME, "reward_max").send_keys("0.5")
     driver.find_element(By.CSS_SELECTOR, "form.filters button").click()
-    WebDriverWait(driver, 30).until(expected_conditions.staleness_of(old_table))  # the new page
+    WebDriverWait(driver, 30).until(
+        lambda d: (
+            "reward_max=0.5" in d.current_url
+            and d.execute_script("return document.readyState") == "complete"
+        )
+    )
     assert len(driver.find_elements(By.CSS_SELECTOR, "table.runs tr.run")) == 1
 
     _check_page(driver, f"{url}/rollouts/{ids['pass']}", "rollout", backend)
