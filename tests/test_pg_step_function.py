@@ -5,7 +5,8 @@ A schema from a release that kept its own function is moved to the shared one wh
 
 from __future__ import annotations
 
-from sqlalchemy import Engine
+import pytest
+from sqlalchemy import Connection, Engine
 
 from app.registry import load_environment
 from app.server.models import parse_seed_body
@@ -13,12 +14,14 @@ from app.storage.postgres.db import (
     SchemaNames,
     ensure_step_function,
     functions_schema,
+    functions_schema_of,
     in_schema,
     make_engine,
     quoted,
     schema_ddl,
     session_connection,
 )
+from app.storage.postgres.step_triggers import QUIET
 from app.storage.postgres.store import PgStore
 from app.storage.sqlite.store import Store
 from tests.conftest import PG_URL
@@ -82,6 +85,65 @@ def test_sessions_written_in_turn_on_one_connection_log_into_their_own_schema(tm
                 f"(to_regnamespace('{quoted(a)}'), to_regnamespace('{quoted(b)}'))"
             ).scalar()
         assert own == 0
+    finally:
+        store.dispose()
+        engine.dispose()
+
+
+def _compiled_copies(conn: Connection) -> int:
+    """How many compiled copies of the step function this backend holds (PL/pgSQL keeps one
+    per trigger it ran: its hash key holds the trigger's OID)."""
+    copies = conn.exec_driver_sql(
+        "SELECT count(*) FROM pg_backend_memory_contexts WHERE name = 'PL/pgSQL function' "
+        "AND ident LIKE '%%._stategym_step_log()'"
+    ).scalar()
+    conn.rollback()  # a read: end the transaction it began
+    return int(copies or 0)
+
+
+def _old_form_trigger(conn: Connection, schema: str, table: str) -> None:
+    """`table`'s step trigger as releases before the WHEN clause made it."""
+    function = f"{quoted(functions_schema_of(schema))}._stategym_step_log"
+    conn.exec_driver_sql(
+        f"DROP TRIGGER _stategym_step_{table} ON {quoted(schema)}.{table};"
+        f"CREATE TRIGGER _stategym_step_{table} AFTER INSERT OR UPDATE OR DELETE ON "
+        f"{quoted(schema)}.{table} FOR EACH ROW EXECUTE FUNCTION {function}('id')"
+    )
+
+
+def test_a_quiet_write_never_runs_the_step_function_and_is_not_logged(tmp_path, pg_prefix):  # type: ignore[no-untyped-def]
+    _, engine, store, snapshot = _store(tmp_path, pg_prefix)
+    try:
+        a = store.create_session("a" * 32, snapshot)
+        engine.dispose()  # a backend that has run no trigger yet
+        with session_connection(engine, a) as conn:
+            superuser = "SELECT rolsuper FROM pg_roles WHERE rolname = current_user"
+            if not conn.exec_driver_sql(superuser).scalar():
+                pytest.skip("pg_backend_memory_contexts needs a superuser")
+            conn.rollback()
+            with conn.begin():
+                conn.exec_driver_sql(QUIET)
+                conn.exec_driver_sql("UPDATE orders SET ship_city = 'q' WHERE id = 1")
+                conn.exec_driver_sql("DELETE FROM payments WHERE id = 1")
+            assert _compiled_copies(conn) == 0  # the WHEN clause: the function never ran
+            with conn.begin():
+                conn.exec_driver_sql("UPDATE orders SET ship_city = 'loud' WHERE id = 2")
+            assert _compiled_copies(conn) == 1
+        assert _logged(engine, a) == [("orders", "u", 2)]
+        # A trigger of an older schema (no WHEN clause) runs the function, which stays quiet
+        # too: under the session's search path and addressed by name from elsewhere.
+        with engine.begin() as conn:
+            _old_form_trigger(conn, a, "orders")
+        with session_connection(engine, a) as conn, conn.begin():
+            conn.exec_driver_sql(QUIET)
+            conn.exec_driver_sql("UPDATE orders SET ship_city = 'q2' WHERE id = 3")
+        with engine.begin() as conn:
+            conn.exec_driver_sql(QUIET)
+            conn.exec_driver_sql(f"UPDATE {quoted(a)}.orders SET ship_city = 'q3' WHERE id = 4")
+        assert _logged(engine, a) == [("orders", "u", 2)]
+        with engine.begin() as conn:  # and logs a loud write as before
+            conn.exec_driver_sql(f"UPDATE {quoted(a)}.orders SET ship_city = 'l' WHERE id = 5")
+        assert _logged(engine, a) == [("orders", "u", 2), ("orders", "u", 5)]
     finally:
         store.dispose()
         engine.dispose()

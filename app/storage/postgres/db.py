@@ -283,23 +283,27 @@ def step_logged(metadata: MetaData) -> dict[str, str | None]:
 # caches and re-plans when the search path changes; anywhere else (a migration, a script) it is
 # addressed by the row's own schema, dynamically: the log row always lands beside the row. No
 # percent sign anywhere (quote_ident, not format()): psycopg reads each one as a placeholder.
+# PL/pgSQL compiles a copy of the function per TRIGGER (its hash key holds the trigger's OID),
+# and every expression it runs is a cached plan that each rename resets: so a quiet write
+# (`stategym.quiet`: seeding, undo, recycling) does not call the function at all (the trigger's
+# WHEN clause), and the function runs three expressions (IF, INSERT, RETURN), not eight. The
+# body keeps the quiet test (the INSERT's HAVING) for triggers of older schemas, which lack the
+# WHEN clause; an INSERT's OLD and a DELETE's NEW are NULL (PostgreSQL 11+), so is their JSON.
+_LOUD = "current_setting('stategym.quiet', true) IS DISTINCT FROM 'on'"
 _STEP_FUNCTION_BODY = f"""
-DECLARE o json; n json;
 BEGIN
-  IF current_setting('stategym.quiet', true) = 'on' THEN RETURN NULL; END IF;
-  IF TG_OP <> 'INSERT' THEN o := row_to_json(OLD); END IF;
-  IF TG_OP <> 'DELETE' THEN n := row_to_json(NEW); END IF;
   IF current_schema() = TG_TABLE_SCHEMA THEN
     INSERT INTO {STEP_ROWS_TABLE}(step, tbl, op, old_rid, new_rid, old_vals, new_vals)
     SELECT coalesce(max(idx), 0) + 1, TG_TABLE_NAME, lower(left(TG_OP, 1)),
-           (o ->> TG_ARGV[0])::bigint, (n ->> TG_ARGV[0])::bigint, o, n
-    FROM {STEPS_TABLE};
-  ELSE
+           (row_to_json(OLD) ->> TG_ARGV[0])::bigint, (row_to_json(NEW) ->> TG_ARGV[0])::bigint,
+           row_to_json(OLD), row_to_json(NEW)
+    FROM {STEPS_TABLE} HAVING {_LOUD};
+  ELSIF {_LOUD} THEN
     EXECUTE 'INSERT INTO ' || quote_ident(TG_TABLE_SCHEMA) || '.{STEP_ROWS_TABLE}(step, tbl, op, '
             'old_rid, new_rid, old_vals, new_vals) SELECT coalesce(max(idx), 0) + 1, $1, $2, '
             '$3, $4, $5, $6 FROM ' || quote_ident(TG_TABLE_SCHEMA) || '.{STEPS_TABLE}'
-    USING TG_TABLE_NAME, lower(left(TG_OP, 1)), (o ->> TG_ARGV[0])::bigint,
-          (n ->> TG_ARGV[0])::bigint, o, n;
+    USING TG_TABLE_NAME, lower(left(TG_OP, 1)), (row_to_json(OLD) ->> TG_ARGV[0])::bigint,
+          (row_to_json(NEW) ->> TG_ARGV[0])::bigint, row_to_json(OLD), row_to_json(NEW);
   END IF;
   RETURN NULL;
 END
@@ -354,7 +358,7 @@ def _step_trigger(table: str, key: str | None) -> str:
     argument = f"'{quoted(key)[1:-1]}'" if key else ""
     return (
         f"CREATE TRIGGER {quoted(step_trigger_name(table))} AFTER INSERT OR UPDATE OR DELETE "
-        f"ON {_PLACEHOLDER}.{quoted(table)} FOR EACH ROW "
+        f"ON {_PLACEHOLDER}.{quoted(table)} FOR EACH ROW WHEN ({_LOUD}) "
         f"EXECUTE FUNCTION {_FN_PLACEHOLDER}.{STEP_TRIGGER_FUNCTION}({argument})"
     )
 

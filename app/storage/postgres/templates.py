@@ -27,8 +27,8 @@ log = logging.getLogger("stategym.postgres")
 # What a template schema holds beyond the models: part of its name, so a release that changes it
 # builds new templates instead of cloning old ones ("steplog-pg1": the step log's tables,
 # triggers and deferrable foreign keys; "seed1": the seed rows table, app/storage/postgres/
-# seed_rows.py).
-TEMPLATE_LAYOUT = f"steplog-{PG_STEP_LOG_VERSION}+seed1"
+# seed_rows.py; "when1": step triggers skip quiet writes by their WHEN clause, postgres/db.py).
+TEMPLATE_LAYOUT = f"steplog-{PG_STEP_LOG_VERSION}+seed1+when1"
 # The snapshot key of the base template (its meta's `snapshot`): no task's (those are hex digests).
 BASE_KEY = "base"
 
