@@ -33,8 +33,23 @@ import httpx
 from bench.servers import ROOT, ServerProcess, disk_mb, start_stategym
 
 OPS = ("seed", "tool", "verify", "close")
-# What each sample reads; database_mb and schemas are PostgreSQL's (0 on SQLite).
-RESOURCES = ("rss_mb", "fds", "data_dir_mb", "control_mb", "database_mb", "schemas")
+# What each sample reads; database_mb, catalog_mb and schemas are PostgreSQL's (0 on SQLite).
+RESOURCES = ("rss_mb", "fds", "data_dir_mb", "control_mb", "database_mb", "catalog_mb", "schemas")
+# The system catalog's tables a schema's create, rename and drop write (their indexes and TOAST
+# included in the size): their bloat slows every name lookup of every session.
+CATALOG = (
+    "pg_class",
+    "pg_attribute",
+    "pg_type",
+    "pg_depend",
+    "pg_namespace",
+    "pg_constraint",
+    "pg_index",
+    "pg_trigger",
+    "pg_attrdef",
+    "pg_statistic",
+    "pg_sequence",
+)
 
 
 def generate(env: str, count: int, seed: int, out: Path) -> list[dict[str, Any]]:
@@ -126,11 +141,12 @@ def backend_pids(database_url: str | None) -> list[int]:
         engine.dispose()
 
 
-def database_size(database_url: str | None) -> tuple[float, int]:
-    """PostgreSQL: the soak database's size (MB, its control tables included) and its schema
-    count, what grows there instead of the data dir; SQLite: (0, 0)."""
+def database_size(database_url: str | None) -> tuple[float, float, int]:
+    """PostgreSQL: the soak database's size (MB, its control tables included), its catalog's
+    (`CATALOG`, MB) and its schema count, what grows there instead of the data dir; SQLite:
+    zeros."""
     if not database_url:
-        return 0.0, 0
+        return 0.0, 0.0, 0
     from sqlalchemy import create_engine, text
 
     from app.storage.backend import sync_pg_url
@@ -140,7 +156,14 @@ def database_size(database_url: str | None) -> tuple[float, int]:
         with engine.connect() as conn:
             size = conn.execute(text("SELECT pg_database_size(current_database())")).scalar()
             schemas = conn.execute(text("SELECT count(*) FROM pg_namespace")).scalar()
-            return int(size or 0) / 2**20, int(schemas or 0)
+            catalog = conn.execute(
+                text(
+                    "SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class c "
+                    "WHERE c.relnamespace = 'pg_catalog'::regnamespace AND c.relname = ANY(:names)"
+                ),
+                {"names": list(CATALOG)},
+            ).scalar()
+            return int(size or 0) / 2**20, int(catalog or 0) / 2**20, int(schemas or 0)
     finally:
         engine.dispose()
 
@@ -176,20 +199,22 @@ async def drive(
                     "control_mb": control_db_bytes(server.data_dir) / 2**20,
                 }
             )
-            pids = server.pids() + await asyncio.to_thread(backend_pids, args.database_url)
+            own = server.pids()
+            pids = own + await asyncio.to_thread(backend_pids, args.database_url)
             for pid, seconds in cpu_seconds(pids).items():
                 cpu[pid] = max(cpu.get(pid, 0.0), seconds)
             samples[-1]["cpu_s"] = sum(cpu.values())
-            size, schemas = await asyncio.to_thread(database_size, args.database_url)
-            samples[-1].update(database_mb=size, schemas=schemas)
+            samples[-1]["server_cpu_s"] = sum(cpu.get(pid, 0.0) for pid in own)
+            size, catalog, schemas = await asyncio.to_thread(database_size, args.database_url)
+            samples[-1].update(database_mb=size, catalog_mb=catalog, schemas=schemas)
             if args.progress_s and samples[-1]["t"] >= progress_at[0]:
                 progress_at[0] += args.progress_s
                 s = samples[-1]
                 print(
                     f"soak: {s['t'] / 60:.1f} min, {s['done']} rollouts, RSS {s['rss_mb']:.0f} MB, "
                     f"fds {s['fds']}, data dir {s['data_dir_mb']:.0f} MB, control "
-                    f"{s['control_mb']:.1f} MB, database {s['database_mb']:.0f} MB, "
-                    f"{s['schemas']} schemas",
+                    f"{s['control_mb']:.1f} MB, database {s['database_mb']:.0f} MB (catalog "
+                    f"{s['catalog_mb']:.1f}), {s['schemas']} schemas",
                     file=sys.stderr,
                     flush=True,
                 )
@@ -269,6 +294,7 @@ def tenths(run: dict[str, Any]) -> list[dict[str, Any]]:
         # CPU per rollout within the tenth: between the samples nearest its ends.
         start = min(run["samples"], key=lambda s: abs(s["t"] - (t0 - run["started"])))
         spent = sample.get("cpu_s", 0.0) - start.get("cpu_s", 0.0)
+        own = sample.get("server_cpu_s", 0.0) - start.get("server_cpu_s", 0.0)
         done = sample["done"] - start["done"]
         out.append(
             {
@@ -283,6 +309,8 @@ def tenths(run: dict[str, Any]) -> list[dict[str, Any]]:
                 },
                 **{k: sample[k] for k in RESOURCES},
                 "cpu_ms_per_rollout": 1000 * spent / done if done > 0 else 0.0,
+                # The server's processes alone (on PostgreSQL the rest is its backends').
+                "server_cpu_ms_per_rollout": 1000 * own / done if done > 0 else 0.0,
             }
         )
     return out
@@ -414,8 +442,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "fds",
         "data_dir_mb",
         "control_mb",
-        *(["database_mb", "schemas"] if args.database_url else []),
+        *(["database_mb", "catalog_mb", "schemas"] if args.database_url else []),
         "cpu_ms_per_rollout",
+        "server_cpu_ms_per_rollout",
     ]
     print(" | ".join(header))
     for r in rows:
