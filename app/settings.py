@@ -251,6 +251,13 @@ class Settings(BaseSettings):
             "(a session closed with a perfect reward is deleted, the rest kept)."
         ),
     )
+    pack_closed_sessions: bool = Field(
+        True,
+        description="SQLite: store each closed session that retention keeps as the pages that "
+        "differ from its environment's template, compressed (~40 KB for a retail rollout "
+        "instead of ~800 KB); inspection, export, reverify and the explorer unpack it, exactly. "
+        "Packing runs on the closer thread, off the request path.",
+    )
     retention_days: int = Field(
         7, ge=0, description="Age in days beyond which `keep_days` retention removes a session."
     )

@@ -60,14 +60,15 @@ def start_browse(data_dir: Path, *extra: str) -> tuple[subprocess.Popen, str]:
 
 
 def files_of(folder: Path) -> dict[str, str]:
-    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.iterdir())}
+    files = sorted(p for p in folder.rglob("*") if p.is_file())
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest() for p in files}
 
 
-async def test_datasette_serves_each_session_by_id_read_only(made):
+async def test_datasette_serves_each_session_by_id_read_only(made, tmp_path):
     data_dir, ids = made
     sessions_dir = data_dir / "sessions" / "retail"
     before = files_of(sessions_dir)
-    ds = build_datasette(data_dir)
+    ds = build_datasette(data_dir, scratch=tmp_path)
     await ds.invoke_startup()
     names = {d["name"] for d in (await ds.client.get("/-/databases.json")).json()}
     assert names == {*ids.values(), "control"}
@@ -94,7 +95,7 @@ async def test_rows_still_in_a_live_sessions_wal_are_shown(made, tmp_path):
         writer.execute("UPDATE orders SET status = 'processed' WHERE id = 102002")
         writer.commit()
         assert path.with_name(path.name + "-wal").stat().st_size > 0
-        ds = build_datasette(copy, sessions=[ids["open"]])
+        ds = build_datasette(copy, sessions=[ids["open"]], scratch=tmp_path)
         await ds.invoke_startup()
         rows = await ds.client.get(f"/{ids['open']}/orders.json?id=102002&_shape=array")
         assert rows.json()[0]["status"] == "processed"

@@ -11,6 +11,8 @@ import httpx
 import pytest
 
 from app.registry import load_environment
+from app.storage.sqlite import packing
+from app.storage.sqlite.db import as_legacy_image
 from tests.support.rollouts import gold_answer, load_tasks, run_rollout
 
 RETAIL_TASKS = load_tasks(load_environment("retail").tasks_path)
@@ -34,11 +36,18 @@ async def test_real_server_rollouts(live_server, tmp_path):
             assert gold["reward"] == 1.0, gold.get("failure_reason")
             noop = await run_rollout(client, task, [], "")
             assert noop["reward"] == 0.0
-    # Session files outlive the rollouts and are sound SQLite databases.
-    files = list((tmp_path / "data" / "sessions" / "retail").glob("*.sqlite"))
-    assert len(files) == 8
-    for path in files:
-        conn = sqlite3.connect(path)
+    # Session databases outlive the rollouts (packed once closed: app/storage/sqlite/packing.py,
+    # by the server's closer thread) and are sound SQLite databases.
+    folder = tmp_path / "data" / "sessions" / "retail"
+    for _ in range(400):  # 10 s at most
+        packs = list(folder.glob("*.sqlite.pack"))
+        if len(packs) == 8:
+            break
+        await asyncio.sleep(0.025)
+    assert len(packs) == 8 and not list(folder.glob("*.sqlite"))
+    for pack in packs:
+        conn = sqlite3.connect(":memory:")
+        conn.deserialize(as_legacy_image(packing.pack_image(pack)))
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
         conn.close()
 

@@ -318,7 +318,8 @@ async def test_browsing_writes_nothing(runs):
 
 
 def _digests(folder: Path) -> dict[str, str]:
-    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.iterdir())}
+    files = sorted(p for p in folder.rglob("*") if p.is_file())  # packs and their .bases too
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest() for p in files}
 
 
 def test_browse_refuses_another_interface_without_the_admin_token(runs):
@@ -340,7 +341,8 @@ async def test_a_session_whose_file_is_gone_still_shows_its_record(runs, tmp_pat
         pytest.skip("retention of files: the SQLite backend")
     copy = settings.model_copy(update={"data_dir": tmp_path / "data"})
     shutil.copytree(settings.data_dir, copy.data_dir)
-    (copy.data_dir / "sessions" / "retail" / f"{ids['fail']}.sqlite").unlink()
+    for file in (copy.data_dir / "sessions" / "retail").glob(f"{ids['fail']}.sqlite*"):
+        file.unlink()  # its file, or the pack it became at close
     async with explorer(copy) as c:
         page = await c.get(f"/rollouts/{ids['fail']}")
         assert page.status_code == 200 and "database is gone" in page.text

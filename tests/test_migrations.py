@@ -66,15 +66,17 @@ def _columns(path, table: str) -> list[str]:
         conn.close()
 
 
-async def _played_session(client_factory):
-    async with client_factory(RETAIL) as client:
+async def _played_session(client_factory, settings):
+    # A plain file to migrate (packs are migrated through it: tests/test_packed_sessions.py).
+    plain = settings.model_copy(update={"pack_closed_sessions": False})
+    async with client_factory(RETAIL, plain) as client:
         verdict = await run_rollout(client, TASK, TASK["ground_truth"], gold_answer(TASK))
         store = client.app.state.protocol.sessions.backend.store
         return store.session_path(verdict["session_id"]), verdict
 
 
-async def test_downgrade_then_upgrade_keeps_the_data(client_factory):
-    path, _ = await _played_session(client_factory)
+async def test_downgrade_then_upgrade_keeps_the_data(client_factory, settings):
+    path, _ = await _played_session(client_factory, settings)
     orders_before = _rows(path, "orders")
     downgrade_file(path, "retail", "retail@-2")
     assert "slug" not in _columns(path, "products")
@@ -143,7 +145,7 @@ async def test_unknown_revision_is_refused_with_a_clear_error(client_factory):
 async def test_bulk_session_upgrade_reports_counts_and_a_corrupt_file_fails_alone(
     client_factory, settings
 ):
-    path, _ = await _played_session(client_factory)
+    path, _ = await _played_session(client_factory, settings)
     folder = path.parent
     for i in range(6):
         shutil.copy(path, folder / f"{i:032x}.sqlite")
@@ -203,8 +205,8 @@ def test_plain_alembic_upgrade_heads(tmp_path):
     conn.close()
 
 
-async def test_failed_upgrade_leaves_the_file_as_it_was(client_factory):
-    path, _ = await _played_session(client_factory)
+async def test_failed_upgrade_leaves_the_file_as_it_was(client_factory, settings):
+    path, _ = await _played_session(client_factory, settings)
     downgrade_file(path, "retail", "retail@-2")
     conn = sqlite3.connect(path)
     # Two names whose slugs collide: the backfill violates the new unique constraint.

@@ -16,6 +16,8 @@ from app.runtime.sessions import SessionManager
 from app.sdk.environment import Tool
 from app.server.models import parse_seed_body
 from app.settings import Settings
+from app.storage.sqlite import packing
+from app.storage.sqlite.db import as_legacy_image
 from tests.conftest import TEST_SECRET
 from tests.support.rollouts import load_tasks
 
@@ -127,9 +129,13 @@ async def test_a_close_right_after_the_seed_leaves_nothing_open(manager: Session
     assert session_id not in manager._open
     await asyncio.sleep(0.05)  # nothing lands afterwards
     assert session_id not in manager._open
+    manager.backend.flush_closes()  # type: ignore[attr-defined]
     path = manager.backend.store.session_path(session_id)  # type: ignore[attr-defined]
-    with sqlite3.connect(path) as conn:
-        status = conn.execute("SELECT value FROM _stategym_meta WHERE key = 'status'").fetchone()
+    # Kept and closed, it was packed (app/storage/sqlite/packing.py).
+    conn = sqlite3.connect(":memory:")
+    conn.deserialize(as_legacy_image(packing.pack_image(path.with_name(path.name + ".pack"))))
+    status = conn.execute("SELECT value FROM _stategym_meta WHERE key = 'status'").fetchone()
+    conn.close()
     assert status == ("closed",)
     tool = _read_tool(manager)
     with pytest.raises(Exception, match="closed"):

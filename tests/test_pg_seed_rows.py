@@ -128,8 +128,9 @@ async def test_seeded_sessions_score_gold_1_and_noop_0(
 
 
 def _schemas(engine, prefix: str, base: str) -> dict[str, int]:  # type: ignore[no-untyped-def]
-    """Schemas under `prefix` by kind, the catalog's relations in them, and in the base's."""
-    with engine.connect() as conn:
+    """Schemas under `prefix` by kind, the catalog's relations in them, and in the base's, read
+    in one snapshot: the pool's refill thread may commit a clone between the two queries."""
+    with engine.connect().execution_options(isolation_level="REPEATABLE READ") as conn:
         kinds = conn.execute(
             text(
                 "SELECT substr(nspname, length(:p) + 1, 3), count(*) FROM pg_namespace "

@@ -43,7 +43,8 @@ def session_exists(client: httpx.AsyncClient, session_id: str) -> bool:
         with store.engine.connect() as conn:
             archived = store.archive.holds(conn, session_id)
         return store.session_exists(session_id) or archived
-    return store.session_path(session_id).exists()
+    path = store.session_path(session_id)
+    return path.exists() or path.with_name(path.name + ".pack").exists()  # packed once closed
 
 
 def dump(client: httpx.AsyncClient, session_id: str) -> list:

@@ -153,13 +153,29 @@ def test_missing_and_corrupt_session_files_are_reported(made, tmp_path):
     data_dir, ids = made
     copy = tmp_path / "copy"
     shutil.copytree(data_dir, copy)
-    (copy / "sessions" / "retail" / f"{ids['gold']}.sqlite").unlink()
-    corrupt = copy / "sessions" / "retail" / f"{ids['noop']}.sqlite"
+    sessions = copy / "sessions" / "retail"
+    # Closed and kept, both are packed (docs/inspecting.md, "Retention").
+    (sessions / f"{ids['gold']}.sqlite.pack").unlink()
+    corrupt = sessions / f"{ids['noop']}.sqlite"  # a plain file beside its pack is read first
     corrupt.write_bytes(b"not a database" * 100)
     gone = sg("sessions", "show", ids["gold"], "--data-dir", str(copy))
     assert gone.exit_code == 1 and "no database file" in gone.output
     bad = sg("sessions", "diff", ids["noop"], "--data-dir", str(copy))
     assert bad.exit_code == 1 and "cannot be opened" in bad.output
+    corrupt.unlink()
+    pack = sessions / f"{ids['noop']}.sqlite.pack"
+    original = pack.read_bytes()
+    damaged = bytearray(original)
+    damaged[-200] ^= 0xFF
+    pack.write_bytes(bytes(damaged))
+    bad = sg("sessions", "diff", ids["noop"], "--data-dir", str(copy))
+    assert bad.exit_code == 1 and "packed database cannot be read" in bad.output, bad.output
+    pack.write_bytes(original)
+    baseless = tmp_path / "baseless"  # a new folder: this process has not read its bases yet
+    shutil.copytree(copy, baseless)
+    shutil.rmtree(baseless / "sessions" / "retail" / ".bases")
+    bad = sg("sessions", "show", ids["noop"], "--data-dir", str(baseless))
+    assert bad.exit_code == 1 and "base image" in bad.output and "missing" in bad.output
     listed = {r["id"]: r for r in sg_json("sessions", "list", "--data-dir", str(copy))}
     assert listed[ids["gold"]]["file_present"] is False
     empty = sg("sessions", "list", "--data-dir", str(tmp_path / "nothing-here"))
@@ -236,7 +252,7 @@ def test_gc_dry_run_keep_failed_and_removal(made, tmp_path):
     kept = sg_json("sessions", "gc", "--older-than", "0s", "--keep-failed", *d)
     assert kept["sessions"] == [ids["gold"]] and kept["kept_failed"] == 1
     assert kept["bytes_freed"] > 0
-    assert not (copy / "sessions" / "retail" / f"{ids['gold']}.sqlite").exists()
+    assert not list((copy / "sessions" / "retail").glob(f"{ids['gold']}.sqlite*"))  # file, pack
     left = {r["id"] for r in sg_json("sessions", "list", *d)}
     assert left == {ids["noop"], ids["open"]}
     assert sg_json("sessions", "gc", "--older-than", "7d", *d)["removed"] == 0
@@ -262,9 +278,10 @@ def test_retention_applies_on_close(tmp_path, monkeypatch, retention, kept):
     monkeypatch.setenv("STATEGYM_RETENTION", retention)
     data_dir = tmp_path / "data"
     ids = build_rollouts(data_dir)
+    sessions = data_dir / "sessions" / "retail"
     files = {
         name
         for name, sid in ids.items()
-        if (data_dir / "sessions" / "retail" / f"{sid}.sqlite").exists()
+        if (sessions / f"{sid}.sqlite").exists() or (sessions / f"{sid}.sqlite.pack").exists()
     }
     assert files == kept | {"open"}  # an open session is never removed on someone else's close

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -34,9 +35,15 @@ HOST = "127.0.0.1"  # the default: without an admin token, never another interfa
 
 
 def browse_files(
-    data_dir: Path, sessions: list[str] | None, env: str | None, task: str | None, limit: int
+    data_dir: Path,
+    sessions: list[str] | None,
+    env: str | None,
+    task: str | None,
+    limit: int,
+    scratch: Path,
 ) -> tuple[list[str], list[str], dict[str, Any]]:
-    """(mutable files, immutable files, Datasette metadata) for the chosen sessions."""
+    """(mutable files, immutable files, Datasette metadata) for the chosen sessions; packed
+    sessions are unpacked into `scratch`."""
     mutable = [str(data_dir / "control.sqlite")]
     immutable: list[str] = []
     databases: dict[str, Any] = {
@@ -48,11 +55,11 @@ def browse_files(
         else:
             records = insp.query(SessionQuery(env=env, task_id=task, limit=limit))
         for record in records:
-            path = insp.view.file(record)
-            if not path.is_file():
+            if not insp.view.present(record):
                 if sessions:
                     raise StateGymError(f"session {record.id} has no database file")
                 continue
+            path = insp.view.file(record, scratch)
             wal = path.with_name(path.name + "-wal")
             (mutable if wal.exists() else immutable).append(str(path))
             reward = "-" if record.reward is None else f"{record.reward:g}"
@@ -71,10 +78,14 @@ def build_datasette(
     task: str | None = None,
     limit: int = 20,
     base_url: str = "/",
+    *,
+    scratch: Path,
 ) -> Any:
+    """Datasette over the control database and the chosen sessions; packed sessions are
+    unpacked into `scratch` (the caller's directory)."""
     from datasette.app import Datasette
 
-    mutable, immutable, metadata = browse_files(data_dir, sessions, env, task, limit)
+    mutable, immutable, metadata = browse_files(data_dir, sessions, env, task, limit, scratch)
     return Datasette(
         files=mutable,
         immutables=immutable,
@@ -95,14 +106,21 @@ def explorer_for(
 ) -> Iterator[tuple[Explorer, Any]]:
     """The explorer over the data dir's sessions (either backend) and, on SQLite files, a
     Datasette for the raw SQL view (None on PostgreSQL)."""
-    with open_inspection(settings) as (control, view):
+    with (
+        open_inspection(settings) as (control, view),
+        tempfile.TemporaryDirectory(prefix="stategym-browse-") as scratch,
+    ):
         insp = Inspector(settings.data_dir, control, view, rebuild_missing=False)
         ds = None
         if view.capabilities.file_copy:
             for sid in sessions or []:
                 insp.record(sid)  # unknown or malformed ids end here, before serving
             ds = build_datasette(
-                settings.data_dir, sessions, limit=limit, base_url=DATASETTE_PREFIX + "/"
+                settings.data_dir,
+                sessions,
+                limit=limit,
+                base_url=DATASETTE_PREFIX + "/",
+                scratch=Path(scratch),
             )
         x = Explorer(
             insp,
@@ -110,6 +128,7 @@ def explorer_for(
             settings.data_dir,
             backend=view.capabilities.name,
             datasette=ds is not None,
+            scratch=Path(scratch),
         )
         yield x, ds
 

@@ -20,11 +20,13 @@ from app.storage.migrations import (
     NotReplaceable,
     branch_revisions,
     downgrade_file,
+    editable_file,
+    file_revision,
     format_revision,
     head_revision,
     new_revision,
     replace_initial_revision,
-    revision_of,
+    retained_session_files,
     schema_differences,
     stamp_revision,
     targets,
@@ -58,16 +60,14 @@ def database_files(data_dir: Path, target: str, *, sessions: bool = False) -> li
     if target == CONTROL:
         path = data_dir / "control.sqlite"
         return [path] if path.exists() and not sessions else []
-    kinds = ("sessions",) if sessions else ("templates", "snapshots", "gold")
+    if sessions:
+        return retained_session_files(data_dir / "sessions" / target)
+    kinds = ("templates", "snapshots", "gold")
     return sorted(p for kind in kinds for p in (data_dir / kind / target).glob("*.sqlite"))
 
 
 def _revision(path: Path) -> str | None:
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    try:
-        return revision_of(conn)
-    finally:
-        conn.close()
+    return file_revision(path)
 
 
 @migrate_cli.command()
@@ -242,7 +242,8 @@ def upgrade_sessions(
                 outcomes.append(Outcome(path.name, "would_upgrade", f"{revision} -> {head}"))
             else:
                 try:
-                    upgrade_file(path, target)
+                    with editable_file(path) as plain:
+                        upgrade_file(plain, target)
                     outcomes.append(Outcome(path.name, "upgraded", f"{revision} -> {head}"))
                 except Exception as exc:  # noqa: BLE001 - reported per file, others go on
                     outcomes.append(Outcome(path.name, "failed", str(exc).splitlines()[0]))
@@ -254,13 +255,14 @@ def _adopt(path: Path, target: str, first: str, head: str | None, dry_run: bool)
         return Outcome(path.name, "would_upgrade", f"adopt at {first} -> {head}")
     original = path.read_bytes()
     try:
-        conn = sqlite3.connect(path)
-        try:
-            stamp_revision(conn, first)
-            conn.commit()
-        finally:
-            conn.close()
-        upgrade_file(path, target)
+        with editable_file(path) as plain:
+            conn = sqlite3.connect(plain)
+            try:
+                stamp_revision(conn, first)
+                conn.commit()
+            finally:
+                conn.close()
+            upgrade_file(plain, target)
         return Outcome(path.name, "upgraded", f"adopted at {first} -> {head}")
     except Exception as exc:  # noqa: BLE001 - reported per file; the file is put back
         path.write_bytes(original)

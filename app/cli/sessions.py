@@ -32,7 +32,7 @@ from app.runtime.inspection import (
 from app.settings import Settings
 from app.storage.base import ControlStore
 from app.storage.control import SessionQuery, SessionRecord
-from app.storage.factory import open_inspection
+from app.storage.factory import open_inspection, pack_retained_sessions
 
 sessions_app = typer.Typer(
     help="Inspect session databases after a run (list, show, diff, export, verify, gc).",
@@ -347,6 +347,38 @@ def gc(
     )
     for record in plan.remove:
         out.print(f"  {record.id} {record.env} {record.task_id} reward={record.reward}")
+
+
+@sessions_app.command("pack")
+def pack(
+    env: Annotated[str | None, typer.Option("--env", help="Only this environment.")] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Only report the saving.")] = False,
+    data_dir: DataDirOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Pack closed session files kept as plain files (a data dir from before packing, or a
+    crash between a close and its pack); open sessions are left alone (docs/inspecting.md)."""
+    with cli_errors():
+        settings = settings_for(data_dir)
+        folder = settings.data_dir / "sessions"
+        envs = [env] if env else sorted(p.name for p in folder.iterdir() if p.is_dir())
+        if env and not (folder / env).is_dir():
+            raise StateGymError(f"no sessions of environment {env!r} under {folder}")
+        done = {e: pack_retained_sessions(settings, e, dry_run=dry_run) for e in envs}
+    before = sum(b for files in done.values() for _, b, _ in files)
+    after = sum(a for files in done.values() for _, _, a in files)
+    packed = {e: len(files) for e, files in done.items()}
+    if as_json:
+        emit_json(
+            {"dry_run": dry_run, "packed": packed, "bytes_before": before, "bytes_after": after}
+        )
+        return
+    verb = "would pack" if dry_run else "packed"
+    out.print(
+        f"{verb} {sum(packed.values())} closed session file(s): {before / 2**20:.1f} MiB -> "
+        f"{after / 2**20:.1f} MiB",
+        highlight=False,
+    )
 
 
 @sessions_app.command("steps")

@@ -43,6 +43,7 @@ class Explorer:
     data_dir: Path
     backend: str  # "sqlite" | "postgres"
     datasette: bool = False  # Datasette's raw SQL view is mounted (SQLite files)
+    scratch: Path | None = None  # where Datasette's copies of packed sessions go (browse's own)
     _gold: dict[str, GoldCache] = field(default_factory=dict)
     _prompts: dict[str, tuple[float, dict[str, list[dict[str, Any]]]]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)

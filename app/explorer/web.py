@@ -13,8 +13,11 @@ import hashlib
 import hmac
 import logging
 import re
+import tempfile
+from collections import deque
 from collections.abc import Callable
 from http import HTTPStatus
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, quote
 
@@ -37,6 +40,9 @@ COOKIE = "stategym_browse"
 DATASETTE_PREFIX = "/-/datasette"
 _SID_IN_PATH = re.compile(r"^/-/datasette/([0-9a-f]{32})(?:[/.]|$)")
 _OPEN_PATHS = ("/-/static/explorer.css", "/-/login")
+# Packed sessions Datasette opened, each unpacked into the browse process's scratch directory
+# (~0.8 MB a retail session): past this many the least recently added is closed and deleted.
+MAX_UNPACKED = 64
 
 
 def cookie_value(token: str) -> str:
@@ -212,6 +218,8 @@ def _lazy_datasette(x: Explorer, ds: Any) -> Any:
     from datasette.database import Database
 
     inner = ds.app()
+    scratch = x.scratch or Path(tempfile.mkdtemp(prefix="stategym-browse-"))
+    unpacked: deque[str] = deque()
 
     async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "http":
@@ -222,9 +230,15 @@ def _lazy_datasette(x: Explorer, ds: Any) -> Any:
             if match and match.group(1) not in ds.databases:
                 record = x.insp.control.get(match.group(1))
                 if record is not None and x.insp.file_present(record):
-                    file = x.insp.view.file(record)
+                    file = await run_in_threadpool(x.insp.view.file, record, scratch)
                     mutable = file.with_name(file.name + "-wal").exists()
                     ds.add_database(Database(ds, path=str(file), is_mutable=mutable), record.id)
+                    if file.parent == scratch:
+                        unpacked.append(record.id)
+                    while len(unpacked) > MAX_UNPACKED:  # the oldest copy goes, and its name
+                        name = unpacked.popleft()
+                        ds.remove_database(name)
+                        (scratch / f"{name}.sqlite").unlink(missing_ok=True)
             # Datasette routes on the whole path; Starlette's Mount split it.
             scope = {**scope, "path": path, "root_path": ""}
         await inner(scope, receive, send)

@@ -197,9 +197,10 @@ class ReadOnlyView(Protocol):
         """The session as one SQLite file (`capabilities.file_copy` only)."""
         ...
 
-    def file(self, record: SessionRecord) -> Path:
-        """The session's own SQLite file, for tools that open files themselves (Datasette);
-        `capabilities.file_copy` only."""
+    def file(self, record: SessionRecord, scratch: Path) -> Path:
+        """The session's SQLite file, for tools that open files themselves (Datasette): its own,
+        or a packed one's image written into `scratch` (the caller's directory, cleared by the
+        caller); `capabilities.file_copy` only."""
         ...
 
     def remove(self, record: SessionRecord, *, dry_run: bool = False) -> int:

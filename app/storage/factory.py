@@ -11,11 +11,17 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from app.errors import StateGymError
+from app.errors import BadRequest, StateGymError
 from app.sdk.environment import Environment
 from app.settings import Settings
 from app.storage.backend import POSTGRES, backend_of
-from app.storage.base import ControlStore, ReadOnlyView, SessionBackend, check_requirements
+from app.storage.base import (
+    ControlStore,
+    ReadOnlyView,
+    SessionBackend,
+    Unsupported,
+    check_requirements,
+)
 from app.storage.postgres import backend as pg
 from app.storage.postgres import migrate as pg_migrate
 from app.storage.postgres.control import PgControlDB, open_pg_control
@@ -43,7 +49,9 @@ def make_backend(settings: Settings, env: Environment) -> SessionBackend:
         max_session_bytes=settings.session_max_db_mb * 2**20,
     )
     control = open_sqlite_control(settings.data_dir / "control.sqlite")
-    return lite.SqliteBackend(settings.data_dir, env, store, control)
+    return lite.SqliteBackend(
+        settings.data_dir, env, store, control, pack_closed=settings.pack_closed_sessions
+    )
 
 
 def prepare_shared(settings: Settings, env: Environment) -> None:
@@ -75,6 +83,22 @@ def retained_schema_upgrader(
         return [(o.schema, o.status, o.detail) for o in outcomes]
 
     return upgrade
+
+
+def pack_retained_sessions(
+    settings: Settings, env: str, *, dry_run: bool
+) -> list[tuple[str, int, int]]:
+    """`stategym sessions pack`: the environment's closed plain session files packed (SQLite;
+    app/storage/sqlite/packing.py): (file, bytes before, bytes after) each. PostgreSQL keeps
+    kept sessions as archive rows, so there is nothing to pack."""
+    from app.storage.sqlite.packing import pack_closed_files
+
+    if backend_of(settings.database_url) == POSTGRES:
+        raise Unsupported("sessions on PostgreSQL are archived at close, not files to pack")
+    try:
+        return pack_closed_files(settings.data_dir, env, dry_run=dry_run)
+    except ValueError as exc:
+        raise BadRequest(str(exc)) from None
 
 
 @contextmanager

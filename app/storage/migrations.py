@@ -267,6 +267,47 @@ def schema_state(conn: sqlite3.Connection, target: str) -> str:
     )
 
 
+def retained_session_files(sessions_dir: Path) -> list[Path]:
+    """An environment's retained session databases: plain files and packs (packing.py)."""
+    from app.storage.sqlite.packing import PACK_SUFFIX
+
+    plain = sessions_dir.glob("*.sqlite")
+    return sorted([*plain, *sessions_dir.glob(f"*.sqlite{PACK_SUFFIX}")])
+
+
+def file_revision(path: Path) -> str | None:
+    """The migration revision of a database file or of a pack's image."""
+    from app.storage.sqlite.db import as_legacy_image
+    from app.storage.sqlite.packing import PACK_SUFFIX, pack_image
+
+    if path.name.endswith(PACK_SUFFIX):
+        try:
+            image = pack_image(path)
+        except ValueError as exc:
+            raise sqlite3.DatabaseError(f"a pack that cannot be read: {exc}") from None
+        conn = sqlite3.connect(":memory:")
+        conn.deserialize(as_legacy_image(image))
+    else:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        return revision_of(conn)
+    finally:
+        conn.close()
+
+
+@contextmanager
+def editable_file(path: Path) -> Iterator[Path]:
+    """A database file to change in place: `path` itself, or a pack's image written back as
+    its plain file and packed again after the block (on an error the pack stays as it was)."""
+    from app.storage.sqlite.packing import PACK_SUFFIX, unpacked
+
+    if not path.name.endswith(PACK_SUFFIX):
+        yield path
+        return
+    with unpacked(path) as plain:
+        yield plain
+
+
 def upgrade_retained(path: Path, target: str) -> None:
     from app.errors import SessionUnavailable
 

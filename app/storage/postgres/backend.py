@@ -413,7 +413,7 @@ class PgView:
             f"`pg_dump --schema={self.names.session(record.id)}` (docs/postgres.md)"
         )
 
-    def file(self, record: SessionRecord) -> Path:
+    def file(self, record: SessionRecord, scratch: Path) -> Path:
         raise Unsupported(
             f"session {record.id} is a PostgreSQL schema ({self.names.session(record.id)}), "
             "not a SQLite file"

@@ -16,6 +16,7 @@ import os
 import re
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -36,10 +37,14 @@ from app.storage.meta import read_meta, read_status, reopened_image, write_meta
 from app.storage.snapshots import Snapshot, check_session_id
 from app.storage.sqlite import branch
 from app.storage.sqlite import db as sqlite_db
+from app.storage.sqlite.packing import PACK_SUFFIX, Packer, pack_path, unpack_file
 from app.storage.sqlite.store import Store
 from app.storage.steplog import has_step_log, write_alone
 
 T = TypeVar("T")
+# Closes queued on the closer thread past which a closed session is not packed (its close still
+# runs): packing is ~2 ms of CPU and two fsyncs a session, and must not make the queue grow.
+PACK_BACKLOG_MAX = 64
 log = logging.getLogger("stategym.sqlite")
 _NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,63}$")  # environment names, before they join a path
 CAPABILITIES = Capabilities(
@@ -66,13 +71,25 @@ class SqliteBackend:
 
     capabilities = CAPABILITIES
 
-    def __init__(self, data_dir: Path, env: Environment, store: Store, control: ControlDB):
+    def __init__(
+        self,
+        data_dir: Path,
+        env: Environment,
+        store: Store,
+        control: ControlDB,
+        *,
+        pack_closed: bool = True,
+    ):
         self.data_dir = data_dir
         self.env = env
         self.snapshots = self.store = store
         self.control = control
+        # Kept sessions stored as their pages that differ from the template (packing.py).
+        self._packer = Packer(store.template_image) if pack_closed else None
         # Closes kept sessions' connections (their WAL checkpoint) off the request path.
         self._closer: ThreadPoolExecutor | None = None
+        self._closing = 0  # closes queued on the closer thread, not yet done
+        self._backlog_warned = 0.0
         self._closer_lock = threading.Lock()
 
     def snapshot(self, task: TaskSpec) -> Snapshot:
@@ -158,7 +175,33 @@ class SqliteBackend:
         with self._closer_lock:
             if self._closer is None:
                 self._closer = ThreadPoolExecutor(1, thread_name_prefix="stategym-close")
-            self._closer.submit(_close_quietly, conn)
+            packer = self._packer
+            if packer is not None and self._closing >= PACK_BACKLOG_MAX:
+                packer = None  # behind: the file stays plain (`stategym sessions pack` later)
+                if time.monotonic() - self._backlog_warned > 60:
+                    self._backlog_warned = time.monotonic()
+                    log.warning(
+                        "%d closes queued: closed sessions are kept unpacked until it drains",
+                        self._closing,
+                    )
+            self._closing += 1
+            self._closer.submit(self._close_in_background, conn, packer)
+
+    def flush_closes(self) -> None:
+        """Wait until every close queued so far is done, its pack written (tests, tools)."""
+        with self._closer_lock:
+            closer = self._closer
+        if closer is not None:
+            closer.submit(lambda: None).result()
+
+    def _close_in_background(
+        self, conn: OpenSession | sqlite3.Connection, packer: Packer | None
+    ) -> None:
+        try:
+            _close_quietly(conn, packer)
+        finally:
+            with self._closer_lock:
+                self._closing -= 1
 
     def drop(self, session_id: str) -> None:
         _remove_files(self.store.session_path(session_id))
@@ -252,16 +295,24 @@ def _create_wal(conn: sqlite3.Connection) -> None:
         log.debug("could not create the WAL of a session opened ahead", exc_info=True)
 
 
-def _close_quietly(conn: OpenSession | sqlite3.Connection) -> None:
+def _close_quietly(conn: OpenSession | sqlite3.Connection, packer: Packer | None = None) -> None:
+    raw = conn.conn if isinstance(conn, OpenSession) else conn
+    path = raw.execute("PRAGMA database_list").fetchone()[2] if packer is not None else ""
     try:
         conn.close()
     except Exception:  # the close mark is committed; a failed checkpoint is redone on open
         log.exception("closing a closed session's connection failed")
+        return
+    if packer is not None and path:
+        try:
+            packer.pack(Path(path))
+        except Exception:  # the plain file stays, whole: it is read as before
+            log.exception("packing a closed session's file failed")
 
 
 def _remove_files(path: Path, *, dry_run: bool = False) -> int:
     freed = 0
-    for suffix in ("", "-wal", "-shm"):
+    for suffix in ("", "-wal", "-shm", PACK_SUFFIX):
         target = path.with_name(path.name + suffix)
         if target.exists():
             freed += target.stat().st_size
@@ -279,7 +330,7 @@ class SqliteView:
     def __init__(self, data_dir: Path):
         self.data_dir = data_dir
 
-    def file(self, record: SessionRecord) -> Path:
+    def _path(self, record: SessionRecord) -> Path:
         if not _NAME_RE.fullmatch(record.env):
             raise SessionUnavailable(f"session {record.id} has an invalid environment name")
         path = self.data_dir / "sessions" / record.env / f"{check_session_id(record.id)}.sqlite"
@@ -288,26 +339,58 @@ class SqliteView:
         return path
 
     def present(self, record: SessionRecord) -> bool:
-        return self.file(record).is_file()
+        path = self._path(record)
+        return path.is_file() or pack_path(path).is_file()
 
-    @contextmanager
-    def raw(self, record: SessionRecord) -> Iterator[sqlite3.Connection]:
-        """The session file's sqlite3 connection, read-only, checked to be the record's env."""
-        path = self.file(record)
-        if not path.is_file():
+    def packed_image(self, record: SessionRecord) -> bytes | None:
+        """The image of a session stored packed (packing.py), None when it is a plain file."""
+        path = self._path(record)
+        if path.is_file():
+            return None
+        try:
+            return unpack_file(pack_path(path), record.id)
+        except FileNotFoundError:
+            if path.is_file():  # unpacked again in between (a migration): read the file
+                return None
             raise NotOnDisk(
                 f"session {record.id} has no database file (removed by retention or gc?)"
-            )
+            ) from None
+
+    def file(self, record: SessionRecord, scratch: Path) -> Path:
+        image = self.packed_image(record)
+        if image is None:
+            return self._path(record)
+        target = scratch / f"{check_session_id(record.id)}.sqlite"
+        if not target.is_file():
+            sqlite_db.write_image(target, image, wal=False)
+        return target
+
+    def _open(self, record: SessionRecord) -> sqlite3.Connection:
+        path = self._path(record)
+        image = self.packed_image(record)
+        if image is not None:
+            conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+            conn.deserialize(sqlite_db.as_legacy_image(image))
+            conn.execute("PRAGMA query_only=ON")
+            return conn
         # No -wal file: no connection has the session open (a live one keeps it), so read it as
         # immutable, which creates no -wal/-shm. Otherwise read through the WAL, read-only.
         wal = path.with_name(path.name + "-wal")
         mode = "mode=ro" if wal.exists() else "immutable=1"
         try:
-            conn = open_read_only(path, mode)
+            return open_read_only(path, mode)
         except sqlite3.DatabaseError as exc:
+            if not path.exists() and pack_path(path).exists():  # packed while opening it
+                return self._open(record)
             raise SessionUnavailable(
                 f"session {record.id}'s database cannot be opened (corrupt?): {exc}"
             ) from None
+
+    @contextmanager
+    def raw(self, record: SessionRecord) -> Iterator[sqlite3.Connection]:
+        """The session's sqlite3 connection, read-only, checked to be the record's env: its file,
+        or its pack unpacked in memory."""
+        conn = self._open(record)
         try:
             meta = read_meta(conn)
             if meta.get("env") != record.env:
@@ -352,6 +435,8 @@ class SqliteView:
     def image(self, record: SessionRecord) -> bytes:
         """A consistent copy of the session database (rollback-journal mode, one file)."""
         with self.raw(record) as conn:
+            if not conn.execute("PRAGMA database_list").fetchone()[2]:  # a pack, in memory
+                return sqlite_db.as_legacy_image(conn.serialize())
             mem = sqlite3.connect(":memory:")
             try:
                 conn.backup(mem)
@@ -360,7 +445,7 @@ class SqliteView:
                 mem.close()
 
     def remove(self, record: SessionRecord, *, dry_run: bool = False) -> int:
-        return _remove_files(self.file(record), dry_run=dry_run)
+        return _remove_files(self._path(record), dry_run=dry_run)
 
 
 def open_read_only(path: Path, mode: str = "mode=ro") -> sqlite3.Connection:

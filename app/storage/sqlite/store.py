@@ -4,12 +4,11 @@ Layout under the data dir:
     templates/<env>/<fingerprint>.sqlite       schema + the environment's base dataset
     snapshots/<env>/.seed/<key>-<digest>.wal   seed files, a bounded cache (seed_files.py)
     sessions/<env>/<session_id>.sqlite         one rollout's database (a copy of a snapshot)
+    sessions/<env>/<session_id>.sqlite.pack    a kept closed one, packed (packing.py)
 
-A snapshot (app/storage/sqlite/snapshots.py) is rebuilt from the template and the task, which
-every session's control row stores, whenever it is not in memory; legacy per-task files
-`snapshots/<env>/<snapshot_key>.sqlite` are read when present. A session is a kernel copy of its
-snapshot's seed file, or written from the image while there is none. Ids reach a path only after
-`check_session_id`; task keys are hex digests computed here.
+A snapshot (snapshots.py) is rebuilt from the template and the task (every control row stores
+it) whenever it is not in memory; a session is a kernel copy of its snapshot's seed file, or
+written from the image while there is none. Ids reach a path only after `check_session_id`.
 """
 
 from __future__ import annotations
@@ -20,13 +19,14 @@ from pathlib import Path
 
 from app.core.lru import LRU
 from app.core.tasks import TaskSpec
-from app.errors import SessionNotFound, SessionUnavailable, StorageFull
+from app.errors import SessionClosed, SessionNotFound, SessionUnavailable, StorageFull
 from app.sdk.environment import Environment
 from app.storage.meta import LOG_TRACKING, read_meta
 from app.storage.migrations import schema_state, upgrade_retained
 from app.storage.seeding import parse_seed_now
 from app.storage.snapshots import SESSION_ID_RE, Snapshot, check_session_id
 from app.storage.sqlite import db as sqlite_db
+from app.storage.sqlite.packing import pack_path
 from app.storage.sqlite.seed_files import SeedFiles
 from app.storage.sqlite.snapshots import (
     schema_fingerprint,
@@ -183,6 +183,10 @@ class Store:
 
     def open_session(self, session_id: str) -> sqlite3.Connection:
         path = self.session_path(session_id)
+        if not path.exists() and pack_path(path).exists():
+            raise SessionClosed(  # only a closed session is packed
+                f"session {session_id} is closed", hint="Start a new rollout with /seed_session."
+            )
         if not path.exists():
             raise SessionNotFound(
                 f"session {session_id} has no database (deleted by retention?)",
