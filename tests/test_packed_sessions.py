@@ -238,3 +238,27 @@ def test_a_pack_whose_header_lies_is_refused_before_any_allocation(plain):
         forged = packing.MAGIC + len(head).to_bytes(4, "big") + head + pack[start:]
         with pytest.raises(ValueError):
             packing.decode(forged, base)
+
+
+@pytest.mark.parametrize("moment", ["before the pack is written", "after the pack is written"])
+def test_a_session_dropped_while_it_is_packed_leaves_nothing(plain, tmp_path, monkeypatch, moment):
+    """A close's pack runs in the background; a later close of the same session (reward known:
+    dropped) may remove its files at any moment of it. Neither file may survive the two."""
+    from app.storage.sqlite.backend import _remove_files
+
+    data_dir, ids = plain
+    sessions = tmp_path / "sessions"
+    shutil.copytree(data_dir / "sessions" / "retail", sessions)
+    path = sessions / f"{ids['gold']}.sqlite"
+    write = packing._write_durably
+
+    def write_then_drop(target: Path, data: bytes) -> None:
+        if moment == "before the pack is written" and target.name.endswith(".pack"):
+            _remove_files(path)
+        write(target, data)
+        if moment == "after the pack is written" and target.name.endswith(".pack"):
+            _remove_files(path)  # finds the pack and removes it before the packer's unlink
+
+    monkeypatch.setattr(packing, "_write_durably", write_then_drop)
+    assert packing.pack_file(path, template_of(data_dir).read_bytes(), "0" * 64) is None
+    assert not path.exists() and not packing.pack_path(path).exists()

@@ -312,12 +312,13 @@ def _close_quietly(conn: OpenSession | sqlite3.Connection, packer: Packer | None
 
 def _remove_files(path: Path, *, dry_run: bool = False) -> int:
     freed = 0
-    for suffix in ("", "-wal", "-shm", PACK_SUFFIX):
+    for suffix in ("", "-wal", "-shm", PACK_SUFFIX):  # the pack last: see packing.pack_file
         target = path.with_name(path.name + suffix)
-        if target.exists():
-            freed += target.stat().st_size
+        with contextlib.suppress(FileNotFoundError):  # a pack in progress may remove it first
+            size = target.stat().st_size
             if not dry_run:
                 os.unlink(target)
+            freed += size
     return freed
 
 

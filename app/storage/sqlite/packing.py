@@ -195,13 +195,23 @@ def pack_file(path: Path, base: bytes, base_sha256: str) -> int | None:
     owed)."""
     if path.with_name(path.name + "-wal").exists() or not path.is_file():
         return None
-    image = path.read_bytes()
+    try:
+        image = path.read_bytes()
+    except FileNotFoundError:  # the session was dropped meanwhile
+        return None
     if image[:16] != b"SQLite format 3\x00":
         return None
     packed = encode(image, base, base_sha256)
     bases_of(path.parent).ensure(base, base_sha256)
-    _write_durably(pack_path(path), packed)
-    path.unlink()
+    pack = pack_path(path)
+    _write_durably(pack, packed)
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        # Dropped while packing: whoever removed the file may have looked for the pack before it
+        # was written, so it goes here (a remover that comes later finds it and removes it).
+        pack.unlink(missing_ok=True)
+        return None
     for suffix in ("-shm",):  # a reader's leftovers; no connection holds the file now
         path.with_name(path.name + suffix).unlink(missing_ok=True)
     return len(packed)
