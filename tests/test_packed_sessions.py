@@ -262,3 +262,35 @@ def test_a_session_dropped_while_it_is_packed_leaves_nothing(plain, tmp_path, mo
     monkeypatch.setattr(packing, "_write_durably", write_then_drop)
     assert packing.pack_file(path, template_of(data_dir).read_bytes(), "0" * 64) is None
     assert not path.exists() and not packing.pack_path(path).exists()
+
+
+def test_a_session_packed_while_a_call_opens_it_answers_closed(plain, tmp_path, monkeypatch):
+    """A call to a session the reaper just closed opens its file while the closer packs it: the
+    open sees the file vanish under it ("disk I/O error") and must say closed, not disk full."""
+    from app.errors import SessionClosed
+    from app.storage.sqlite import store as store_module
+
+    data_dir, ids = plain
+    copy = tmp_path / "data"
+    shutil.copytree(data_dir, copy)
+    store = store_module.Store(copy, load_environment("retail"))
+    path = store.session_path(ids["gold"])
+    configure = store_module.sqlite_db.configure
+    base = template_of(copy).read_bytes()
+    image = path.read_bytes()  # the packer has checked there is no WAL and read the file
+
+    def pack_then_configure(conn: sqlite3.Connection, **kwargs) -> sqlite3.Connection:
+        # SQLite has opened the file, not read it yet: the packer's last steps happen now.
+        packing._write_durably(packing.pack_path(path), packing.encode(image, base, "0" * 64))
+        path.unlink()
+        return configure(conn, **kwargs)
+
+    monkeypatch.setattr(store_module.sqlite_db, "configure", pack_then_configure)
+    with pytest.raises(SessionClosed):
+        store.open_session(ids["gold"])
+    monkeypatch.setattr(store_module.sqlite_db, "configure", configure)
+    with pytest.raises(SessionClosed):  # and once packed, before any open
+        store.open_session(ids["gold"])
+    packing.pack_path(path).unlink()
+    with pytest.raises(store_module.SessionNotFound):
+        store.open_session(ids["gold"])

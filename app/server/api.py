@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping
 from contextlib import asynccontextmanager
+from math import inf
 from typing import Any
 
 from fastapi import APIRouter, FastAPI, Request, Response
@@ -224,6 +226,8 @@ class Protocol:
 
 
 def _install_error_handlers(app: FastAPI) -> None:
+    last_full_logged = [-inf]  # when a storage-full answer was last logged with its cause
+
     @app.exception_handler(StateGymError)
     async def _protocol_error(_request: Request, exc: StateGymError) -> JSONResponse:
         return JSONResponse(exc.as_payload(), status_code=exc.status_code, headers=exc.headers)
@@ -237,6 +241,9 @@ def _install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
         if is_storage_full(exc) or is_storage_full(getattr(exc, "orig", None) or exc):
+            if time.monotonic() - last_full_logged[0] > 60:  # a full disk fails every request
+                last_full_logged[0] = time.monotonic()
+                log.warning("%s %s: storage full", request.method, request.url.path, exc_info=exc)
             full = StorageFull(
                 "no space left on the data dir's disk; nothing was written",
                 hint="Free disk space (e.g. `stategym sessions gc`) and retry.",

@@ -183,19 +183,13 @@ class Store:
 
     def open_session(self, session_id: str) -> sqlite3.Connection:
         path = self.session_path(session_id)
-        if not path.exists() and pack_path(path).exists():
-            raise SessionClosed(  # only a closed session is packed
-                f"session {session_id} is closed", hint="Start a new rollout with /seed_session."
-            )
-        if not path.exists():
-            raise SessionNotFound(
-                f"session {session_id} has no database (deleted by retention?)",
-                hint="Start a new rollout with POST /seed_session.",
-            )
+        _refuse_without_file(path, session_id)
         try:
             conn = sqlite_db.open_file(path)
             meta = read_meta(conn)
         except sqlite3.DatabaseError as exc:
+            # A closed session's file may be packed or dropped while it opens ("disk I/O error").
+            _refuse_without_file(path, session_id)
             if sqlite_db.is_disk_full(exc):
                 raise StorageFull(
                     f"session {session_id}'s database cannot be opened: no space left on the disk",
@@ -217,3 +211,18 @@ class Store:
         if self.max_session_bytes:
             sqlite_db.cap_size(conn, self.max_session_bytes)
         return conn
+
+
+def _refuse_without_file(path: Path, session_id: str) -> None:
+    """SessionClosed when the session is stored packed (only a closed one is), SessionNotFound
+    when it has no database at all."""
+    if path.exists():
+        return
+    if pack_path(path).exists():
+        raise SessionClosed(
+            f"session {session_id} is closed", hint="Start a new rollout with /seed_session."
+        )
+    raise SessionNotFound(
+        f"session {session_id} has no database (deleted by retention?)",
+        hint="Start a new rollout with POST /seed_session.",
+    )
