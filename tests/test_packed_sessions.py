@@ -264,17 +264,21 @@ def test_a_session_dropped_while_it_is_packed_leaves_nothing(plain, tmp_path, mo
     assert not path.exists() and not packing.pack_path(path).exists()
 
 
-def test_a_session_packed_while_a_call_opens_it_answers_closed(plain, tmp_path, monkeypatch):
-    """A call to a session the reaper just closed opens its file while the closer packs it: the
-    open sees the file vanish under it ("disk I/O error") and must say closed, not disk full."""
+@pytest.mark.parametrize("opener", ["a call", "a second close"])
+def test_a_session_packed_while_it_is_opened_reads_as_closed(plain, tmp_path, monkeypatch, opener):
+    """A call to (or a close of) a session just closed opens its file while the closer packs
+    it: SQLite sees the file vanish before its first read ("disk I/O error"), which must read as
+    closed (a 404 for the call, nothing to do for the close), never as a full disk."""
     from app.errors import SessionClosed
+    from app.storage.factory import make_backend
     from app.storage.sqlite import store as store_module
 
     data_dir, ids = plain
     copy = tmp_path / "data"
     shutil.copytree(data_dir, copy)
-    store = store_module.Store(copy, load_environment("retail"))
-    path = store.session_path(ids["gold"])
+    settings = Settings(data_dir=copy, secret_key=TEST_SECRET)
+    backend = make_backend(settings, load_environment("retail"))
+    path = backend.store.session_path(ids["gold"])
     configure = store_module.sqlite_db.configure
     base = template_of(copy).read_bytes()
     image = path.read_bytes()  # the packer has checked there is no WAL and read the file
@@ -286,11 +290,15 @@ def test_a_session_packed_while_a_call_opens_it_answers_closed(plain, tmp_path, 
         return configure(conn, **kwargs)
 
     monkeypatch.setattr(store_module.sqlite_db, "configure", pack_then_configure)
-    with pytest.raises(SessionClosed):
-        store.open_session(ids["gold"])
-    monkeypatch.setattr(store_module.sqlite_db, "configure", configure)
-    with pytest.raises(SessionClosed):  # and once packed, before any open
-        store.open_session(ids["gold"])
-    packing.pack_path(path).unlink()
-    with pytest.raises(store_module.SessionNotFound):
-        store.open_session(ids["gold"])
+    try:
+        if opener == "a call":
+            with pytest.raises(SessionClosed):
+                backend.open(ids["gold"])
+            monkeypatch.setattr(store_module.sqlite_db, "configure", configure)
+            with pytest.raises(SessionClosed):  # and once packed, before any open
+                backend.open(ids["gold"])
+        else:
+            backend.release(None, ids["gold"], delete=True)  # reward known: dropped
+            assert not packing.pack_path(path).exists() and not path.exists()
+    finally:
+        backend.dispose()

@@ -156,15 +156,29 @@ class SqliteBackend:
                 raise
             self._close_connection(handle, delete=delete)
         elif path.exists():
-            conn = sqlite_db.open_file(path)
-            try:
-                write_meta(conn, {"status": "closed"})
-            except BaseException:
-                conn.close()
-                raise
-            self._close_connection(conn, delete=delete)
+            self._mark_file_closed(path, delete=delete)
         if delete:
             self.drop(session_id)
+
+    def _mark_file_closed(self, path: Path, *, delete: bool) -> None:
+        """The close mark written in a session file no connection of ours holds (a session of
+        another worker's, or closed already: then its pack may be under way, and a file that
+        vanishes under us was closed)."""
+        try:
+            conn = sqlite_db.open_file(path)
+        except sqlite3.DatabaseError:
+            if path.exists():
+                raise
+            return
+        try:
+            if read_status(conn) != "closed":
+                write_meta(conn, {"status": "closed"})
+        except BaseException as exc:
+            conn.close()
+            if isinstance(exc, sqlite3.DatabaseError) and not path.exists():
+                return  # packed (only a closed session is) or dropped meanwhile
+            raise
+        self._close_connection(conn, delete=delete)
 
     def _close_connection(self, conn: OpenSession | sqlite3.Connection, *, delete: bool) -> None:
         if delete:
