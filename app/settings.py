@@ -311,6 +311,13 @@ class Settings(BaseSettings):
         "for a connection "
         "and none is opened and closed under load.",
     )
+    pg_connection_max_age_seconds: int = Field(
+        15,
+        ge=1,
+        description="A pooled PostgreSQL connection is replaced by a new one at its first use "
+        "after this many seconds: a backend's caches grow with every session schema it "
+        "touches and each schema rename walks them all (docs/postgres.md).",
+    )
     maintenance_interval_seconds: int = Field(
         60,
         ge=0,

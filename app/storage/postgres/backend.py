@@ -118,6 +118,7 @@ class PgBackend:
             + verify_threads(settings, CAPABILITIES)
             + 1,
             statement_timeout_ms=settings.tool_time_limit_ms,
+            max_age_s=settings.pg_connection_max_age_seconds,
         )
         # Snapshot images are built (deterministically) by each replica in its own data dir;
         # templates are built from them, and gold states replay on SQLite clones of them.
