@@ -11,9 +11,16 @@ from collections.abc import Iterator
 import psycopg
 import pytest
 from sqlalchemy import Engine
+from sqlalchemy.exc import OperationalError
 
 from app.storage.postgres.control import open_pg_control
-from app.storage.postgres.db import STATUS, make_engine, quoted, session_connection
+from app.storage.postgres.db import (
+    SERVER_WORK_TIMEOUT_MS,
+    STATUS,
+    make_engine,
+    quoted,
+    session_connection,
+)
 from tests.conftest import PG_URL
 
 
@@ -135,4 +142,31 @@ def test_the_control_tables_hot_queries_are_one_round_trip_each_and_durable(  # 
             other.dispose()
         assert tuple(row) == ("closed", 1.0)
     finally:
+        engine.dispose()
+
+
+def test_the_tool_limit_bounds_tool_calls_and_not_the_servers_own_work(pg_prefix) -> None:  # type: ignore[no-untyped-def]
+    """A tool call's transaction (it reads the session's status) is cancelled past the tool
+    limit; the server's own reads of the session (verify, close) only past SERVER_WORK_TIMEOUT_MS,
+    so a slow verify under load is not lost at a tool's limit."""
+    engine = make_engine(PG_URL, pool_size=1, statement_timeout_ms=100)
+    schema = f"{pg_prefix}_s_{'cd' * 16}"
+    try:
+        with engine.begin() as conn:
+            conn.exec_driver_sql(f"CREATE SCHEMA {quoted(schema)}")
+            conn.exec_driver_sql(
+                f"CREATE TABLE {quoted(schema)}._stategym_meta (key text, value text)"
+            )
+        with session_connection(engine, schema, status=True) as conn:
+            with pytest.raises(OperationalError, match="statement timeout"), conn.begin():
+                conn.exec_driver_sql("SELECT pg_sleep(0.3)")
+        with session_connection(engine, schema) as conn, conn.begin():
+            conn.exec_driver_sql("SELECT pg_sleep(0.3)")
+            limit = conn.exec_driver_sql(
+                "SELECT setting FROM pg_settings WHERE name = 'statement_timeout'"
+            ).scalar_one()
+        assert int(limit) == SERVER_WORK_TIMEOUT_MS
+    finally:
+        with engine.begin() as conn:
+            conn.exec_driver_sql(f"DROP SCHEMA IF EXISTS {quoted(schema)} CASCADE")
         engine.dispose()

@@ -102,6 +102,9 @@ ONE_STATEMENT = "stategym_one_statement"
 # only an open transaction).
 SCRIPTED_BEGIN = "stategym_scripted_begin"
 MAX_OVERFLOW = 4
+# A statement of the server's own work on a session schema (not a tool call's) is cancelled
+# past this: a backstop against a runaway, far above any verify or close seen under load.
+SERVER_WORK_TIMEOUT_MS = 60_000
 _IDLE = TransactionStatus.IDLE
 
 
@@ -145,7 +148,12 @@ def make_engine(
             return
         parts = ["BEGIN", f"SET LOCAL search_path TO {quoted(checked_schema(schema))}"]
         if statement_timeout_ms:
-            parts.append(f"SET LOCAL statement_timeout = {int(statement_timeout_ms)}")
+            # The tool limit bounds a tool call's SQL (the transactions that read the status);
+            # the server's own work on a session (verify, close, recycle, a fork's replay) is
+            # bounded by the session's size, and only a backstop guards it: cancelling a
+            # verify at a tool's limit under load lost a rollout (bench/README.md).
+            limit = statement_timeout_ms if options.get(STATUS) else SERVER_WORK_TIMEOUT_MS
+            parts.append(f"SET LOCAL statement_timeout = {int(limit)}")
         # The durability SQLite sessions have (WAL + synchronous=NORMAL): a killed StateGym
         # loses nothing (the server holds the commit); only a PostgreSQL crash or a power
         # loss can drop the last fraction of a second of tool calls (docs/postgres.md).
