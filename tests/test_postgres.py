@@ -324,7 +324,11 @@ def test_statement_timeout_answers_like_sqlite_time_limit(tmp_path, pg_prefix):
     try:
         with engine.begin() as conn:
             conn.exec_driver_sql(f'CREATE SCHEMA "{names.control}"')
-        with session_connection(engine, names.control) as conn, conn.begin():
+            conn.exec_driver_sql(
+                f'CREATE TABLE "{names.control}"._stategym_meta (key text, value text)'
+            )
+        # A tool call's transaction (it reads the session's status): the tool limit applies.
+        with session_connection(engine, names.control, status=True) as conn, conn.begin():
             # The tool's own query stands in for a slow one: the timeout fires in pg_sleep.
             with pytest.raises(DBAPIError) as caught:
                 conn.exec_driver_sql("SELECT pg_sleep(1)")
