@@ -116,8 +116,9 @@ class Settings(BaseSettings):
         256,
         ge=1,
         description="Unwritten dumps (of snapshots; on PostgreSQL, of task templates) kept in "
-        "memory per worker, which verify patches with a session's writes; a task whose dump is "
-        "not kept is read whole at its next verify (retail: ~10 ms SQLite, ~100 ms PostgreSQL).",
+        "memory per worker, which verify patches with a session's writes. The gold cache holds "
+        "its tasks' snapshot dumps and puts them back here when used; a task in neither has its "
+        "dump rebuilt at its next verify (retail: a few ms SQLite, ~100 ms PostgreSQL).",
     )
     pristine_cache_mb: int = Field(
         128,

@@ -1,7 +1,7 @@
 """The cold path: never-seen tasks seeded and verified once each, over HTTP, one request at a time.
 
     PYTHONPATH=. python -m bench.cold_path [--tasks FILE.jsonl] [-n 200] [--think-ms 0]
-                                           [--root CHECKOUT] [--group 8] [--json]
+                                           [--root CHECKOUT] [--group 8 [--epochs 2]] [--json]
 
 `FILE.jsonl` defaults to `$STATEGYM_BENCH_TASKS` or generates 500 retail tasks once
 (`stategym tasks generate --env retail --count 500 --seed 5`) into the temp dir. A real server
@@ -13,7 +13,8 @@ close. Reported: server-side (X-Process-Time) p50/p99 of each, and the bytes lef
 per distinct task once every session is closed, by kind (snapshots, seed files, gold, templates,
 control database). With `--group G`: GRPO-shaped traffic instead, each task's G rollouts at
 once (two tasks' groups in flight), rollouts/s over the `-n` never-seen tasks against the 48
-shipped retail tasks, warm, in the same groups.
+shipped retail tasks, warm, in the same groups; with `--epochs E` the distinct tasks are run E
+times (a training run's epochs), each epoch's rollouts/s and server CPU per rollout reported.
 """
 
 from __future__ import annotations
@@ -148,9 +149,35 @@ async def _groups(url: str, rows: list[dict[str, Any]], group: int) -> tuple[int
     return len(rewards), seconds, sum(s.errors for s in kinds.values())
 
 
+def _server_cpu_s(server: ServerProcess) -> float:
+    """User + system CPU seconds of the server and its workers so far (/proc)."""
+    total = 0
+    for pid in server.pids():
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def _timed_groups(server: ServerProcess, rows: list[dict[str, Any]], group: int) -> dict[str, Any]:
+    cpu = _server_cpu_s(server)
+    n, seconds, errors = asyncio.run(_groups(server.url, rows, group))
+    cpu = _server_cpu_s(server) - cpu
+    return {
+        "rollouts": n,
+        "rollouts_per_s": round(n / seconds, 1),
+        "server_cpu_ms_per_rollout": round(1000 * cpu / max(n, 1), 2),
+        "errors": errors,
+    }
+
+
 def grpo(args: argparse.Namespace, rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """Rollouts/s of never-seen tasks in groups vs. the 48 shipped tasks, warm, in groups."""
-    out: dict[str, Any] = {"root": args.root, "group": args.group}
+    """Rollouts/s of never-seen tasks in groups vs. the 48 shipped tasks, warm, in groups; with
+    `--epochs E`, the same distinct tasks again E-1 times on the same server (a training run's
+    next epochs: each task revisited after every other one was seen)."""
+    out: dict[str, Any] = {"root": args.root, "group": args.group, "tasks": len(rows)}
     shipped = [json.loads(x) for x in (ROOT / "envs" / "retail" / "tasks.jsonl").open()]
     for name, tasks, warm in (("warm_48", shipped, True), ("cold_distinct", rows, False)):
         data_dir = Path(tempfile.mkdtemp(prefix="stategym-grpo-"))
@@ -159,13 +186,17 @@ def grpo(args: argparse.Namespace, rows: list[dict[str, Any]]) -> dict[str, Any]
             if warm:  # every snapshot and gold built first
                 asyncio.run(_groups(server.url, tasks, 1))
             picked = (tasks * (len(rows) // len(tasks) + 1))[: len(rows)] if warm else tasks
-            n, seconds, errors = asyncio.run(_groups(server.url, picked, args.group))
+            out[name] = _timed_groups(server, picked, args.group)
+            for epoch in range(2, args.epochs + 1) if not warm else ():
+                out[f"epoch_{epoch}"] = _timed_groups(server, tasks, args.group)
         finally:
             server.stop()
-        out[name] = {"rollouts": n, "rollouts_per_s": round(n / seconds, 1), "errors": errors}
-    out["cold_over_warm"] = round(
-        out["cold_distinct"]["rollouts_per_s"] / out["warm_48"]["rollouts_per_s"], 2
-    )
+    warm_rate = out["warm_48"]["rollouts_per_s"]
+    out["cold_over_warm"] = round(out["cold_distinct"]["rollouts_per_s"] / warm_rate, 2)
+    for epoch in range(2, args.epochs + 1):
+        out[f"epoch_{epoch}_over_warm"] = round(
+            out[f"epoch_{epoch}"]["rollouts_per_s"] / warm_rate, 2
+        )
     return out
 
 
@@ -179,6 +210,9 @@ def main() -> None:
     parser.add_argument("--root", default=str(ROOT), help="checkout the server runs from")
     parser.add_argument(
         "--group", type=int, default=0, help="GRPO mode: rollouts per task at once (e.g. 8)"
+    )
+    parser.add_argument(
+        "--epochs", type=int, default=1, help="GRPO mode: passes over the same distinct tasks"
     )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()

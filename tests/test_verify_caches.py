@@ -116,3 +116,89 @@ def test_a_cut_part_is_never_taken_as_capped() -> None:
     again = cap_evidence({"verification": shown}, known=known)
     assert again["verification"]["rows"][0] == "z" * 500 + "... [14 more]"  # cut twice, as before
     assert again["verification"]["ok"] is shown["ok"]
+
+
+def test_a_revisited_tasks_dump_is_patched_after_the_bounded_cache_let_it_go(tmp_path) -> None:
+    """The gold cache holds each snapshot's dump longer than the process's cache of dumps may:
+    a verify of a task whose dump that cache let go (more distinct tasks than it keeps, the gold
+    still cached) patches the dump again, not every table of every verify read whole."""
+    from app.core.tasks import task_from_data
+    from app.storage.images import Store
+    from app.verify import patching
+    from app.verify.gold import GoldCache, replay
+    from app.verify.session_verify import verify_state
+    from app.verify.state import dump_state
+
+    env = load_environment("retail")
+    tables, compare = env.metadata.tables, env.compare
+    store = Store(tmp_path, env)
+    gold = GoldCache(store, capacity=16)
+    tasks = [task_from_data(r) for r in _rows() if r.get("ground_truth")]
+    task = next(  # its gold writes a compared table, not only its answer
+        t
+        for t in tasks
+        if any(
+            not env.tool_named(c.name).read_only and c.name != "submit_answer"
+            for c in t.ground_truth
+        )
+    )
+    other = next(t for t in tasks if t.snapshot_key != task.snapshot_key)
+    key = f"{store.fingerprint}:{task.snapshot_key}"
+    kept_before = (patching._pristine.capacity, patching._pristine.max_bytes)
+    patching.keep_at_most(1, 2**30)
+    try:
+        gold.get(task)
+        gold.get(other)  # the one dump the cache keeps now is `other`'s
+        assert patching.remembered(key, compare) is None
+        conn, engine, failures = replay(env, store.snapshot(task), task, session_id="revisit")
+        assert not failures
+        result = verify_state(
+            env=env,
+            gold=gold,
+            engine=engine,
+            task=task,
+            response={"output": []},
+            diff_limit=3,
+            with_steps=False,
+        )
+        assert result["reward"] == 1.0, result["verification"]
+        assert patching.remembered(key, compare) is not None  # put back by the gold cache
+        with engine.connect() as session:
+            patched = dump_state(session, tables, compare)
+            whole = dump_state(session, tables, compare, reuse=False)
+        assert patched == whole
+        written = sorted(n for n, t in patched.items() if t.origin is not None)
+        assert written, "no table was patched: every table was read whole"
+        engine.dispose()
+        conn.close()
+    finally:
+        patching.keep_at_most(*kept_before)
+
+
+def test_a_snapshots_kept_dump_is_weighed_without_its_templates_tables(tmp_path) -> None:
+    """A snapshot's dump is its template's with the seed's rows patched in: the cache of dumps
+    weighs what it adds, so its byte bound keeps as many snapshots as that memory holds (it
+    kept 157 retail snapshots in 128 MiB while weighing each as a whole copy)."""
+    from app.core.tasks import task_from_data
+    from app.storage.images import Store
+    from app.verify import patching
+    from app.verify.gold import GoldCache
+    from app.verify.table_state import state_bytes
+
+    env = load_environment("retail")
+    store = Store(tmp_path, env)
+    gold = GoldCache(store, capacity=16)
+    for row in _rows():  # a task whose seed writes rows of compared tables
+        task = task_from_data(row)
+        seed_state = gold.seed_state(task)
+        template = patching.remembered(f"{store.fingerprint}:", env.compare)
+        entry = patching.remembered(f"{store.fingerprint}:{task.snapshot_key}", env.compare)
+        assert template is not None and entry is not None and entry.state is seed_state
+        shared = [n for n in seed_state if seed_state[n] is template.state[n]]
+        if len(shared) < len(seed_state):
+            break
+    assert shared and len(shared) < len(seed_state)  # some tables patched, the rest shared
+    assert entry.bytes < template.bytes / 10
+    assert entry.bytes >= patching.ENTRY_BYTES + state_bytes(
+        seed_state, frozenset(id(template.state[n]) for n in shared)
+    )

@@ -25,8 +25,8 @@ from app.storage import images
 from app.storage.images import Snapshot, Store
 from app.storage.runner import run_tool
 from app.verify.diff import StateDiff, change_units, diff_states
-from app.verify.patching import remembered
-from app.verify.state import DbState, dump_state, remember_template_dump
+from app.verify.patching import Pristine, keep_again, remembered
+from app.verify.state import DbState, dump_state, pristine_dump, remember_template_dump
 from app.verify.table_state import ENTRY_BYTES, ROW_BYTES, TableState, state_bytes
 
 log = logging.getLogger("stategym.gold")
@@ -43,6 +43,8 @@ class GoldState:
     # `change_units(seed_to_gold)`, what every state of a verify is scored against: counted
     # once per gold state, not once per state scored.
     units: Counter[tuple[Any, ...]] = field(init=False, repr=False, compare=False)
+    # The kept dump `seed_state` is (app/verify/patching.py): put back in its cache at each use.
+    pristine: Pristine | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "units", change_units(self.seed_to_gold))
@@ -88,13 +90,26 @@ def _run_gold(
 
 
 def state_of_image(env: Environment, image: bytes) -> DbState:
+    return pristine_of_image(env, image)[0]
+
+
+def pristine_of_image(env: Environment, image: bytes) -> tuple[DbState, Pristine | None]:
+    """The dump of an unwritten image, and the kept entry sessions of its snapshot patch."""
     conn = images.memory_from_image(image)
     bind = images.bind_connection(conn, begin="BEGIN")
     try:
-        return dump_state(bind, env.metadata.tables, env.compare)
+        return pristine_dump(bind, env.metadata.tables, env.compare)
     finally:
         bind.close()
         conn.close()
+
+
+@dataclass(frozen=True)
+class _Seeded:
+    """A snapshot's seed state, and the kept dump it is (None: its image tracks no changes)."""
+
+    state: DbState
+    pristine: Pristine | None
 
 
 def _table_ids(state: DbState) -> frozenset[int]:
@@ -110,14 +125,16 @@ class GoldCache:
         self._gold: LRU[str, GoldState] = LRU(
             capacity, max_bytes=max_bytes, size_of=self._gold_bytes
         )
-        self._seed_states: LRU[str, DbState] = LRU(
-            capacity, max_bytes=max_bytes, size_of=self._state_bytes
+        self._seed_states: LRU[str, _Seeded] = LRU(
+            capacity, max_bytes=max_bytes, size_of=self._seeded_bytes
         )
         self._lock = threading.Lock()
         self._building: dict[str, threading.Event] = {}  # gold keys being built
 
-    def _state_bytes(self, state: DbState) -> int:
-        return ENTRY_BYTES + state_bytes(state, self._shared)
+    def _seeded_bytes(self, seeded: _Seeded) -> int:
+        if seeded.pristine is not None:  # weighed without the template's tables and indexes
+            return seeded.pristine.bytes
+        return ENTRY_BYTES + state_bytes(seeded.state, self._shared)
 
     def _gold_bytes(self, gold: GoldState) -> int:
         # Its seed state is weighed in the seed-state cache.
@@ -136,14 +153,22 @@ class GoldCache:
         return self.store.data_dir / "gold" / self.env.name / f"{task.gold_key}.sqlite"
 
     def seed_state(self, task: TaskSpec) -> DbState:
+        return self._seeded(task).state
+
+    def _seeded(self, task: TaskSpec) -> _Seeded:
+        """The snapshot's seed state; its kept dump put back in the process's cache of dumps if
+        that cache let it go (it is bounded apart from this one), so the verify about to run
+        patches it rather than reading every table whole."""
         key = task.snapshot_key
-        state = self._seed_states.get(key)
-        if state is None:
+        seeded = self._seed_states.get(key)
+        if seeded is None:
             self._remember_template()
-            state = state_of_image(self.env, self.store.snapshot(task).image)
+            seeded = _Seeded(*pristine_of_image(self.env, self.store.snapshot(task).image))
             with self._lock:
-                self._seed_states.put(key, state)
-        return state
+                self._seed_states.put(key, seeded)
+        elif seeded.pristine is not None:
+            keep_again(seeded.pristine)
+        return seeded
 
     def _remember_template(self) -> None:
         """Dump the template once: each snapshot's seed state is then that dump patched with
@@ -173,6 +198,8 @@ class GoldCache:
         key = task.gold_key
         cached = self._gold.get(key)
         if cached is not None:
+            if cached.pristine is not None:  # as in `_seeded`
+                keep_again(cached.pristine)
             return cached
         with self._lock:
             cached = self._gold.get(key)
@@ -199,7 +226,8 @@ class GoldCache:
     def _build(self, task: TaskSpec) -> GoldState:
         snapshot = self.store.snapshot(task)
         # The seed state first: the gold dump then re-reads only the tables the gold wrote.
-        seed_state = self.seed_state(task)
+        seeded = self._seeded(task)
+        seed_state = seeded.state
         conn, bind, failures = replay_on(self.env, snapshot, task)
         try:
             state = dump_state(bind, self.env.metadata.tables, self.env.compare)
@@ -211,4 +239,5 @@ class GoldCache:
             state=state,
             seed_to_gold=diff_states(seed_state, state, self.env.compare, exact=True),
             failed_calls=tuple(failures),
+            pristine=seeded.pristine,
         )

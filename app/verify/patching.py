@@ -121,14 +121,36 @@ class Pristine:
     compare: CompareSpec
     state: DbState
     indexes: Mapping[str, RowIndex]
+    snapshot: str = ""  # its key in the cache
+    # What keeping it costs beyond the dump it was patched from (a snapshot's: its template's,
+    # whose tables and indexes it shares), weighed once when it is remembered.
+    bytes: int = 0
+
+
+def _own_entries(index: RowIndex) -> int:
+    """The index entries an index holds itself (a patched one: its rewritten rows only)."""
+    return len(index._now) if isinstance(index, _Rewritten) else len(index)
+
+
+def _weight(state: DbState, indexes: Mapping[str, RowIndex], over: Pristine | None) -> int:
+    """ENTRY_BYTES plus the rows and index entries of `state` that `over` does not hold."""
+    shared = frozenset(id(t) for t in over.state.values()) if over is not None else frozenset()
+    own = [
+        index
+        for name, index in indexes.items()
+        if over is None or over.indexes.get(name) is not index
+    ]
+    entries = sum(_own_entries(index) for index in own)
+    return ENTRY_BYTES + state_bytes(state, shared) + INDEX_ENTRY_BYTES * entries
 
 
 # Dumps of pristine snapshot clones, by (template:snapshot, compare spec): a database that tracks
 # its changes (app.storage.meta) reuses these for every table neither it nor its references wrote,
-# and patches them with the rows it wrote.
+# and patches them with the rows it wrote. A snapshot's entry is weighed without its template's
+# tables (kept once, by the template's entry): 128 MiB held 157 retail snapshots when each was
+# weighed as a whole copy, while the gold cache kept 512 (bench/README.md, "Revisited tasks").
 def _pristine_bytes(entry: Pristine) -> int:
-    indexed = sum(len(index) for index in entry.indexes.values())
-    return ENTRY_BYTES + state_bytes(entry.state) + INDEX_ENTRY_BYTES * indexed
+    return entry.bytes
 
 
 _pristine: LRU[tuple[str, int], Pristine] = LRU(256, max_bytes=128 * 2**20, size_of=_pristine_bytes)
@@ -156,10 +178,28 @@ def remembered(snapshot: str, compare: CompareSpec) -> Pristine | None:
 
 
 def remember(
-    snapshot: str, compare: CompareSpec, state: DbState, indexes: Mapping[str, RowIndex]
+    snapshot: str,
+    compare: CompareSpec,
+    state: DbState,
+    indexes: Mapping[str, RowIndex],
+    *,
+    over: Pristine | None = None,
 ) -> None:
+    """Keep a pristine dump; `over`: the kept dump it was patched from (its shared tables and
+    indexes are not weighed again)."""
+    entry = Pristine(compare, state, indexes, snapshot, _weight(state, indexes, over))
     with _pristine_lock:
-        _pristine.put((snapshot, id(compare)), Pristine(compare, state, indexes))
+        _pristine.put((snapshot, id(compare)), entry)
+
+
+def keep_again(entry: Pristine) -> None:
+    """Put `entry` back under its key when the cache let it go. A holder that outlives the
+    cache's bound (the gold cache, whose seed states are these dumps) calls it at each use, so
+    verify keeps patching the dump instead of reading every table of every verify whole."""
+    key = (entry.snapshot, id(entry.compare))
+    with _pristine_lock:
+        if _pristine.get(key) is None:
+            _pristine.put(key, entry)
 
 
 def _rekeyed(compare: CompareSpec, names: list[str], changed: frozenset[str]) -> set[str]:

@@ -29,6 +29,20 @@ def dump_state(
     return _dump(conn, tables, compare, reuse=reuse)[0]
 
 
+def pristine_dump(
+    conn: Connection, tables: Mapping[str, Table], compare: CompareSpec
+) -> tuple[DbState, Pristine | None]:
+    """The dump of a clone nothing has written yet, and the kept entry verify patches for the
+    sessions of its snapshot (None: the clone does not track its changes). A holder of the
+    entry can put it back when the cache lets it go (`patching.keep_again`)."""
+    state = dump_state(conn, tables, compare)
+    tracked = tracked_changes(conn, tables)
+    if tracked is None or tracked.tables:
+        return state, None
+    kept = remembered(tracked.snapshot, compare)
+    return (kept.state, kept) if kept is not None else (state, None)
+
+
 def _dump(
     conn: Connection,
     tables: Mapping[str, Table],
@@ -84,7 +98,7 @@ def _read_origin(
     twin = remembered(tracked.twin, compare) if tracked.twin is not None else None
     if twin is not None:  # the same rows: its table objects, whose patches diffs compare
         state = {n: twin.state[n] if twin.state.get(n) == t else t for n, t in state.items()}
-    remember(tracked.snapshot, compare, state, indexes)
+    remember(tracked.snapshot, compare, state, indexes, over=twin or base)
     return remembered(tracked.snapshot, compare)
 
 
@@ -140,7 +154,7 @@ def _seeded_from_template(
     patched = patch_dump(conn, tables, compare, names, base, seed, indexed=True)
     if patched is None:
         return None
-    remember(snapshot, compare, *patched)
+    remember(snapshot, compare, *patched, over=base)
     return patched
 
 
