@@ -1,0 +1,66 @@
+"""What a never-seen task costs the server, part by part, in process (thread CPU, ms).
+
+    PYTHONPATH=. python -m bench.cold_parts [--tasks FILE.jsonl] [-n 300]
+
+Per distinct task, in the order a first seed and verify meet them: the stored task parsed, its
+snapshot built from the template's seed base (`Store.snapshot`), its seed state (the template's
+dump patched with the seed's rows, `GoldCache.seed_state`), its gold state (the reference
+solution replayed on a clone, `GoldCache.get`) and its seed file written (`Store.seed_file`, the
+second seed's). `FILE.jsonl` defaults to bench.cold_path's 500 generated retail tasks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from bench.cold_path import _tasks
+
+
+def main() -> None:
+    from app.core.tasks import task_from_data
+    from app.registry import load_environment
+    from app.storage.images import Store
+    from app.verify.gold import GoldCache
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tasks")
+    parser.add_argument("-n", type=int, default=300, help="distinct tasks measured")
+    args = parser.parse_args()
+    lines = _tasks(args.tasks).read_text().splitlines()
+    rows = [json.loads(line) for line in lines if line.strip()][: args.n + 1]
+    env = load_environment(rows[0].get("env", "retail"))
+    store = Store(Path(tempfile.mkdtemp(prefix="stategym-cold-parts-")), env)
+    gold = GoldCache(store, capacity=len(rows), max_bytes=2**31)
+    first = task_from_data(rows[0])  # the template, code paths and statement caches warmed
+    store.seed_file(store.snapshot(first))
+    gold.get(first)
+    parts: dict[str, list[float]] = {}
+
+    def timed(name: str, fn: Callable[[], Any]) -> Any:
+        started = time.thread_time()
+        out = fn()
+        parts.setdefault(name, []).append(1000 * (time.thread_time() - started))
+        return out
+
+    for row in rows[1:]:
+        task = timed("task parsed", lambda row=row: task_from_data(row))
+        snapshot = timed("snapshot", lambda task=task: store.snapshot(task))
+        timed("seed state", lambda task=task: gold.seed_state(task))
+        timed("gold state", lambda task=task: gold.get(task))
+        timed("seed file", lambda snapshot=snapshot: store.seed_file(snapshot))
+    total = [sum(values) for values in zip(*parts.values(), strict=True)]
+    print(f"{len(rows) - 1} distinct {env.name} tasks, thread CPU per task (ms):")
+    for name, values in (*parts.items(), ("total", total)):
+        p50, mean = statistics.median(values), statistics.mean(values)
+        print(f"  {name:12s} p50 {p50:6.2f}  mean {mean:6.2f}")
+
+
+if __name__ == "__main__":
+    main()
