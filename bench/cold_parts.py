@@ -12,6 +12,7 @@ second seed's). `FILE.jsonl` defaults to bench.cold_path's 500 generated retail 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import statistics
 import tempfile
@@ -50,11 +51,11 @@ def main() -> None:
         return out
 
     for row in rows[1:]:
-        task = timed("task parsed", lambda row=row: task_from_data(row))
-        snapshot = timed("snapshot", lambda task=task: store.snapshot(task))
-        timed("seed state", lambda task=task: gold.seed_state(task))
-        timed("gold state", lambda task=task: gold.get(task))
-        timed("seed file", lambda snapshot=snapshot: store.seed_file(snapshot))
+        task = timed("task parsed", functools.partial(task_from_data, row))
+        snapshot = timed("snapshot", functools.partial(store.snapshot, task))
+        timed("seed state", functools.partial(gold.seed_state, task))
+        timed("gold state", functools.partial(gold.get, task))
+        timed("seed file", functools.partial(store.seed_file, snapshot))
     total = [sum(values) for values in zip(*parts.values(), strict=True)]
     print(f"{len(rows) - 1} distinct {env.name} tasks, thread CPU per task (ms):")
     for name, values in (*parts.items(), ("total", total)):
