@@ -30,6 +30,10 @@ PORTABLE_ENVS = tuple(n for n in ENV_NAMES if "sqlite" not in load_environment(n
 # loaded the machine is: on a busy CI runner a PostgreSQL verify passed it and left its step
 # rewards out. Tests get a minute; tests/test_step_budget.py sets the budget it tests.
 os.environ.setdefault("STATEGYM_STEP_REWARD_BUDGET_MS", "60000")
+# A test process starts hundreds of servers in process: each would freeze whatever the tests
+# before it left alive (app/runtime/collector.py). Servers started by tests keep Python's
+# collector; tests/test_collector.py turns it on where it tests it.
+os.environ.setdefault("STATEGYM_GC_SETTLE", "false")
 TEST_SECRET = "test-secret-0123456789-abcdefghijklmnopqrstuvwxyz"
 # tests/openenv_clients/ drives OpenEnv servers with OpenEnv's own clients: it runs in its own
 # virtualenv (make test-openenv), and is not collected where the openenv package is missing.
@@ -188,6 +192,7 @@ def start_server(env: str, data_dir: Path, *, workers: int = 1, extra_env: dict 
         **os.environ,
         "STATEGYM_SECRET_KEY": TEST_SECRET,
         "STATEGYM_LOG_LEVEL": "warning",
+        "STATEGYM_GC_SETTLE": "true",  # a process of its own: the collector as served
         **(extra_env or {}),
     }
     proc = subprocess.Popen(

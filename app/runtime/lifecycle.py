@@ -19,6 +19,7 @@ from datetime import timedelta
 
 from app.clock import naive_utcnow
 from app.errors import CapacityReached
+from app.runtime.collector import settle_collector
 from app.runtime.sessions import SessionManager
 
 log = logging.getLogger("stategym.lifecycle")
@@ -97,7 +98,10 @@ async def serving(
     """A server's lifespan for `sessions`: a reaper runs while it serves (with a TTL), and a
     pruner of closed records (with `session_records_max`), both every `interval`, and the
     backend's housekeeping (every `maintenance_interval_seconds`); every session is closed when
-    it stops."""
+    it stops. With `gc_settle`, the collector is set for a long-lived process first
+    (app/runtime/collector.py)."""
+    if sessions.settings.gc_settle:
+        settle_collector()
     loops = []
     if ttl_seconds:
         loops.append(asyncio.create_task(reaper_loop(sessions, ttl_seconds, interval)))
