@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Any
 
 import pytest
-from sqlalchemy import Engine, func, select, text
+from sqlalchemy import Engine, event, func, select, text
 
 from app import jsonio
 from app.explorer.queries import RunQueries
@@ -438,3 +438,44 @@ def test_the_prune_cost_bench_runs():
     labels = list(prune_cost(1200, batch=100))
     assert labels[3] == "100 to prune (pruned 100)"
     assert all(label.endswith("(pruned 0)") for i, label in enumerate(labels) if i != 3)
+
+
+def test_live_sessions_are_counted_by_an_index_seek_whatever_the_records_kept(tmp_path) -> None:
+    """count_live runs at every seed under max_live_sessions and on every stats line: it seeks
+    the live records in the (env, status) index instead of walking the closed ones, which
+    session_records_max lets reach 100,000."""
+    control = open_sqlite_control(tmp_path / "control.sqlite")
+    created = datetime(2026, 12, 5, 6, 0, 0)
+    for n in range(30):
+        control.add(
+            session_id=f"{n:032x}",
+            env="retail",
+            task_id=f"t-{n % 3}",
+            snapshot_key="k" * 16,
+            resources_session_id=None,
+            file=f"sessions/retail/{n:032x}.sqlite",
+            task={"task_id": f"t-{n % 3}"},
+            created_at=created,
+        )
+    for n in range(20):
+        control.mark_closed(f"{n:032x}")
+    control.mark_verified(f"{20:032x}", 1.0, {"reward": 1.0})  # verified is live too
+    assert control.count_live("retail") == 10
+    assert control.count_live("airline") == 0
+    assert {sid for sid, _ in control.live_created_before("retail", datetime(2027, 1, 1))} == {
+        f"{n:032x}" for n in range(20, 30)
+    }
+    ran: list[tuple[str, Any]] = []  # the statement count_live sends, as sent
+
+    def record(_conn, _cursor, statement, parameters, _context, _many) -> None:
+        ran.append((statement, parameters))
+
+    event.listen(control.engine, "before_cursor_execute", record)
+    assert control.count_live("retail") == 10
+    event.remove(control.engine, "before_cursor_execute", record)
+    (statement, parameters), *_ = [r for r in ran if "count(" in r[0].lower()]
+    with control.engine.connect() as conn:
+        rows = conn.exec_driver_sql("EXPLAIN QUERY PLAN " + statement, parameters).fetchall()
+    plan = " ".join(str(row) for row in rows)
+    assert "ix_sessions_env_status (env=? AND status=?)" in plan, plan
+    control.dispose()
