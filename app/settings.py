@@ -104,14 +104,6 @@ class Settings(BaseSettings):
         description="At the first seed of a task, build its gold state in the background (a "
         "worker thread) while the rollout runs, so its first verify does not replay the gold.",
     )
-    seed_file_cache_mb: int = Field(
-        64,
-        ge=1,
-        description="Bytes (MiB) of seed files (`snapshots/<env>/.seed/`, the snapshot images "
-        "sessions are copied from, written at a task's second seed) kept on disk per "
-        "environment; the least recently used are deleted past it (nothing is lost: they are "
-        "rebuilt from the template and the task).",
-    )
     gc_settle: bool = Field(
         True,
         description="When the server has started, freeze what start-up built out of the "

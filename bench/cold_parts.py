@@ -5,8 +5,9 @@
 Per distinct task, in the order a first seed and verify meet them: the stored task parsed, its
 snapshot built from the template's seed base (`Store.snapshot`), its seed state (the template's
 dump patched with the seed's rows, `GoldCache.seed_state`), its gold state (the reference
-solution replayed on a clone, `GoldCache.get`) and its seed file written (`Store.seed_file`, the
-second seed's). `FILE.jsonl` defaults to bench.cold_path's 500 generated retail tasks.
+solution replayed on a clone, `GoldCache.get`) and a session file written from the snapshot
+(`Store.create_session_file`, what every seed writes). `FILE.jsonl` defaults to
+bench.cold_path's 500 generated retail tasks.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ def main() -> None:
     store = Store(Path(tempfile.mkdtemp(prefix="stategym-cold-parts-")), env)
     gold = GoldCache(store, capacity=len(rows), max_bytes=2**31)
     first = task_from_data(rows[0])  # the template, code paths and statement caches warmed
-    store.seed_file(store.snapshot(first))
+    warm = store.create_session_file("0" * 32, store.snapshot(first))
     gold.get(first)
     parts: dict[str, list[float]] = {}
 
@@ -55,7 +56,9 @@ def main() -> None:
         snapshot = timed("snapshot", functools.partial(store.snapshot, task))
         timed("seed state", functools.partial(gold.seed_state, task))
         timed("gold state", functools.partial(gold.get, task))
-        timed("seed file", functools.partial(store.seed_file, snapshot))
+        write = functools.partial(store.create_session_file, "1" * 32, snapshot)
+        timed("session file", write).unlink()
+    warm.unlink()
     total = [sum(values) for values in zip(*parts.values(), strict=True)]
     print(f"{len(rows) - 1} distinct {env.name} tasks, thread CPU per task (ms):")
     for name, values in (*parts.items(), ("total", total)):

@@ -8,10 +8,11 @@
 (`stategym serve` from `--root`, default this checkout; one worker, retention `delete_on_close`)
 on a fresh data dir; per task: seed (cold: the task was never seen), with `--think-ms` a pause
 (the agent's first turn), its gold calls, verify (the first of the task), close; a second seed
-and close (it writes the task's seed file); a third seed (warm), its gold calls, verify (warm),
-close. Reported: server-side (X-Process-Time) p50/p99 of each, and the bytes left in the data dir
-per distinct task once every session is closed, by kind (snapshots, seed files, gold, templates,
-control database). With `--group G`: GRPO-shaped traffic instead, each task's G rollouts at
+and close; a third seed (warm), its gold calls, verify (warm), close. Reported: server-side
+(X-Process-Time) p50/p99 of each, and the bytes left in the data dir per distinct task once every
+session is closed, by kind (snapshots, seed files of a `--root` before 2026-12-05, gold,
+templates, control database).
+With `--group G`: GRPO-shaped traffic instead, each task's G rollouts at
 once (two tasks' groups in flight), rollouts/s over the `-n` never-seen tasks against the 48
 shipped retail tasks, warm, in the same groups; with `--epochs E` the distinct tasks are run E
 times (a training run's epochs), each epoch's rollouts/s and server CPU per rollout reported.
@@ -118,7 +119,7 @@ async def _run(
             rewards.append(
                 await _rollout(client, task, kinds, "cold_seed", "first_verify", think_ms)
             )
-            # The second seed of a task writes its seed file; the third is copied from it.
+            # The second seed of a task (before 2026-12-05 it wrote the task's seed file).
             again = await client.safe_post(kinds["second_seed"], "/seed_session", task)
             if again is not None and again.cookie is not None:
                 await client.safe_post(kinds["close"], "/close_session", {}, again.cookie)
@@ -249,7 +250,7 @@ def main() -> None:
         "disk_kb_per_task_by_kind": per_task,
         # What stays per distinct task with no bound (snapshot and gold files, sessions left).
         "disk_kb_kept_per_distinct_task": round(sum(disk.get(k, 0) for k in kept) / 1024 / n, 1),
-        # Everything task-related, the bounded seed-file cache included (seed_file_cache_mb).
+        # Everything task-related, with the seed files a `--root` before 2026-12-05 kept.
         "disk_kb_per_distinct_task_with_seed_files": round(
             sum(disk.get(k, 0) for k in (*kept, "seed_files")) / 1024 / n, 1
         ),

@@ -2,8 +2,10 @@
 
     PYTHONPATH=. python -m bench.seed_ab [n]          # PostgreSQL part needs $STATEGYM_BENCH_PG_URL
 
-- SQLite: a session file written from the in-memory image (before) vs a kernel copy of the
-  snapshot's seed file (after), interleaved, all retail tasks round-robin.
+- SQLite: a session file written from the in-memory image (what every seed does since
+  2026-12-05) vs a kernel copy (`copy_file_range`) of a file holding the image (the seed files
+  of issue 20, dropped when the write had become as cheap), interleaved, all retail tasks
+  round-robin; and the blake2b digest that named a seed file, once per snapshot.
 - PostgreSQL: a clone of the template (before, pool off) vs a rename of a pre-cloned schema (after,
   `pg_schema_pool` 4), one task, each seed after the pool has refilled (a rollout is longer than a
   clone), interleaved.
@@ -11,6 +13,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import statistics
 import sys
@@ -28,28 +31,58 @@ def _p50(samples: list[float]) -> float:
     return round(statistics.median(samples), 3)
 
 
+def _kernel_copy(source: Path, path: Path) -> None:
+    """What a seed did from a seed file: a kernel copy to a temp name, renamed (atomic)."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    src = os.open(source, os.O_RDONLY)
+    dst = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        size = os.fstat(src).st_size
+        while size > 0:
+            copied = os.copy_file_range(src, dst, size)
+            if copied == 0:
+                break
+            size -= copied
+    finally:
+        os.close(dst)
+        os.close(src)
+    os.replace(tmp, path)
+
+
 def sqlite_ab(n: int) -> dict[str, float]:
+    from app.storage.sqlite import db as sqlite_db
     from app.storage.sqlite.store import Store
 
     env = load_environment("retail")
-    store = Store(Path(tempfile.mkdtemp(prefix="stategym-ab-")), env)
+    data = Path(tempfile.mkdtemp(prefix="stategym-ab-"))
+    store = Store(data, env)
     snapshots = [store.snapshot(parse_seed_body(t).task) for t in env_tasks("retail")]
-    for s in snapshots:
-        store.seed_file(s)
-    before: list[float] = []
-    after: list[float] = []
+    sources = []
+    for i, s in enumerate(snapshots):
+        sources.append(data / f"source-{i}.wal")
+        sqlite_db.write_image(sources[-1], s.image, wal=True)
+    written: list[float] = []
+    copied: list[float] = []
+    digests: list[float] = []
     for i in range(n):
-        snap = snapshots[i % len(snapshots)]
+        snap, source = snapshots[i % len(snapshots)], sources[i % len(snapshots)]
         for fn, out in (
-            (store.create_session_file_from_image, before),
-            (store.create_session_file, after),
+            (lambda sid, s=snap: store.create_session_file(sid, s), written),
+            (lambda sid, f=source: _kernel_copy(f, store.session_path(sid)), copied),
         ):
             sid = uuid.uuid4().hex
             t = time.perf_counter()
-            path = fn(sid, snap)
+            fn(sid)
             out.append((time.perf_counter() - t) * 1e3)
-            path.unlink()
-    return {"sqlite_before_image_write_ms": _p50(before), "sqlite_after_copy_ms": _p50(after)}
+            store.session_path(sid).unlink()
+        t = time.perf_counter()
+        hashlib.blake2b(snap.image, digest_size=12).hexdigest()
+        digests.append((time.perf_counter() - t) * 1e3)
+    return {
+        "sqlite_image_write_ms": _p50(written),
+        "sqlite_kernel_copy_ms": _p50(copied),
+        "sqlite_seed_file_digest_ms": _p50(digests),
+    }
 
 
 def pg_ab(n: int, url: str) -> dict[str, float]:

@@ -121,13 +121,11 @@ def test_seed_gold_and_verify_equal_the_previous_build(tmp_path: Path, env_name:
         assert results[0] == results[1]
 
 
-def test_nothing_per_task_is_written_but_bounded_seed_files(tmp_path: Path) -> None:
-    """A seed and a verify leave no snapshot or gold file; seed files appear from a snapshot's
-    second session and stay within their byte bound, and sessions copied after an eviction are
-    still whole."""
+def test_nothing_per_task_is_written_to_disk_but_its_sessions(tmp_path: Path) -> None:
+    """Seeds and verifies of distinct tasks leave no snapshot, seed or gold file: a session is
+    written from its snapshot's image in memory, whole, however many times it is seeded."""
     env = load_environment("retail")
-    image_bytes = len(Store(tmp_path / "probe", env).template_image())
-    store = Store(tmp_path / "data", env, seed_file_cache_bytes=int(image_bytes * 2.5))
+    store = Store(tmp_path / "data", env)
     gold = GoldCache(store, 16)
     base = load_fixture_tasks("retail")[0]
     # Five distinct snapshots: the same seed rows under five clocks.
@@ -147,16 +145,35 @@ def test_nothing_per_task_is_written_but_bounded_seed_files(tmp_path: Path) -> N
         gold.get(task)
     data = tmp_path / "data"
     assert not (data / "gold").exists()
-    assert not list((data / "snapshots" / "retail").glob("*.sqlite"))
-    seed_files = list((data / "snapshots" / "retail" / ".seed").glob("*.wal"))
-    assert 1 <= len(seed_files) <= 2
-    assert sum(p.stat().st_size for p in seed_files) <= image_bytes * 2.5 + 65536
-    # An evicted seed file is written again when its snapshot seeds once more.
-    first = store.snapshot(task_from_data(rows[0]))
-    assert first.seed_file is not None and not first.seed_file.exists()
-    path = store.create_session_file("f" * 32, first)
-    assert path.read_bytes()[:16] == b"SQLite format 3\x00"
-    assert first.seed_file.exists()
+    assert not (data / "snapshots").exists()
+    assert len(list((data / "sessions" / "retail").iterdir())) == 15  # no temp file beside them
+
+
+def test_seed_files_an_earlier_release_left_are_removed_before_workers_start(
+    tmp_path: Path,
+) -> None:
+    """Releases before 2026-12-05 kept up to 64 MiB of seed files per environment under
+    `snapshots/<env>/.seed/`; nothing reads them now, so `stategym serve` deletes them once,
+    and leaves every other file of the data dir alone."""
+    from app.settings import Settings
+    from app.storage.factory import prepare_shared
+
+    env = load_environment("retail")
+    data = tmp_path / "data"
+    legacy = data / "snapshots" / "retail" / ".seed"
+    legacy.mkdir(parents=True)
+    for n in range(3):
+        (legacy / f"k{n}-d.wal").write_bytes(b"x" * 8192)
+    kept = data / "snapshots" / "retail" / "old-snapshot.sqlite"  # an older release's snapshot
+    kept.write_bytes(b"y")
+    other = data / "snapshots" / "airline" / ".seed"  # another environment's: its own serve
+    other.mkdir(parents=True)
+    (other / "k-d.wal").write_bytes(b"z")
+    prepare_shared(Settings(data_dir=data), env)
+    assert not legacy.exists()
+    assert kept.read_bytes() == b"y" and (other / "k-d.wal").exists()
+    assert (data / "templates" / "retail").is_dir()
+    prepare_shared(Settings(data_dir=data), env)  # nothing left to remove: no error
 
 
 def test_snapshots_in_memory_are_bounded_by_bytes(tmp_path: Path) -> None:
@@ -252,16 +269,3 @@ def test_defaults_dates_and_updates_written_by_the_raw_path_equal_sqlalchemy(
     assert a["rows"] == b["rows"]
     flight = [r for r in a["rows"]["flights"] if r[0] == 990001]
     assert flight and "scheduled" in flight[0]
-
-
-def test_seed_files_left_by_a_previous_process_count_against_the_bound(tmp_path: Path) -> None:
-    """A restart adopts the seed files it finds (oldest first) and keeps them within the bound."""
-    from app.storage.sqlite.seed_files import SeedFiles
-
-    directory = tmp_path / ".seed"
-    directory.mkdir()
-    for n in range(6):
-        (directory / f"k{n}-d.wal").write_bytes(b"x" * 8192)
-    files = SeedFiles(directory, max_bytes=3 * 8192)
-    assert len(list(directory.glob("*.wal"))) == 3 and files.bytes <= 3 * 8192
-    assert sorted(p.name for p in directory.glob("*.wal")) == ["k3-d.wal", "k4-d.wal", "k5-d.wal"]

@@ -45,7 +45,6 @@ def make_backend(settings: Settings, env: Environment) -> SessionBackend:
         env,
         snapshot_cache_size=settings.snapshot_cache_size,
         snapshot_cache_bytes=settings.snapshot_cache_mb * 2**20,
-        seed_file_cache_bytes=settings.seed_file_cache_mb * 2**20,
         max_session_bytes=settings.session_max_db_mb * 2**20,
     )
     control = open_sqlite_control(settings.data_dir / "control.sqlite")
@@ -56,7 +55,8 @@ def make_backend(settings: Settings, env: Environment) -> SessionBackend:
 
 def prepare_shared(settings: Settings, env: Environment) -> None:
     """What `stategym serve` builds once before forking workers, so workers never race: the
-    control database (file or schema) and the environment's template image."""
+    control database (file or schema) and the environment's template image; an earlier
+    release's seed files removed."""
     check_requirements(env, capabilities_of(settings))
     if backend_of(settings.database_url) == POSTGRES:
         engine = make_engine(settings.database_url or "", pool_size=1)
@@ -66,7 +66,9 @@ def prepare_shared(settings: Settings, env: Environment) -> None:
             engine.dispose()
     else:
         open_sqlite_control(settings.data_dir / "control.sqlite").dispose()
-    Store(settings.data_dir, env).template_image()
+    store = Store(settings.data_dir, env)
+    store.template_image()
+    store.remove_legacy_seed_files()
 
 
 def retained_schema_upgrader(

@@ -9,7 +9,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import datetime
-from pathlib import Path
 
 from app.errors import SessionNotFound
 
@@ -29,7 +28,3 @@ class Snapshot:
     key: str
     image: bytes
     now: datetime
-    # The image, WAL-marked, as a file sessions are copied from (Store.seed_file); set on the
-    # second seed of this snapshot in this process.
-    seed_file: Path | None = None
-    seeded: int = 0  # sessions created from it in this process

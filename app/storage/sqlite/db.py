@@ -126,29 +126,6 @@ def write_image(path: Path, image: bytes, *, wal: bool) -> None:
             out.write(view[20:])
 
 
-def copy_file(source: Path, path: Path, size: int) -> None:
-    """Copy `size` bytes of `source` to `path` atomically (temp file + rename), in the kernel
-    (`copy_file_range`: no bytes through Python; 0.5 ms for a 0.9 MB session vs 2.0 ms to write
-    a WAL-marked copy of the image, bench/README.md). FileNotFoundError when `source` is gone."""
-    with _atomic_write(path) as tmp:
-        src = os.open(source, os.O_RDONLY)
-        try:
-            dst = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-            try:
-                copied = 0
-                while copied < size:
-                    n = os.copy_file_range(src, dst, size - copied)
-                    if n == 0:
-                        break
-                    copied += n
-            finally:
-                os.close(dst)
-        finally:
-            os.close(src)
-        if copied != size:
-            raise OSError(errno.EIO, f"{source.name} is shorter than its image ({copied} bytes)")
-
-
 def is_disk_full(exc: BaseException) -> bool:
     """SQLite's or the OS's way of saying the disk (or a file-size limit) is full."""
     if isinstance(exc, OSError):

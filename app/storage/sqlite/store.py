@@ -2,17 +2,17 @@
 
 Layout under the data dir:
     templates/<env>/<fingerprint>.sqlite       schema + the environment's base dataset
-    snapshots/<env>/.seed/<key>-<digest>.wal   seed files, a bounded cache (seed_files.py)
-    sessions/<env>/<session_id>.sqlite         one rollout's database (a copy of a snapshot)
+    sessions/<env>/<session_id>.sqlite         one rollout's database (its snapshot's image)
     sessions/<env>/<session_id>.sqlite.pack    a kept closed one, packed (packing.py)
 
 A snapshot (snapshots.py) is rebuilt from the template and the task (every control row stores
-it) whenever it is not in memory; a session is a kernel copy of its snapshot's seed file, or
-written from the image while there is none. Ids reach a path only after `check_session_id`.
+it) whenever it is not in memory; a session is written from the image (WAL-marked in passing).
+Ids reach a path only after `check_session_id`.
 """
 
 from __future__ import annotations
 
+import shutil
 import sqlite3
 import threading
 from pathlib import Path
@@ -27,7 +27,6 @@ from app.storage.seeding import parse_seed_now
 from app.storage.snapshots import SESSION_ID_RE, Snapshot, check_session_id
 from app.storage.sqlite import db as sqlite_db
 from app.storage.sqlite.packing import pack_path
-from app.storage.sqlite.seed_files import SeedFiles
 from app.storage.sqlite.snapshots import (
     schema_fingerprint,
     snapshot_image,
@@ -38,9 +37,12 @@ from app.storage.steplog import STEP_LOG_VERSION
 __all__ = ["SESSION_ID_RE", "Snapshot", "Store", "check_session_id", "schema_fingerprint"]
 __all__ += ["snapshot_image", "template_image"]
 
-# Defaults of the byte bounds (settings `snapshot_cache_mb`, `seed_file_cache_mb`).
+# Default of the byte bound (setting `snapshot_cache_mb`).
 SNAPSHOT_CACHE_BYTES = 256 * 2**20
-SEED_FILE_CACHE_BYTES = 64 * 2**20
+# Where releases before 2026-12-05 kept seed files (`snapshots/<env>/.seed/`, sessions copied
+# from them by the kernel): a write from the image in memory costs what the copy did, and each
+# file cost a 0.8 ms hash and a write (bench/README.md, "Seed files dropped").
+LEGACY_SEED_DIR = ".seed"
 
 
 def _tracking_versions(image: bytes) -> tuple[str | None, str | None]:
@@ -65,7 +67,6 @@ class Store:
         *,
         snapshot_cache_size: int = 256,
         snapshot_cache_bytes: int = SNAPSHOT_CACHE_BYTES,
-        seed_file_cache_bytes: int = SEED_FILE_CACHE_BYTES,
         max_session_bytes: int | None = None,
     ):
         self.data_dir = data_dir
@@ -76,8 +77,6 @@ class Store:
         self._snapshots: LRU[str, Snapshot] = LRU(
             snapshot_cache_size, max_bytes=snapshot_cache_bytes, size_of=_image_bytes
         )
-        self._seed_file_cache_bytes = seed_file_cache_bytes
-        self._seed_files: SeedFiles | None = None  # made at the first seed file (it lists a dir)
         self._lock = threading.RLock()
 
     # --- paths -------------------------------------------------------------------------------
@@ -141,45 +140,15 @@ class Store:
 
     # --- sessions ----------------------------------------------------------------------------
     def create_session_file(self, session_id: str, snapshot: Snapshot) -> Path:
-        """The session's file: the image written from memory at a snapshot's first seed here,
-        a kernel copy of its seed file from the second on (app/storage/sqlite/seed_files.py)."""
-        snapshot.seeded += 1
-        if snapshot.seeded == 1 and snapshot.seed_file is None:
-            return self.create_session_file_from_image(session_id, snapshot)
-        path = self.session_path(session_id)
-        size = len(snapshot.image)
-        try:
-            sqlite_db.copy_file(self.seed_file(snapshot), path, size)
-        except FileNotFoundError:  # the seed file was removed under us: write it again
-            snapshot.seed_file = None
-            sqlite_db.copy_file(self.seed_file(snapshot), path, size)
-        return path
-
-    def seed_files(self) -> SeedFiles:
-        if self._seed_files is None:
-            with self._lock:
-                if self._seed_files is None:
-                    directory = self.data_dir / "snapshots" / self.env.name / ".seed"
-                    self._seed_files = SeedFiles(directory, self._seed_file_cache_bytes)
-        return self._seed_files
-
-    def seed_file(self, snapshot: Snapshot) -> Path:
-        """The snapshot's image as a WAL-marked file, written once (atomically) per content."""
-        files = self.seed_files()
-        seed = snapshot.seed_file
-        if seed is not None:
-            files.touch(seed)
-            return seed
-        with self._lock:
-            path = files.write(snapshot.key, snapshot.image)
-            snapshot.seed_file = path
-            return path
-
-    def create_session_file_from_image(self, session_id: str, snapshot: Snapshot) -> Path:
-        """The session written from the image in memory (WAL-marked)."""
+        """The session's file, written (atomically) from the snapshot's image in memory."""
         path = self.session_path(session_id)
         sqlite_db.write_image(path, snapshot.image, wal=True)
         return path
+
+    def remove_legacy_seed_files(self) -> None:
+        """Delete the seed files an earlier release kept (up to `seed_file_cache_mb`, 64 MiB, per
+        environment); nothing reads them any more. Run once before workers start."""
+        shutil.rmtree(self.data_dir / "snapshots" / self.env.name / LEGACY_SEED_DIR, True)
 
     def open_session(self, session_id: str) -> sqlite3.Connection:
         path = self.session_path(session_id)
