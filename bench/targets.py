@@ -1,4 +1,8 @@
-"""`python -m bench.targets` (`make bench-targets`): every target of issue 20 in one run, a table.
+"""`python -m bench.targets` (`make bench-targets`): the HTTP targets of issues 20 and 36, a table.
+
+Issue 36 restates issue 20's burst (client p99 <= 2x the lean server's in the same run, not
+<= 1 s) and PostgreSQL ratio (>= 0.6, not 0.5); its server CPU per rollout (<= 12 ms) is
+`bench/cpu_split.py`'s figure, and the rollout-traffic ratio below stays issue 20's.
 
 Real servers on 127.0.0.1, one uvicorn worker each, started one at a time (2 shared cores):
 StateGym per environment, the lean baseline (bench/lean_server.py) for every environment, and
@@ -286,22 +290,18 @@ def rows(res: dict[str, Any]) -> list[tuple[str, str, str, str]]:
         )
     b = res.get("burst")
     if b:
+        lean_burst = b.get("lean") or {}
+        lean_p99 = lean_burst.get("p99_ms")
+        ratio = b["p99_ms"] / lean_p99 if lean_p99 and b.get("p99_ms") is not None else None
         check(
-            f"burst: {b['in_flight']} in flight on {b['in_flight']} sessions, client p99",
-            b["p99_ms"] / 1000 if b.get("p99_ms") is not None else None,
-            "<= 1 s",
-            b.get("p99_ms") is not None and b["p99_ms"] <= 1000,
+            f"burst: {b['in_flight']} in flight on {b['in_flight']} sessions, client p99 "
+            f"{_f(b['p99_ms'] / 1000 if b.get('p99_ms') is not None else None)} s / lean's "
+            f"{_f(lean_p99 / 1000 if lean_p99 else None)} s ({lean_burst.get('errors')} errors)",
+            round(ratio, 2) if ratio is not None else "no lean run",
+            "<= 2x lean",
+            ratio <= 2 if ratio is not None else None,
         )
         check("burst: errors", b["errors"], "0", b["errors"] == 0)
-        lean_burst = b.get("lean") or {}
-        if lean_burst.get("p99_ms") and b.get("p99_ms") is not None:
-            check(
-                f"  lean server, same burst: client p99 {_f(lean_burst['p99_ms'] / 1000)} s, "
-                f"{lean_burst['errors']} errors; StateGym / lean",
-                round(b["p99_ms"] / lean_burst["p99_ms"], 2),
-                "-",
-                None,
-            )
     pg = res.get("postgres")
     if pg and "skipped" in pg:
         check("postgres", "skipped: " + pg["skipped"][:60], "-", None)
@@ -322,8 +322,8 @@ def rows(res: dict[str, Any]) -> list[tuple[str, str, str, str]]:
         check(
             "PostgreSQL rollouts/s / SQLite (retail)",
             f"{_f(ratio)} ({_f(a)} vs {_f(b2)})",
-            ">= 0.5",
-            ratio is not None and ratio >= 0.5,
+            ">= 0.6",
+            ratio is not None and ratio >= 0.6,
         )
     return out
 
