@@ -1,7 +1,8 @@
 """The cold path: never-seen tasks seeded and verified once each, over HTTP, one request at a time.
 
     PYTHONPATH=. python -m bench.cold_path [--tasks FILE.jsonl] [-n 200] [--think-ms 0]
-                                           [--root CHECKOUT] [--group 8 [--epochs 2]] [--json]
+                                           [--root CHECKOUT] [--group 8 [--epochs 2]]
+                                           [--warm-n N] [--json]
 
 `FILE.jsonl` defaults to `$STATEGYM_BENCH_TASKS` or generates 500 retail tasks once
 (`stategym tasks generate --env retail --count 500 --seed 5`) into the temp dir. A real server
@@ -186,7 +187,8 @@ def grpo(args: argparse.Namespace, rows: list[dict[str, Any]]) -> dict[str, Any]
         try:
             if warm:  # every snapshot and gold built first
                 asyncio.run(_groups(server.url, tasks, 1))
-            picked = (tasks * (len(rows) // len(tasks) + 1))[: len(rows)] if warm else tasks
+            n = args.warm_n or len(rows)  # the warm rate needs fewer rollouts than 10,000 tasks
+            picked = (tasks * (n // len(tasks) + 1))[:n] if warm else tasks
             out[name] = _timed_groups(server, picked, args.group)
             for epoch in range(2, args.epochs + 1) if not warm else ():
                 out[f"epoch_{epoch}"] = _timed_groups(server, tasks, args.group)
@@ -214,6 +216,12 @@ def main() -> None:
     )
     parser.add_argument(
         "--epochs", type=int, default=1, help="GRPO mode: passes over the same distinct tasks"
+    )
+    parser.add_argument(
+        "--warm-n",
+        type=int,
+        default=0,
+        help="with --group: groups of the 48 shipped tasks timed warm (default: as many as -n)",
     )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
