@@ -151,26 +151,31 @@ async def _groups(url: str, rows: list[dict[str, Any]], group: int) -> tuple[int
     return len(rewards), seconds, sum(s.errors for s in kinds.values())
 
 
-def _server_cpu_s(server: ServerProcess) -> float:
-    """User + system CPU seconds of the server and its workers so far (/proc)."""
-    total = 0
+def _server_cpu_s(server: ServerProcess) -> tuple[float, float]:
+    """User and system CPU seconds of the server and its workers so far (/proc)."""
+    user = system = 0
     for pid in server.pids():
         try:
             fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        total += int(fields[11]) + int(fields[12])
-    return total / os.sysconf("SC_CLK_TCK")
+        user, system = user + int(fields[11]), system + int(fields[12])
+    tick = os.sysconf("SC_CLK_TCK")
+    return user / tick, system / tick
 
 
 def _timed_groups(server: ServerProcess, rows: list[dict[str, Any]], group: int) -> dict[str, Any]:
-    cpu = _server_cpu_s(server)
+    user, system = _server_cpu_s(server)
     n, seconds, errors = asyncio.run(_groups(server.url, rows, group))
-    cpu = _server_cpu_s(server) - cpu
+    user_after, system_after = _server_cpu_s(server)
+    per_rollout = 1000 / max(n, 1)
     return {
         "rollouts": n,
         "rollouts_per_s": round(n / seconds, 1),
-        "server_cpu_ms_per_rollout": round(1000 * cpu / max(n, 1), 2),
+        "server_cpu_ms_per_rollout": round(
+            per_rollout * (user_after - user + system_after - system), 2
+        ),
+        "server_system_ms_per_rollout": round(per_rollout * (system_after - system), 2),
         "errors": errors,
     }
 

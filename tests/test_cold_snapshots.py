@@ -121,6 +121,75 @@ def test_seed_gold_and_verify_equal_the_previous_build(tmp_path: Path, env_name:
         assert results[0] == results[1]
 
 
+@pytest.mark.parametrize("env_name", ENVS)
+def test_a_new_tasks_seed_and_gold_states_on_its_snapshots_own_build_equal_fresh_clones(
+    tmp_path: Path, env_name: str
+) -> None:
+    """A never-seen task's gold is built (as the server does, right after the first seed) on the
+    connection that built its snapshot: that connection holds exactly the image, and the seed
+    state, gold state, failed calls and seed-to-gold diff equal those of a cache given fresh
+    clones only (the hand-off emptied before each build)."""
+    env = load_environment(env_name)
+    shared, fresh = Store(tmp_path / "shared", env), Store(tmp_path / "fresh", env)
+    on_build, on_clones = GoldCache(shared, 16), GoldCache(fresh, 16)
+    distinct: dict[str, Any] = {}
+    for row in load_fixture_tasks(env_name):
+        distinct.setdefault(task_from_data(row).snapshot_key, task_from_data(row))
+    tasks = list(distinct.values())[:6]
+    assert len(tasks) >= 3
+    for task in tasks:
+        snapshot = shared.snapshot(task)
+        assert task.snapshot_key in shared._built  # the build's connection, handed off
+        a = on_build.get(task)
+        assert task.snapshot_key not in shared._built  # taken by the gold, then closed
+        assert fresh.snapshot(task).image == snapshot.image
+        fresh._built.pop(task.snapshot_key).close()  # this cache gets fresh clones only
+        b = on_clones.get(task)
+        assert a.seed_state == b.seed_state and a.state == b.state
+        assert a.failed_calls == b.failed_calls and a.seed_to_gold == b.seed_to_gold
+    probe = Store(tmp_path / "probe", env)
+    for task in tasks:
+        image = probe.snapshot(task).image
+        conn = probe.clone(probe.snapshot(task))
+        try:  # what the hand-off gives is the image itself
+            assert conn.serialize() == image
+        finally:
+            conn.close()
+
+
+def test_built_snapshot_connections_are_kept_bounded_and_closed_when_let_go(
+    tmp_path: Path,
+) -> None:
+    """Connections no gold takes (its gold cached, or `gold_on_seed` off and no verify yet) are
+    closed once newer builds push them out; a rebuilt snapshot closes its earlier one."""
+    import sqlite3
+
+    from app.storage.sqlite.store import BUILT_CONNECTIONS_KEPT
+
+    env = load_environment("retail")
+    store = Store(tmp_path / "data", env, snapshot_cache_size=1)
+    distinct = {}
+    for row in load_fixture_tasks("retail"):
+        distinct.setdefault(task_from_data(row).snapshot_key, task_from_data(row))
+    tasks = list(distinct.values())[: BUILT_CONNECTIONS_KEPT + 3]
+    assert len(tasks) == BUILT_CONNECTIONS_KEPT + 3
+    first = tasks[0]
+    store.snapshot(first)
+    held = store._built.get(first.snapshot_key)
+    assert held is not None
+    store.snapshot(tasks[1])  # the snapshot cache (1 entry) lets the first go ...
+    store.snapshot(first)  # ... so it is rebuilt: the connection of the first build is closed
+    with pytest.raises(sqlite3.ProgrammingError):
+        held.execute("SELECT 1")
+    evicted = store._built.get(first.snapshot_key)
+    assert evicted is not None and evicted is not held
+    for task in tasks[2:]:
+        store.snapshot(task)
+    assert len(store._built) == BUILT_CONNECTIONS_KEPT
+    with pytest.raises(sqlite3.ProgrammingError):
+        evicted.execute("SELECT 1")
+
+
 def test_nothing_per_task_is_written_to_disk_but_its_sessions(tmp_path: Path) -> None:
     """Seeds and verifies of distinct tasks leave no snapshot, seed or gold file: a session is
     written from its snapshot's image in memory, whole, however many times it is seeded."""

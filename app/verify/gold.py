@@ -58,20 +58,6 @@ def replay(env: Environment, snapshot: Snapshot, task: TaskSpec, session_id: str
     return conn, engine, failures
 
 
-def replay_on(
-    env: Environment, snapshot: Snapshot, task: TaskSpec, session_id: str = "gold"
-) -> tuple[Any, Connection, list[dict[str, Any]]]:
-    """`replay` on the shared engine: (the image's connection, a SQLAlchemy Connection over it
-    whose transactions start with BEGIN, failures). Close the Connection, then the connection."""
-    conn = images.memory_from_image(snapshot.image)
-    bind = images.bind_connection(conn)
-    try:
-        failures = _run_gold(env, bind, snapshot, task, session_id)
-    finally:
-        bind.close()
-    return conn, images.bind_connection(conn, begin="BEGIN"), failures
-
-
 def _run_gold(
     env: Environment, bind: Engine | Connection, snapshot: Snapshot, task: TaskSpec, session_id: str
 ) -> list[dict[str, Any]]:
@@ -96,12 +82,19 @@ def state_of_image(env: Environment, image: bytes) -> DbState:
 def pristine_of_image(env: Environment, image: bytes) -> tuple[DbState, Pristine | None]:
     """The dump of an unwritten image, and the kept entry sessions of its snapshot patch."""
     conn = images.memory_from_image(image)
+    try:
+        return _pristine_on(env, conn)
+    finally:
+        conn.close()
+
+
+def _pristine_on(env: Environment, conn: images.ImageConnection) -> tuple[DbState, Pristine | None]:
+    """`pristine_of_image` on a clone nothing has written yet (left open, no transaction)."""
     bind = images.bind_connection(conn, begin="BEGIN")
     try:
         return pristine_dump(bind, env.metadata.tables, env.compare)
     finally:
         bind.close()
-        conn.close()
 
 
 @dataclass(frozen=True)
@@ -155,15 +148,23 @@ class GoldCache:
     def seed_state(self, task: TaskSpec) -> DbState:
         return self._seeded(task).state
 
-    def _seeded(self, task: TaskSpec) -> _Seeded:
+    def _seeded(self, task: TaskSpec, clone: images.ImageConnection | None = None) -> _Seeded:
         """The snapshot's seed state; its kept dump put back in the process's cache of dumps if
         that cache let it go (it is bounded apart from this one), so the verify about to run
-        patches it rather than reading every table whole."""
+        patches it rather than reading every table whole. Read on `clone` (an unwritten clone of
+        the snapshot, left open) when given, else on a clone of its own."""
         key = task.snapshot_key
         seeded = self._seed_states.get(key)
         if seeded is None:
             self._remember_template()
-            seeded = _Seeded(*pristine_of_image(self.env, self.store.snapshot(task).image))
+            if clone is not None:
+                seeded = _Seeded(*_pristine_on(self.env, clone))
+            else:
+                conn = self.store.clone(self.store.snapshot(task))
+                try:
+                    seeded = _Seeded(*_pristine_on(self.env, conn))
+                finally:
+                    conn.close()
             with self._lock:
                 self._seed_states.put(key, seeded)
         elif seeded.pristine is not None:
@@ -225,14 +226,23 @@ class GoldCache:
 
     def _build(self, task: TaskSpec) -> GoldState:
         snapshot = self.store.snapshot(task)
-        # The seed state first: the gold dump then re-reads only the tables the gold wrote.
-        seeded = self._seeded(task)
-        seed_state = seeded.state
-        conn, bind, failures = replay_on(self.env, snapshot, task)
+        # One clone for both (the snapshot's own build when the task is new): the seed state
+        # first, read before the gold writes; the gold dump then re-reads only what it wrote.
+        conn = self.store.clone(snapshot)
         try:
-            state = dump_state(bind, self.env.metadata.tables, self.env.compare)
+            seeded = self._seeded(task, conn)
+            seed_state = seeded.state
+            bind = images.bind_connection(conn)
+            try:
+                failures = _run_gold(self.env, bind, snapshot, task, "gold")
+            finally:
+                bind.close()
+            bind = images.bind_connection(conn, begin="BEGIN")
+            try:
+                state = dump_state(bind, self.env.metadata.tables, self.env.compare)
+            finally:
+                bind.close()
         finally:
-            bind.close()
             conn.close()
         return GoldState(
             seed_state=seed_state,

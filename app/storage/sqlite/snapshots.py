@@ -130,6 +130,17 @@ def snapshot_image(
     Without `step_log` (the task generator's base), the change-tracking triggers stay instead."""
     if not step_log:
         return snapshot_image_by_tracking(env, template, seed, key, now, step_log=False)
+    image, conn = built_snapshot(env, template, seed, key, now)
+    conn.close()
+    return image
+
+
+def built_snapshot(
+    env: Environment, template: bytes, seed: Any, key: str, now: datetime
+) -> tuple[bytes, sqlite3.Connection]:
+    """`snapshot_image`, and the in-memory connection that built it: it holds exactly the image
+    and is configured as `memory_from_image`'s are, its schema already parsed (~1.2 ms of a
+    retail clone), so the task's seed state and gold can run on it. The caller closes it."""
     conn = sqlite_db.memory_from_image(seed_base(env, template))
     bind = sqlite_db.bind_connection(conn)
     try:
@@ -144,10 +155,13 @@ def snapshot_image(
         rows = {t: sorted(ids) for t, ids in sorted((seeded.rows or {}).items())}
         conn.execute(f"DELETE FROM {STEP_ROWS_TABLE}")
         write_meta(conn, {SEED_CHANGES: seed_changes_value(sorted(seeded.tables), rows)})
-        return sqlite_db.image_of(conn)
-    finally:
+        image = sqlite_db.image_of(conn)
+    except BaseException:
         bind.close()
         conn.close()
+        raise
+    bind.close()
+    return image, conn
 
 
 def snapshot_image_by_tracking(
