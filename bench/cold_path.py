@@ -2,7 +2,7 @@
 
     PYTHONPATH=. python -m bench.cold_path [--tasks FILE.jsonl] [-n 200] [--think-ms 0]
                                            [--root CHECKOUT] [--group 8 [--epochs 2]]
-                                           [--warm-n N] [--json]
+                                           [--warm-n N] [--alternate R] [--json]
 
 `FILE.jsonl` defaults to `$STATEGYM_BENCH_TASKS` or generates 500 retail tasks once
 (`stategym tasks generate --env retail --count 500 --seed 5`) into the temp dir. A real server
@@ -17,6 +17,8 @@ With `--group G`: GRPO-shaped traffic instead, each task's G rollouts at
 once (two tasks' groups in flight), rollouts/s over the `-n` never-seen tasks against the 48
 shipped retail tasks, warm, in the same groups; with `--epochs E` the distinct tasks are run E
 times (a training run's epochs), each epoch's rollouts/s and server CPU per rollout reported.
+With `--alternate R` (instead of `--epochs`) both servers are up at once and the two kinds of
+traffic alternate in R rounds, so the machine's drift during the run falls on both alike.
 """
 
 from __future__ import annotations
@@ -171,6 +173,7 @@ def _timed_groups(server: ServerProcess, rows: list[dict[str, Any]], group: int)
     per_rollout = 1000 / max(n, 1)
     return {
         "rollouts": n,
+        "seconds": round(seconds, 2),
         "rollouts_per_s": round(n / seconds, 1),
         "server_cpu_ms_per_rollout": round(
             per_rollout * (user_after - user + system_after - system), 2
@@ -208,6 +211,52 @@ def grpo(args: argparse.Namespace, rows: list[dict[str, Any]]) -> dict[str, Any]
     return out
 
 
+def grpo_alternated(args: argparse.Namespace, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """`grpo` with both servers up and the traffic alternated in `args.alternate` rounds (a warm
+    chunk, a never-seen chunk, the order swapped each round): the machine's drift over a run
+    (+-15 % between two runs minutes apart, bench/README.md) then falls on both sides alike."""
+    shipped = [json.loads(x) for x in (ROOT / "envs" / "retail" / "tasks.jsonl").open()]
+    n_warm = args.warm_n or len(rows)
+    warm_rows = (shipped * (n_warm // len(shipped) + 1))[:n_warm]
+    rounds = args.alternate
+    servers: dict[str, ServerProcess] = {}
+    runs: dict[str, list[dict[str, Any]]] = {"warm_48": [], "cold_distinct": []}
+    try:
+        for name in runs:
+            servers[name] = _start(Path(args.root), Path(tempfile.mkdtemp(prefix="stategym-grpo-")))
+        asyncio.run(_groups(servers["warm_48"].url, shipped, 1))  # every snapshot and gold built
+        for i in range(rounds):
+            chunks = {
+                "warm_48": warm_rows[i * n_warm // rounds : (i + 1) * n_warm // rounds],
+                "cold_distinct": rows[i * len(rows) // rounds : (i + 1) * len(rows) // rounds],
+            }
+            for name in sorted(runs, reverse=i % 2 == 1):
+                runs[name].append(_timed_groups(servers[name], chunks[name], args.group))
+    finally:
+        for server in servers.values():
+            server.stop()
+    out: dict[str, Any] = {"root": args.root, "group": args.group, "tasks": len(rows)}
+    out["rounds"] = rounds
+    for name, parts in runs.items():
+        n = sum(p["rollouts"] for p in parts)
+        out[name] = {
+            "rollouts": n,
+            "rollouts_per_s": round(n / sum(p["seconds"] for p in parts), 1),
+            "server_cpu_ms_per_rollout": round(
+                sum(p["server_cpu_ms_per_rollout"] * p["rollouts"] for p in parts) / max(n, 1), 2
+            ),
+            "errors": sum(p["errors"] for p in parts),
+        }
+    out["cold_over_warm"] = round(
+        out["cold_distinct"]["rollouts_per_s"] / out["warm_48"]["rollouts_per_s"], 3
+    )
+    out["cold_over_warm_by_round"] = [
+        round(c["rollouts_per_s"] / w["rollouts_per_s"], 2)
+        for w, c in zip(runs["warm_48"], runs["cold_distinct"], strict=True)
+    ]
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks")
@@ -228,12 +277,20 @@ def main() -> None:
         default=0,
         help="with --group: groups of the 48 shipped tasks timed warm (default: as many as -n)",
     )
+    parser.add_argument(
+        "--alternate",
+        type=int,
+        default=0,
+        metavar="ROUNDS",
+        help="with --group: both servers up, warm and never-seen chunks alternated in ROUNDS",
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     lines = _tasks(args.tasks).read_text().splitlines()
     rows = [json.loads(line) for line in lines if line.strip()][: args.n]
     if args.group:
-        print(json.dumps(grpo(args, rows), indent=None if args.json else 2))
+        out = grpo_alternated(args, rows) if args.alternate else grpo(args, rows)
+        print(json.dumps(out, indent=None if args.json else 2))
         return
     data_dir = Path(tempfile.mkdtemp(prefix="stategym-cold-"))
     server = _start(Path(args.root), data_dir)
