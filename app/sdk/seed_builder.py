@@ -1,9 +1,14 @@
-"""The rows one generated story seeds on top of the base data: id blocks, table order, updates.
+"""The rows one generated story seeds on top of the base data: its world's ids, table order, updates.
 
 Every environment's generator builds its stories' seeds with one `SeedBuilder`:
-- id blocks: story `index` takes ids from `STORY_ID_FLOOR + BLOCK * index` up, one counter per
-  table, so its rows never collide with the base data (below the floor, checked once per run)
-  nor with another story's (a distractor's block);
+- a world of its own: inside `own_world(rng)` (every generated draw, app/taskgen/draw.py) a
+  story's new rows take ids drawn from the task's seed, ascending per table from a random start
+  in [STORY_ID_FLOOR, STORY_ID_CEIL), and `code(width)` draws its business numbers (order,
+  account, booking numbers) the same way, so no two tasks share the entities a policy could
+  memorise (docs/generating_tasks.md, "Worlds"). Story `index` fixes the ids' parity, so a
+  distractor's story (another index) never collides with the task's own. Outside a world (a
+  hand-built seed, a test) story `index` takes the fixed block `STORY_ID_FLOOR + BLOCK * index`;
+- ids stay clear of the base data (below the floor, checked once per run);
 - table order: parents first (the environment's order or its metadata's), empty tables left out;
 - partial updates of base rows: a base row's id and only the columns it changes; totals known
   only at the end (seats left, a balance) go to `seed(updates=...)`, after the table's rows.
@@ -12,8 +17,11 @@ A leaf of the SDK: it imports SQLAlchemy and the standard library only.
 
 from __future__ import annotations
 
+import random
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from datetime import datetime
 from typing import Any
 
@@ -23,6 +31,22 @@ from sqlalchemy import MetaData
 STORY_ID_FLOOR = 100_000
 # Ids one story may take per table (story `index` starts at STORY_ID_FLOOR + BLOCK * index).
 BLOCK = 100
+# A world's ids stay below this (SQLite and PostgreSQL integers; 8 digits a person can read).
+STORY_ID_CEIL = 100_000_000
+# Largest step between two ids of a table in a world (ids ascend in the order rows are added).
+_MAX_STEP = 40
+
+_world: ContextVar[random.Random | None] = ContextVar("seed_world", default=None)
+
+
+@contextmanager
+def own_world(rng: random.Random) -> Iterator[None]:
+    """Builders made inside draw their ids and codes from `rng`: the task's world."""
+    token = _world.set(rng)
+    try:
+        yield
+    finally:
+        _world.reset(token)
 
 Row = dict[str, Any]
 
@@ -45,6 +69,15 @@ class SeedBuilder:
         self.now = now
         self.rows: dict[str, list[Row]] = {t: [] for t in table_order(tables)}
         self._new: defaultdict[str, int] = defaultdict(int)
+        # The world's random stream (None: fixed blocks); drawn once per builder, so the ids a
+        # story gets do not depend on what else the world's caller draws after it.
+        world = _world.get()
+        self.world: random.Random | None = (
+            random.Random(world.getrandbits(64)) if world is not None else None
+        )
+        self._last: dict[str, int] = {}  # a world's last id taken, per table
+        self._drawn: dict[str, int] = {}  # drawn by next_id, not yet taken by add
+        self._codes: set[str] = set()
 
     def _table(self, table: str) -> list[Row]:
         if table not in self.rows:
@@ -52,8 +85,34 @@ class SeedBuilder:
         return self.rows[table]
 
     def next_id(self, table: str) -> int:
-        """The id the next new row of `table` takes."""
-        return self.block + self._new[table]
+        """The id the next new row of `table` takes (drawn once; asking again gives the same)."""
+        if self.world is None:
+            return self.block + self._new[table]
+        if table not in self._drawn:
+            last = self._last.get(table)
+            if last is None:  # a random start, low enough for BLOCK rows to follow
+                span = (STORY_ID_CEIL - STORY_ID_FLOOR) // 2 - BLOCK * _MAX_STEP
+                self._drawn[table] = STORY_ID_FLOOR + 2 * self.world.randrange(span) + self.index % 2
+            else:
+                self._drawn[table] = last + 2 * self.world.randint(1, _MAX_STEP // 2)
+        return self._drawn[table]
+
+    def code(self, width: int = 7) -> str:
+        """A business number of `width` digits (no leading zero) unique in this story: drawn
+        from the world, or counted from the story's block outside one. Its last digit has the
+        parity of `index`, so a distractor's numbers never equal the task's own."""
+        if width < 3:
+            raise ValueError("a code needs at least 3 digits")
+        while True:
+            if self.world is None:
+                body = f"{self.index % 10}{len(self._codes):0{width - 2}d}"
+                value = f"9{body}"[:width].rjust(width, "9")
+            else:
+                head = self.world.randrange(10 ** (width - 2), 10 ** (width - 1))
+                value = f"{head}{2 * self.world.randrange(5) + self.index % 2}"
+            if value not in self._codes:
+                self._codes.add(value)
+                return value
 
     def count(self, table: str) -> int:
         """How many new rows of `table` the story has added."""
@@ -66,6 +125,8 @@ class SeedBuilder:
             raise ValueError(f"story {self.index} adds more than {BLOCK} {table} rows")
         row = {"id": self.next_id(table), **columns}
         self._new[table] += 1
+        if self.world is not None:
+            self._last[table] = self._drawn.pop(table)
         rows.append(row)
         return row
 

@@ -10,7 +10,7 @@ with where its seeds hold people (`PersonColumns`) and how its requests may be r
 
 from app.sdk.people import PEOPLE, Name, PersonColumns, name_grid, name_pool
 from app.sdk.phrasing import Phrasing, Wordings, opening, sentence_starting, sentence_with
-from app.sdk.seed_builder import BLOCK, STORY_ID_FLOOR, SeedBuilder
+from app.sdk.seed_builder import BLOCK, STORY_ID_CEIL, STORY_ID_FLOOR, SeedBuilder, own_world
 from app.taskgen.details import Omission
 from app.taskgen.kit import Draft, TaskGenerator, build_row, call
 from app.taskgen.splits import Split
@@ -20,6 +20,7 @@ from app.taskgen.splits import Split
 __all__ = [
     "BLOCK",
     "PEOPLE",
+    "STORY_ID_CEIL",
     "STORY_ID_FLOOR",
     "Draft",
     "Name",
@@ -35,6 +36,7 @@ __all__ = [
     "name_grid",
     "name_pool",
     "opening",
+    "own_world",
     "sentence_starting",
     "sentence_with",
 ]

@@ -1,8 +1,9 @@
 """Draw one candidate task: attempt i of (environment, split, seed) is a pure function of those.
 
-Every generated story uses the same id block (STORY_INDEX): ids are unique within a task and
-clear of the base data, and each task is seeded into its own session, so reusing them across
-tasks is harmless, and it is what lets two equal stories be found equal by content.
+Every draw is its own world (`own_world`, app/sdk/seed_builder.py): the ids and business
+numbers its story's `SeedBuilder` hands out are drawn from the draw's seed, so no two tasks share
+the entities a policy could memorise. The story is index STORY_INDEX and a distractor's story
+index STORY_INDEX + 1: their ids differ in parity, so they never collide.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
+from app.sdk.seed_builder import own_world
 from app.taskgen.details import leaving_out, stating_everything
 from app.taskgen.distract import add_distractor, people_of, similar_names
 from app.taskgen.kit import (
@@ -73,8 +75,9 @@ def draw(
     story_rng = random.Random(rng.getrandbits(64))
     # Its own stream: the stories, voices and rewordings draw what they drew before details.
     omit_rng = random.Random(f"{env}/{split}/{seed}/{attempt}/omit")
+    world = random.Random(f"{env}/{split}/{seed}/{attempt}/world")
     try:
-        with leaving_out(split, omit_rng):
+        with leaving_out(split, omit_rng), own_world(world):
             built = gen.build(STORY_INDEX, choice.fn, choice.variant, story_rng, names)
     except InvalidRow as exc:  # the family itself is wrong, not this draw: stop, saying which
         raise StoryFailed(_invalid(choice, exc)) from None
@@ -129,7 +132,7 @@ def _build_plain(
     gen: TaskGenerator, choice: Choice, rng: random.Random, names: list[tuple[str, str]]
 ) -> dict[str, Any]:
     """A distractor's story: every detail stated (only its seed and people are used)."""
-    with stating_everything():
+    with stating_everything(), own_world(random.Random(rng.getrandbits(64))):
         return gen.build(STORY_INDEX + 1, choice.fn, choice.variant, rng, names)
 
 
