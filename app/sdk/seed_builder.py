@@ -1,4 +1,4 @@
-"""The rows one generated story seeds on top of the base data: its world's ids, table order, updates.
+"""The rows one generated story seeds on the base data: its world's ids, table order, updates.
 
 Every environment's generator builds its stories' seeds with one `SeedBuilder`:
 - a world of its own: inside `own_world(rng)` (every generated draw, app/taskgen/draw.py) a
@@ -48,6 +48,7 @@ def own_world(rng: random.Random) -> Iterator[None]:
     finally:
         _world.reset(token)
 
+
 Row = dict[str, Any]
 
 
@@ -92,7 +93,8 @@ class SeedBuilder:
             last = self._last.get(table)
             if last is None:  # a random start, low enough for BLOCK rows to follow
                 span = (STORY_ID_CEIL - STORY_ID_FLOOR) // 2 - BLOCK * _MAX_STEP
-                self._drawn[table] = STORY_ID_FLOOR + 2 * self.world.randrange(span) + self.index % 2
+                start = STORY_ID_FLOOR + 2 * self.world.randrange(span)
+                self._drawn[table] = start + self.index % 2
             else:
                 self._drawn[table] = last + 2 * self.world.randint(1, _MAX_STEP // 2)
         return self._drawn[table]
