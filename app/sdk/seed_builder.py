@@ -1,18 +1,14 @@
 """The rows one generated story seeds on the base data: its world's ids, table order, updates.
 
 Every environment's generator builds its stories' seeds with one `SeedBuilder`:
-- a world of its own: inside `own_world(rng)` (every generated draw, app/taskgen/draw.py) a
-  story's new rows take ids drawn from the task's seed, ascending per table from a random start
-  in [STORY_ID_FLOOR, STORY_ID_CEIL), and `code(width)` draws its business numbers (order,
-  account, booking numbers) the same way, so no two tasks share the entities a policy could
-  memorise (docs/generating_tasks.md, "Worlds"). Story `index` fixes the ids' parity, so a
-  distractor's story (another index) never collides with the task's own. Outside a world (a
-  hand-built seed, a test) story `index` takes the fixed block `STORY_ID_FLOOR + BLOCK * index`;
-- ids stay clear of the base data (below the floor, checked once per run);
-- table order: parents first (the environment's order or its metadata's), empty tables left out;
-- partial updates of base rows: a base row's id and only the columns it changes; totals known
-  only at the end (seats left, a balance) go to `seed(updates=...)`, after the table's rows.
-A leaf of the SDK: it imports SQLAlchemy and the standard library only.
+- a world of its own: inside `own_world(rng)` (every generated draw) a story's new rows take ids
+  drawn from the task's seed (ascending per table) and `code(width)` draws its business numbers,
+  so no two tasks share entities a policy could memorise (docs/generating_tasks.md, "Worlds");
+  story `index` fixes the ids' parity, so a distractor's story never collides with the task's.
+  Outside a world (the shipped sets, hand-built seeds) story `index` takes a fixed block
+  `STORY_ID_FLOOR + BLOCK * index`: each shipped story has its own index, hence its own ids;
+- ids clear of the base data (below the floor); tables parents first; partial updates of base
+  rows (`update`), totals known only at the end in `seed(updates=...)`. A leaf of the SDK.
 """
 
 from __future__ import annotations

@@ -24,7 +24,6 @@ from app.sdk.answer import DECLINE_REQUEST, RESERVED_TOOL_NAMES, SUBMIT_ANSWER
 from app.sdk.environment import Environment
 from app.sdk.people import Name, PersonColumns
 from app.sdk.phrasing import Phrasing
-from app.sdk.seed_builder import own_world
 from app.taskgen.details import Omission, omit
 from app.taskgen.gold_run import bound, forget, gold_outcomes, gold_run, run_calls
 
@@ -310,8 +309,7 @@ class TaskGenerator:
                 index = len(tasks) + 1
                 rng = random.Random(f"{self.env.name}-{index}")
                 try:
-                    with own_world(random.Random(f"{self.env.name}-{index}/world")):
-                        tasks.append(self.build(index, fn, k, rng, names))
+                    tasks.append(self.build(index, fn, k, rng, names))
                 except Exception as exc:  # noqa: BLE001 - one line that names the story
                     first = (str(exc).strip().splitlines() or [""])[0][:300]
                     where = f"{getattr(fn, '__module__', '?')}.{fn.__name__}"
