@@ -96,15 +96,15 @@ class SeedBuilder:
         return self._drawn[table]
 
     def code(self, width: int = 7) -> str:
-        """A business number of `width` digits (no leading zero) unique in this story: drawn
-        from the world, or counted from the story's block outside one. Its last digit has the
-        parity of `index`, so a distractor's numbers never equal the task's own."""
-        if width < 3:
-            raise ValueError("a code needs at least 3 digits")
+        """A business number of `width` (>= 5) digits, no leading zero, unique in this story:
+        drawn from the world, or `9`, the story index and a counter outside one. Its last digit
+        has the parity of `index`, so a distractor's numbers never equal the task's own."""
+        if width < 5:
+            raise ValueError("a code needs at least 5 digits")
         while True:
             if self.world is None:
-                body = f"{self.index % 10}{len(self._codes):0{width - 2}d}"
-                value = f"9{body}"[:width].rjust(width, "9")
+                n = 2 * len(self._codes) + self.index % 2
+                value = f"9{self.index % 1000:03d}{n:0{width - 4}d}"
             else:
                 head = self.world.randrange(10 ** (width - 2), 10 ** (width - 1))
                 value = f"{head}{2 * self.world.randrange(5) + self.index % 2}"
