@@ -81,7 +81,8 @@ async def _request(
         result.raise_for_status()
         arguments = json.dumps(call["arguments"])
         output.append(
-            {"type": "function_call", "call_id": f"c{i}", "name": call["name"], "arguments": arguments}
+            {"type": "function_call", "call_id": f"c{i}", "name": call["name"]}
+            | {"arguments": arguments}
         )
         output.append({"type": "function_call_output", "call_id": f"c{i}", "output": result.text})
     text = {"type": "output_text", "text": answer}
@@ -100,7 +101,8 @@ async def fixture_cases(env_name: str) -> list[dict[str, Any]]:
     tasks = {t["task_id"]: t for t in _lines(env.tasks_path)}
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="stategym-fixture-") as data_dir:
-        app = create_app(Settings(data_dir=Path(data_dir), secret_key=secrets.token_urlsafe(48)), env)
+        settings = Settings(data_dir=Path(data_dir), secret_key=secrets.token_urlsafe(48))
+        app = create_app(settings, env)
         async with AsyncExitStack() as stack:
             await stack.enter_async_context(app.router.lifespan_context(app))
             transport = httpx.ASGITransport(app=app)
@@ -128,7 +130,8 @@ async def fixture_cases(env_name: str) -> list[dict[str, Any]]:
                 if kind == "full_reward" and not any(r["kind"] == "determinism" for r in rows):
                     rows.append(_case(f"{name}:twice", "determinism", request, reward))
             first = next(iter(tasks.values()))
-            rows.append(_malformed(f"{env_name}:response_not_an_object", {**first, "response": 7}, 422))
+            not_an_object = {**first, "response": 7}
+            rows.append(_malformed(f"{env_name}:response_not_an_object", not_an_object, 422))
     return rows
 
 
@@ -169,7 +172,8 @@ class FixtureServer:
         from app.settings import Settings
 
         if env_name not in self._clients:
-            settings = Settings(data_dir=self.data_dir() / env_name, secret_key=secrets.token_urlsafe(48))
+            secret = secrets.token_urlsafe(48)
+            settings = Settings(data_dir=self.data_dir() / env_name, secret_key=secret)
             app = create_app(settings, load_environment(env_name))
             await self._stack.enter_async_context(app.router.lifespan_context(app))
             transport = httpx.ASGITransport(app=app)
