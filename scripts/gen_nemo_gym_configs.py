@@ -95,6 +95,7 @@ def main(argv: list[str] | None = None) -> int:
         rows = []
         for env in envs:
             rows += asyncio.run(fixture_cases(env.name))
+        (args.kit / FIXTURE).parent.mkdir(parents=True, exist_ok=True)
         (args.kit / FIXTURE).write_text(render(rows))
     if missing:
         print(f"skipped (module not importable yet): {', '.join(missing)}")
