@@ -113,3 +113,31 @@ def test_gym_modules_resolve_from_server_runtime_when_gym_has_it(monkeypatch):
     found = _shim().gym_module("base_resources_server")
     assert found is moved
     assert found.SimpleResourcesServer is real.SimpleResourcesServer
+
+
+@pytest.mark.parametrize("env_name", environment_names())
+def test_gym_validates_each_environments_catalog_manifest(env_name):
+    """`gym env validate stategym_<env>`, Gym's own CLI, from the kit folder: the manifest agrees
+    with its config and the datasets it names exist (exported here if missing; gitignored)."""
+    import subprocess
+
+    from app.cli.export import export_nemo_gym
+    from app.cli.nemo_gym_config import datasets
+    from app.registry import load_environment
+
+    kit = REPO / "integrations" / "nemo_gym"
+    for dataset in datasets(env_name):
+        if not (kit / dataset.jsonl_fpath).exists():
+            export_nemo_gym(
+                load_environment(env_name), kit / dataset.jsonl_fpath, limit=dataset.limit
+            )
+    gym = Path(sys.executable).parent / "gym"
+    run = subprocess.run(
+        [str(gym), "env", "validate", f"stategym_{env_name}"],
+        cwd=kit,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert f"stategym_{env_name}" in run.stdout and "Warning" not in run.stdout + run.stderr
