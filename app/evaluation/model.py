@@ -4,7 +4,10 @@ Two wire formats, the ones vLLM, SGLang and OpenAI serve: Chat Completions with 
 (`--api chat`, the default) and the Responses API (`--api responses`). Either way a turn is the
 assistant's text and the tool calls it asks for; the conversation is kept in the format the
 endpoint speaks, so nothing is lost between turns. Needs the `openai` package (the `eval`
-extra); the server never imports it.
+extra); the server never imports it. Requests go through the client's `post` (its retries,
+auth, errors and typed answers) with the body as built here: the typed `create` methods walk
+every message and tool schema on each turn, which took most of eval's CPU
+(bench/eval_overhead.py, docs/eval.md).
 """
 
 from __future__ import annotations
@@ -84,12 +87,15 @@ class Conversation:
             )
 
     async def _chat_turn(self) -> Turn:
-        answer = await self.client.chat.completions.create(
-            model=self.model,
-            messages=self.items,
-            tools=self.tools,
-            temperature=self.temperature,
-        )
+        from openai.types.chat import ChatCompletion
+
+        body = {
+            "model": self.model,
+            "messages": self.items,
+            "tools": self.tools,
+            "temperature": self.temperature,
+        }
+        answer = await self.client.post("/chat/completions", body=body, cast_to=ChatCompletion)
         if not answer.choices:
             raise ModelError("the model answered no choices")
         message = answer.choices[0].message
@@ -112,9 +118,15 @@ class Conversation:
         return Turn(message.content or "", calls)
 
     async def _responses_turn(self) -> Turn:
-        answer = await self.client.responses.create(
-            model=self.model, input=self.items, tools=self.tools, temperature=self.temperature
-        )
+        from openai.types.responses import Response
+
+        body = {
+            "model": self.model,
+            "input": self.items,
+            "tools": self.tools,
+            "temperature": self.temperature,
+        }
+        answer = await self.client.post("/responses", body=body, cast_to=Response)
         text, calls = [], []
         for item in answer.output or []:
             kind = getattr(item, "type", None)
