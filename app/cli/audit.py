@@ -59,9 +59,10 @@ class ReplayScore:
 
 
 def read_task_file(path: Path) -> list[dict[str, Any]]:
-    """The rows of a JSONL task file; a line that is not a JSON object is a readable error."""
+    """The rows of a JSONL task file; a line that is not a JSON object is a ValueError naming
+    the file and line."""
     if not path.is_file():
-        raise typer.BadParameter(f"{path} is not a file")
+        raise ValueError(f"{path} is not a file")
     rows = []
     for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
         if not line.strip():
@@ -69,12 +70,12 @@ def read_task_file(path: Path) -> list[dict[str, Any]]:
         try:
             row = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise typer.BadParameter(f"{path}:{n} is not valid JSON: {exc}") from None
+            raise ValueError(f"{path}:{n} is not valid JSON: {exc}") from None
         if not isinstance(row, dict):
-            raise typer.BadParameter(f"{path}:{n} is not a JSON object")
+            raise ValueError(f"{path}:{n} is not a JSON object")
         rows.append(row)
     if not rows:
-        raise typer.BadParameter(f"{path} holds no task")
+        raise ValueError(f"{path} holds no task")
     return rows
 
 
@@ -84,7 +85,7 @@ def _env_of(rows: list[dict[str, Any]], explicit: str | None) -> str:
     names = {r.get("env") for r in rows}
     if len(names) == 1 and isinstance(next(iter(names)), str):
         return str(names.pop())
-    raise typer.BadParameter(f"the rows name environments {sorted(map(str, names))}; pass --env")
+    raise ValueError(f"the rows name environments {sorted(map(str, names))}; pass --env")
 
 
 def audit_command(
@@ -105,8 +106,12 @@ def audit_command(
     """Play shortcut policies that never read a tool output of the test task (replay a training
     task's gold by family or by the most similar request, with the request's identifiers
     substituted, decline by the most similar request's code), scored by the real verifier."""
-    train, test = read_task_file(train_file), read_task_file(test_file)
-    name = _env_of(train + test, env)
+    try:
+        train, test = read_task_file(train_file), read_task_file(test_file)
+        name = _env_of(train + test, env)
+    except ValueError as exc:  # one line saying what to fix, not a usage panel
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
     environment = environment_or_exit(name)
     err = Console(stderr=True)
     with tempfile.TemporaryDirectory(prefix="stategym-audit-") as tmp:
