@@ -51,7 +51,8 @@ _EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 _NOT_IDS = re.compile(r"\d{4}-\d{2}-\d{2}(?:[T ][\d:]+)?|\b\d{1,2}:\d{2}\b|[$€£]?\d+\.\d+")
 # A code: a token holding at least three digits (#W1234567, card_1234567, 84197, HAT001).
 _CODE = re.compile(r"(?<![\w@$€£])[#A-Za-z_-]*(?:\d[\w-]*){3,}")
-_NAME = re.compile(r"\b[A-Z][a-z]+(?:[-'][A-Za-z]+)? [A-Z][a-z]+(?:[-'][A-Za-z]+)*\b")
+# A name: two or more capitalised words in a row ("Mia Chen", "The Silent Harbour").
+_NAME = re.compile(r"\b[A-Z][a-z]+(?:[-'][A-Za-z]+)?(?: [A-Z][a-z]+(?:[-'][A-Za-z]+)*)+\b")
 KINDS = ("email", "code", "name")
 
 
