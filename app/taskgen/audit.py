@@ -16,7 +16,7 @@ import json
 import random
 import re
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -60,6 +60,8 @@ def request_of(row: Mapping[str, Any]) -> str:
     """The user's request: the last user message of the row's input."""
     params = row.get("responses_create_params") or {}
     items = params.get("input") or [] if isinstance(params, Mapping) else []
+    if isinstance(items, str):  # a bare string input is the request itself
+        return items
     users = [m for m in items if isinstance(m, Mapping) and m.get("role") == "user"]
     content = users[-1].get("content", "") if users else ""
     if isinstance(content, list):  # content parts
@@ -186,13 +188,10 @@ class Similar:
             for word in set(_WORD.findall(text.lower())):
                 self.index[word].append(i)
 
-    def best(self, text: str, among: Iterable[int] | None = None) -> int | None:
+    def best(self, text: str) -> int | None:
         shared: Counter[int] = Counter()
-        allowed = set(among) if among is not None else None
         for word in set(_WORD.findall(text.lower())):
-            for i in self.index.get(word, ()):
-                if allowed is None or i in allowed:
-                    shared[i] += 1
+            shared.update(self.index.get(word, ()))
         if not shared:
             return None
         top = max(shared.values())
