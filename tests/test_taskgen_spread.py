@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from app.cli.main import cli
 from app.registry import environment_names
-from app.taskgen.audit import request_of
+from app.taskgen.audit import gold_identifiers, request_of, shared_identifiers
 from app.taskgen.driver import Request, Summary, generate
 from app.taskgen.kit import kind
 from app.taskgen.registry import load_generator
@@ -43,7 +43,8 @@ def test_generate_reports_golds_identifiers_twins_and_distractors(tmp_path: Path
     assert summary["distinct_gold_call_lists"] == len(golds)
     assert summary["distinct_identifiers"] > len(rows)
     top = summary["most_shared_identifier"]
-    assert top["tasks"] == sum(top["identifier"] in json.dumps(r["ground_truth"]) for r in rows)
+    assert top["tasks"] == sum(top["identifier"] in gold_identifiers(r) for r in rows)
+    assert (top["identifier"], top["tasks"]) == shared_identifiers(rows)[0]
     assert top["share"] == round(top["tasks"] / 30, 4)
     for family, kinds in summary["twins"].items():  # every family with a refusal, by kind
         assert kinds == dict(
