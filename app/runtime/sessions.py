@@ -35,9 +35,10 @@ from app.errors import (
     SessionNotFound,
     SessionUnavailable,
 )
+from app.runtime.claims import same_task_data, tombstone_lapsed
 from app.runtime.inline import InlinePolicy
 from app.runtime.open_sessions import OpenSessions
-from app.runtime.ownership import check_owner, owned_session_id
+from app.runtime.ownership import check_closer, owned_session_id
 from app.runtime.replay_cache import ReplayFiles
 from app.runtime.reverify import replay_verify
 from app.runtime.steps import StepRecorder
@@ -180,6 +181,10 @@ class SessionManager:
     async def _existing(self, held: ResourcesClaim, request: SeedRequest) -> Seeded | None:
         """The answer to a seed of an id someone holds; None while it is still being seeded."""
         rsid = held.resources_session_id
+        if held.state == CLAIM_CLOSED and held.session_id is None:
+            if tombstone_lapsed(held, request.episode, self.settings.tombstone_ttl_seconds):
+                await self._run(self.control.drop_tombstone, held)
+                return None  # claimed afresh on the next pass
         if held.state == CLAIM_CLOSED:
             raise SeedConflict(
                 f"resources_session_id {rsid!r} was closed; a closed session cannot be seeded "
@@ -197,6 +202,14 @@ class SessionManager:
         record = await self._run(self.control.get, held.session_id)
         if record is None or record.status == "closed":
             raise SeedConflict(f"resources_session_id {rsid!r} was closed; it cannot be reseeded")
+        if not same_task_data(record.task, request.task.data):
+            # A retry after a lost reply carries the very same body; anything else is another
+            # rollout, which must not be handed this session's cookie.
+            raise SeedConflict(
+                f"resources_session_id {rsid!r} is already seeded with different task data",
+                hint="Use a new resources_session_id for another task; a retried seed must "
+                "repeat the first one's task_data exactly.",
+            )
         return Seeded(record.id, issued_at(record.created_at), created=False)
 
     def _claim_or_create(
@@ -307,9 +320,13 @@ class SessionManager:
             held = self.control.claim(self.env.name, rsid)  # a seed won
             if held is None:
                 return False
-        if held.session_id is None:
-            return False  # a tombstone already
-        check_owner(held, episode, cookie_session_id)
+        if held.session_id is None:  # a tombstone already: by another episode is a conflict
+            if episode is not None and held.episode is not None and episode != held.episode:
+                raise SeedConflict(
+                    f"resources_session_id {rsid!r} was closed by another episode than {episode}"
+                )
+            return False
+        check_closer(held, episode, cookie_session_id)
         if held.state == CLAIM_SEEDING:
             return None
         return self.control.get(held.session_id)  # None: gone, so only the claim is closed
@@ -343,15 +360,13 @@ class SessionManager:
             self.control.mark_dropped(record.id)
         return closed_now
 
-    async def owned(
-        self, rsid: str | None, episode: str | None, cookie_session_id: str | None
-    ) -> str:
-        """The session a request may act on: its cookie's, or the one `rsid` names when the
-        request owns it (app/runtime/ownership.py, the rule of every session route)."""
-        if rsid is None:
-            return owned_session_id(self.control, self.env.name, None, None, cookie_session_id)
+    async def owned(self, rsid: str | None, cookie_session_id: str | None) -> str:
+        """The session a request holds: its cookie's, or the one `rsid` names when that is
+        the cookie's (app/runtime/ownership.py, the rule of every session route but close)."""
+        if rsid is None or cookie_session_id is None:
+            return owned_session_id(self.control, self.env.name, rsid, cookie_session_id)
         return await self._run(
-            owned_session_id, self.control, self.env.name, rsid, episode, cookie_session_id
+            owned_session_id, self.control, self.env.name, rsid, cookie_session_id
         )
 
     # --- open handles ------------------------------------------------------------------------

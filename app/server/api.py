@@ -202,16 +202,11 @@ class Protocol:
                 return None
             raise
 
-    async def owned_session(
-        self, request: Request, resources_session_id: str | None, episode: str | None
-    ) -> str:
-        """The session this request may act on, by the one ownership rule of every session
-        route (app/runtime/ownership.py): its cookie's, or the one `resources_session_id`
-        names when the cookie is that session's or, cookieless, `episode` is its seed's. With
-        an id, a forged or expired cookie counts as none (the episode may still prove it)."""
-        lenient = resources_session_id is not None
-        cookie = self.optional_session_id(request, lenient=lenient)
-        return await self.sessions.owned(resources_session_id, episode, cookie)
+    async def owned_session(self, request: Request, resources_session_id: str | None) -> str:
+        """The session this request holds, by the rule of every session route but close
+        (app/runtime/ownership.py): its cookie's, or the one `resources_session_id` names
+        when that is the cookie's. Without a valid cookie: 401, whatever the id."""
+        return await self.sessions.owned(resources_session_id, self.optional_session_id(request))
 
     def set_cookie(
         self, response: JSONResponse, session_id: str, issued: int | None = None
@@ -351,7 +346,7 @@ async def verify(request: Request) -> JSONResponse:
         # A body naming a session must name the cookie's own (the ownership rule); an id no
         # session holds is only echoed.
         with contextlib.suppress(SessionNotFound):
-            await proto.sessions.owned(named, None, session_id)
+            await proto.sessions.owned(named, session_id)
     result = await proto.sessions.verify(session_id, body)
     return JSONResponse({**body, **result, "session_id": session_id})
 
