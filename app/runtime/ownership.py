@@ -88,10 +88,14 @@ def owned_session_id(
     401 without a cookie, whatever the id; without an id, the cookie's session; with one, the
     session its claim holds, after `check_holder` (404 when no open session holds it)."""
     if cookie_session_id is None:  # before the lookup: no answer says whether an id exists
-        named = (
-            f" for resources_session_id {resources_session_id!r}" if resources_session_id else ""
+        if resources_session_id is None:
+            raise NoSession("no session cookie on this request", hint=_COOKIE_HINT)
+        raise NoSession(
+            f"no session cookie on this request: resources_session_id "
+            f"{resources_session_id!r} is reached only with its session cookie (an id and an "
+            "episode_id close a session and do nothing else)",
+            hint=_COOKIE_HINT,
         )
-        raise NoSession(f"no session cookie on this request{named}", hint=_COOKIE_HINT)
     if resources_session_id is None:
         return cookie_session_id
     held = control.claim(env, resources_session_id)
