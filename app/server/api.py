@@ -34,6 +34,7 @@ from app.errors import (
 )
 from app.registry import load_environment
 from app.runtime.branching import Branching
+from app.runtime.lanes import set_client
 from app.runtime.lifecycle import check_capacity, serving
 from app.runtime.sessions import SESSION_EXPIRED, SessionManager, lost_session
 from app.sdk.environment import Environment, Tool
@@ -88,6 +89,8 @@ class ProtocolRoute(APIRoute):
         endpoint: Callable[[Request], Awaitable[Any]] = self.endpoint
 
         async def handle(request: Request) -> Response:
+            # Who is asking, for the lanes' per-client shares (app/runtime/lanes.py).
+            set_client(request.client.host if request.client else None)
             telemetry = get_telemetry_data()  # None unless OpenTelemetry is configured
             if telemetry is not None:
                 telemetry.request = request
@@ -116,7 +119,7 @@ def _errors(*codes: int) -> dict[int | str, dict[str, Any]]:
 
 # Statuses any route can answer before reaching its handler (body limit, content type, bugs).
 _COMMON = (400, 413, 415, 500, 507)
-SESSION_ERRORS = _errors(*_COMMON, 401, 403, 404, 409, 422, 503)
+SESSION_ERRORS = _errors(*_COMMON, 401, 403, 404, 409, 422, 429, 503)
 PLAIN_ERRORS = _errors(*_COMMON, 422)
 
 
