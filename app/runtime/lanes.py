@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import os
+import threading
 from collections import deque
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -125,17 +127,44 @@ class ClientGate:
             del self._clients[client]
 
 
-class Lane:
-    """An executor of `threads` threads behind a ClientGate (`renew` after a shutdown)."""
+def _lower_priority(niceness: int) -> None:
+    """Lower this thread's CPU priority (Linux: a thread id is a PRIO_PROCESS target)."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), niceness)
+    except (AttributeError, OSError):  # not Linux, or not permitted: the lane still works
+        pass
 
-    def __init__(self, name: str, threads: int, per_client: int, queue: int | None = None):
+
+class Lane:
+    """An executor of `threads` threads behind a ClientGate (`renew` after a shutdown).
+    `niceness` > 0 lowers its threads' CPU priority: background work (replays, gold builds)
+    yields the cores to tool calls and verifies when they compete for them."""
+
+    def __init__(
+        self,
+        name: str,
+        threads: int,
+        per_client: int,
+        queue: int | None = None,
+        *,
+        niceness: int = 0,
+    ):
         self.name = name
         self.threads = threads
+        self.niceness = niceness
         self.gate = ClientGate(name, per_client, queue)
         self.executor = self._executor()
 
     def _executor(self) -> ThreadPoolExecutor:
-        return ThreadPoolExecutor(self.threads, thread_name_prefix=f"stategym-{self.name}")
+        prefix = f"stategym-{self.name.replace(' ', '-')}"
+        if self.niceness <= 0:
+            return ThreadPoolExecutor(self.threads, thread_name_prefix=prefix)
+        return ThreadPoolExecutor(
+            self.threads,
+            thread_name_prefix=prefix,
+            initializer=_lower_priority,
+            initargs=(self.niceness,),
+        )
 
     async def run(
         self, fn: Callable[..., T], *args: Any, client: str | None = None, may_refuse: bool = False

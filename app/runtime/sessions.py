@@ -73,6 +73,9 @@ log = logging.getLogger("stategym.sessions")
 
 
 GOLD_AHEAD_DELAY_S = 0.005
+# Replays and gold builds run at a lower CPU priority than tool calls and verifies
+# (bench/README.md, "The verify stall").
+BACKGROUND_NICENESS = 10
 
 
 T = TypeVar("T")
@@ -117,8 +120,9 @@ class SessionManager:
             settings.replay_threads,
             settings.replay_per_client,
             settings.replay_queue_per_client,
+            niceness=BACKGROUND_NICENESS,
         )
-        self.gold_lane = Lane("gold builds", settings.gold_threads, 1)
+        self.gold_lane = Lane("gold builds", settings.gold_threads, 1, niceness=BACKGROUND_NICENESS)
         self.replay_budget = WorkBudget(settings.replay_budget_ms, settings.replay_cpu_ms)
         self.step_budget = StepBudget(
             max_rows=settings.step_reward_max_rows,
