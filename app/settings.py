@@ -280,10 +280,11 @@ class Settings(BaseSettings):
         description="CPU budget of one replay (its thread's CPU time); past it, as above.",
     )
     gold_threads: int = Field(
-        2,
+        3,
         ge=1,
-        description="Threads that build tasks' gold states, apart from verifies and replays; "
-        "one client (peer address) builds one at a time.",
+        description="Threads that build tasks' gold states, apart from verifies and replays. "
+        "One client (peer address) builds one at a time for its verifies and one ahead of "
+        "them at seed, so three leave one to the others.",
     )
     gold_budget_ms: int = Field(
         10000,

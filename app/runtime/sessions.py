@@ -430,7 +430,9 @@ class SessionManager:
         if not self.settings.gold_on_seed or self.gold.cached(task):
             return
 
-        client = client_of()
+        # A key of its own: builds ahead of a burst of seeds never queue the client's verifies
+        # (which may need a gold now) behind them.
+        client = f"{client_of()} (ahead)"
 
         async def build() -> None:
             try:
