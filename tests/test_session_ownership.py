@@ -2,7 +2,8 @@
 
 - ownership: every route that acts on a session (fork, rewind, export, session tree, close,
   verify) refuses another rollout's cookie (403), a cookieless request (401; a cookieless close
-  naming another episode is 409, none 403), and the victim's session is unchanged (its steps, its reward, no new session);
+  naming another episode is 409, none 403), and the victim's session is unchanged (its steps,
+  its reward, no new session);
 - fork bomb: `fork_session {"n": 64}` of a session near its size cap, and a fork past the
   server's budget, are refused whole (413 / 507) with nothing written;
 - restores: an altered, expired or expiry-less blob is refused; repeated restores of one blob
