@@ -219,3 +219,24 @@ async def test_the_gate_keeps_each_clients_queue_apart() -> None:
     release.set()
     await asyncio.gather(a1, a2, b1)
     assert order == ["a1", "b1", "a2"] and gate.in_flight("a") == gate.in_flight("b") == 0
+
+
+async def test_a_client_holds_at_most_its_share_of_the_tool_threads(settings) -> None:
+    """Heavy calls on six sessions of one client: two run (its share of the tool threads),
+    four wait in its own queue, and the pool's spare thread serves another client's call."""
+    async for sessions, client in _serve(settings()):
+        gate = sessions.tool_lane.gate
+        hogs = [client(HOG) for _ in range(6)]
+        for hog in hogs:
+            assert (await hog.post("/seed_session", json=ROW)).status_code == 200
+        calls = [asyncio.create_task(h.post("/run_sql", json={"sql": HEAVY})) for h in hogs]
+        await _wait_for(lambda g=gate: g.in_flight(HOG) == 2 and g.waiting(HOG) == 4)
+        async with client(OTHER) as other:
+            assert (await other.post("/seed_session", json=ROW)).status_code == 200
+            mine = await other.post("/run_sql", json={"sql": "SELECT count(*) FROM employees"})
+            assert mine.status_code == 200 and "output" in mine.json()
+        assert gate.waiting(HOG) >= 1  # served while the hog still queued
+        for answer in await asyncio.gather(*calls):
+            assert answer.status_code == 200  # each a tool error: stopped after ~1 s
+        for hog in hogs:
+            await hog.aclose()
