@@ -9,7 +9,8 @@ HTTP (in process, each client its own peer address):
   client's seed, tool call and verify finish while one client's heavy replays and gold build
   are still running (an order of events, not a time);
 - a client past its share of replays waits in its own queue, and past that queue gets 429 with
-  Retry-After; another client is not refused;
+  Retry-After; another client is not refused; a client's heavy tool calls hold at most its
+  share of the tool threads, the spare one serves another client;
 - a replay past its wall-clock budget, or with more calls than the cap, is a masked sample
   with `failure_kind` and the reason; so is a task whose gold runs past the gold budget
   (remembered: the next verify does not build it again);
