@@ -241,3 +241,24 @@ async def test_a_client_holds_at_most_its_share_of_the_tool_threads(settings) ->
             assert answer.status_code == 200  # each a tool error: stopped after ~1 s
         for hog in hogs:
             await hog.aclose()
+
+
+async def test_a_cancelled_waiter_gives_its_place_back() -> None:
+    """A request that goes away while queued (client disconnect) leaves no slot taken."""
+    gate = ClientGate("replays", per_client=1, queue=4)
+    release = asyncio.Event()
+
+    async def hold() -> None:
+        async with gate.slot("a"):
+            await release.wait()
+
+    holder = asyncio.create_task(hold())
+    await _wait_for(lambda: gate.in_flight("a") == 1)
+    queued = [asyncio.create_task(hold()) for _ in range(2)]
+    await _wait_for(lambda: gate.waiting("a") == 2)
+    queued[0].cancel()
+    release.set()
+    await asyncio.gather(holder, queued[1])
+    with pytest.raises(asyncio.CancelledError):
+        await queued[0]
+    assert gate.in_flight("a") == 0 and gate.waiting("a") == 0

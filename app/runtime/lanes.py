@@ -107,7 +107,8 @@ class ClientGate:
             if waiter.done() and not waiter.cancelled():
                 self._release(client)  # granted, then cancelled: pass the slot on
             else:
-                state.waiters.remove(waiter)
+                if waiter in state.waiters:  # `_release` may have dropped it already
+                    state.waiters.remove(waiter)
                 self._forget(client)
             raise
 
