@@ -28,19 +28,12 @@ _CLOSE_HINT = (
 )
 
 
-def check_holder(held: ResourcesClaim, cookie_session_id: str | None) -> None:
-    """401 without a cookie, 403 when the cookie is another session's."""
-    rsid = held.resources_session_id
-    if cookie_session_id is None:
-        raise NoSession(
-            f"resources_session_id {rsid!r} is reached only with its session cookie; an id "
-            "and an episode_id close a session and do nothing else",
-            hint=_COOKIE_HINT,
-        )
+def check_holder(held: ResourcesClaim, cookie_session_id: str) -> None:
+    """403 when the request's cookie is another session's than the one `held` names."""
     if cookie_session_id != held.session_id:
         raise NotOwner(
-            f"resources_session_id {rsid!r} belongs to another session than this "
-            "request's session cookie",
+            f"resources_session_id {held.resources_session_id!r} belongs to another session "
+            "than this request's session cookie",
             hint="Send the cookie its seed set.",
         )
 
