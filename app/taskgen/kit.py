@@ -336,8 +336,10 @@ def writes(gen: TaskGenerator, call: dict[str, Any]) -> bool:
     return not (tool and (tool.read_only or tool.framework))
 
 
-def is_refusal(family: str) -> bool:
-    return family.startswith("refuse")
+def is_refusal(family: str, gold: list[dict[str, Any]] | None = None) -> bool:
+    """A `refuse_*` family, or a gold that ends declining (a forbidden twin of an action family:
+    the data, not the family, decides the outcome)."""
+    return family.startswith("refuse") or bool(gold and gold[-1]["name"] == "decline_request")
 
 
 def difficulty(
@@ -353,7 +355,7 @@ def difficulty(
     changes = sum(1 for c in gold if writes(gen, c))
     if changes >= 2:
         level = max(level, 4 if changes == 2 else 5)
-    if is_refusal(family):
+    if is_refusal(family, gold):
         level = max(level, 2)
     if distractor:
         level += 1
@@ -364,7 +366,7 @@ def kind(gen: TaskGenerator, gold: list[dict[str, Any]], family: str) -> str:
     """write (the gold changes state), refusal, or read (an answer from lookups only)."""
     if any(writes(gen, c) for c in gold):
         return "write"
-    return "refusal" if is_refusal(family) else "read"
+    return "refusal" if is_refusal(family, gold) else "read"
 
 
 _AMOUNT = re.compile(r"^-?\d+\.\d{2}$")

@@ -26,13 +26,9 @@ def pax_text(pax: list[dict[str, str]]) -> str:
 
 def travellers(p: Person, n: int, c: Ctx) -> list[dict[str, str]]:
     out = [{"first_name": p.first, "last_name": p.last, "date_of_birth": p.dob}]
-    for k in range(1, n):
+    for first in c.s.companions(n - 1):
         out.append(
-            {
-                "first_name": ("Ada", "Ben", "Cleo")[(c.s.index + k) % 3],
-                "last_name": p.last,
-                "date_of_birth": f"{1988 + k}-11-0{k + 1}",
-            }
+            {"first_name": first, "last_name": p.last, "date_of_birth": c.s.birthday(1950, 2015)}
         )
     return out
 
@@ -190,7 +186,7 @@ def change_flights(c: Ctx) -> Draft:
 
     if c.k < 2:
         options = [(f, g) for f in c.net.future() for g in later(c, f, range(1, 3)) if fits(f, g)]
-        f, target = options[(c.s.index * 5) % len(options)]
+        f, target = c.choose(options)
         booked, new = [f], [target]
         ask = f"move my flight {f.text()} to {target.date} (same flight number)"
     else:
@@ -201,7 +197,7 @@ def change_flights(c: Ctx) -> Draft:
             for g in later(c, r, range(1, 3))
             if fits(r, g)
         ]
-        f, r, target = trips[(c.s.index * 5) % len(trips)]
+        f, r, target = c.choose(trips)
         booked, new = [f, r], [f, target]
         ask = f"keep my outbound flight but move my return {r.text()} to {target.date}"
     b = c.s.booking(p, booked, fare, days_ago=8)
