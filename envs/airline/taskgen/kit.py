@@ -248,7 +248,11 @@ class Story:
         pax = [{"first_name": p.first, "last_name": p.last, "date_of_birth": p.dob}]
         for first in self.companions(travellers - 1):
             pax.append(
-                {"first_name": first, "last_name": p.last, "date_of_birth": self.birthday(1950, 2015)}
+                {
+                    "first_name": first,
+                    "last_name": p.last,
+                    "date_of_birth": self.birthday(1950, 2015),
+                }
             )
         tickets, pax_ids = [], []
         for pos, who in enumerate(pax, start=1):

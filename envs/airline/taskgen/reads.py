@@ -5,7 +5,18 @@ from __future__ import annotations
 from datetime import date, timedelta
 
 from envs.airline.rules import AIRPORTS, RETURN_OF
-from envs.airline.taskgen.kit import GO, C, Ctx, Draft, FlightInfo, asked, hello, ident, money, refused
+from envs.airline.taskgen.kit import (
+    GO,
+    C,
+    Ctx,
+    Draft,
+    FlightInfo,
+    asked,
+    hello,
+    ident,
+    money,
+    refused,
+)
 
 # ---- lookups: the gold submits the one answer (submit_answer), checked by value ---------------
 
@@ -112,7 +123,9 @@ def refuse_cancel(c: Ctx) -> Draft:
     # The allowed twin: booked within 24 hours, or insured, or (economy only) a business fare.
     days, ins = 9.0, False
     if allowed:
-        days, ins, fare = c.choose([(0.4, False, fare), (9.0, True, fare), (9.0, False, "business")])
+        days, ins, fare = c.choose(
+            [(0.4, False, fare), (9.0, True, fare), (9.0, False, "business")]
+        )
     b = c.s.booking(p, [c.pick(c.net.future())], fare, days_ago=days, insurance=ins)
     prompt = f"{hello(p, by)} My plans changed, please cancel reservation {b.code}. {GO}"
     gold = [*ident(p, by), C("get_reservation_details", reservation_code=b.code)]
@@ -189,8 +202,14 @@ def refuse_compensation(c: Ctx) -> Draft:
     # Eligible: a silver or gold member, a business fare, or insurance (one of them).
     tier, fare, ins = ("regular", "economy", False)
     if allowed:
-        tier, fare, ins = c.choose([("silver", "economy", False), ("gold", "economy", False),
-                                    ("regular", "business", False), ("regular", "economy", True)])
+        tier, fare, ins = c.choose(
+            [
+                ("silver", "economy", False),
+                ("gold", "economy", False),
+                ("regular", "business", False),
+                ("regular", "economy", True),
+            ]
+        )
     p = c.member(tier)
     f = c.pick(c.net.future("delayed", 0))
     b = c.s.booking(p, [f], fare, days_ago=12, insurance=ins)

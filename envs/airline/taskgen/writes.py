@@ -6,7 +6,7 @@ from datetime import date, timedelta
 from typing import Any
 
 from envs.airline.rules import RETURN_OF
-from envs.airline.taskgen.kit import GO, C, Ctx, Draft, FlightInfo, Person, hello
+from envs.airline.taskgen.kit import GO, C, Ctx, Draft, FlightInfo, Person, hello, refused
 
 
 def later(c: Ctx, f: FlightInfo, days: range, number: str | None = None) -> list[FlightInfo]:
@@ -70,7 +70,10 @@ def book_one_way(c: Ctx) -> Draft:
     )[c.k]
     p = c.member(tier)
     f = c.pick([x for x in c.net.future() if c.s.seats_left(x, fare) >= n], c.k)
-    cert = c.s.method(p, "certificate", "certificate", 100.0) if c.k == 2 else None
+    full = c.coin()  # the forbidden twin: fewer seats left in the fare than travellers
+    if full:
+        c.s.set_left(f, fare, n - 1)
+    cert = c.s.method(p, "certificate", "certificate", c.s.amount(40, 150)) if c.k == 2 else None
     pax = travellers(p, n, c)
     pay = "my travel certificate first and the rest on my Visa" if cert else "my Visa"
     prompt = (
@@ -82,6 +85,11 @@ def book_one_way(c: Ctx) -> Draft:
     gold = [
         C("get_user_details", user_id=p.user_code),
         C("search_flights", origin=f.origin, destination=f.destination, date=f.date),
+    ]
+    if full:
+        why = f"Only {n - 1} {fare} seat(s) are left on {f.text()}: {n} cannot be booked."
+        return refused("book", prompt, gold, "cabin_full", why)
+    gold += [
         book_call(
             p,
             "one_way",
@@ -102,8 +110,10 @@ def book_one_way(c: Ctx) -> Draft:
 def book_round_trip(c: Ctx) -> Draft:
     p = c.member(("regular", "silver")[c.k])
     pairs = [(f, r) for f in c.net.future() for r in later(c, f, range(3, 4), RETURN_OF[f.number])]
-    out, back = c.pick([fr[0] for fr in pairs], c.k), None
-    back = next(r for f, r in pairs if f is out)
+    out, back = c.choose(pairs)
+    full = c.coin()  # the forbidden twin: the return flight's economy cabin is sold out
+    if full:
+        c.s.set_left(back, "economy", 0)
     pax = travellers(p, 1, c)
     total = out.cabins["economy"]["price"] + back.cabins["economy"]["price"]
     pay = p.methods["visa"]
@@ -115,22 +125,32 @@ def book_round_trip(c: Ctx) -> Draft:
         f"out on {out.date}, back on {back.date}, direct flights, just me ({pax_text(pax)}). "
         f"No insurance, no checked bags. Pay with {pay_text}. {GO}"
     )
-    gold = [C("get_user_details", user_id=p.user_code),
-            C("search_flights", origin=out.origin, destination=out.destination, date=out.date),
-            C("search_flights", origin=back.origin, destination=back.destination, date=back.date),
-            book_call(p, "round_trip", out.origin, out.destination, "economy", [out, back], pax,
+    gold = [
+        C("get_user_details", user_id=p.user_code),
+        C("search_flights", origin=out.origin, destination=out.destination, date=out.date),
+        C("search_flights", origin=back.origin, destination=back.destination, date=back.date),
+    ]
+    if full:
+        why = f"Economy on the return flight {back.text()} is sold out: no round trip to book."
+        return refused("book", prompt, gold, "cabin_full", why)
+    gold += [book_call(p, "round_trip", out.origin, out.destination, "economy", [out, back], pax,
                       False, 0, pay)]  # fmt: skip
     return Draft("book", prompt, gold, True)
 
 
 def book_one_stop(c: Ctx) -> Draft:
     p = c.member("gold")
-    legs = next(
-        (a, b)
-        for a in sorted(c.net.future(), key=lambda x: x.date)
-        if a.number == "SG110"
-        for b in later(c, a, range(0, 1), "SG120")
+    legs = c.choose(
+        [
+            (a, b)
+            for a in sorted(c.net.future(), key=lambda x: x.date)
+            if a.number == "SG110"
+            for b in later(c, a, range(0, 1), "SG120")
+        ]
     )
+    full = c.coin()  # the forbidden twin: the second leg's economy cabin is sold out
+    if full:
+        c.s.set_left(legs[1], "economy", 0)
     pax = travellers(p, 1, c)
     prompt = (
         f"{hello(p)} I need to fly from San Francisco to New York (JFK) on {legs[0].date} "
@@ -146,6 +166,11 @@ def book_one_stop(c: Ctx) -> Draft:
             date=legs[0].date,
             include_one_stop=True,
         ),
+    ]
+    if full:
+        why = f"Economy on {legs[1].text()} is sold out: the connection cannot be booked."
+        return refused("book", prompt, gold, "cabin_full", why)
+    gold += [
         book_call(
             p, "one_way", "SFO", "JFK", "economy", list(legs), pax, False, 1, p.methods["visa"]
         ),
@@ -161,14 +186,26 @@ def cancel_allowed(c: Ctx) -> Draft:
         ("economy", 30, False, "cancelled"),
     )[c.k]
     p = c.member()
+    claim = status == "cancelled"
+    # The forbidden twin: the one fact that allowed it is not so (booked days ago, no insurance,
+    # an economy fare, or the flight the member says was cancelled is operating).
+    forbidden = c.coin()
+    if forbidden:
+        days_ago, ins, fare, status = (
+            (3.0, ins, fare, status), (days_ago, False, fare, status),
+            (days_ago, ins, "economy", status), (days_ago, ins, fare, "scheduled"),
+        )[c.k]  # fmt: skip
     f = c.pick(c.net.future(status, 0 if status == "cancelled" else 12), c.k)
     b = c.s.booking(p, [f], fare, days_ago=days_ago, insurance=ins, bags=1)
     reason = "airline_cancelled_flight" if status == "cancelled" else "change_of_plan"
-    why = "you cancelled my flight" if status == "cancelled" else "my plans changed"
+    why = "you cancelled my flight" if claim else "my plans changed"
     prompt = f"{hello(p)} Please cancel reservation {b.code}, {why}. {GO}"
     gold = [C("get_reservation_details", reservation_code=b.code)]
-    if status == "cancelled":
+    if claim:
         gold.append(C("get_flight_status", flight_number=f.number, date=f.date))
+    if forbidden:
+        msg = f"Reservation {b.code} meets none of the conditions that allow cancelling it."
+        return refused("cancel", prompt, gold, "cancellation_not_allowed", msg)
     gold.append(
         C("cancel_reservation", user_id=p.user_code, reservation_code=b.code, reason=reason)
     )
@@ -201,12 +238,20 @@ def change_flights(c: Ctx) -> Draft:
         booked, new = [f, r], [f, target]
         ask = f"keep my outbound flight but move my return {r.text()} to {target.date}"
     b = c.s.booking(p, booked, fare, days_ago=8)
+    full = c.coin()  # the forbidden twin: the new flight has no seat left in the fare
+    if full:
+        c.s.set_left(target, fare, 0)
     settle = "charge any difference to my Visa" if up else "refund any difference"
     prompt = f"{hello(p)} For reservation {b.code}, please {ask}; {settle}. {GO}"
     gold = [C("get_user_details", user_id=p.user_code)] if up else []
     gold += [
         C("get_reservation_details", reservation_code=b.code),
         C("search_flights", origin=target.origin, destination=target.destination, date=target.date),
+    ]
+    if full:
+        why = f"{fare.capitalize()} on {target.text()} is sold out: {b.code} cannot move to it."
+        return refused("change_flights", prompt, gold, "cabin_full", why)
+    gold += [
         C(
             "change_flights",
             user_id=p.user_code,
@@ -227,6 +272,9 @@ def change_cabin(c: Ctx) -> Draft:
     p = c.member()
     f = c.pick([x for x in c.net.future() if c.s.seats_left(x, new) >= n], c.k)
     b = c.s.booking(p, [f], old, travellers=n, days_ago=5)
+    full = c.coin()  # the forbidden twin: fewer seats left in the new fare than passengers
+    if full:
+        c.s.set_left(f, new, n - 1)
     diff = (f.cabins[new]["price"] - f.cabins[old]["price"]) * n
     up = diff > 0
     ask = "charge my Visa" if up else "refund the difference"
@@ -236,6 +284,12 @@ def change_cabin(c: Ctx) -> Draft:
     gold = [C("get_user_details", user_id=p.user_code)] if up else []
     gold += [
         C("get_reservation_details", reservation_code=b.code),
+        C("search_flights", origin=f.origin, destination=f.destination, date=f.date),
+    ]
+    if full:
+        why = f"Not enough {new.replace('_', ' ')} seats are left on {f.text()} for {b.code}."
+        return refused("change_cabin", prompt, gold, "cabin_full", why)
+    gold += [
         C(
             "change_cabin",
             user_id=p.user_code,
@@ -249,21 +303,28 @@ def change_cabin(c: Ctx) -> Draft:
 
 def update_passengers(c: Ctx) -> Draft:
     p = c.member()
-    b = c.s.booking(p, [c.pick(c.net.future())], "economy", travellers=2, days_ago=6)
+    flown = c.coin()  # the forbidden twin: the reservation's flight has already departed
+    f = c.pick(c.net.departed() if flown else c.net.future())
+    b = c.s.booking(p, [f], "economy", travellers=2, days_ago=20 if flown else 6)
     rows = [r for r in c.s.rows["passengers"] if r["reservation_id"] == b.id]
     fixed = [dict(x) for x in b.passengers]
     if c.k == 0:
         rows[0]["last_name"] = p.last[:-1]  # the booking has a typo; `fixed` is right
         what = f"my last name is misspelled; it must be {p.last}"
     else:
-        rows[1]["date_of_birth"] = "1990-01-01"
+        rows[1]["date_of_birth"] = c.s.birthday(1950, 2015)
+        if rows[1]["date_of_birth"] == fixed[1]["date_of_birth"]:
+            rows[1]["date_of_birth"] = "1949-12-31"  # never the right date
         what = (
             f"{fixed[1]['first_name']}'s date of birth is wrong; it is {fixed[1]['date_of_birth']}"
         )
     prompt = f"{hello(p)} On reservation {b.code}, {what}. Please fix it. {GO}"
-    gold = [C("get_reservation_details", reservation_code=b.code),
-            C("update_passengers", user_id=p.user_code, reservation_code=b.code,
-              passengers=fixed)]  # fmt: skip
+    gold = [C("get_reservation_details", reservation_code=b.code)]
+    if flown:
+        why = f"Flight {f.text()} of {b.code} has departed: its passengers cannot be changed."
+        return refused("update_passengers", prompt, gold, "already_departed", why)
+    gold.append(C("update_passengers", user_id=p.user_code, reservation_code=b.code,
+                  passengers=fixed))  # fmt: skip
     return Draft("update_passengers", prompt, gold, True)
 
 
@@ -274,10 +335,16 @@ def add_baggage(c: Ctx) -> Draft:
         ("regular", "economy", 2, 1, 3, 100.0),
     )[c.k]
     p = c.member(tier)
+    over = c.coin()  # the forbidden twin: the bags already checked leave no room for the new ones
+    if over:
+        bags = 5 * n - extra + c.s.rng.randint(1, extra)
     b = c.s.booking(p, [c.pick(c.net.future(), c.k)], fare, travellers=n, bags=bags, days_ago=7)
     pay, pay_text = p.methods["visa"], "my Visa"
     if c.k == 2:
-        pay, pay_text = c.s.method(p, "gift_card", "gift_card", 200.0), "my gift card"
+        pay, pay_text = (
+            c.s.method(p, "gift_card", "gift_card", c.s.amount(150, 400)),
+            "my gift card",
+        )
     prompt = (
         f"{hello(p)} I need to add {extra} more checked bag(s) to reservation {b.code}. "
         f"If there's a fee, put it on {pay_text}. {GO}"
@@ -285,6 +352,11 @@ def add_baggage(c: Ctx) -> Draft:
     gold = [
         C("get_user_details", user_id=p.user_code),
         C("get_reservation_details", reservation_code=b.code),
+    ]
+    if over:
+        why = f"{b.code} already has {bags} checked bag(s): at most {5 * n} are allowed."
+        return refused("add_baggage", prompt, gold, "baggage_rules", why)
+    gold += [
         C(
             "add_baggage",
             user_id=p.user_code,
@@ -301,11 +373,23 @@ def assign_seat(c: Ctx) -> Draft:
     p = c.member()
     f = c.pick(c.net.future(), c.k)
     b = c.s.booking(p, [f], fare, days_ago=5)
-    seat = c.s.free_seat(f, cabin, 3)
+    free = [(sid, no) for sid, no in f.free_seats[cabin] if sid not in c.s.taken]
+    sid, seat = c.choose(free[1:])
+    taken = c.coin()  # the forbidden twin: another member's passenger already sits there
+    if taken:
+        other = c.member()
+        theirs = c.s.booking(other, [f], fare, days_ago=12)
+        c.s.taken.add(sid)
+        c.s.b.update("seats", sid, passenger_id=theirs.pax_ids[0])
     prompt = f"{hello(p)} On reservation {b.code}, I'd like seat {seat} on {f.text()}. {GO}"
     gold = [
         C("get_reservation_details", reservation_code=b.code),
         C("get_seat_map", flight_number=f.number, date=f.date, cabin=cabin),
+    ]
+    if taken:
+        why = f"Seat {seat} on {f.text()} is taken; get_seat_map lists the free ones."
+        return refused("assign_seat", prompt, gold, "seat_not_allowed", why)
+    gold.append(
         C(
             "assign_seat",
             user_id=p.user_code,
@@ -314,8 +398,8 @@ def assign_seat(c: Ctx) -> Draft:
             flight_number=f.number,
             date=f.date,
             seat_no=seat,
-        ),
-    ]
+        )
+    )
     return Draft("assign_seat", prompt, gold, True)
 
 
@@ -325,18 +409,27 @@ def compensation(c: Ctx) -> Draft:
         ("regular", "economy", 1, True, "cancelled"),
         ("regular", "business", 1, False, "delayed"),
     )[c.k]
+    # The forbidden twin: the one fact that made it eligible is not so (a regular member, no
+    # insurance, an economy fare).
+    forbidden = c.coin()
+    if forbidden:
+        tier, ins, fare = (("regular", ins, fare), (tier, False, fare), (tier, ins, "economy"))[c.k]
     p = c.member(tier)
     f = c.pick(c.net.future(status, 0), c.k)
     b = c.s.booking(p, [f], fare, travellers=n, insurance=ins, days_ago=14)
+    # The request carries the explicit confirmation the policy asks before every change.
     prompt = (
         f"{hello(p)} My flight {f.text()} on reservation {b.code} was {status} and it "
         "ruined my plans. I'm keeping the reservation as it is, but I expect a "
-        "compensation certificate."
+        f"compensation certificate. Please issue it if I'm owed one. {GO}"
     )
-    gold = [C("get_user_details", user_id=p.user_code)] if c.k == 0 else []
-    gold += [
+    gold = [
+        C("get_user_details", user_id=p.user_code),
         C("get_reservation_details", reservation_code=b.code),
         C("get_flight_status", flight_number=f.number, date=f.date),
-        C("issue_compensation_certificate", user_id=p.user_code, reservation_code=b.code),
     ]
+    if forbidden:
+        why = f"Reservation {b.code} is not eligible: a regular member's {fare} fare, no insurance."
+        return refused("compensation", prompt, gold, "not_eligible_compensation", why)
+    gold.append(C("issue_compensation_certificate", user_id=p.user_code, reservation_code=b.code))
     return Draft("compensation", prompt, gold, True)
