@@ -200,8 +200,12 @@ class Story:
         return self.left.get(cabin["id"], cabin["left"])
 
     def free_seat(self, f: FlightInfo, cabin: str, skip: int = 0) -> str:
-        free = [no for sid, no in f.free_seats[cabin] if sid not in self.taken]
-        return free[skip]
+        """A free seat of the cabin drawn from the story's stream, kept from later draws (`skip`
+        is kept for call sites' readability: successive draws already differ)."""
+        free = [(sid, no) for sid, no in f.free_seats[cabin] if sid not in self.taken]
+        sid, no = self.rng.choice(free)
+        self.taken.add(sid)
+        return no
 
     def booking(
         self,
@@ -296,7 +300,9 @@ class Story:
         if seats:
             for f in flights:
                 for pid in pax_ids:
-                    sid = next(s for s, _ in f.free_seats[CABIN_OF[fare]] if s not in self.taken)
+                    sid = self.rng.choice(
+                        [s for s, _ in f.free_seats[CABIN_OF[fare]] if s not in self.taken]
+                    )
                     self.taken.add(sid)
                     self.b.update("seats", sid, passenger_id=pid)
         return Booking(rid, code, flights, fare, pax, tickets, sum(a for _, a in bills), pax_ids)

@@ -58,16 +58,25 @@ def lookup_airports(c: Ctx) -> Draft:
     return asked("lookup", prompt, [C("list_airports")], "id", [a, b])
 
 
+# Routes with no direct flight and exactly one connection a day (envs/airline/rules.py ROUTES).
+CONNECTIONS = (("DFW", "MIA", "SG160", "SG150"), ("MIA", "DFW", "SG151", "SG161"),
+               ("BOS", "LAX", "SG171", "SG131"))  # fmt: skip
+
+
 def lookup_connection(c: Ctx) -> Draft:
-    first, second, origin, dest = ("SG160", "SG150", "DFW", "MIA")
-    day = next(
-        d
-        for d in (date(2026, 5, 13) + timedelta(days=i) for i in range(5))
-        if c.net.get(first, d).status == c.net.get(second, d).status == "scheduled"
-    )
+    origin, dest, first, second = c.choose(list(CONNECTIONS))
+    days = [
+        day
+        for day in (date(2026, 5, 11) + timedelta(days=i) for i in range(9))
+        if (first, str(day)) in c.net.flights
+        and (second, str(day)) in c.net.flights
+        and c.net.get(first, day).status == c.net.get(second, day).status == "scheduled"
+    ]
+    day = c.choose(days)
+    city = {code: name for code, _, name in AIRPORTS}
     prompt = (
-        f"I need to get from Dallas ({origin}) to Miami ({dest}) on {day}. If there is no "
-        "direct flight, which two flights connect? Give me both flight numbers."
+        f"I need to get from {city[origin]} ({origin}) to {city[dest]} ({dest}) on {day}. If "
+        "there is no direct flight, which two flights connect? Give me both flight numbers."
     )
     gold = [C("search_flights", origin=origin, destination=dest, date=str(day),
               include_one_stop=True)]  # fmt: skip
@@ -257,7 +266,7 @@ def refuse_seat_basic(c: Ctx) -> Draft:
     f = c.pick(c.net.future())
     allowed = c.coin()
     b = c.s.booking(p, [f], "economy" if allowed else "basic_economy", days_ago=3)
-    seat = c.s.rng.choice([no for _, no in f.free_seats["economy"]][2:])
+    seat = c.s.free_seat(f, "economy")
     prompt = f"{hello(p)} Can I get seat {seat} on {f.text()} for reservation {b.code}? {GO}"
     gold = [C("get_reservation_details", reservation_code=b.code)]
     if allowed:
