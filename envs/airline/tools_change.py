@@ -134,7 +134,7 @@ def change_flights(db: Session, args: ChangeFlightsArgs, ctx: ToolContext) -> di
     # Segments now point at other flights: reload them (and their flights) before the view.
     db.expire_all()
     return {
-        "fare_difference": money(cents(diff)),
+        "fare_difference": cents(diff),
         "paid_with": method.code if method else None,
         "new_flights": refs_text(args.flights),
         **reservation_view(db, r.id),
@@ -184,7 +184,7 @@ def change_cabin(db: Session, args: ChangeCabinArgs, ctx: ToolContext) -> dict[s
     r.fare_class = args.fare_class
     db.flush()
     return {
-        "fare_difference": money(cents(diff)),
+        "fare_difference": cents(diff),
         "paid_with": method.code if method else None,
         **reservation_view(db, r.id),
     }

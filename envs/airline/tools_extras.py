@@ -82,7 +82,7 @@ def add_baggage(db: Session, args: AddBaggageArgs, ctx: ToolContext) -> dict[str
     if r.baggage is None:
         r.baggage = bags
     db.flush()
-    return {"fee": money(fee), "free_allowance": allowance, **reservation_view(db, r.id)}
+    return {"fee": cents(fee), "free_allowance": allowance, **reservation_view(db, r.id)}
 
 
 class AssignSeatArgs(ToolArgs):
@@ -213,4 +213,4 @@ def issue_compensation_certificate(
         )
     )
     db.flush()
-    return {"certificate_id": code, "amount": money(amount), "reason": f"flight_{what}"}
+    return {"certificate_id": code, "amount": amount, "reason": f"flight_{what}"}

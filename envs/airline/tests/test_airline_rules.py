@@ -231,6 +231,8 @@ def test_change_flights_moves_inventory_and_settles_the_difference(db) -> None:
         r["amount"] for r in result["refunds"]
     )
     assert moved == pytest.approx(diff)
+    assert result["fare_difference"] == pytest.approx(diff)  # a number, like every amount
+    assert isinstance(result["fare_difference"], float)
     err = fails(db, "change_flights", **args(user, code, flights=[ref(g)], payment_method_id=None))
     assert "already has exactly these flights" in err.message
 
@@ -271,7 +273,8 @@ def test_change_cabin_charges_upgrades_frees_seats_and_refunds_downgrades(db) ->
     )
     assert up["fare_class"] == "business" and up["flights"][0]["seats"] == {}
     down = run(db, "change_cabin", **args(user, code, fare_class="economy", payment_method_id=None))
-    assert down["refunds"][0]["amount"] == pytest.approx(float(up["fare_difference"]))
+    assert isinstance(up["fare_difference"], float)  # amounts are numbers, as in every tool
+    assert down["refunds"][0]["amount"] == pytest.approx(up["fare_difference"])
     assert (
         fails(
             db, "change_cabin", **args(user, code, fare_class="economy", payment_method_id=None)
@@ -302,7 +305,7 @@ def test_bags_beyond_the_tier_allowance_cost_50_each(db) -> None:
     user = member(db, "gold")  # gold + economy: 3 free per passenger
     code = book(db, user, [a_flight(db, "scheduled")], "economy", bags=2)["reservation_code"]
     free = run(db, "add_baggage", **args(user, code, extra_bags=1, payment_method_id=None))
-    assert free["fee"] == "0.00" and free["baggage"]["paid_bags"] == 0
+    assert free["fee"] == 0.0 and isinstance(free["fee"], float) and free["baggage"]["paid_bags"] == 0
     err = fails(db, "add_baggage", **args(user, code, extra_bags=2, payment_method_id=None))
     assert "100.00" in err.message
     paid = run(
@@ -310,7 +313,7 @@ def test_bags_beyond_the_tier_allowance_cost_50_each(db) -> None:
         "add_baggage",
         **args(user, code, extra_bags=2, payment_method_id=f"credit_card_{user.id}"),
     )
-    assert paid["fee"] == "100.00"
+    assert paid["fee"] == 100.0
     assert paid["baggage"] == {"checked_bags": 5, "free_bags": 3, "paid_bags": 2}
     assert (
         "At most 5"
@@ -374,7 +377,7 @@ def test_compensation_only_for_eligible_members_once(db) -> None:
     result = run(db, "issue_compensation_certificate", **args(silver, code))
     assert result == {
         "certificate_id": f"certificate_{code.lower()}",
-        "amount": "150.00",
+        "amount": 150.0,
         "reason": "flight_delayed",
     }
     cert = db.scalars(select(Certificate)).one()
