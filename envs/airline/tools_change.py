@@ -87,6 +87,7 @@ def change_flights(db: Session, args: ChangeFlightsArgs, ctx: ToolContext) -> di
             f"Reservation {r.code} is basic economy: its flights cannot be changed.",
             hint="A basic economy reservation can have its cabin upgraded first (change_cabin); "
             "otherwise the flights stay as booked.",
+            code="basic_economy_no_change",
         )
     require_not_flown(r, ctx.now, "changed")
     flights = load_itinerary(
