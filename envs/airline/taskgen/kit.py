@@ -30,9 +30,9 @@ from envs.airline.models import Airport, Flight, FlightCabin, Seat
 from envs.airline.rules import BAG_FEE, CABIN_OF, INSURANCE_PER_PASSENGER, free_bags
 
 NOW = ENVIRONMENT.default_now
-# The seed's table order (parents first; seats and flight_cabins rows update base rows).
-SEED_TABLES = ("users", "payment_methods", "reservations", "reservation_segments", "passengers",
-               "payments", "baggage", "seats", "flight_cabins")  # fmt: skip
+# The seed's table order (parents first; flights, seats and flight_cabins rows update base rows).
+SEED_TABLES = ("flights", "users", "payment_methods", "reservations", "reservation_segments",
+               "passengers", "payments", "baggage", "seats", "flight_cabins")  # fmt: skip
 
 
 def money(value: float) -> str:
@@ -191,6 +191,10 @@ class Story:
 
     def last4(self, code: str) -> str:
         return str(next(m["last4"] for m in self.rows["payment_methods"] if m["code"] == code))
+
+    def set_status(self, f: FlightInfo, status: str, delay: int = 0) -> None:
+        """This world's status of base flight f (a delay of `delay` minutes, a cancellation)."""
+        self.b.update("flights", f.id, status=status, delay_minutes=delay)
 
     def set_left(self, f: FlightInfo, fare: str, left: int) -> None:
         self.left[f.cabins[fare]["id"]] = left

@@ -22,21 +22,26 @@ from envs.airline.taskgen.kit import (
 
 
 def lookup_flight_status(c: Ctx) -> Draft:
+    # The world decides the flight's state: on time, delayed by its own minutes, or cancelled.
+    f = c.pick([x for x in c.net.future() if x.departure.hour < 19], c.k)
+    state = c.choose(["scheduled", "delayed", "delayed", "cancelled"] if c.k == 2 else
+                     ["scheduled", "delayed", "delayed"])  # fmt: skip
+    delay = c.s.rng.randrange(15, 300, 5) if state == "delayed" else 0
+    if state != "scheduled":
+        c.s.set_status(f, state, delay)
     if c.k < 2:
-        f = c.pick(c.net.future("delayed", 0), c.k)
-        leaves = f.departure + timedelta(minutes=f.delay)
+        leaves = f.departure + timedelta(minutes=delay)
         prompt = (
             f"Hello, is flight {f.number} on {f.date} on time? If not, at what time (UTC) "
             "will it leave now?"
         )
-        kind, value = "time", leaves.strftime("%H:%M")  # delays never cross midnight
+        kind, value = "time", leaves.strftime("%H:%M")  # departures before 19:00 + < 5 h
     else:
-        f = c.pick(c.net.future("cancelled", 0))
         prompt = (
             f"Hi, what is the status of flight {f.number} on {f.date}? I need to know "
             "whether it is operating."
         )
-        kind, value = "text", "cancelled"  # the status as get_flight_status shows it
+        kind, value = "text", state  # the status as get_flight_status shows it
     gold = [C("get_flight_status", flight_number=f.number, date=f.date)]
     return asked("lookup", prompt, gold, kind, value)
 
