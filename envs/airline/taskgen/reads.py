@@ -229,8 +229,7 @@ def refuse_compensation(c: Ctx) -> Draft:
     b = c.s.booking(p, [f], fare, days_ago=12, insurance=ins)
     prompt = (
         f"{hello(p)} My flight {f.text()} (reservation {b.code}) is delayed and I'm "
-        f"furious. I want a compensation certificate for this; you have my confirmation to "
-        "issue it."
+        f"furious. I want a compensation certificate for this. {GO}"
     )
     gold = [C("get_user_details", user_id=p.user_code),
             C("get_reservation_details", reservation_code=b.code)]  # fmt: skip
