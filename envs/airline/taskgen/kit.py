@@ -160,7 +160,14 @@ class Story:
             created_at=self._ts(800),
         )
         p = Person(uid, code, first, last, email, tier, dob)
+        # A look-alike card half the time, listed before or after the Visa: a policy that does
+        # not read the member's payment methods cannot tell which id pays.
+        other = self.rng.random() < 0.5
+        if other and self.rng.random() < 0.5:
+            self.method(p, "credit_card", "mastercard")
         self.method(p, "credit_card", "visa")
+        if other and "mastercard" not in p.methods:
+            self.method(p, "credit_card", "mastercard")
         return p
 
     def birthday(self, first_year: int, last_year: int) -> str:

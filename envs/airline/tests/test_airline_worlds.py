@@ -42,6 +42,7 @@ def shape(task: dict[str, Any]) -> str:
     """The request with its world's particulars (names, numbers, codes, dates) masked."""
     text = task["responses_create_params"]["input"][-1]["content"]
     text = re.sub(r"\b[A-Z][a-z]+\b", "N", text)
+    text = re.sub(r"\b[A-Z]{3}\b", "A", text)  # airport codes
     return re.sub(r"[A-Za-z0-9_.@-]*\d[A-Za-z0-9_.@-]*", "#", text)
 
 
