@@ -1,4 +1,4 @@
-"""The hard tier: one request with several intents over a long booking history.
+"""The hard tier: requests over a long booking history, with several intents or a computation.
 
 `cancel_trips_to`: a member with 10-16 reservations asks to cancel every one to a city whose
 flight has not left (found only by reading each reservation), and for compensation on a delayed
@@ -6,11 +6,13 @@ trip. What the data says decides each part: a trip to the city may or may not be
 (24 hours, insurance, business fare), the delayed trip may or may not earn compensation (tier,
 fare, insurance). At most one part is forbidden (a conversation declines at most once), so the
 gold ends with one decline naming that rule, or with none.
+`bag_fee_quote`: the total bag fee of adding bags to every upcoming trip to a city, computed
+from the tier's allowance, each trip's fare, passengers and the bags already checked.
 """
 
 from __future__ import annotations
 
-from envs.airline.rules import AIRPORTS
+from envs.airline.rules import AIRPORTS, BAG_FEE, FREE_BAGS
 from envs.airline.taskgen.kit import (
     GO,
     Booking,
@@ -18,8 +20,10 @@ from envs.airline.taskgen.kit import (
     Ctx,
     Draft,
     FlightInfo,
+    asked,
     hello,
     ident,
+    money,
     refused,
 )
 
@@ -102,3 +106,45 @@ def cancel_trips_to(c: Ctx) -> Draft:
         why = f"{x.code}: a regular member's economy fare without insurance earns no compensation."
         return refused("hard_cancel_trips", prompt, gold, "not_eligible_compensation", why)
     return Draft("hard_cancel_trips", prompt, gold, True)
+
+
+def bag_fee_quote(c: Ctx) -> Draft:
+    """A computation over a history: the bag fees of adding bags to every upcoming trip to a
+    city, from the member's tier, each trip's fare, passengers and bags already checked."""
+    rng = c.s.rng
+    dest = c.choose(sorted({f.destination for f in c.net.future()}))
+    p = c.member(c.choose(["regular", "silver", "gold"]))
+    extra = rng.randint(1, 2)
+    history: list[Booking] = []
+    total = 0.0
+    for _ in range(rng.randint(2, 4)):  # the trips that count, each with its own allowance
+        f = c.choose([x for x in c.net.future() if x.destination == dest])
+        fare, n = c.choose(["basic_economy", "economy", "business"]), rng.randint(1, 3)
+        if c.s.seats_left(f, fare) < n:
+            continue
+        bags = rng.randint(0, 5 * n - extra)
+        history.append(
+            c.s.booking(p, [f], fare, travellers=n, bags=bags, days_ago=rng.uniform(1, 40))
+        )
+        allowance = FREE_BAGS[p.tier][fare] * n
+        total += BAG_FEE * (max(0, bags + extra - allowance) - max(0, bags - allowance))
+    if not history:
+        raise ValueError("no trip to the city had seats left")  # the draw is dropped
+    past = [f for f in c.net.departed() if f.destination == dest] or c.net.departed()
+    for _ in range(rng.randint(2, 4)):  # look-alikes: trips there that have flown, others
+        history.append(c.s.booking(p, [c.choose(past)], "economy", bags=1, days_ago=60))
+    elsewhere = [f for f in c.net.future() if f.destination != dest]
+    for _ in range(rng.randint(3, 6)):
+        history.append(c.s.booking(p, [c.choose(elsewhere)], "economy", bags=0, days_ago=9))
+    rng.shuffle(history)
+    # The answer is the gift card's balance after those fees: it varies with the world.
+    balance = round(total + rng.uniform(5, 400), 2)
+    c.s.method(p, "gift_card", "gift_card", balance)
+    prompt = (
+        f"{hello(p)} I'm planning to bring {extra} more checked bag(s) per reservation on every "
+        f"trip of mine to {CITY[dest]} ({dest}) that hasn't flown yet, paying the bag fees with "
+        "my gift card. Don't add anything yet: what would be left on my gift card afterwards?"
+    )
+    gold = [C("get_user_details", user_id=p.user_code)]
+    gold += [C("get_reservation_details", reservation_code=b.code) for b in history]
+    return asked("hard_bag_fee_quote", prompt, gold, "amount", money(balance - total))
