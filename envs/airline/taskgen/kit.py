@@ -318,6 +318,13 @@ class Story:
                     self.b.update("seats", sid, passenger_id=pid)
         return Booking(rid, code, flights, fare, pax, tickets, sum(a for _, a in bills), pax_ids)
 
+    def cancelled(self, b: Booking) -> None:
+        """Booking b as the member cancelled it earlier (its seats back in the cabins)."""
+        row = next(r for r in self.rows["reservations"] if r["id"] == b.id)
+        row.update(status="cancelled", cancel_reason="change_of_plan")
+        for f in b.flights:
+            self.left[f.cabins[b.fare]["id"]] = self.seats_left(f, b.fare) + len(b.passengers)
+
     def companions(self, n: int) -> list[str]:
         """First names of n people travelling with the member, drawn from the story's stream."""
         return self.rng.sample(COMPANIONS, n)

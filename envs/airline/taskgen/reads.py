@@ -141,14 +141,18 @@ def refuse_cancel(c: Ctx) -> Draft:
             [(0.4, False, fare), (9.0, True, fare), (9.0, False, "business")]
         )
     b = c.s.booking(p, [c.pick(c.net.future())], fare, days_ago=days, insurance=ins)
+    # Forbidden by one rule or another: too old to cancel, or cancelled already.
+    rule = "" if allowed else c.choose(["cancellation_not_allowed", "already_cancelled"])
+    if rule == "already_cancelled":
+        c.s.cancelled(b)
     prompt = f"{hello(p, by)} My plans changed, please cancel reservation {b.code}. {GO}"
     gold = [*ident(p, by), C("get_reservation_details", reservation_code=b.code)]
     if allowed:
         gold.append(C("cancel_reservation", user_id=p.user_code, reservation_code=b.code,
                       reason="change_of_plan"))  # fmt: skip
         return Draft("refuse_cancel", prompt, gold, True)
-    why = f"Reservation {b.code} was booked over 24 hours ago and no rule lets it be cancelled."
-    return refused("refuse_cancel", prompt, gold, "cancellation_not_allowed", why)
+    why = f"Reservation {b.code} cannot be cancelled ({rule.replace('_', ' ')})."
+    return refused("refuse_cancel", prompt, gold, rule, why)
 
 
 def refuse_basic_change(c: Ctx) -> Draft:

@@ -70,9 +70,14 @@ def book_one_way(c: Ctx) -> Draft:
     )[c.k]
     p = c.member(tier)
     f = c.pick([x for x in c.net.future() if c.s.seats_left(x, fare) >= n], c.k)
-    full = c.coin()  # the forbidden twin: fewer seats left in the fare than travellers
-    if full:
+    # The forbidden twin: fewer seats left in the fare than travellers, or the world's airline
+    # cancelled the flight; which rule applies is in the data too.
+    full = c.coin()
+    rule = c.choose(["cabin_full", "flight_not_bookable"]) if full else ""
+    if rule == "cabin_full":
         c.s.set_left(f, fare, n - 1)
+    elif rule == "flight_not_bookable":
+        c.s.set_status(f, "cancelled")
     cert = c.s.method(p, "certificate", "certificate", c.s.amount(40, 150)) if c.k == 2 else None
     pax = travellers(p, n, c)
     pay = "my travel certificate first and the rest on my Visa" if cert else "my Visa"
@@ -87,8 +92,8 @@ def book_one_way(c: Ctx) -> Draft:
         C("search_flights", origin=f.origin, destination=f.destination, date=f.date),
     ]
     if full:
-        why = f"Only {n - 1} {fare} seat(s) are left on {f.text()}: {n} cannot be booked."
-        return refused("book", prompt, gold, "cabin_full", why)
+        why = f"{f.text()} cannot take {n} {fare} passenger(s): it is full or cancelled."
+        return refused("book", prompt, gold, rule, why)
     gold += [
         book_call(
             p,
@@ -190,13 +195,20 @@ def cancel_allowed(c: Ctx) -> Draft:
     # The forbidden twin: the one fact that allowed it is not so (booked days ago, no insurance,
     # an economy fare, or the flight the member says was cancelled is operating).
     forbidden = c.coin()
-    if forbidden:
+    rule = "cancellation_not_allowed"
+    if forbidden:  # which rule forbids it is in the data too
+        rule = c.choose(["cancellation_not_allowed", "already_departed", "already_cancelled"])
+    if rule == "cancellation_not_allowed" and forbidden:
         days_ago, ins, fare, status = (
             (3.0, ins, fare, status), (days_ago, False, fare, status),
             (days_ago, ins, "economy", status), (days_ago, ins, fare, "scheduled"),
         )[c.k]  # fmt: skip
-    f = c.pick(c.net.future(status, 0 if status == "cancelled" else 12), c.k)
-    b = c.s.booking(p, [f], fare, days_ago=days_ago, insurance=ins, bags=1)
+    flights = c.net.future(status, 0 if status == "cancelled" else 12)
+    f = c.pick(c.net.departed() if rule == "already_departed" else flights, c.k)
+    b = c.s.booking(p, [f], fare, days_ago=max(days_ago, 20) if rule == "already_departed"
+                    else days_ago, insurance=ins, bags=1)  # fmt: skip
+    if rule == "already_cancelled":
+        c.s.cancelled(b)
     reason = "airline_cancelled_flight" if status == "cancelled" else "change_of_plan"
     why = "you cancelled my flight" if claim else "my plans changed"
     prompt = f"{hello(p)} Please cancel reservation {b.code}, {why}. {GO}"
@@ -204,8 +216,8 @@ def cancel_allowed(c: Ctx) -> Draft:
     if claim:
         gold.append(C("get_flight_status", flight_number=f.number, date=f.date))
     if forbidden:
-        msg = f"Reservation {b.code} meets none of the conditions that allow cancelling it."
-        return refused("cancel", prompt, gold, "cancellation_not_allowed", msg)
+        msg = f"Reservation {b.code} cannot be cancelled ({rule.replace('_', ' ')})."
+        return refused("cancel", prompt, gold, rule, msg)
     gold.append(
         C("cancel_reservation", user_id=p.user_code, reservation_code=b.code, reason=reason)
     )
@@ -237,17 +249,25 @@ def change_flights(c: Ctx) -> Draft:
         f, r, target = c.choose(trips)
         booked, new = [f, r], [f, target]
         ask = f"keep my outbound flight but move my return {r.text()} to {target.date}"
-    b = c.s.booking(p, booked, fare, days_ago=8)
-    full = c.coin()  # the forbidden twin: the new flight has no seat left in the fare
-    if full:
+    # The forbidden twin: the new flight has no seat left in the fare, or (economy trips) the
+    # reservation turns out to be basic economy, whose flights never change.
+    full = c.coin()
+    rule = c.choose(["cabin_full", "basic_economy_no_change"] if fare == "economy" else
+                    ["cabin_full"]) if full else ""  # fmt: skip
+    booked_fare = "basic_economy" if rule == "basic_economy_no_change" else fare
+    b = c.s.booking(p, booked, booked_fare, days_ago=8)
+    if rule == "cabin_full":
         c.s.set_left(target, fare, 0)
     settle = "charge any difference to my Visa" if up else "refund any difference"
     prompt = f"{hello(p)} For reservation {b.code}, please {ask}; {settle}. {GO}"
     gold = [C("get_user_details", user_id=p.user_code)] if up else []
-    gold += [
-        C("get_reservation_details", reservation_code=b.code),
-        C("search_flights", origin=target.origin, destination=target.destination, date=target.date),
-    ]
+    gold.append(C("get_reservation_details", reservation_code=b.code))
+    if rule == "basic_economy_no_change":
+        why = f"Reservation {b.code} is basic economy: its flights cannot be changed."
+        return refused("change_flights", prompt, gold, rule, why)
+    gold.append(
+        C("search_flights", origin=target.origin, destination=target.destination, date=target.date)
+    )
     if full:
         why = f"{fare.capitalize()} on {target.text()} is sold out: {b.code} cannot move to it."
         return refused("change_flights", prompt, gold, "cabin_full", why)
@@ -270,10 +290,12 @@ def change_cabin(c: Ctx) -> Draft:
         ("business", "economy", 1),
     )[c.k]
     p = c.member()
-    f = c.pick([x for x in c.net.future() if c.s.seats_left(x, new) >= n], c.k)
-    b = c.s.booking(p, [f], old, travellers=n, days_ago=5)
-    full = c.coin()  # the forbidden twin: fewer seats left in the new fare than passengers
-    if full:
+    full = c.coin()  # the forbidden twin: the new fare is full, or the flight has departed
+    rule = c.choose(["cabin_full", "already_departed"]) if full else ""
+    flights = c.net.departed() if rule == "already_departed" else c.net.future()
+    f = c.pick([x for x in flights if c.s.seats_left(x, new) >= n], c.k)
+    b = c.s.booking(p, [f], old, travellers=n, days_ago=25 if rule == "already_departed" else 5)
+    if rule == "cabin_full":
         c.s.set_left(f, new, n - 1)
     diff = (f.cabins[new]["price"] - f.cabins[old]["price"]) * n
     up = diff > 0
@@ -282,10 +304,11 @@ def change_cabin(c: Ctx) -> Draft:
         f"{hello(p)} Please change reservation {b.code} to {new.replace('_', ' ')}; {ask}. {GO}"
     )
     gold = [C("get_user_details", user_id=p.user_code)] if up else []
-    gold += [
-        C("get_reservation_details", reservation_code=b.code),
-        C("search_flights", origin=f.origin, destination=f.destination, date=f.date),
-    ]
+    gold.append(C("get_reservation_details", reservation_code=b.code))
+    if rule == "already_departed":
+        why = f"Flight {f.text()} of {b.code} has departed: its cabin cannot change."
+        return refused("change_cabin", prompt, gold, rule, why)
+    gold.append(C("search_flights", origin=f.origin, destination=f.destination, date=f.date))
     if full:
         why = f"Not enough {new.replace('_', ' ')} seats are left on {f.text()} for {b.code}."
         return refused("change_cabin", prompt, gold, "cabin_full", why)
@@ -303,9 +326,13 @@ def change_cabin(c: Ctx) -> Draft:
 
 def update_passengers(c: Ctx) -> Draft:
     p = c.member()
-    flown = c.coin()  # the forbidden twin: the reservation's flight has already departed
+    # The forbidden twin: the reservation's flight has departed, or it was cancelled.
+    rule = c.choose(["already_departed", "already_cancelled"]) if c.coin() else ""
+    flown = rule == "already_departed"
     f = c.pick(c.net.departed() if flown else c.net.future())
     b = c.s.booking(p, [f], "economy", travellers=2, days_ago=20 if flown else 6)
+    if rule == "already_cancelled":
+        c.s.cancelled(b)
     rows = [r for r in c.s.rows["passengers"] if r["reservation_id"] == b.id]
     fixed = [dict(x) for x in b.passengers]
     if c.k == 0:
@@ -320,9 +347,9 @@ def update_passengers(c: Ctx) -> Draft:
         )
     prompt = f"{hello(p)} On reservation {b.code}, {what}. Please fix it. {GO}"
     gold = [C("get_reservation_details", reservation_code=b.code)]
-    if flown:
-        why = f"Flight {f.text()} of {b.code} has departed: its passengers cannot be changed."
-        return refused("update_passengers", prompt, gold, "already_departed", why)
+    if rule:
+        why = f"{b.code} cannot be changed any more ({rule.replace('_', ' ')})."
+        return refused("update_passengers", prompt, gold, rule, why)
     gold.append(C("update_passengers", user_id=p.user_code, reservation_code=b.code,
                   passengers=fixed))  # fmt: skip
     return Draft("update_passengers", prompt, gold, True)
@@ -335,10 +362,13 @@ def add_baggage(c: Ctx) -> Draft:
         ("regular", "economy", 2, 1, 3, 100.0),
     )[c.k]
     p = c.member(tier)
-    over = c.coin()  # the forbidden twin: the bags already checked leave no room for the new ones
+    # The forbidden twin: the bags already checked leave no room, or the flight has departed.
+    rule = c.choose(["baggage_rules", "already_departed"]) if c.coin() else ""
+    over = rule == "baggage_rules"
     if over:
         bags = 5 * n - extra + c.s.rng.randint(1, extra)
-    b = c.s.booking(p, [c.pick(c.net.future(), c.k)], fare, travellers=n, bags=bags, days_ago=7)
+    flights = c.net.departed() if rule == "already_departed" else c.net.future()
+    b = c.s.booking(p, [c.pick(flights, c.k)], fare, travellers=n, bags=bags, days_ago=7)
     pay, pay_text = p.methods["visa"], "my Visa"
     if c.k == 2:
         pay, pay_text = (
@@ -353,9 +383,9 @@ def add_baggage(c: Ctx) -> Draft:
         C("get_user_details", user_id=p.user_code),
         C("get_reservation_details", reservation_code=b.code),
     ]
-    if over:
-        why = f"{b.code} already has {bags} checked bag(s): at most {5 * n} are allowed."
-        return refused("add_baggage", prompt, gold, "baggage_rules", why)
+    if rule:
+        why = f"No bags can be added to {b.code} ({rule.replace('_', ' ')})."
+        return refused("add_baggage", prompt, gold, rule, why)
     gold += [
         C(
             "add_baggage",
