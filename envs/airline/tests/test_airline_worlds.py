@@ -100,3 +100,15 @@ def test_another_draws_gold_earns_nothing() -> None:
             finally:
                 db.close()
         assert states[0] != states[1], f"{family}: another draw's gold reached the same state"
+
+
+def test_a_rows_kind_follows_its_outcome_not_its_family() -> None:
+    """A forbidden twin of an action family is a refusal; an allowed twin of a refusal family
+    is a write (the kind a generated row carries, app/taskgen/kit.py)."""
+    from app.taskgen.kit import kind
+    from envs.airline.taskgen import TASKGEN
+
+    for family in ("cancel_allowed", "refuse_cancel"):
+        tasks = [draw(family, n) for n in range(DRAWS)]
+        kinds = {declines(t): kind(TASKGEN, t["ground_truth"], family) for t in tasks}
+        assert kinds == {True: "refusal", False: "write"}, family
