@@ -353,18 +353,25 @@ def difficulty(
     changes = sum(1 for c in gold if writes(gen, c))
     if changes >= 2:
         level = max(level, 4 if changes == 2 else 5)
-    if is_refusal(family):
+    if is_refusal(family) or declines(gold):
         level = max(level, 2)
     if distractor:
         level += 1
     return min(level, 5)
 
 
+def declines(gold: list[dict[str, Any]]) -> bool:
+    """Whether the gold ends declining: a twin forbidden by its data is a refusal whatever its
+    family is called."""
+    return bool(gold) and gold[-1]["name"] == DECLINE_REQUEST
+
+
 def kind(gen: TaskGenerator, gold: list[dict[str, Any]], family: str) -> str:
-    """write (the gold changes state), refusal, or read (an answer from lookups only)."""
+    """write (the gold changes state), refusal (its family's, or a gold that declines), or
+    read (an answer from lookups only)."""
     if any(writes(gen, c) for c in gold):
         return "write"
-    return "refusal" if is_refusal(family) else "read"
+    return "refusal" if is_refusal(family) or declines(gold) else "read"
 
 
 _AMOUNT = re.compile(r"^-?\d+\.\d{2}$")

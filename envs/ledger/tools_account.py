@@ -64,7 +64,7 @@ def unfreeze_account(db: Session, args: AccountArgs, ctx: ToolContext) -> dict[s
             f"{'fraud' if account.freeze_reason == 'suspected_fraud' else 'legal'} team can "
             "lift that freeze.",
             hint="Tell the customer the freeze stays and who handles it.",
-            code="forbidden",
+            code="freeze_not_liftable",
         )
     account.status, account.freeze_reason = "open", None
     db.flush()
@@ -89,7 +89,7 @@ def close_account(db: Session, args: AccountArgs, ctx: ToolContext) -> dict[str,
             f"Account {account.number} holds {money(account.balance)} {account.currency}; "
             "only an account with a zero balance can be closed.",
             hint="Transfer the balance to another account of the customer (or repay the loan).",
-            code="nonzero_balance",
+            code="balance_not_zero",
         )
     if held(db, account):
         raise ToolError(
@@ -132,7 +132,15 @@ def release_hold(db: Session, args: HoldArgs, ctx: ToolContext) -> dict[str, Any
         )
     hold.status, hold.released_at = "released", ctx.now
     db.flush()
-    return {"hold": hold.code, "status": hold.status, **account_view(db, hold.account)}
+    # The hold's own status (the account's is under "account"): the answer is about the hold.
+    return {
+        "hold": hold.code,
+        "status": hold.status,
+        "amount": hold.amount,
+        "merchant": hold.merchant,
+        "released_at": hold.released_at.isoformat(),
+        "account": account_view(db, hold.account),
+    }
 
 
 class BeneficiaryArgs(ToolArgs):
