@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from envs.ledger.taskgen.kit import GO, C, Ctx, Draft, find, look, money
+from envs.ledger.taskgen.kit import GO, OK, C, Ctx, Draft, decided, find, look, money, outcome
 from envs.ledger.taskgen.reads import history
 
 
@@ -217,32 +217,27 @@ def month_end(c: Ctx) -> Draft:
 
 
 def repay_refuse_close(c: Ctx) -> Draft:
-    """A partial refusal: the repayment is allowed, closing the loan it leaves open is not."""
+    """Pay X into the loan, then close it: allowed when X is exactly what is owed, a partial
+    refusal (the payment made, the close declined) when X leaves something outstanding."""
+    verdict = outcome(c, "balance_not_zero")
     p = c.person()
     history(c, p, c.amount(500, 900))
     chk = p.accounts["checking"]
     loan = c.s.account(p, "loan", float(c.s.rng.randint(8, 19) * 50))
-    amount = float(c.s.rng.randint(2, 6) * 25)
+    if c.s.rng.random() < 0.5:
+        c.s.transfer(chk, loan, float(c.s.rng.randint(1, 3) * 25), 20, "Loan repayment")
+    owed = -loan.balance
+    amount = owed if verdict == OK else float(c.s.rng.randint(2, int(owed) // 25 - 1) * 25)
+    if amount > chk.balance - 5:
+        c.s.cash(chk, round(amount - chk.balance + 100, 2), "deposit", 6, "Bonus")
     prompt = (
         f"{p.hello()} Please pay {money(amount)} towards my loan {loan.number} from my "
         f"checking {chk.number}, and then close the loan account. {GO}"
     )
-    gold = [
-        find(p),
-        look(p, loan),
-        C("transfer", customer_id=p.id, from_account=chk.number, to_account=loan.number,
-          amount=amount),
-    ]  # fmt: skip
-    left = money(-loan.balance - amount)
-    why = f"Loan {loan.number} still has {left} USD outstanding after the payment; it stays open."
-    # The close the customer asked for, refused on the gold's final state.
+    pay = C("transfer", customer_id=p.id, from_account=chk.number, to_account=loan.number,
+            amount=amount)  # fmt: skip
     close = C("close_account", customer_id=p.id, account_number=loan.number)
-    return Draft(
-        "multi_partial_refusal",
-        prompt,
-        gold,
-        True,
-        forbidden=(close, "nonzero_balance"),
-        decline="balance_not_zero",
-        decline_message=why,
-    )
+    left = money(owed - amount)
+    why = f"Loan {loan.number} still has {left} USD outstanding after the payment; it stays open."
+    checks = [find(p), look(p, loan), look(p, chk)]
+    return decided("repay_and_close", prompt, checks, [close], verdict, why, done=[pay])
