@@ -29,7 +29,7 @@ def reverse_duplicate_transfer(c: Ctx) -> Draft:
     p = c.person()
     history(c, p, c.amount(600, 900), c.amount(100, 300))
     chk, sav = p.accounts["checking"], p.accounts["savings"]
-    amount = float(c.s.rng.randint(2, 8) * 25)
+    amount = c.amount(40, 200)
     c.s.transfer(chk, sav, amount, 1, "To savings")
     dup = c.s.transfer(chk, sav, amount, 1 - 0.002, "To savings")
     prompt = (
@@ -49,7 +49,7 @@ def payoff_loan(c: Ctx) -> Draft:
     p = c.person()
     history(c, p, c.amount(800, 990))
     chk = p.accounts["checking"]
-    loan = c.s.account(p, "loan", float(c.s.rng.randint(10, 16) * 50))
+    loan = c.s.account(p, "loan", c.amount(500, 800))
     c.s.transfer(chk, loan, c.amount(100, 300), 25, "Loan repayment")
     prompt = (
         f"{p.hello()} Please pay off the rest of my loan {loan.number} from my checking and "
@@ -90,7 +90,7 @@ def secure_and_replace(c: Ctx) -> Draft:
     p = c.person()
     history(c, p, c.amount(400, 900), c.amount(100, 400))
     chk, sav = p.accounts["checking"], p.accounts["savings"]
-    amount = float(int(chk.balance) // 100 * 50)
+    amount = c.amount(20, int(chk.balance) - 20)
     prompt = (
         f"{p.hello()} My debit card for checking {chk.number} was stolen. First move "
         f"{money(amount)} from checking to my savings {sav.number}, then freeze the checking "
@@ -116,7 +116,7 @@ def travel_prep(c: Ctx) -> Draft:
         p, "savings", c.amount(500, 900), status="frozen", freeze_reason="customer_request"
     )
     code = c.s.hold(chk, c.amount(30, 90), "Avis Rent-A-Car", 160, 120)
-    move, cash = float(c.s.rng.randint(3, 8) * 50), float(c.s.rng.randint(2, 5) * 20)
+    move, cash = c.amount(100, 400), float(c.s.rng.randint(2, 5) * 20)
     prompt = (
         f"{p.hello()} Before my trip: remove the expired Avis hold on my checking "
         f"{chk.number}, unfreeze my savings {sav.number} (I froze it myself), move "
@@ -139,7 +139,7 @@ def loan_from_savings(c: Ctx) -> Draft:
     p = c.person()
     history(c, p, c.amount(100, 300), c.amount(900, 990))
     sav = p.accounts["savings"]
-    loan = c.s.account(p, "loan", float(c.s.rng.randint(6, 12) * 50))
+    loan = c.s.account(p, "loan", c.amount(300, 600))
     cash = c.amount(50, 200)
     prompt = (
         f"{p.hello()} Please pay off my loan {loan.number} completely from my savings "
@@ -162,7 +162,7 @@ def consolidate(c: Ctx) -> Draft:
     p = c.person()
     history(c, p, c.amount(100, 300), c.amount(700, 990))
     chk, sav = p.accounts["checking"], p.accounts["savings"]
-    loan = c.s.account(p, "loan", float(c.s.rng.randint(4, 10) * 50))
+    loan = c.s.account(p, "loan", c.amount(200, 500))
     rest = round(sav.balance + loan.balance, 2)
     prompt = (
         f"{p.hello()} I'm simplifying my banking. Use my savings {sav.number} to pay off my "
@@ -190,7 +190,7 @@ def month_end(c: Ctx) -> Draft:
     c.s.fee(chk, 12.0, 1, "Fee: monthly maintenance")
     dup = c.s.fee(chk, 12.0, 1 - 0.003, "Fee: monthly maintenance")
     landlord = c.s.account(q, "checking", c.amount(100, 300))
-    rent, top_up = float(c.s.rng.randint(12, 16) * 50), 700.0
+    rent, top_up = c.amount(400, 600), c.amount(500, 750)
     prompt = (
         f"{p.hello()} Month-end errands, you have my confirmation for all of them. 1) "
         f"Yesterday's monthly "
@@ -223,11 +223,11 @@ def repay_refuse_close(c: Ctx) -> Draft:
     p = c.person()
     history(c, p, c.amount(500, 900))
     chk = p.accounts["checking"]
-    loan = c.s.account(p, "loan", float(c.s.rng.randint(8, 19) * 50))
+    loan = c.s.account(p, "loan", c.amount(400, 950))
     if c.s.rng.random() < 0.5:
-        c.s.transfer(chk, loan, float(c.s.rng.randint(1, 3) * 25), 20, "Loan repayment")
+        c.s.transfer(chk, loan, c.amount(20, 90), 20, "Loan repayment")
     owed = -loan.balance
-    amount = owed if verdict == OK else float(c.s.rng.randint(2, int(owed) // 25 - 1) * 25)
+    amount = owed if verdict == OK else c.amount(30, int(owed) - 20)
     if amount > chk.balance - 5:
         c.s.cash(chk, round(amount - chk.balance + 100, 2), "deposit", 6, "Bonus")
     prompt = (

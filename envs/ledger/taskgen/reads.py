@@ -81,7 +81,7 @@ def lookup_transfer(c: Ctx) -> Draft:
     rng = c.s.rng
     other = c.s.account(p, "savings", c.amount(50, 200), label="savings2")
     to, decoy = (sav, other) if rng.random() < 0.5 else (other, sav)
-    amount = float(rng.randint(3, 9) * 40)
+    amount = c.amount(100, 360)
     days = rng.randint(2, 5)
     ref = c.s.transfer(chk, to, amount, days + 0.3, "Moving money")
     # A look-alike: another transfer out, to the other account, another day and amount.

@@ -101,7 +101,7 @@ def transfer_own(c: Ctx) -> Draft:
     if verdict == "daily_limit":
         left = float(c.s.rng.randint(1, 4) * 25)
         spent_today(c, src, limit, left)
-        amount = left + c.amount(10, 150)
+        amount = round(left + c.amount(10, 150), 2)
     held = hold_some(c, src) if src is chk else 0.0
     room = src.balance - held
     if verdict == "insufficient_funds":
@@ -124,8 +124,8 @@ def transfer_own(c: Ctx) -> Draft:
 
 
 def cents_up(value: float) -> float:
-    """Below 1,000 (amounts read the same everywhere), with cents."""
-    return round(min(value, 999.99), 2)
+    """An amount with cents (above what is available when asked for more than that)."""
+    return round(value, 2)
 
 
 def send_money(c: Ctx) -> Draft:
@@ -295,12 +295,12 @@ def repay_loan(c: Ctx) -> Draft:
     room = chk.balance - hold_some(c, chk)
     amount = cents_up(room + c.amount(1, 100))  # insufficient_funds: more than is available
     if verdict == "insufficient_funds":
-        principal = float((int(amount) // 50 + rng.randint(3, 6)) * 50)
+        principal = c.amount(int(amount) + 100, int(amount) + 400)
     else:
-        principal = float(rng.randint(4, 19) * 50)
+        principal = c.amount(200, 950)
     loan = c.s.account(p, "loan", principal)
     if rng.random() < 0.5:  # an earlier repayment, in cash at a branch
-        paid = float(rng.randint(1, 3) * 25)
+        paid = c.amount(20, 90)
         c.s.post("deposit", 10, [(loan, paid), ("INT-USD-CASH", -paid)], "Loan repayment")
     owed = -loan.balance
     if verdict == "loan_rules":  # more than is owed, and affordable
@@ -308,7 +308,7 @@ def repay_loan(c: Ctx) -> Draft:
         if amount > room:
             c.s.cash(chk, round(amount - room + 50, 2), "deposit", 8, "Payroll")
     elif verdict != "insufficient_funds":
-        amount = float(rng.randint(1, max(1, int(min(owed, room - 5)) // 25)) * 25)
+        amount = c.amount(20, max(21, int(min(owed, room - 5))))
     if verdict == "account_frozen":
         frozen(c, chk)
     prompt = (
@@ -374,9 +374,9 @@ def close_loan(c: Ctx) -> Draft:
     verdict = outcome(c, "balance_not_zero")
     p = c.person()
     chk = history(c, p, c.amount(400, 900))
-    principal = float(c.s.rng.randint(4, 12) * 50)
+    principal = c.amount(200, 600)
     loan = c.s.account(p, "loan", principal)
-    first = float(c.s.rng.randint(1, int(principal) // 50 - 1) * 25)
+    first = c.amount(20, int(principal) // 2)
     c.s.cash(chk, principal, "deposit", 60, "Bonus")
     c.s.transfer(chk, loan, first, 40, "Loan repayment")
     if verdict == OK:  # the rest repaid too: nothing outstanding
@@ -406,13 +406,13 @@ def reverse_transaction(c: Ctx) -> Draft:
         q = c.person()
         other = c.s.account(q, "checking", c.amount(100, 300))
         c.s.payee(p, other, q.first)
-        amount = float(rng.randint(2, 9) * 25)
+        amount = c.amount(40, 230)
         ref = c.s.transfer(chk, other, amount, days, f"To {q.first}")
     elif rng.random() < 0.5:
         amount = (12.0, 25.0, 3.0)[rng.randrange(3)]
         ref = c.s.fee(chk, amount, days, "Fee")
     else:
-        amount = float(rng.randint(2, 9) * 25)
+        amount = c.amount(40, 230)
         ref = c.s.transfer(chk, sav, amount, days, "To savings")
     if verdict == "already_reversed":
         tx = next(t for t in c.s.rows["transactions"] if t["reference"] == ref)
