@@ -14,7 +14,7 @@ from typing import Any
 from app.sdk.replay import open_task_db
 from app.sdk.taskgen import TaskGenerator, build_row
 from envs.ledger import ENVIRONMENT
-from envs.ledger.taskgen import multi, reads, writes
+from envs.ledger.taskgen import hard, multi, reads, writes
 from envs.ledger.taskgen.details import omissions
 from envs.ledger.taskgen.kit import NAMES, PHRASING, Ctx, Draft, Internal, Story
 
@@ -33,6 +33,7 @@ PLAN: list[tuple[Family, int]] = [
     (multi.close_with_hold, 1), (multi.secure_and_replace, 2), (multi.travel_prep, 1),
     (multi.loan_from_savings, 1), (multi.consolidate, 1), (multi.month_end, 1),
     (multi.repay_refuse_close, 1),
+    (hard.fee_cleanup, 1), (hard.move_out, 1),
 ]  # fmt: skip
 
 
