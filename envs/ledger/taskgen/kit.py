@@ -307,6 +307,27 @@ def outcome(c: Ctx, *rules: str) -> str:
     return OK if rng.random() < ALLOWED_SHARE else rules[rng.randrange(len(rules))]
 
 
+# Rules every request can break through its world: the date of birth the customer gives is not
+# the one on record, or the account they name is a household member's, not theirs.
+NOT_IDENTIFIED, OTHER_CUSTOMER = "not_identified", "other_customer"
+
+
+def misidentified(c: Ctx, p: Person) -> None:
+    """The record's date of birth differs from the one the customer states (`p.dob`)."""
+    row = next(r for r in c.s.rows["customers"] if r["id"] == p.id)
+    born = date.fromisoformat(p.dob)
+    shift = (timedelta(days=365), timedelta(days=-1), timedelta(days=31))[c.s.rng.randrange(3)]
+    row["date_of_birth"] = (born + shift).isoformat()
+
+
+def someone_elses(c: Ctx, p: Person, acct: Acct) -> Person:
+    """`acct` belongs to a household member (same last name), not to `p`."""
+    first, _ = c.names.pop()
+    q = c.s.person(first, p.last)
+    acct.row["customer_id"] = q.id
+    return q
+
+
 def decided(
     family: str,
     prompt: str,
@@ -323,6 +344,12 @@ def decided(
     done = done or []
     if verdict == OK:
         return Draft(family, prompt, [*checks, *done, *acts], True)
+    if verdict == NOT_IDENTIFIED:  # find_customer finds no one: nothing else can be done
+        why = "The email and date of birth you gave do not match our records."
+        return Draft(family, prompt, [], False, decline=verdict, decline_message=why)
+    if verdict == OTHER_CUSTOMER:  # identified; the account is not theirs to look at
+        checks, done = checks[:1], []
+        why = "That account is not one of yours; I cannot act on another customer's account."
     # The self-check replays the refused call on the gold's final state: the tool itself must
     # refuse it with the rule's code, so the data really decides (one rule broken, not two).
     return Draft(
@@ -339,3 +366,12 @@ def decided(
 def pick(c: Ctx, *texts: str) -> str:
     """One wording of the family's pool (drawn, never by outcome)."""
     return texts[c.s.rng.randrange(len(texts))]
+
+
+def world_rule(c: Ctx, p: Person, verdict: str, acct: Acct | None = None) -> None:
+    """Make the world break `verdict` when it is one of the rules every request can break."""
+    if verdict == NOT_IDENTIFIED:
+        misidentified(c, p)
+    elif verdict == OTHER_CUSTOMER:
+        assert acct is not None
+        someone_elses(c, p, acct)

@@ -13,6 +13,8 @@ from envs.ledger.taskgen.kit import (
     C,
     Ctx,
     Draft,
+    NOT_IDENTIFIED,
+    OTHER_CUSTOMER,
     Person,
     decided,
     find,
@@ -20,6 +22,7 @@ from envs.ledger.taskgen.kit import (
     money,
     outcome,
     pick,
+    world_rule,
 )
 from envs.ledger.taskgen.reads import history
 
@@ -56,7 +59,10 @@ def person(c: Ctx, verdict: str) -> Person:
 
 
 def withdraw(c: Ctx) -> Draft:
-    verdict = outcome(c, "kyc_incomplete", "insufficient_funds", "daily_limit", "account_frozen")
+    verdict = outcome(
+        c, "kyc_incomplete", "insufficient_funds", "daily_limit", "account_frozen",
+        NOT_IDENTIFIED, OTHER_CUSTOMER,
+    )  # fmt: skip
     p = person(c, verdict)
     overdraft = 300.0 if c.k % 2 else 0.0
     chk = history(c, p, c.amount(200, 400), overdraft=overdraft)
@@ -72,6 +78,7 @@ def withdraw(c: Ctx) -> Draft:
         amount = float(c.s.rng.randint(2, max(2, int(room) // 20)) * 20)
     if verdict == "account_frozen":
         frozen(c, chk)
+    world_rule(c, p, verdict, chk)
     prompt = pick(
         c,
         f"{p.hello()} I'd like to withdraw {money(amount)} in cash from my checking account "
@@ -87,7 +94,7 @@ def withdraw(c: Ctx) -> Draft:
 def transfer_own(c: Ctx) -> Draft:
     verdict = outcome(
         c, "currency_mismatch", "insufficient_funds", "daily_limit", "account_frozen",
-        "kyc_incomplete",
+        "kyc_incomplete", NOT_IDENTIFIED,
     )  # fmt: skip
     p = person(c, verdict)
     chk = history(c, p, c.amount(400, 900))
@@ -110,6 +117,7 @@ def transfer_own(c: Ctx) -> Draft:
         amount = c.amount(20, int(min(600, room - 5)))
     if verdict == "account_frozen":
         frozen(c, (src, dst)[c.s.rng.randrange(2)], ("lost_card", "customer_request"))
+    world_rule(c, p, verdict)
     prompt = pick(
         c,
         f"{p.hello()} Please move {money(amount)} from my {src.type} {src.number} to my "
@@ -131,7 +139,7 @@ def cents_up(value: float) -> float:
 def send_money(c: Ctx) -> Draft:
     """"Send X to account N, it's Q's": saved as a payee or not (a payee named Q may hold
     another of Q's accounts: the number decides), enough money, a verified customer."""
-    verdict = outcome(c, "not_a_beneficiary", "insufficient_funds", "kyc_incomplete")
+    verdict = outcome(c, "not_a_beneficiary", "insufficient_funds", "kyc_incomplete", NOT_IDENTIFIED)
     p, q = person(c, verdict), c.person()
     chk = history(c, p, c.amount(300, 800))
     other = c.s.account(q, "checking", c.amount(100, 300))
@@ -146,6 +154,7 @@ def send_money(c: Ctx) -> Draft:
         amount = cents_up(room + c.amount(1, 150))
     else:
         amount = c.amount(20, int(min(400, room - 5)))
+    world_rule(c, p, verdict)
     prompt = pick(
         c,
         f"{p.hello()} Send {money(amount)} from my checking {chk.number} to account "
@@ -160,7 +169,7 @@ def send_money(c: Ctx) -> Draft:
 
 
 def pay_beneficiary(c: Ctx) -> Draft:
-    verdict = outcome(c, "insufficient_funds", "kyc_incomplete", "account_frozen")
+    verdict = outcome(c, "insufficient_funds", "kyc_incomplete", "account_frozen", NOT_IDENTIFIED)
     p, q, r = person(c, verdict), c.person(), c.person()
     chk = history(c, p, c.amount(400, 900))
     other = c.s.account(q, "checking", c.amount(100, 300))
@@ -178,6 +187,7 @@ def pay_beneficiary(c: Ctx) -> Draft:
         amount = cents_up(room + c.amount(1, 150))
     else:
         amount = c.amount(40, int(min(350, room - 5)))
+    world_rule(c, p, verdict)
     prompt = (
         f"{p.hello()} Send {money(amount)} from my checking account to my saved payee "
         f"'{nick}'. {GO}"
@@ -189,7 +199,7 @@ def pay_beneficiary(c: Ctx) -> Draft:
 
 
 def add_and_pay(c: Ctx) -> Draft:
-    verdict = outcome(c, "kyc_incomplete", "insufficient_funds")
+    verdict = outcome(c, "kyc_incomplete", "insufficient_funds", NOT_IDENTIFIED)
     p, q = person(c, verdict), c.person()
     chk = history(c, p, c.amount(300, 900))
     other = c.s.account(q, "checking", c.amount(100, 300))
@@ -199,6 +209,7 @@ def add_and_pay(c: Ctx) -> Draft:
         amount = cents_up(room + c.amount(1, 150))
     else:
         amount = c.amount(30, int(min(250, room - 5)))
+    world_rule(c, p, verdict)
     prompt = (
         f"{p.hello()} Please save account {other.number} as a payee under the name "
         f"'{nick}' and then send {money(amount)} to it from my checking. {GO}"
@@ -245,13 +256,14 @@ def freeze(c: Ctx) -> Draft:
 
 
 def unfreeze(c: Ctx) -> Draft:
-    verdict = outcome(c, "freeze_not_liftable")
+    verdict = outcome(c, "freeze_not_liftable", NOT_IDENTIFIED, OTHER_CUSTOMER)
     p = c.person()
     history(c, p, c.amount(200, 600))
     sav = c.s.account(p, ("savings", "checking")[c.k % 2] if c.k else "savings",
                       c.amount(100, 500), label="blocked")  # fmt: skip
     pool = FREEZES["liftable"] if verdict == OK else FREEZES["team"]
     frozen(c, sav, pool)
+    world_rule(c, p, verdict, sav)
     prompt = pick(
         c,
         f"{p.hello()} My {sav.type} account {sav.number} is blocked. Please unfreeze it. {GO}",
@@ -264,7 +276,7 @@ def unfreeze(c: Ctx) -> Draft:
 
 
 def release_hold(c: Ctx) -> Draft:
-    verdict = outcome(c, "hold_not_expired")
+    verdict = outcome(c, "hold_not_expired", NOT_IDENTIFIED)
     p = c.person()
     chk = history(c, p, c.amount(300, 600))
     merchants = list(MERCHANTS)
@@ -275,6 +287,7 @@ def release_hold(c: Ctx) -> Draft:
     code = c.s.hold(chk, c.amount(40, 200), merchant, days * 24 + 1, valid)
     # A look-alike: another merchant's hold, expired or not.
     c.s.hold(chk, c.amount(20, 150), merchants[1], c.s.rng.randint(5, 200), 96)
+    world_rule(c, p, verdict)
     prompt = pick(
         c,
         f"{p.hello()} A hold from {merchant} is still blocking money on my checking "
@@ -288,7 +301,7 @@ def release_hold(c: Ctx) -> Draft:
 
 
 def repay_loan(c: Ctx) -> Draft:
-    verdict = outcome(c, "loan_rules", "insufficient_funds", "account_frozen")
+    verdict = outcome(c, "loan_rules", "insufficient_funds", "account_frozen", NOT_IDENTIFIED)
     p = c.person()
     rng = c.s.rng
     chk = history(c, p, c.amount(200, 700))
@@ -311,6 +324,7 @@ def repay_loan(c: Ctx) -> Draft:
         amount = c.amount(20, max(21, int(min(owed, room - 5))))
     if verdict == "account_frozen":
         frozen(c, chk)
+    world_rule(c, p, verdict)
     prompt = (
         f"{p.hello()} Please pay {money(amount)} towards my loan {loan.number} from my "
         f"checking account {chk.number}. {GO}"
@@ -323,13 +337,14 @@ def repay_loan(c: Ctx) -> Draft:
 
 
 def deposit(c: Ctx) -> Draft:
-    verdict = outcome(c, "account_frozen")
+    verdict = outcome(c, "account_frozen", NOT_IDENTIFIED, OTHER_CUSTOMER)
     p = c.person(kyc=("verified", "pending")[c.s.rng.randrange(2)])  # deposits need no KYC
     history(c, p, c.amount(100, 400), c.amount(100, 400))
     acct = p.accounts[("checking", "savings")[c.k % 2]]
     if verdict != OK:
         frozen(c, acct, ("lost_card", "customer_request", "suspected_fraud"))
     amount = c.amount(50, 900)
+    world_rule(c, p, verdict, acct)
     prompt = pick(
         c,
         f"{p.hello()} I'm at the counter with {money(amount)} in cash; please deposit it "
@@ -343,7 +358,7 @@ def deposit(c: Ctx) -> Draft:
 
 def reverse_fee(c: Ctx) -> Draft:
     """A fee charged twice; the later one reversed, unless it already was."""
-    verdict = outcome(c, "already_reversed")
+    verdict = outcome(c, "already_reversed", NOT_IDENTIFIED)
     p = c.person()
     chk = history(c, p, c.amount(200, 600))
     days = c.s.rng.randint(2, 9)
@@ -354,6 +369,7 @@ def reverse_fee(c: Ctx) -> Draft:
         c.s.post("reversal", days - 1, [(chk, 12.0), ("INT-USD-FEES", -12.0)],
                  f"Reversal of {dup} (duplicate)", reverses=dup)  # fmt: skip
     reason = ("duplicate", "posted_in_error")[c.k % 2]
+    world_rule(c, p, verdict)
     prompt = (
         f"{p.hello()} The monthly maintenance fee was charged twice on my checking "
         f"{chk.number} {days} days ago. Please reverse the second one. {GO}"
@@ -371,7 +387,7 @@ def reverse_fee(c: Ctx) -> Draft:
 
 def close_loan(c: Ctx) -> Draft:
     """"Close my loan, no payment today": paid off (close it) or still owing (decline)."""
-    verdict = outcome(c, "balance_not_zero")
+    verdict = outcome(c, "balance_not_zero", NOT_IDENTIFIED, OTHER_CUSTOMER)
     p = c.person()
     chk = history(c, p, c.amount(400, 900))
     principal = c.amount(200, 600)
@@ -381,6 +397,7 @@ def close_loan(c: Ctx) -> Draft:
     c.s.transfer(chk, loan, first, 40, "Loan repayment")
     if verdict == OK:  # the rest repaid too: nothing outstanding
         c.s.transfer(chk, loan, principal - first, c.s.rng.randint(2, 20), "Loan repayment")
+    world_rule(c, p, verdict, loan)
     prompt = pick(
         c,
         f"{p.hello()} I'm done with my loan {loan.number}, please close that account. "
@@ -396,7 +413,9 @@ def close_loan(c: Ctx) -> Draft:
 def reverse_transaction(c: Ctx) -> Draft:
     """"Reverse transaction REF, it was a mistake": a recent fee or own transfer (allowed),
     one already reversed, one older than 30 days, or a transfer to another customer."""
-    verdict = outcome(c, "already_reversed", "reversal_window", "reversal_not_allowed")
+    verdict = outcome(
+        c, "already_reversed", "reversal_window", "reversal_not_allowed", NOT_IDENTIFIED
+    )
     p = c.person()
     rng = c.s.rng
     chk = history(c, p, c.amount(500, 900))
@@ -421,6 +440,7 @@ def reverse_transaction(c: Ctx) -> Draft:
                 if e["transaction_id"] == tx["id"]]  # fmt: skip
         back = [(_acct_or_internal(c, aid), -amt) for aid, amt in legs]
         c.s.post("reversal", days - 0.5, back, f"Reversal of {ref}", reverses=ref)
+    world_rule(c, p, verdict)
     prompt = pick(
         c,
         f"{p.hello()} The {money(amount)} transaction {ref} on my checking {chk.number} was "
