@@ -12,7 +12,7 @@ from functools import cache
 from typing import Any
 
 from app.sdk.replay import open_task_db
-from app.sdk.taskgen import TaskGenerator, build_row
+from app.sdk.taskgen import TaskGenerator, build_row, name_grid
 from envs.ledger import ENVIRONMENT
 from envs.ledger.taskgen import hard, multi, reads, writes
 from envs.ledger.taskgen.details import omissions
@@ -60,7 +60,17 @@ def build_task(
 
 # The shared driver (stategym tasks generate) draws from these; the shipped set is every PLAN
 # variant once (docs/generating_tasks.md).
+# The shipped set draws every story's people from one list: every pairing of the pool's first
+# and last names (stories now hold households, payees and spouses: more than the pool).
+SHIPPED_NAMES = name_grid(
+    sorted({first for first, _ in NAMES}), sorted({last for _, last in NAMES}), shuffle="ledger"
+)
 TASKGEN = TaskGenerator(
-    env=ENVIRONMENT, plan=PLAN, names=NAMES, build=build_task, phrasing=PHRASING
+    env=ENVIRONMENT,
+    plan=PLAN,
+    names=NAMES,
+    build=build_task,
+    phrasing=PHRASING,
+    shipped_names=SHIPPED_NAMES,
 )
 task_lines = TASKGEN.shipped
