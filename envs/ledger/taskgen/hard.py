@@ -129,9 +129,11 @@ def move_out(c: Ctx) -> Draft:
         "payee 'Landlord' that share (rent times days over 30, rounded to the cent) from my "
         f"checking {chk.number}. 2) Pay off my loan {loan.number} from my savings {sav.number} "
         "and close the loan. 3) Move everything left in savings to checking and close the "
-        "savings account."
+        "savings account. 4) I'd like a paper statement of my checking, charged to checking."
     )
     sweep = round(sav.balance - owed - (hold_amount if blocked else 0.0), 2)
+    statement = C("charge_fee", customer_id=p.id, account_number=chk.number,
+                  fee_type="paper_statement")  # fmt: skip
     gold = [
         find(p),
         look(p, chk),
@@ -149,7 +151,8 @@ def move_out(c: Ctx) -> Draft:
                   amount=sweep))  # fmt: skip
     close = C("close_account", customer_id=p.id, account_number=sav.number)
     if not blocked:
-        return Draft("hard_move_out", prompt, [*gold, close], True)
+        return Draft("hard_move_out", prompt, [*gold, close, statement], True)
+    gold.append(statement)
     why = (
         f"Savings {sav.number} still has an active {money(hold_amount)} hold that has not "
         "expired; it stays open until the hold ends."

@@ -250,8 +250,8 @@ def freeze(c: Ctx) -> Draft:
         ("customer_request", "I want nothing to move on it for a while"),
     )[c.s.rng.randrange(2)]
     prompt = f"{p.hello()} Please freeze my {acct.type} account {acct.number}; {why}. {GO}"
-    gold = [find(p), C("freeze_account", customer_id=p.id, account_number=acct.number,
-                       reason=reason)]  # fmt: skip
+    gold = [find(p), look(p, acct), C("freeze_account", customer_id=p.id,
+                                      account_number=acct.number, reason=reason)]  # fmt: skip
     return Draft("freeze", prompt, gold, True)
 
 
