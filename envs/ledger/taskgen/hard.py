@@ -5,7 +5,7 @@ Every task stays solvable from its request, the policy and the tools alone."""
 
 from __future__ import annotations
 
-from envs.ledger.taskgen.kit import GO, C, Ctx, Draft, find, look, money
+from envs.ledger.taskgen.kit import C, Ctx, Draft, find, look, money
 from envs.ledger.taskgen.reads import history
 
 FEES = ((12.0, "Fee: monthly maintenance"), (3.0, "Fee: paper statement"),

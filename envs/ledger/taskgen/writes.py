@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from envs.ledger.taskgen.kit import (
     GO,
+    NOT_IDENTIFIED,
     OK,
+    OTHER_CUSTOMER,
     Acct,
     C,
     Ctx,
     Draft,
-    NOT_IDENTIFIED,
-    OTHER_CUSTOMER,
     Person,
     decided,
     find,
@@ -137,9 +137,11 @@ def cents_up(value: float) -> float:
 
 
 def send_money(c: Ctx) -> Draft:
-    """"Send X to account N, it's Q's": saved as a payee or not (a payee named Q may hold
+    """Send X to account N, "it's Q's": saved as a payee or not (a payee named Q may hold
     another of Q's accounts: the number decides), enough money, a verified customer."""
-    verdict = outcome(c, "not_a_beneficiary", "insufficient_funds", "kyc_incomplete", NOT_IDENTIFIED)
+    verdict = outcome(
+        c, "not_a_beneficiary", "insufficient_funds", "kyc_incomplete", NOT_IDENTIFIED
+    )
     p, q = person(c, verdict), c.person()
     chk = history(c, p, c.amount(300, 800))
     other = c.s.account(q, "checking", c.amount(100, 300))
@@ -386,7 +388,7 @@ def reverse_fee(c: Ctx) -> Draft:
 
 
 def close_loan(c: Ctx) -> Draft:
-    """"Close my loan, no payment today": paid off (close it) or still owing (decline)."""
+    """Close a loan, "no payment today": paid off (close it) or still owing (decline)."""
     verdict = outcome(c, "balance_not_zero", NOT_IDENTIFIED, OTHER_CUSTOMER)
     p = c.person()
     chk = history(c, p, c.amount(400, 900))
@@ -411,8 +413,8 @@ def close_loan(c: Ctx) -> Draft:
 
 
 def reverse_transaction(c: Ctx) -> Draft:
-    """"Reverse transaction REF, it was a mistake": a recent fee or own transfer (allowed),
-    one already reversed, one older than 30 days, or a transfer to another customer."""
+    """Reverse transaction REF, "posted in error": a recent fee or own transfer (allowed), one
+    already reversed, one older than 30 days, or a transfer to another customer."""
     verdict = outcome(
         c, "already_reversed", "reversal_window", "reversal_not_allowed", NOT_IDENTIFIED
     )

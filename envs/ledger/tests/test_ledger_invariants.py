@@ -139,9 +139,7 @@ async def _rollout_then_tamper(tmp_path: Path, task: dict[str, Any], sql: str) -
 
 def _first(family: str) -> dict[str, Any]:
     """The first shipped task of `family` whose gold acts (not a twin the data forbids)."""
-    return next(
-        t for t in TASKS.values() if t["family"] == family and "expected_decline" not in t
-    )
+    return next(t for t in TASKS.values() if t["family"] == family and "expected_decline" not in t)
 
 
 async def test_gold_rollout_keeps_invariants(tmp_path: Path) -> None:
