@@ -2,27 +2,45 @@
 
 from __future__ import annotations
 
-from envs.ledger.taskgen.kit import GO, OK, C, Ctx, Draft, decided, find, look, money, outcome
+from envs.ledger.taskgen.kit import (
+    GO,
+    NOT_IDENTIFIED,
+    OK,
+    C,
+    Ctx,
+    Draft,
+    decided,
+    find,
+    look,
+    money,
+    outcome,
+    world_rule,
+)
 from envs.ledger.taskgen.reads import history
 
 
 def close_savings(c: Ctx) -> Draft:
+    """Sweep savings into checking, then close it: allowed, or refused because savings is
+    frozen by the fraud team (no posting can leave it) or the customer is not identified."""
+    verdict = outcome(c, "account_frozen", NOT_IDENTIFIED)
     p = c.person()
     history(c, p, c.amount(200, 500), c.amount(100, 600))
     chk, sav = p.accounts["checking"], p.accounts["savings"]
     c.s.cash(sav, c.amount(20, 90), "deposit", 15, "Interest")
+    if verdict == "account_frozen":
+        sav.row["status"], sav.row["freeze_reason"] = "frozen", "suspected_fraud"
+    world_rule(c, p, verdict)
     prompt = (
         f"{p.hello()} I want to close my savings account {sav.number}. Move whatever is "
         f"left in it to my checking {chk.number} first. {GO}"
     )
-    gold = [
-        find(p),
-        look(p, sav),
+    acts = [
         C("transfer", customer_id=p.id, from_account=sav.number, to_account=chk.number,
           amount=sav.balance),
         C("close_account", customer_id=p.id, account_number=sav.number),
     ]  # fmt: skip
-    return Draft("multi_close_savings", prompt, gold, True)
+    why = f"Savings {sav.number} is frozen (suspected_fraud): nothing can leave it or close it."
+    return decided("multi_close_savings", prompt, [find(p), look(p, sav)], acts, verdict, why)
 
 
 def reverse_duplicate_transfer(c: Ctx) -> Draft:
