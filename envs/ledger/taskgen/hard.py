@@ -29,21 +29,23 @@ def fee_cleanup(c: Ctx) -> Draft:
     sav = c.s.account(p, "savings", c.amount(300, 600))
     for _ in range(rng.randint(3, 8)):  # ordinary card and cash activity: a long history
         c.s.cash(chk, c.amount(15, 80), "withdrawal", rng.randint(1, 58) + rng.random(), "Card")
-    days = rng.sample(range(1, 29), 6)
+    # Calendar days: every fee at 04:42-04:57 of its day (the clock is 09:30), so a pair is on
+    # one day and no two of these days meet; days 19-22 are left to history()'s own fee.
+    days = rng.sample([d for d in range(1, 29) if not 19 <= d <= 22], 6)
     recent = []
     for day in days[: rng.randint(2, 3)]:  # same-day doubles inside the window
         amount, memo = FEES[rng.randrange(len(FEES))]
-        c.s.fee(chk, amount, day + 0.4, memo)
-        recent.append((c.s.fee(chk, amount, day + 0.39, memo), amount))
+        c.s.fee(chk, amount, day + 0.2, memo)
+        recent.append((c.s.fee(chk, amount, day + 0.19, memo), amount))
     for day in days[3:]:  # single fees of the same kinds: not duplicates
         amount, memo = FEES[rng.randrange(len(FEES))]
-        c.s.fee(chk, amount, day + 0.7, memo)
+        c.s.fee(chk, amount, day + 0.2, memo)
     old = rng.random() < 0.5
     if old:  # a double past the window: the policy forbids its reversal
         amount, memo = FEES[rng.randrange(len(FEES))]
         day = rng.randint(33, 55)
-        c.s.fee(chk, amount, day + 0.4, memo)
-        stale = c.s.fee(chk, amount, day + 0.39, memo)
+        c.s.fee(chk, amount, day + 0.2, memo)
+        stale = c.s.fee(chk, amount, day + 0.19, memo)
     merchants = list(MERCHANTS)
     rng.shuffle(merchants)
     expired, live_held = [], 0.0
@@ -122,7 +124,9 @@ def move_out(c: Ctx) -> Draft:
     else:  # expired: released first
         hold = c.s.hold(sav, hold_amount, MERCHANTS[rng.randrange(7)], rng.randint(100, 200), 72)
     rent, stayed = c.amount(600, 900), rng.randint(3, 27)
-    prorated = round(rent * stayed / 30, 2)
+    while round(rent * 100) * stayed % 30 == 15:  # no half cent: one rounding, no doubt
+        stayed = rng.randint(3, 27)
+    prorated = round(round(rent * 100) * stayed / 30) / 100
     prompt = (
         f"{p.hello()} I'm moving out, you have my confirmation for everything here. 1) My rent "
         f"is {money(rent)} for a 30-day month and I stayed {stayed} days of it: send my saved "

@@ -167,3 +167,37 @@ def test_refusal_rules_are_the_policys() -> None:
 
     assert set().union(*TWINS.values()) <= set(DECLINE_REASONS)
     assert writes.OK not in DECLINE_REASONS
+
+
+def test_fee_cleanup_pairs_are_exactly_the_same_day_doubles() -> None:
+    """Fair by the data alone: the fees charged twice on one calendar day with one amount are
+    exactly the pairs the gold reverses (the later of each) plus, at most, one pair older than
+    30 days that it declines; no single fee shares a day and amount with another."""
+    from datetime import datetime, timedelta
+
+    from envs.ledger.data import AS_OF
+
+    for i in range(6):
+        task = draw("fee_cleanup", 0, i)
+        rows = task["seed"]["rows"]
+        fees = [t for t in rows["transactions"] if t["kind"] == "fee"]
+        amount = {e["transaction_id"]: abs(e["amount"]) for e in rows["entries"]}
+        groups: dict[tuple[str, float], list[dict[str, Any]]] = {}
+        for t in fees:
+            day = datetime.fromisoformat(t["created_at"]).date().isoformat()
+            groups.setdefault((day, amount[t["id"]]), []).append(t)
+        assert all(len(g) <= 2 for g in groups.values())
+        later = {
+            max(g, key=lambda t: t["created_at"])["reference"]: g[0]["created_at"]
+            for g in groups.values()
+            if len(g) == 2
+        }
+        window = (AS_OF - timedelta(days=30)).isoformat()
+        inside = {ref for ref, at in later.items() if at >= window}
+        reversed_ = {
+            c["arguments"]["reference"]
+            for c in task["ground_truth"]
+            if c["name"] == "reverse_transaction"
+        }
+        assert reversed_ == inside
+        assert ("expected_decline" in task) == (len(later) > len(inside))
