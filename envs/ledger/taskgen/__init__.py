@@ -33,7 +33,7 @@ PLAN: list[tuple[Family, int]] = [
     (multi.close_with_hold, 1), (multi.secure_and_replace, 2), (multi.travel_prep, 1),
     (multi.loan_from_savings, 1), (multi.consolidate, 1), (multi.month_end, 1),
     (multi.repay_refuse_close, 1),
-    (hard.fee_cleanup, 1), (hard.move_out, 1),
+    (hard.fee_cleanup, 1), (hard.move_out, 1), (hard.budget_day, 1),
 ]  # fmt: skip
 
 

@@ -165,3 +165,76 @@ def move_out(c: Ctx) -> Draft:
         "hard_move_out", prompt, gold, True,
         forbidden=(close, "active_holds"), decline="active_holds", decline_message=why,
     )  # fmt: skip
+
+
+def budget_day(c: Ctx) -> Draft:
+    """Pay four or five saved payees from checking (one payee's account may be closed now:
+    that payment is declined), then top checking up from savings to a floor of available money
+    if it fell below it (balance after holds and payments), withdraw cash, a statement fee from
+    savings, and freeze savings (after the fee: a frozen account takes no posting)."""
+    p = c.person()
+    rng = c.s.rng
+    chk = history(c, p, c.amount(900, 990))
+    c.s.cash(chk, c.amount(600, 900), "deposit", rng.randint(1, 5) + 0.5, "Payroll")
+    sav = c.s.account(p, "savings", c.amount(700, 990))
+    held = 0.0
+    for _ in range(rng.randint(0, 2)):
+        amount = c.amount(20, 80)
+        held += amount
+        c.s.hold(chk, amount, MERCHANTS[rng.randrange(7)], rng.randint(2, 40), 96)
+    nicks = ["Landlord", "Gym", "Mom", "Piano teacher", "Babysitter", "Dentist"]
+    rng.shuffle(nicks)
+    payees = []
+    for nick in nicks[: rng.randint(4, 5)]:
+        q = c.person()
+        acct = c.s.account(q, "checking", c.amount(50, 300))
+        c.s.payee(p, acct, nick)
+        payees.append((nick, acct, c.amount(40, 220)))
+    closed = rng.random() < 0.5
+    if closed:  # one payee closed that account since it was saved
+        _, gone, _ = payees[rng.randrange(len(payees))]
+        c.s.cash(gone, gone.balance, "withdrawal", 4.5, "Closing withdrawal")
+        gone.row["status"], gone.row["closed_at"] = "closed", c.s._ts(4)
+    paid = [(nick, acct, amount) for nick, acct, amount in payees if acct.row["status"] == "open"]
+    available = round(chk.balance - held - sum(a for _, _, a in paid), 2)
+    floor = float(rng.randint(4, 9) * 50) if rng.random() < 0.5 else 0.0
+    if floor == 0.0 or floor <= available:  # half of the draws need no top-up
+        floor = float(max(100, int(available) // 50 * 50 - 50 * rng.randint(0, 2)))
+    top_up = round(floor - available, 2) if floor > available else 0.0
+    cash = float(rng.randint(2, int(floor) // 20 - 1) * 20)
+    bills = "; ".join(f"'{nick}' {money(amount)}" for nick, _, amount in payees)
+    prompt = (
+        f"{p.hello()} Bills day, you have my confirmation for all of it. 1) From my checking "
+        f"{chk.number}, pay my saved payees: {bills}. 2) After that, if the available balance "
+        f"of my checking is below {money(floor)}, move exactly the difference from my savings "
+        f"{sav.number} so that {money(floor)} is available. 3) Then withdraw {money(cash)} in "
+        "cash from checking. 4) I'd like a paper statement, charged to my savings. 5) Finally "
+        "freeze my savings account at my request: nothing should move on it for a while."
+    )
+    gold = [
+        find(p),
+        look(p, chk),
+        *(C("transfer", customer_id=p.id, from_account=chk.number, to_account=acct.number,
+            amount=amount) for _, acct, amount in paid),
+        look(p, chk),
+        look(p, sav),
+    ]  # fmt: skip
+    if top_up:
+        gold.append(C("transfer", customer_id=p.id, from_account=sav.number,
+                      to_account=chk.number, amount=top_up))  # fmt: skip
+    gold += [
+        C("withdraw", customer_id=p.id, account_number=chk.number, amount=cash),
+        C("charge_fee", customer_id=p.id, account_number=sav.number, fee_type="paper_statement"),
+        C("freeze_account", customer_id=p.id, account_number=sav.number,
+          reason="customer_request"),
+    ]  # fmt: skip
+    if not closed:
+        return Draft("hard_budget_day", prompt, gold, True)
+    nick, gone, amount = next(x for x in payees if x[1].row["status"] == "closed")
+    refuse = C("transfer", customer_id=p.id, from_account=chk.number, to_account=gone.number,
+               amount=amount)  # fmt: skip
+    why = f"'{nick}' ({gone.number}) is closed and accepts no payment; {money(amount)} not sent."
+    return Draft(
+        "hard_budget_day", prompt, gold, True,
+        forbidden=(refuse, "account_frozen"), decline="account_frozen", decline_message=why,
+    )  # fmt: skip

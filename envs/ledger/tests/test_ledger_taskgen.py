@@ -144,10 +144,10 @@ def test_write_golds_check_the_facts_before_acting() -> None:
 
 
 def test_hard_tier_composes_many_intents() -> None:
-    """fee_cleanup and move_out: golds of 10 to 30 calls, several writes, and both endings
-    (everything done; one part declined by the data) across draws."""
+    """fee_cleanup, move_out, budget_day: golds of 10 to 30 calls, several writes, and both
+    endings (everything done; one part declined by the data) across draws."""
     lengths, endings = [], set()
-    for family in ("fee_cleanup", "move_out"):
+    for family in ("fee_cleanup", "move_out", "budget_day"):
         for i in range(8):
             task = draw(family, 0, i)
             gold = task["ground_truth"]
@@ -155,7 +155,7 @@ def test_hard_tier_composes_many_intents() -> None:
             assert sum(c["name"] not in READS | ANSWERS for c in gold) >= 4
             endings.add((family, "expected_decline" in task))
     assert min(lengths) >= 10 and max(lengths) <= 30, lengths
-    assert len(endings) == 4, endings
+    assert len(endings) == 6, endings
 
 
 def test_half_cents_rounds_down() -> None:
