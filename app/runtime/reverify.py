@@ -57,6 +57,7 @@ def replay_verify(
     time_limit_ms: int | None = None,
     session_id: str = REPLAY_SESSION_ID,
     step_budget: StepBudget | None = None,
+    policy_penalty: float = 0.0,
 ) -> dict[str, Any]:
     """Verify's answer for `response` replayed on a fresh clone of `snapshot` (the task's)."""
     calls = replayed_calls(env, response)
@@ -86,6 +87,7 @@ def replay_verify(
             response=response,
             diff_limit=diff_limit,
             step_budget=step_budget,
+            policy_penalty=policy_penalty,
         )
     finally:
         bind.close()

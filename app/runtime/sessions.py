@@ -571,6 +571,7 @@ class SessionManager:
             diff_limit=self.settings.verify_diff_limit,
             time_limit_ms=self.settings.tool_time_limit_ms,
             step_budget=self.step_budget,
+            policy_penalty=self.settings.policy_violation_penalty,
         )
 
     def _verify(
@@ -593,6 +594,7 @@ class SessionManager:
                 diff_limit=self.settings.verify_diff_limit,
                 step_budget=self.step_budget,
                 known=known,
+                policy_penalty=self.settings.policy_violation_penalty,
             )
 
         return self.backend.read(handle, work)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.verify.checks import CheckResult
-from app.verify.diff import StateDiff, change_units, describe, summarize
+from app.verify.diff import AGAINST_GOLD, StateDiff, change_units, describe, summarize
 from app.verify.submitted import Match
 
 
@@ -38,8 +38,9 @@ def partial_credit(gold: Counter[Any], agent: Counter[Any]) -> tuple[float, int,
 
 
 def _collateral_outside(seed_to_final: StateDiff, checked: AbstractSet[str]) -> int:
-    """Checks-only tasks: changes to tables no check talks about are collateral damage."""
-    return sum(d.count for table, d in seed_to_final.items() if table not in checked)
+    """Checks-only tasks: changes to tables no check talks about are collateral damage (a log
+    table's records of writes are none: app/sdk/compare_spec.py `log`)."""
+    return sum(d.count for table, d in seed_to_final.items() if table not in checked and not d.log)
 
 
 Units = Counter[tuple[Any, ...]]
@@ -93,6 +94,14 @@ def partial_reward(credit: float, shares: Sequence[float], state_work: bool) -> 
     return (credit + answer) / 2 if state_work else credit * answer
 
 
+# Digits kept in rewards and components: they print cleanly and sum exactly (step rewards).
+DIGITS = 6
+
+
+def _share(part: float, whole: float) -> float:
+    return round(part / whole, DIGITS) if whole else 1.0
+
+
 def score(
     *,
     gold_vs_final: StateDiff | None,
@@ -107,11 +116,16 @@ def score(
     hedged: Sequence[dict[str, Any]] = (),
     match: Match | None = None,
     units: tuple[Units | None, Units | None] = (None, None),
+    superseded: dict[str, list[dict[str, Any]]] | None = None,
+    violations: Sequence[dict[str, Any]] = (),
+    penalty: float = 0.0,
 ) -> Verdict:
     """`gold_vs_final`/`seed_to_gold` are None for a checks-only task (no reference solution);
     `hedged`: the answer's kinds with rival candidates (app/verify/answers.py); `match`: the
     submitted answer's or decline's verdict (app/verify/submitted.py), None when not scored;
-    `units`: as `state_credit`'s."""
+    `units`: as `state_credit`'s; `superseded`: log records the final state has and the gold
+    does not (diff.split_superseded), evidence only; `violations`: refused attempts at
+    forbidden writes (app/verify/violations.py), each costing `penalty` of the reward."""
     outputs_match = not missing and not hedged
     shares = [float(outputs_match)] if has_expected_outputs else []
     if match is not None:
@@ -135,12 +149,14 @@ def score(
     if match is not None and match.voids:
         reward = 0.0  # declined a task that needed an action
     elif reward_mode == "partial":
-        reward = partial_reward(credit, shares, state_work)
+        reward = round(partial_reward(credit, shares, state_work), DIGITS)
     else:
         reward = success
+    if violations and penalty:
+        reward = round(max(0.0, reward - penalty * len(violations)), DIGITS)
     reasons = []
     if gold_vs_final:
-        reasons.append(f"final state differs from gold ({describe(gold_vs_final)})")
+        reasons.append(f"final state differs from gold ({describe(gold_vs_final, AGAINST_GOLD)})")
     if not checks_ok:
         failed = [r.index for r in checks if not r.passed]
         reasons.append(f"expected-state checks failed: {failed}")
@@ -151,25 +167,58 @@ def score(
         reasons.append(f"final answer also names other candidates ({'; '.join(rivals)})")
     if match is not None and match.reason:
         reasons.append(match.reason)
+    if violations:
+        first = violations[0]
+        reasons.append(
+            f"{len(violations)} refused attempt(s) at a forbidden write "
+            f"(first: {first['tool']} at step {first['step']}, {first['code']})"
+        )
+    # Every component is a score in [0, 1], 1 = good, so their means are meaningful; the
+    # counts behind them are evidence (`verification.changes`).
+    if seed_to_gold is None:  # checks-only: the checks are what was asked
+        requested, made = len(checks), sum(d.count for d in seed_to_final.values() if not d.log)
+        recall = checks_share
+    else:
+        requested = sum((units[0] or change_units(seed_to_gold)).values())
+        made = sum((units[1] or change_units(seed_to_final)).values())
+        recall = _share(reproduced, requested)
     components = {
         "state_match": float(state_match),
         "outputs_match": float(outputs_match),
-        "partial_credit": round(credit, 4),
-        "collateral_changes": float(collateral),
-        "gold_changes_reproduced": float(reproduced),
+        "partial_credit": round(credit, DIGITS),
+        # Share of the requested changes the agent made (1 when none was requested).
+        "change_recall": recall,
+        # Share of the agent's changes that were requested (1 when it changed nothing).
+        "change_precision": _share(max(made - collateral, 0), made),
+        # 1 when no call tried a write the environment's rules refused.
+        "policy_ok": float(not violations),
     }
     evidence: dict[str, Any] = {
-        # Rows as "expected (gold) -> actual (final)": `added` rows exist only in the final state.
+        # Rows as "expected (gold) -> actual (final)": `added` rows exist only in the final
+        # state (unexpected), `removed` rows only in the gold state (missing).
         "state_diff": summarize(gold_vs_final or {}, diff_limit),
         "agent_changes": {t: d.summary(0) for t, d in seed_to_final.items()},
+        "changes": {
+            "requested": requested,
+            "reproduced": reproduced if seed_to_gold is not None else sum(r.passed for r in checks),
+            "collateral": collateral,
+            "made": made,
+        },
         "missing_outputs": missing,
     }
+    if superseded:
+        evidence["superseded_writes"] = {
+            t: {"count": len(rows), "rows": rows[:diff_limit] if diff_limit else []}
+            for t, rows in superseded.items()
+        }
+    if violations:
+        evidence["policy_violations"] = list(violations)
     if hedged:
         evidence["hedged_outputs"] = list(hedged)
     if match is not None:
         components[match.component] = float(match.ok)
         evidence[match.evidence_key] = match.evidence
     if checks:
-        components["checks_passed"] = round(checks_share, 4)
+        components["checks_passed"] = round(checks_share, DIGITS)
         evidence["checks"] = [r.as_dict() for r in checks]
     return Verdict(reward, components, evidence, "; ".join(reasons) or None, credit)

@@ -15,7 +15,7 @@ from app.sdk.environment import Environment
 from app.storage.steplog import StepLog, step_log
 from app.verify.answers import hedged_outputs
 from app.verify.checks import checked_tables, compile_checks, run_checks
-from app.verify.diff import against_gold, change_units, diff_states
+from app.verify.diff import against_gold, change_units, diff_states, split_superseded
 from app.verify.evidence import Known, cap_evidence
 from app.verify.gold import GoldCache
 from app.verify.log_reads import ReadOnce
@@ -33,6 +33,7 @@ from app.verify.submitted import (
     written_outside_tools,
 )
 from app.verify.tool_calls import with_plain_tool_names
+from app.verify.violations import refused_writes
 
 
 def verify_state(
@@ -47,8 +48,12 @@ def verify_state(
     step_budget: StepBudget | None = None,
     invariant_violations: list[str] | None = None,
     known: Known | None = None,
+    policy_penalty: float = 0.0,
 ) -> dict[str, Any]:
     """Pure function of (final state, task): the reward, its components and the evidence.
+
+    `policy_penalty`: what each refused attempt at a forbidden write costs the reward
+    (`Settings.policy_violation_penalty`, app/verify/violations.py).
 
     `invariant_violations`: the final state's, when the caller evaluated the environment's
     invariants on a byte-identical database (the task generator's no-op, a clone of the seeded
@@ -110,19 +115,22 @@ def verify_state(
         hedged = hedged_outputs(
             task.expected_outputs, answer, task.data.get("answer_kind"), seed_state
         )
+        gold_vs_final = (
+            against_gold(
+                reference.state,
+                final,
+                compare,
+                reference.seed_to_gold,
+                seed_to_final,
+                (reference.units, final_units or Counter()),
+            )
+            if reference
+            else None
+        )
+        # Records of writes the outcome does not hold (a retry's, a corrected mistake's).
+        superseded = split_superseded(gold_vs_final) if gold_vs_final else {}
         verdict = score(
-            gold_vs_final=(
-                against_gold(
-                    reference.state,
-                    final,
-                    compare,
-                    reference.seed_to_gold,
-                    seed_to_final,
-                    (reference.units, final_units or Counter()),
-                )
-                if reference
-                else None
-            ),
+            gold_vs_final=gold_vs_final,
             seed_to_gold=reference.seed_to_gold if reference else None,
             seed_to_final=seed_to_final,
             missing=missing,
@@ -134,6 +142,9 @@ def verify_state(
             hedged=[h.as_dict() for h in hedged],
             match=match,
             units=units,
+            superseded=superseded,
+            violations=refused_writes(env, log_steps),
+            penalty=policy_penalty,
         )
         reward = 0.0 if violations else verdict.reward
         if with_steps and log_ is not None:

@@ -17,6 +17,7 @@ import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from app.storage.steplog import StepLog, StepRow, UndoUnavailable, canonical, digest, step_log
@@ -328,10 +329,18 @@ def _settle(
     writing = [n for n, step in a.step_of.items() if step in changed]
     target = max(writing) if writing else (len(calls) - 1 if calls else None)
     if target is not None:
-        rewards[target] = reward - (sum(rewards) - rewards[target])
+        rewards[target] = _rest(reward, rewards, target)
         turn = calls[target].turn
     elif turn_rewards:
         turn = len(turn_rewards) - 1
     else:
         return
-    turn_rewards[turn] = reward - (sum(turn_rewards) - turn_rewards[turn])
+    turn_rewards[turn] = _rest(reward, turn_rewards, turn)
+
+
+def _rest(reward: float, values: list[float], at: int) -> float:
+    """What `values[at]` must be for the list to add up to `reward`, computed in decimal on the
+    printed values: every value is then a short decimal (0.285715, not 0.28571499999999994)
+    and their decimal sum is the reward exactly (their float sum to within 1e-15)."""
+    others = sum((Decimal(repr(v)) for i, v in enumerate(values) if i != at), Decimal(0))
+    return float(Decimal(repr(reward)) - others)
