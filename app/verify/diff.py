@@ -7,6 +7,7 @@ Rows are diffed as stored (`exact=True`: did anything change) or, the default, a
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +26,10 @@ class TableDiff:
     match: Matcher | None = field(default=None, compare=False, repr=False)
     # An append-only record of writes (TableSpec.log): its rows are no change unit.
     log: bool = field(default=False, compare=False, repr=False)
+    # The table's natural key and references (the comparison spec's), to group units into
+    # outcomes (app/verify/outcomes.py).
+    key: tuple[str, ...] = field(default=(), compare=False, repr=False)
+    references: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def count(self) -> int:
@@ -229,6 +234,8 @@ def diff_states(
             table_diff = _as_matched(table_diff, old, new, match, compare.money_tolerance)
         table_diff.match = match
         table_diff.log = spec.log
+        table_diff.key = tuple(new.key) if new.key and new.key == old.key else ()
+        table_diff.references = spec.references
         if table_diff.count:
             out[name] = table_diff
     return out
@@ -299,7 +306,7 @@ def against_gold(
         (seed_to_gold, expected - agent, flip),
     ):
         for table, d in source.items():
-            for kind, unit, row in _units_of(table, d):
+            for kind, unit, row in units_of(table, d):
                 if units[unit] <= 0:
                     continue
                 units[unit] -= 1
@@ -337,12 +344,12 @@ def change_units(diff: StateDiff) -> Counter[tuple[Any, ...]]:
     for table, d in diff.items():
         if d.log:
             continue  # a record of writes other tables hold: no outcome of its own
-        for _kind, unit, _row in _units_of(table, d):
+        for _kind, unit, _row in units_of(table, d):
             units[unit] += 1
     return units
 
 
-def _units_of(table: str, d: TableDiff) -> list[tuple[str, tuple[Any, ...], dict[str, Any]]]:
+def units_of(table: str, d: TableDiff) -> list[tuple[str, tuple[Any, ...], dict[str, Any]]]:
     form = d.match.value if d.match is not None else (lambda _c, v: v)
     out: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []
     for row in d.added:

@@ -10,6 +10,7 @@ from typing import Any
 
 from app.verify.checks import CheckResult
 from app.verify.diff import AGAINST_GOLD, StateDiff, change_units, describe, summarize
+from app.verify.outcomes import Outcomes, outcomes
 from app.verify.submitted import Match
 
 
@@ -23,18 +24,29 @@ class Verdict:
     credit: float = 0.0
 
 
-def partial_credit(gold: Counter[Any], agent: Counter[Any]) -> tuple[float, int, int]:
-    """(credit, reproduced, collateral): share of the gold changes reproduced, minus extras.
+def partial_credit(gold: Outcomes, agent: Outcomes) -> tuple[float, float, int]:
+    """(credit, reproduced, collateral), counted in outcomes (app/verify/outcomes.py): one per
+    requested change however many rows it writes.
 
-    credit = max(0, (reproduced - collateral) / gold_changes); with no gold changes (a lookup or a
+    reproduced = the gold units the agent made, each weighing its share of its outcome;
+    collateral = the agent's outcomes holding a unit the gold does not make, except units that
+    write a row the gold writes too (a wrong value for a requested change is a miss,
+    counted once, not also damage) and rows of log tables (a retry's record, a corrected
+    mistake's: the outcome is judged by the final state);
+    credit = max(0, (reproduced - collateral) / outcomes). With no gold change (a lookup or a
     refusal) it is 1 when the agent changed nothing, else 0.
     """
-    reproduced = sum((gold & agent).values())
-    collateral = sum((agent - gold).values())
-    total = sum(gold.values())
-    if total == 0:
-        return (1.0 if collateral == 0 else 0.0), 0, collateral
-    return max(0.0, (reproduced - collateral) / total), reproduced, collateral
+    shared = gold.units & agent.units
+    reproduced = sum(n * gold.weight[u] for u, n in shared.items())
+    extra = agent.units - gold.units
+    damaged: set[int] = set()
+    for u in extra:
+        if agent.identity[u] not in gold.touched and u not in agent.logs:
+            damaged |= agent.group[u]
+    collateral = len(damaged)
+    if gold.count == 0:
+        return (1.0 if collateral == 0 else 0.0), 0.0, collateral
+    return max(0.0, (reproduced - collateral) / gold.count), reproduced, collateral
 
 
 def _collateral_outside(seed_to_final: StateDiff, checked: AbstractSet[str]) -> int:
@@ -52,23 +64,23 @@ def state_credit(
     seed_to_final: StateDiff,
     checks: Sequence[CheckResult] = (),
     checked_tables: AbstractSet[str] = frozenset(),
-    units: tuple[Units | None, Units | None] = (None, None),
-) -> tuple[float, int, int]:
+    found: tuple[Outcomes | None, Outcomes | None] = (None, None),
+) -> tuple[float, float, float]:
     """(credit, reproduced, collateral): the state part of the reward for a state.
 
     `seed_to_gold` is None for a checks-only task (no reference solution). Step rewards
     (app/verify/step_rewards.py) score every intermediate state with this same function.
-    `units`: `change_units` of (seed_to_gold, seed_to_final) where the caller has them.
+    `found`: `outcomes` of (seed_to_gold, seed_to_final) where the caller has them.
     """
     if seed_to_gold is None:
-        collateral = _collateral_outside(seed_to_final, checked_tables)
+        outside = _collateral_outside(seed_to_final, checked_tables)
         passed = sum(r.passed for r in checks)
-        credit = max(0.0, (passed - collateral) / len(checks)) if checks else 0.0
-        return credit, 0, collateral
-    gold_units, final_units = units
+        credit = max(0.0, (passed - outside) / len(checks)) if checks else 0.0
+        return credit, 0.0, float(outside)
+    gold, agent = found
     credit, reproduced, collateral = partial_credit(
-        change_units(seed_to_gold) if gold_units is None else gold_units,
-        change_units(seed_to_final) if final_units is None else final_units,
+        outcomes(seed_to_gold) if gold is None else gold,
+        outcomes(seed_to_final) if agent is None else agent,
     )
     if checks:
         # Both a gold solution and checks: each half of the state share.
@@ -115,7 +127,7 @@ def score(
     checked_tables: AbstractSet[str] = frozenset(),
     hedged: Sequence[dict[str, Any]] = (),
     match: Match | None = None,
-    units: tuple[Units | None, Units | None] = (None, None),
+    found: tuple[Outcomes | None, Outcomes | None] = (None, None),
     superseded: dict[str, list[dict[str, Any]]] | None = None,
     violations: Sequence[dict[str, Any]] = (),
     penalty: float = 0.0,
@@ -123,7 +135,7 @@ def score(
     """`gold_vs_final`/`seed_to_gold` are None for a checks-only task (no reference solution);
     `hedged`: the answer's kinds with rival candidates (app/verify/answers.py); `match`: the
     submitted answer's or decline's verdict (app/verify/submitted.py), None when not scored;
-    `units`: as `state_credit`'s; `superseded`: log records the final state has and the gold
+    `found`: as `state_credit`'s; `superseded`: log records the final state has and the gold
     does not (diff.split_superseded), evidence only; `violations`: refused attempts at
     forbidden writes (app/verify/violations.py), each costing `penalty` of the reward."""
     outputs_match = not missing and not hedged
@@ -133,14 +145,18 @@ def score(
     checks_share = sum(r.passed for r in checks) / len(checks) if checks else 1.0
     if gold_vs_final is None or seed_to_gold is None:
         seed_to_gold = None
-    state_work = has_state_work(seed_to_gold, units[0])
+    if seed_to_gold is not None and found[0] is None:
+        found = (outcomes(seed_to_gold), found[1])
+    if found[1] is None:
+        found = (found[0], outcomes(seed_to_final))
+    state_work = has_state_work(seed_to_gold, found[0].units if found[0] else None)
     gold_match = gold_vs_final is None or not gold_vs_final
     credit, reproduced, collateral = state_credit(
         seed_to_gold=seed_to_gold,
         seed_to_final=seed_to_final,
         checks=checks,
         checked_tables=checked_tables,
-        units=units,
+        found=found,
     )
     checks_ok = all(r.passed for r in checks)
     state_match = gold_match and checks_ok
@@ -179,8 +195,9 @@ def score(
         requested, made = len(checks), sum(d.count for d in seed_to_final.values() if not d.log)
         recall = checks_share
     else:
-        requested = sum((units[0] or change_units(seed_to_gold)).values())
-        made = sum((units[1] or change_units(seed_to_final)).values())
+        gold, agent = found
+        requested = gold.count if gold else 0
+        made = agent.count if agent else 0
         recall = _share(reproduced, requested)
     components = {
         "state_match": float(state_match),
@@ -200,8 +217,10 @@ def score(
         "agent_changes": {t: d.summary(0) for t, d in seed_to_final.items()},
         "changes": {
             "requested": requested,
-            "reproduced": reproduced if seed_to_gold is not None else sum(r.passed for r in checks),
-            "collateral": collateral,
+            "reproduced": round(reproduced, DIGITS)
+            if seed_to_gold is not None
+            else sum(r.passed for r in checks),
+            "collateral": round(collateral, DIGITS),
             "made": made,
         },
         "missing_outputs": missing,

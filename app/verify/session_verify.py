@@ -15,10 +15,11 @@ from app.sdk.environment import Environment
 from app.storage.steplog import StepLog, step_log
 from app.verify.answers import hedged_outputs
 from app.verify.checks import checked_tables, compile_checks, run_checks
-from app.verify.diff import against_gold, change_units, diff_states, split_superseded
+from app.verify.diff import against_gold, diff_states, split_superseded
 from app.verify.evidence import Known, cap_evidence
 from app.verify.gold import GoldCache
 from app.verify.log_reads import ReadOnce
+from app.verify.outcomes import outcomes
 from app.verify.outputs import final_assistant_text, missing_outputs
 from app.verify.reward import has_state_work, partial_reward, score, state_credit
 from app.verify.state import dump_state
@@ -77,6 +78,7 @@ def verify_state(
     steps: dict[str, Any] | None = None
     seed_to_gold = reference.seed_to_gold if reference else None
     gold_units = reference.units if reference else None
+    gold_outcomes = outcomes(seed_to_gold) if seed_to_gold is not None else None
     checked = checked_tables(task.expected_state)
 
     def potential(state: Any, checks: Any) -> float:
@@ -87,7 +89,7 @@ def verify_state(
             seed_to_final=seed_to_state,
             checks=checks,
             checked_tables=checked,
-            units=(gold_units, None),
+            found=(gold_outcomes, None),
         )[0]
 
     with _read_transaction(engine) as conn:
@@ -100,8 +102,8 @@ def verify_state(
         results = run_checks(conn, compiled, compare, seed_state, final)
         seed_to_final = diff_states(seed_state, final, compare, exact=True)
         # Counted once: the gold's with the gold state, the final state's here.
-        final_units = change_units(seed_to_final) if reference else None
-        units = (gold_units, final_units)
+        final_outcomes = outcomes(seed_to_final)
+        final_units = final_outcomes.units if reference else None
         found_log = step_log(conn)
         log_ = ReadOnce(found_log) if found_log is not None else None
         counts = log_.change_counts() if log_ is not None else {}
@@ -141,7 +143,7 @@ def verify_state(
             checked_tables=checked,
             hedged=[h.as_dict() for h in hedged],
             match=match,
-            units=units,
+            found=(gold_outcomes, final_outcomes),
             superseded=superseded,
             violations=refused_writes(env, log_steps),
             penalty=policy_penalty,
@@ -174,7 +176,7 @@ def verify_state(
                         seed_to_final=diff,
                         checks=(),
                         checked_tables=checked,
-                        units=(gold_units, None),
+                        found=(gold_outcomes, None),
                     )[0],
                     meter,
                 )
