@@ -27,7 +27,7 @@ class TableSpec:
         evidence of how the state was reached, not an outcome. Its rows are no change unit
         (no partial credit, no collateral); a gold record missing from the final state is a
         difference, a final record the gold lacks (a retry's repeat, a corrected mistake's)
-        is not: it is shown in `verification.superseded_writes`. Only for tables whose rows
+        is not: it is shown in `verification.extra_log_records`. Only for tables whose rows
         always accompany a change of another table (docs/verification.md).
     """
 

@@ -37,6 +37,10 @@ class Outcomes:
     logs: frozenset[Unit]  # the units of log tables' rows
     group: Mapping[Unit, frozenset[int]]  # the outcome(s) each unit is part of
 
+    def change_units(self) -> Counter[Unit]:
+        """The units but log rows' (what diff.change_units counts)."""
+        return Counter({u: n for u, n in self.units.items() if u not in self.logs})
+
 
 def _hashable(value: Any) -> Any:
     if isinstance(value, list | tuple):

@@ -226,7 +226,7 @@ def score(
         "missing_outputs": missing,
     }
     if superseded:
-        evidence["superseded_writes"] = {
+        evidence["extra_log_records"] = {
             t: {"count": len(rows), "rows": rows[:diff_limit] if diff_limit else []}
             for t, rows in superseded.items()
         }

@@ -103,7 +103,8 @@ def verify_state(
         seed_to_final = diff_states(seed_state, final, compare, exact=True)
         # Counted once: the gold's with the gold state, the final state's here.
         final_outcomes = outcomes(seed_to_final)
-        final_units = final_outcomes.units if reference else None
+        # The change units against_gold lists (change_units: log rows are none).
+        final_units = final_outcomes.change_units() if reference else None
         found_log = step_log(conn)
         log_ = ReadOnce(found_log) if found_log is not None else None
         counts = log_.change_counts() if log_ is not None else {}
