@@ -322,7 +322,7 @@ def against_gold(
     return out
 
 
-def split_superseded(gold_vs_final: StateDiff) -> dict[str, list[dict[str, Any]]]:
+def split_extra_log_records(gold_vs_final: StateDiff) -> dict[str, list[dict[str, Any]]]:
     """Take out of a gold -> final diff the records of log tables (TableSpec.log) the final
     state has and the gold does not: a repeated call's record, a corrected mistake's. They
     are no difference (the outcome is judged by the other tables); returned as evidence."""

@@ -136,7 +136,7 @@ def score(
     `hedged`: the answer's kinds with rival candidates (app/verify/answers.py); `match`: the
     submitted answer's or decline's verdict (app/verify/submitted.py), None when not scored;
     `found`: as `state_credit`'s; `superseded`: log records the final state has and the gold
-    does not (diff.split_superseded), evidence only; `violations`: refused attempts at
+    does not (diff.split_extra_log_records), evidence only; `violations`: refused attempts at
     forbidden writes (app/verify/violations.py), each costing `penalty` of the reward."""
     outputs_match = not missing and not hedged
     shares = [float(outputs_match)] if has_expected_outputs else []

@@ -15,7 +15,7 @@ from app.sdk.environment import Environment
 from app.storage.steplog import StepLog, step_log
 from app.verify.answers import hedged_outputs
 from app.verify.checks import checked_tables, compile_checks, run_checks
-from app.verify.diff import against_gold, diff_states, split_superseded
+from app.verify.diff import against_gold, diff_states, split_extra_log_records
 from app.verify.evidence import Known, cap_evidence
 from app.verify.gold import GoldCache
 from app.verify.log_reads import ReadOnce
@@ -131,7 +131,7 @@ def verify_state(
             else None
         )
         # Records of writes the outcome does not hold (a retry's, a corrected mistake's).
-        superseded = split_superseded(gold_vs_final) if gold_vs_final else {}
+        superseded = split_extra_log_records(gold_vs_final) if gold_vs_final else {}
         verdict = score(
             gold_vs_final=gold_vs_final,
             seed_to_gold=reference.seed_to_gold if reference else None,
