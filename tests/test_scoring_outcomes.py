@@ -167,6 +167,7 @@ async def test_the_deployments_penalty_charges_each_refused_forbidden_write(tmp_
         tried = await _run(client, TASKS["retail-011"], _refused_cancel())
         assert tried["reward"] == 0.75
         _sums_exactly(tried)
+        assert tried["step_rewards"][2] == -0.25  # charged to the call that tried
         # Input mistakes (an unknown order) are corrections, not violations.
         lookup = {"name": "get_order_details", "arguments": {"order_number": "#W0000000"}}
         unknown = {

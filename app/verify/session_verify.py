@@ -130,6 +130,7 @@ def verify_state(
             if reference
             else None
         )
+        refused = refused_writes(env, log_steps)
         # Records of writes the outcome does not hold (a retry's, a corrected mistake's).
         superseded = split_extra_log_records(gold_vs_final) if gold_vs_final else {}
         verdict = score(
@@ -146,7 +147,7 @@ def verify_state(
             match=match,
             found=(gold_outcomes, final_outcomes),
             superseded=superseded,
-            violations=refused_writes(env, log_steps),
+            violations=refused,
             penalty=policy_penalty,
         )
         reward = 0.0 if violations else verdict.reward
@@ -191,6 +192,7 @@ def verify_state(
                     has_state_work(seed_to_gold, gold_units),
                 ),
                 answered_at=submitted_at(counts),
+                charges={v["step"]: policy_penalty for v in refused} if policy_penalty else {},
             )
             steps = step_fields(
                 conn,

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
@@ -36,6 +36,9 @@ class Settlement:
     shape: Callable[[float, bool], float]
     # The step that wrote the answer row (its share is paid there); None: none did.
     answered_at: int | None = None
+    # Step -> what it costs besides its potential (a refused attempt at a forbidden write:
+    # the deployment's penalty, charged to the call that made it).
+    charges: Mapping[int, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -308,6 +311,11 @@ def step_fields(
         ]
         seed = settle.shape(seed, False)
     rewards, turns = distribute(calls, steps, a, phi, turn_count(response), start=seed)
+    if settle is not None and settle.charges:
+        for n, step_idx in a.step_of.items():
+            cost = settle.charges.get(step_idx, 0.0)
+            rewards[n] -= cost
+            turns[calls[n].turn] -= cost
     out["step_rewards"] = [round(r, 6) for r in rewards]
     out["turn_rewards"] = [round(r, 6) for r in turns]
     if settle is not None:
