@@ -13,6 +13,8 @@ weighs 1 / (units in its outcome), so an outcome counts 1 whatever its size. Row
 
 from __future__ import annotations
 
+import threading
+import weakref
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -143,3 +145,26 @@ def outcomes(diff: StateDiff) -> Outcomes:
     touched = frozenset(ident for ident, i in owner.items() if entries[i][3][0] != "log")
     groups = {u: frozenset(g) for u, g in group.items()}
     return Outcomes(units, weight, identity, len(size), touched, logs, groups)
+
+
+_GOLD: dict[int, tuple[weakref.ref[Any], Outcomes]] = {}
+_GOLD_LOCK = threading.Lock()
+
+
+def of_gold(reference: Any) -> Outcomes:
+    """`outcomes(reference.seed_to_gold)` of a cached gold state, computed once per gold state
+    (every verify and every step-reward potential of its task reads it); forgotten with it."""
+    key = id(reference)
+    with _GOLD_LOCK:
+        hit = _GOLD.get(key)
+    if hit is not None and hit[0]() is reference:
+        return hit[1]
+    found = outcomes(reference.seed_to_gold)
+
+    def forget(_: Any, key: int = key) -> None:
+        with _GOLD_LOCK:
+            _GOLD.pop(key, None)
+
+    with _GOLD_LOCK:
+        _GOLD[key] = (weakref.ref(reference, forget), found)
+    return found

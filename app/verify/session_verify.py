@@ -19,7 +19,7 @@ from app.verify.diff import against_gold, diff_states, split_extra_log_records
 from app.verify.evidence import Known, cap_evidence
 from app.verify.gold import GoldCache
 from app.verify.log_reads import ReadOnce
-from app.verify.outcomes import outcomes
+from app.verify.outcomes import of_gold, outcomes
 from app.verify.outputs import final_assistant_text, missing_outputs
 from app.verify.reward import has_state_work, partial_reward, score, state_credit
 from app.verify.state import dump_state
@@ -78,7 +78,7 @@ def verify_state(
     steps: dict[str, Any] | None = None
     seed_to_gold = reference.seed_to_gold if reference else None
     gold_units = reference.units if reference else None
-    gold_outcomes = outcomes(seed_to_gold) if seed_to_gold is not None else None
+    gold_outcomes = of_gold(reference) if reference is not None else None
     checked = checked_tables(task.expected_state)
 
     def potential(state: Any, checks: Any) -> float:
