@@ -116,3 +116,22 @@ def test_the_text_path_reads_zone_suffixes_and_us_dates_as_one_value():
     assert "date" not in [t.kind for t in ambiguous]  # never the expected value
     assert any(t.kind == "opaque" for t in ambiguous)  # a rival of every digit-bearing kind
     assert [t.kind for t in tokens("paid US$72.99 today")] == ["word", "amount", "word"]
+
+
+@pytest.mark.parametrize(
+    "message, ok",
+    [
+        ("The total is US$72.99.", True),
+        ("The total is 72.99 USD.", True),
+        ("The total is $72.99.", True),
+        ("The total is €72.99.", False),
+        ("The total is 72.99 JPY.", False),
+        ("The total is $72.99 (about €67.10).", False),
+    ],
+)
+def test_the_text_path_refuses_another_currency(message: str, ok: bool) -> None:
+    from app.core.tasks import ExpectedAnswer
+    from app.verify.submitted import text_answer_match
+
+    match = text_answer_match(ExpectedAnswer("amount", "72.99"), message)
+    assert match.ok is ok, match.evidence["reason"]

@@ -34,6 +34,8 @@ __all__ = [
     "check",
     "check_answer_kind",
     "describe",
+    "expected_currency",
+    "in_other_currency",
     "parse_answer",
     "parse_value",
     "tokens",
@@ -288,7 +290,7 @@ def check(kind: str, expected: object, submitted: object) -> Verdict:
     if doubt is not None and not _doubtful(expected):
         return Verdict(False, f"'{doubt}' is a question, not an answer: a doubt mark is a mismatch")
     try:
-        got = parse_answer(kind, submitted, many=many, currency=_currency(kind, expected))
+        got = parse_answer(kind, submitted, many=many, currency=expected_currency(kind, expected))
     except NotOneValue as e:
         return Verdict(False, e.reason)
     if kind == "name" and not many and isinstance(submitted, str):
@@ -309,7 +311,16 @@ def _doubtful(raw: object) -> str | None:
     return next((str(i) for i in items if isinstance(i, str) and _DOUBT.search(i)), None)
 
 
-def _currency(kind: str, expected: object) -> str | None:
+def in_other_currency(text: str, currency: str) -> bool:
+    """Whether an amount's spelling names a currency other than `currency` (or two)."""
+    try:
+        named = g.read_currency(text)
+    except g.Unreadable:
+        return True
+    return named is not None and named != currency
+
+
+def expected_currency(kind: str, expected: object) -> str | None:
     """The currency an expected amount is in: the one its spelling names, else the
     environment's (g.DEFAULT_CURRENCY). None for other kinds."""
     if kind != "amount":
