@@ -364,7 +364,9 @@ def kind(gen: TaskGenerator, gold: list[dict[str, Any]], family: str) -> str:
     """write (the gold changes state), refusal, or read (an answer from lookups only)."""
     if any(writes(gen, c) for c in gold):
         return "write"
-    return "refusal" if is_refusal(family) else "read"
+    # A gold that only looks and declines is a refusal, whatever its family (a forbidden twin).
+    declines = bool(gold) and gold[-1]["name"] == DECLINE_REQUEST
+    return "refusal" if is_refusal(family) or declines else "read"
 
 
 _AMOUNT = re.compile(r"^-?\d+\.\d{2}$")
