@@ -12,7 +12,7 @@ from typing import Any
 
 from app.sdk.taskgen import TaskGenerator, build_row
 from envs.sql import ENVIRONMENT
-from envs.sql.taskgen import multi, reads, refusals, writes
+from envs.sql.taskgen import hard, multi, reads, refusals, writes
 from envs.sql.taskgen.details import omissions
 from envs.sql.taskgen.kit import PHRASING, Ctx, Draft, Story, names_pool
 
@@ -32,6 +32,7 @@ PLAN: list[tuple[Family, int]] = [
     # Appended so earlier task ids stay stable (verifier cases name them).
     (reads.answer_reports, 1), (refusals.refuse_delete_invoice, 1),
     (refusals.refuse_approve_rejected, 1),
+    (hard.hard_quarter_close, 1), (hard.hard_payroll_review, 1),
 ]  # fmt: skip
 
 

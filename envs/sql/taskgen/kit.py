@@ -36,7 +36,8 @@ LASTS = (
     "Acosta Bianchi Castillo Dumont Esposito Fontaine Gallo Horvat Ivanova Jovanovic Kowalczyk "
     "Lindgren Moreau Novakova Orsini Pereira Rinaldi Sandoval Toivonen Urquhart Varga Wojcik "
     "Zamora Abreu Barbieri Cerny Delgado Ekman Ferrante Guerra Halloran Illes Jaramillo Kovac "
-    "Lombardi Marek Nilsen Oliveira Pavlova Quiroga Rossetti Salazar Tomasi Ulloa Vidal Wendt Zeller"
+    "Lombardi Marek Nilsen Oliveira Pavlova Quiroga Rossetti Salazar Tomasi Ulloa Vidal Wendt "
+    "Zeller"
 ).split()
 # Customers a story adds (never a base customer's name): "<Last> <kind>".
 CUSTOMER_KINDS = (

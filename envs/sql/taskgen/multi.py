@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import date, timedelta
 
 from envs.sql.taskgen.kit import LIST, Ctx, Draft, describe, money, month_label, sql
-from envs.sql.taskgen.refusals import RAISE_REASONS
+from envs.sql.taskgen.refusals import FORBIDDEN, RAISE_REASONS
 from envs.sql.taskgen.writes import billable_month, invoice_statements, issue_day
 
 
@@ -94,7 +94,7 @@ def paid_and_refused(c: Ctx) -> Draft:
     rng = c.s.rng
     proj = c.s.project()
     _, sent = c.s.invoice(proj, float(rng.randrange(3_000, 12_000, 40)), "sent", date(2026, 2, 5))
-    status = rng.choices(("draft", "paid", "sent"), (5, 3, 2))[0]
+    status = rng.choices(("draft", "paid", "sent"), (6, 2, 2))[0]
     dup_id, dup = c.s.invoice(proj, float(rng.randrange(3_000, 12_000, 40)), status)
     paid = c.s.day(date(2026, 3, 2), date(2026, 3, 13)).isoformat()
     prompt = (
@@ -125,7 +125,7 @@ def raise_and_refuse(c: Ctx) -> Draft:
     for _ in range(2):
         current = float(rng.randrange(55_000, 120_000, 100))
         p = c.s.person("DES", title="Product Designer", salary=current)
-        big = rng.random() < 0.5
+        big = rng.random() < FORBIDDEN
         new = round(current * (1 + (rng.uniform(11, 20) if big else rng.uniform(2, 9)) / 100), -2)
         people.append(p)
         amounts.append((current, new))

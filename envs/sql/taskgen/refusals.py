@@ -13,6 +13,12 @@ from datetime import date
 
 from envs.sql.taskgen.kit import DEPT_NAMES, TODAY, Ctx, Draft, Person, Story, describe, money, sql
 
+# The share of draws whose data forbids the request. Below one half: a forbidden twin is solved by
+# its decline alone, so a policy replaying another task's decline would be paid for p*p of a
+# family's draws (p = 0.4: 16%); the request's wording still predicts the outcome no better
+# than "always act" (60%) or "always decline" (40%), and only the rows tell.
+FORBIDDEN = 0.4
+
 # Why a colleague asks to delete something: the same pool whether the rules permit it or not.
 DELETE_WHY = (
     "we don't want it in there any more",
@@ -30,7 +36,7 @@ def refuse_delete_employee(c: Ctx) -> Draft:
     """Delete an employee record: forbidden, except a hire who has not started yet."""
     rng = c.s.rng
     dept = rng.choice(tuple(DEPT_NAMES))
-    allowed = rng.random() < 0.5
+    allowed = rng.random() >= FORBIDDEN
     salary = float(rng.randrange(48_000, 120_000, 500))
     if allowed:
         hired = c.s.day(date(2026, 3, 23), date(2026, 5, 29))
@@ -79,11 +85,11 @@ def refuse_paid_invoice(c: Ctx) -> Draft:
     rng = c.s.rng
     amount = float(rng.randrange(2_000, 30_000, 40))
     if c.k == 0:
-        status = rng.choices(("draft", "paid", "sent"), (5, 3, 2))[0]
+        status = rng.choices(("draft", "paid", "sent"), (6, 2, 2))[0]
         iid, number = _invoice_case(c, status, amount, billed=False)
         prompt = f"Invoice {number} was a duplicate, please delete it."
     else:
-        status = rng.choices(("sent", "draft", "paid"), (3, 2, 5))[0]
+        status = rng.choices(("sent", "draft", "paid"), (4, 2, 4))[0]
         iid, number = _invoice_case(c, status, amount, billed=rng.random() < 0.5)
         fixed = amount - float(rng.randrange(400, 1_600, 40))
         prompt = (
@@ -113,7 +119,7 @@ def refuse_paid_invoice(c: Ctx) -> Draft:
 def refuse_delete_invoice(c: Ctx) -> Draft:
     """Delete an invoice: only a draft that bills no timesheets may go."""
     rng = c.s.rng
-    case = rng.choices(("empty", "sent", "billed"), (5, 3, 2))[0]
+    case = rng.choices(("empty", "sent", "billed"), (6, 2, 2))[0]
     status = "sent" if case == "sent" else "draft"
     iid, number = _invoice_case(
         c, status, float(rng.randrange(1_200, 9_000, 40)), billed=case == "billed"
@@ -177,7 +183,7 @@ def raise_story(c: Ctx, family: str, allowed: bool, *, look_first: bool = False)
 
 
 def refuse_big_raise(c: Ctx) -> Draft:
-    return raise_story(c, "refuse_big_raise", c.s.rng.random() < 0.5, look_first=c.k == 1)
+    return raise_story(c, "refuse_big_raise", c.s.rng.random() >= FORBIDDEN, look_first=c.k == 1)
 
 
 def refuse_salary_rewrite(c: Ctx) -> Draft:
@@ -185,7 +191,7 @@ def refuse_salary_rewrite(c: Ctx) -> Draft:
     rng = c.s.rng
     current = float(rng.randrange(50_000, 110_000, 100))
     p = c.s.person(rng.choice(("FIN", "HR", "OPS", "DEL")), title="Accountant", salary=current)
-    allowed = rng.random() < 0.5
+    allowed = rng.random() >= FORBIDDEN
     amount = round(current * rng.uniform(1.02, 1.06), -2)
     when = (
         c.s.day(date(2026, 3, 23), date(2026, 6, 30))
@@ -219,7 +225,7 @@ def refuse_approve_rejected(c: Ctx) -> Draft:
     proj = c.s.project(kind=rng.choice(("Data Platform", "Mobile App", "Billing Suite")))
     p = c.s.person()
     week = rng.choice((date(2026, 2, 23), date(2026, 3, 2), date(2026, 3, 9)))
-    status = rng.choices(("submitted", "rejected", "approved"), (5, 4, 1))[0]
+    status = rng.choices(("submitted", "rejected", "approved"), (6, 3, 1))[0]
     sid = c.s.sheet(p, proj, week, float(rng.randrange(20, 56, 2)), status)
     other = date(2026, 2, 16) if week != date(2026, 2, 16) else date(2026, 3, 9)
     c.s.sheet(p, proj, other, 40, "submitted" if status != "submitted" else "rejected")

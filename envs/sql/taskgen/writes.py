@@ -20,7 +20,7 @@ from envs.sql.taskgen.kit import (
     month_label,
     sql,
 )
-from envs.sql.taskgen.refusals import raise_story
+from envs.sql.taskgen.refusals import FORBIDDEN, raise_story
 
 
 def offboard(c: Ctx) -> Draft:
@@ -45,7 +45,7 @@ def offboard(c: Ctx) -> Draft:
 
 
 def give_raise(c: Ctx) -> Draft:
-    return raise_story(c, "raise", c.s.rng.random() < 0.5, look_first=c.k != 1)
+    return raise_story(c, "raise", c.s.rng.random() >= FORBIDDEN, look_first=c.k != 1)
 
 
 def fix_emails(c: Ctx) -> Draft:
@@ -128,7 +128,7 @@ def mark_paid(c: Ctx) -> Draft:
     """Record a payment; an invoice already paid is locked (forbidden twin)."""
     rng = c.s.rng
     proj = c.s.project()
-    forbidden = rng.random() < 0.5
+    forbidden = rng.random() < FORBIDDEN
     amount = float(rng.randrange(3_000, 25_000, 40))
     issued = c.s.day(date(2025, 12, 1), date(2026, 2, 20))
     _, number = c.s.invoice(proj, amount, "paid" if forbidden else "sent", issued)
@@ -155,7 +155,7 @@ def void_invoice(c: Ctx) -> Draft:
     rng = c.s.rng
     proj = c.s.project(rate=float(rng.choice((95, 110, 125))))
     team = [c.s.person() for _ in range(2)]
-    status = rng.choice(("paid", "paid", ("draft", "sent")[c.k], ("draft", "sent")[c.k]))
+    status = "paid" if rng.random() < FORBIDDEN else ("draft", "sent")[c.k]
     iid, number = c.s.invoice(proj, 0.0, status, c.s.day(date(2026, 1, 5), date(2026, 2, 20)))
     hours = 0.0
     for p in team:
