@@ -183,7 +183,7 @@ def hard_payroll_review(c: Ctx) -> Draft:
     )
     corrected = row_amount + float(rng.choice((-500, 500, 800, 1_000)))
     pct = rng.choice((2, 2.5, 3, 3.5, 4))
-    when = rng.choice(("2026-04-01", "2026-04-15", "2026-05-01"))
+    when = c.s.day(date(2026, 3, 17), later - timedelta(days=3)).isoformat()
     over = rng.random() < FORBIDDEN
     target = round(named_current * (1 + rng.uniform(11, 16) / 100 if over else 1.09), -2)
     if not over:  # within 10% of the current salary (above the pending row, a trap)

@@ -48,13 +48,22 @@ CUSTOMER_KINDS = (
 
 BASE_CUSTOMERS = 30  # customers 1..30 of the base data (envs/sql/data.py COMPANIES)
 # Months a billing story may be about: (first day, first day of the next month).
-MONTHS = (
-    (date(2025, 11, 1), date(2025, 12, 1)),
-    (date(2025, 12, 1), date(2026, 1, 1)),
-    (date(2026, 1, 1), date(2026, 2, 1)),
-    (date(2026, 2, 1), date(2026, 3, 1)),
+MONTHS = tuple(
+    (date(2025 + (m > 12), (m - 1) % 12 + 1, 1), date(2025 + (m >= 12), m % 12 + 1, 1))
+    for m in range(4, 15)
+)  # April 2025 ... February 2026
+MONTH_NAMES = dict(
+    enumerate(
+        "January February March April May June July August September October November "
+        "December".split(),
+        start=1,
+    )
 )
-MONTH_NAMES = {11: "November", 12: "December", 1: "January", 2: "February", 3: "March"}
+
+
+def effective_day(story: Story) -> str:
+    """A date a change takes effect: a day after today, within the next four months."""
+    return story.day(date(2026, 3, 17), date(2026, 7, 31)).isoformat()
 
 
 def month_label(first: date) -> str:

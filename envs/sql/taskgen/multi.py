@@ -6,7 +6,17 @@ from __future__ import annotations
 
 from datetime import date, timedelta
 
-from envs.sql.taskgen.kit import LIST, Ctx, Draft, describe, money, month_label, sql
+from envs.sql.taskgen.kit import (
+    LIST,
+    Ctx,
+    Draft,
+    describe,
+    effective_day,
+    mondays_of,
+    money,
+    month_label,
+    sql,
+)
 from envs.sql.taskgen.refusals import FORBIDDEN, RAISE_REASONS
 from envs.sql.taskgen.writes import billable_month, invoice_statements, issue_day
 
@@ -16,11 +26,12 @@ def month_end(c: Ctx) -> Draft:
     rng = c.s.rng
     proj, team, first, end = billable_month(c, float(rng.choice((100, 120, 140))))
     _, sent = c.s.invoice(proj, float(rng.randrange(3_000, 9_000, 40)), "sent", date(2025, 10, 6))
-    draft_id, draft = c.s.invoice(proj, 0.0, "draft", date(2025, 10, 20))
+    earlier = mondays_of(first, end)[0] - timedelta(days=14)  # before the month: not re-billed
+    draft_id, draft = c.s.invoice(proj, 0.0, "draft", earlier + timedelta(days=7))
     hours = 0.0
     for p in team:
         h = float(rng.choice((16, 20, 24)))
-        c.s.sheet(p, proj, date(2025, 10, 13), h, "invoiced", invoice_id=draft_id)
+        c.s.sheet(p, proj, earlier, h, "invoiced", invoice_id=draft_id)
         hours += h
     c.s.rows["invoices"][-1]["amount"] = hours * proj.rate
     paid = c.s.day(date(2026, 3, 2), date(2026, 3, 13)).isoformat()
@@ -131,7 +142,7 @@ def raise_and_refuse(c: Ctx) -> Draft:
         amounts.append((current, new))
         over.append(big)
     reason = rng.choice(RAISE_REASONS)
-    when = rng.choice(("2026-04-01", "2026-05-01", "2026-06-01"))
+    when = effective_day(c.s)
     a, b = people
     prompt = (
         f"Raises effective {when} ({reason}): {a.name} ({a.no}) goes to "

@@ -11,7 +11,18 @@ from __future__ import annotations
 
 from datetime import date
 
-from envs.sql.taskgen.kit import DEPT_NAMES, TODAY, Ctx, Draft, Person, Story, describe, money, sql
+from envs.sql.taskgen.kit import (
+    DEPT_NAMES,
+    TODAY,
+    Ctx,
+    Draft,
+    Person,
+    Story,
+    describe,
+    effective_day,
+    money,
+    sql,
+)
 
 # The share of draws whose data forbids the request. Below one half: a forbidden twin is solved by
 # its decline alone, so a policy replaying another task's decline would be paid for p*p of a
@@ -153,7 +164,7 @@ def raise_story(c: Ctx, family: str, allowed: bool, *, look_first: bool = False)
     new = round(current * (1 + pct / 100), -2)
     assert (new <= round(current * 1.10, 2)) == allowed
     reason = rng.choice(RAISE_REASONS)
-    when = rng.choice(("2026-04-01", "2026-05-01", "2026-06-01", "2026-04-15", "2026-07-01"))
+    when = effective_day(s)
     asks = (
         f"Please raise the salary of {p.name} ({p.no}) to {money(new)} a year, effective "
         f"{when} ({reason}).",
