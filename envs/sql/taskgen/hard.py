@@ -155,13 +155,15 @@ def hard_payroll_review(c: Ctx) -> Draft:
     rng = c.s.rng
     dept = rng.choice(("ENG", "DATA", "DES", "SALES"))
     lead = c.s.person(dept, title="Team Lead", salary=150_000.0)
-    size = rng.randint(3, 5)
+    size = rng.randint(4, 6)
     currents = [float(rng.randrange(55_000, 125_000, 100)) for _ in range(size)]
     team = [
         c.s.person(dept, manager_id=lead.id, salary=s, hired=date(2020, 2, 3)) for s in currents
     ]
-    on_leave = rng.randrange(1, size)  # never the named one (index 0)
+    # Never the named one (index 0): one report on leave, one who has just left (still active).
+    on_leave, leaver = rng.sample(range(1, size - 1), 2)
     c.s.rows["employees"][-size + on_leave]["status"] = "on_leave"
+    left = c.s.day(date(2026, 2, 27), date(2026, 3, 13)).isoformat()
     later = c.s.day(date(2026, 5, 4), date(2026, 8, 31))
     # The named report: a pending promotion makes their latest row higher than the current one.
     named, named_current = team[0], currents[0]
@@ -169,7 +171,7 @@ def hard_payroll_review(c: Ctx) -> Draft:
     for n, (p, s) in enumerate(zip(team, currents, strict=True)):
         _history(c, p, s, pending if n == 0 else None, later)
     # The corrected row: another report's last raise, in effect or not yet (the data decides).
-    fixed_p = team[-1] if on_leave != size - 1 else team[1]
+    fixed_p = team[-1]  # neither on leave nor leaving
     fixed_s = currents[team.index(fixed_p)]
     in_effect = rng.random() < FORBIDDEN
     row_day = c.s.day(date(2026, 1, 5), date(2026, 3, 9)) if in_effect else later
@@ -193,8 +195,11 @@ def hard_payroll_review(c: Ctx) -> Draft:
         f"Payroll review for {lead.name}'s ({lead.no}) direct reports, effective {when}: every "
         f"active report gets a {pct}% merit raise on their current salary (rounded to cents), "
         f"except {named.name} ({named.no}), who goes to {money(target)} instead (promotion); "
-        f"people on leave get nothing this time. Also, the latest salary row of "
-        f"{fixed_p.name} ({fixed_p.no}) should say {money(corrected)}: please fix that row."
+        f"people on leave get nothing this time. Before that: {team[leaver].name} "
+        f"({team[leaver].no}) left on {left}, please offboard them (no raise, of course). Also, "
+        f"the adjustment row of "
+        f"{fixed_p.name} ({fixed_p.no}) (their only 'adjustment' salary row) should say "
+        f"{money(corrected)}: please fix that row."
     )
     gold = [
         describe("salaries"),
@@ -203,9 +208,13 @@ def hard_payroll_review(c: Ctx) -> Draft:
                 WHERE e.manager_id = (SELECT id FROM employees WHERE employee_no = '{lead.no}')
                 ORDER BY e.employee_no, s.effective_date"""),
     ]
+    gold.append(
+        sql(f"""UPDATE employees SET status = 'terminated', termination_date = '{left}'
+                WHERE employee_no = '{team[leaver].no}'""")
+    )
     # The current salary of each active report: the latest row on or before today.
     for n, (p, s) in enumerate(zip(team, currents, strict=True)):
-        if n == on_leave or n == 0:
+        if n in (0, on_leave, leaver):
             continue
         current = s
         if p is fixed_p and in_effect:
