@@ -75,7 +75,7 @@ def team_lead_leaves(c: Ctx) -> Draft:
     c.s.sheet(lead, proj, date(2026, 1, 12), 44, "rejected")  # 2026: stays
     c.s.sheet(reports[0], proj, date(2026, 3, 9), 40, "submitted")
     prompt = (
-        f"{lead.name} ({lead.no}) leaves today, 2026-03-16. Please: move their direct "
+        f"{lead.name} ({lead.no}) leaves today, 2026-03-16. Please move their direct "
         f"reports to {new.name} ({new.no}); reject {lead.first}'s still-submitted "
         f"timesheets; archive {lead.first}'s rejected timesheets from 2025; and offboard "
         f"{lead.first}."

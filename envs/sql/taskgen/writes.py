@@ -165,7 +165,7 @@ def void_invoice(c: Ctx) -> Draft:
             hours += h
     c.s.rows["invoices"][0]["amount"] = hours * proj.rate
     prompt = (
-        f"Invoice {number} went out with the wrong hours. Please void it; its timesheets "
+        f"Invoice {number} went out with the wrong hours. Please void it. Its timesheets "
         "should go back to approved so they can be billed again."
     )
     gold = [
