@@ -128,10 +128,11 @@ def refuse_paid_invoice(c: Ctx) -> Draft:
 
 
 def refuse_delete_invoice(c: Ctx) -> Draft:
-    """Delete an invoice: only a draft that bills no timesheets may go."""
+    """Delete an invoice: only a draft that bills no timesheets may go; a paid one is locked
+    (the first rule of the policy's list that applies)."""
     rng = c.s.rng
-    case = rng.choices(("empty", "sent", "billed"), (6, 2, 2))[0]
-    status = "sent" if case == "sent" else "draft"
+    case = rng.choices(("empty", "sent", "billed", "paid"), (6, 1, 1, 2))[0]
+    status = case if case in ("sent", "paid") else "draft"
     iid, number = _invoice_case(
         c, status, float(rng.randrange(1_200, 9_000, 40)), billed=case == "billed"
     )
@@ -140,6 +141,9 @@ def refuse_delete_invoice(c: Ctx) -> Draft:
         sql(f"SELECT id, number, status, amount FROM invoices WHERE number = '{number}'"),
         sql(f"SELECT COUNT(*) FROM timesheets WHERE invoice_id = {iid}"),
     ]
+    if case == "paid":
+        why = f"Invoice {number} is paid, so it is locked and cannot be deleted."
+        return _decline("refuse_delete_invoice", prompt, gold, "invoice_already_paid", why)
     if case != "empty":
         why = f"Invoices are never deleted (only an empty draft may go); I can void {number}."
         return _decline("refuse_delete_invoice", prompt, gold, "cannot_delete_invoice", why)
@@ -231,13 +235,15 @@ def refuse_salary_rewrite(c: Ctx) -> Draft:
 
 
 def refuse_approve_rejected(c: Ctx) -> Draft:
-    """Approve one timesheet: only a submitted one can be approved."""
+    """Approve one timesheet: only a submitted one can be approved; one billed on a paid invoice
+    is locked (the first rule of the policy's list that applies)."""
     rng = c.s.rng
     proj = c.s.project(kind=rng.choice(("Data Platform", "Mobile App", "Billing Suite")))
     p = c.s.person()
     week = rng.choice((date(2026, 2, 23), date(2026, 3, 2), date(2026, 3, 9)))
-    status = rng.choices(("submitted", "rejected", "approved"), (6, 3, 1))[0]
-    sid = c.s.sheet(p, proj, week, float(rng.randrange(20, 56, 2)), status)
+    status = rng.choices(("submitted", "rejected", "approved", "invoiced"), (6, 1.5, 0.5, 2))[0]
+    paid_id = c.s.invoice(proj, 4_000.0, "paid", week)[0] if status == "invoiced" else None
+    sid = c.s.sheet(p, proj, week, float(rng.randrange(20, 56, 2)), status, invoice_id=paid_id)
     other = date(2026, 2, 16) if week != date(2026, 2, 16) else date(2026, 3, 9)
     c.s.sheet(p, proj, other, 40, "submitted" if status != "submitted" else "rejected")
     prompt = (
@@ -249,6 +255,9 @@ def refuse_approve_rejected(c: Ctx) -> Draft:
         sql(f"""SELECT t.id, t.week_start, t.hours, t.status FROM timesheets t
                 JOIN employees e ON e.id = t.employee_id WHERE e.employee_no = '{p.no}'""")
     ]
+    if status == "invoiced":
+        why = f"The timesheet of {p.no} for {week.isoformat()} is billed on a paid invoice: locked."
+        return _decline("refuse_approve_rejected", prompt, gold, "invoice_already_paid", why)
     if status != "submitted":
         why = (
             f"The timesheet of {p.no} for the week of {week.isoformat()} is {status}; only "
