@@ -61,6 +61,36 @@ MONTH_NAMES = dict(
 )
 
 
+# Job titles a story gives (a level and a role of the department): many, so that a title in a
+# gold statement is no recurring identifier.
+ROLES = {
+    "ENG": ("Backend Engineer", "Frontend Engineer", "Platform Engineer", "Test Engineer"),
+    "DATA": ("Data Scientist", "Data Engineer", "Machine Learning Engineer", "Data Analyst"),
+    "DES": ("Product Designer", "Interaction Designer", "Visual Designer", "Design Researcher"),
+    "DEL": ("Project Manager", "Delivery Manager", "Scrum Master", "Engagement Manager"),
+    "SALES": ("Account Manager", "Account Executive", "Sales Engineer", "Partner Manager"),
+    "FIN": (
+        "Financial Accountant",
+        "Financial Controller",
+        "Payroll Specialist",
+        "Billing Analyst",
+    ),
+    "HR": ("People Partner", "Talent Recruiter", "Learning Specialist", "Benefits Advisor"),
+    "OPS": (
+        "Office Manager",
+        "Support Specialist",
+        "Facilities Coordinator",
+        "Procurement Officer",
+    ),
+}
+LEVELS = ("Junior", "Senior", "Lead", "Principal", "Associate", "Staff")
+
+
+def job_title(story: Story, dept: str) -> str:
+    """A title for someone joining `dept`: a level and one of the department's roles."""
+    return f"{story.rng.choice(LEVELS)} {story.rng.choice(ROLES[dept])}"
+
+
 def effective_day(story: Story) -> str:
     """A date a change takes effect: a day after today, within the next four months."""
     return story.day(date(2026, 3, 17), date(2026, 7, 31)).isoformat()

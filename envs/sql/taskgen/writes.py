@@ -16,6 +16,8 @@ from envs.sql.taskgen.kit import (
     Draft,
     Proj,
     describe,
+    effective_day,
+    job_title,
     mondays_of,
     month_label,
     sql,
@@ -261,7 +263,7 @@ def archive_rejected(c: Ctx) -> Draft:
     rng = c.s.rng
     proj = c.s.project(kind="Customer Portal")
     team = [c.s.person() for _ in range(rng.randint(2, 3))]
-    cut = rng.choice((date(2025, 12, 1), date(2026, 1, 1), date(2026, 2, 1)))
+    cut = rng.choice(MONTHS)[0]
     first_monday = cut + timedelta(days=(7 - cut.weekday()) % 7)
     for n, p in enumerate(team):
         c.s.sheet(p, proj, first_monday - timedelta(days=7 * (4 + n)), 30, "rejected")
@@ -309,12 +311,8 @@ def reassign_reports(c: Ctx) -> Draft:
 
 def transfer(c: Ctx) -> Draft:
     rng = c.s.rng
-    dept, title = rng.choice(
-        (
-            (("DATA", "Data Scientist"), ("DEL", "Project Manager"), ("SALES", "Account Manager")),
-            (("DES", "UX Researcher"), ("FIN", "Controller")),
-        )[c.k]
-    )
+    dept = rng.choice((("DATA", "DEL", "SALES", "HR"), ("DES", "FIN", "OPS"))[c.k])
+    title = job_title(c.s, dept)
     p = c.s.person(rng.choice(("ENG", "OPS")))
     prompt = (
         f"{p.name} ({p.no}) moves to the {DEPT_NAMES[dept]} department as {title}, "
@@ -336,9 +334,8 @@ def transfer(c: Ctx) -> Draft:
 
 def onboard(c: Ctx) -> Draft:
     rng = c.s.rng
-    dept, title = rng.choice(
-        ((("DES", "Product Designer"), ("ENG", "Backend Engineer")), (("FIN", "Accountant"),))[c.k]
-    )
+    dept = rng.choice((("DES", "ENG", "DATA", "SALES"), ("FIN", "HR", "OPS", "DEL"))[c.k])
+    title = job_title(c.s, dept)
     salary = rng.randrange(52_000, 96_000, 500)
     first, last = c.s.names.pop()
     no = c.s.employee_no()
@@ -371,7 +368,7 @@ def cost_of_living(c: Ctx) -> Draft:
     rng = c.s.rng
     code = rng.choice(tuple(DEPT_NAMES))
     pct = rng.choice((1.5, 2, 2.5, 3, 3.5, 4, 4.5))
-    when = rng.choice(("2026-04-01", "2026-05-01", "2026-06-01", "2026-07-01"))
+    when = effective_day(c.s)
     for _ in range(rng.randint(1, 3)):
         c.s.person(code, salary=float(rng.randrange(50_000, 90_000, 100)))
     c.s.person(code, salary=60_000.0, status="on_leave")
