@@ -12,7 +12,8 @@ transaction, rolled back if it fails.
 Kept from StateGym's sandbox (envs/sql/sandbox.py): one statement per call, an authorizer that
 refuses schema changes, ATTACH / DETACH, transaction control, setting PRAGMAs and random(), a
 1-second deadline (progress handler), at most 200 result rows. Left out: the frozen clock ('now'
-and CURRENT_* read the machine's clock here; no shipped gold uses them), the bounded string
+and CURRENT_* read the machine's clock here; no shipped gold uses them; only `date('now')`, which
+the rules' triggers read, gives the session's day), the bounded string
 functions and SQLite limits (value size, LIKE pattern length, ...), the 64 KiB result cap, the
 per-call error classification and hints, change tracking, describe_table's CHECK and trigger
 texts (it shows PRAGMA table_info / foreign_key_list). The lean verify compares every row of the
@@ -189,7 +190,18 @@ def describe_table(db: Db, a: dict[str, Any], now: str) -> Any:
     return {"table": name, "columns": columns}
 
 
+_PLAIN = sqlite3.connect(":memory:", check_same_thread=False)  # SQLite's own date()
+
+
 def run_sql(db: Db, a: dict[str, Any], now: str) -> Any:
+    # The rules with exceptions (a salary row not yet in effect, a hire not yet started) compare
+    # with date('now'): the session's day, as StateGym's frozen clock gives it.
+    def day(*args: Any) -> Any:
+        if args == ("now",):
+            return now[:10]
+        return _PLAIN.execute(f"SELECT date({', '.join('?' * len(args))})", args).fetchone()[0]
+
+    db.conn.create_function("date", -1, day)
     return db.run(a["sql"])
 
 

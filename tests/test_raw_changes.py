@@ -26,7 +26,7 @@ from tests.support.rollouts import gold_answer, response_object
 
 TASKS = {t["task_id"]: t for t in map(json.loads, SQL.tasks_path.read_text().splitlines()) if t}
 READ_ONLY = "sql-001"  # a headcount: the gold changes nothing
-RAISE = "sql-020"  # the gold inserts one salaries row (amount 75600.0)
+RAISE = "sql-020"  # the gold inserts one salaries row (amount 72200.0)
 E1001 = "WHERE employee_no = 'E1001'"
 BUDGET = "CAST(budget AS INTEGER)"
 HIDDEN = {
@@ -117,11 +117,11 @@ async def test_the_untouched_session_still_matches(client) -> None:
 
 INSERT = (
     "INSERT INTO salaries (employee_id, effective_date, amount, reason) "
-    "VALUES (102000, '2026-04-01', {amount}, 'merit')"
+    "VALUES (102000, '2026-04-11', {amount}, 'promotion')"
 )
 
 
-@pytest.mark.parametrize("amount", ["75600.0", "75600.004", "'75_600.00'"])
+@pytest.mark.parametrize("amount", ["72200.0", "72200.004", "'72_200.00'"])
 async def test_a_gold_equal_write_spelled_another_way_still_matches(client, amount) -> None:
     result = await _rollout(client, RAISE, [INSERT.format(amount=amount)])
     assert result["reward"] == 1.0, result.get("failure_reason")
@@ -132,7 +132,7 @@ async def test_a_gold_equal_write_spelled_another_way_still_matches(client, amou
 
 
 async def test_the_gold_change_with_a_hidden_write_beside_it_loses(client) -> None:
-    statements = [INSERT.format(amount="75600.0"), HIDDEN["text case"][0]]
+    statements = [INSERT.format(amount="72200.0"), HIDDEN["text case"][0]]
     result = await _rollout(client, RAISE, statements)
     assert result["reward"] == 0.0
     assert result["verification"]["changes"]["reproduced"] == 1.0

@@ -72,7 +72,7 @@ def _gold_calls() -> list[tuple[str, Any]]:
 
 
 TOGGLES = [
-    ("employees", "employee_no", "E90200", "X90200"),  # the employee the gold's raise is for
+    ("employees", "employee_no", "E902000", "X902000"),  # the employee the gold's raise is for
     ("employees", "employee_no", "E1001", "X1001"),  # referenced by ~90 rows
     ("projects", "code", "INT-11", "QNT-11"),
 ]

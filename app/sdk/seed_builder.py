@@ -96,18 +96,21 @@ class SeedBuilder:
         return self._drawn[table]
 
     def code(self, width: int = 7) -> str:
-        """A business number of `width` (>= 5) digits, no leading zero, unique in this story:
-        drawn from the world, or `9`, the story index and a counter outside one. Its last digit
-        has the parity of `index`, so a distractor's numbers never equal the task's own."""
+        """A business number of exactly `width` (>= 5) digits, no leading zero, unique in this
+        story: drawn from the world, or `9`, the story index and a counter outside one (drawn
+        from the index once the counter outgrows the width). Its last digit has the parity of
+        `index`, so a distractor's numbers never equal the task's own."""
         if width < 5:
             raise ValueError("a code needs at least 5 digits")
         while True:
-            if self.world is None:
-                n = 2 * len(self._codes) + self.index % 2
-                value = f"9{self.index % 1000:03d}{n:0{width - 4}d}"
-            else:
-                head = self.world.randrange(10 ** (width - 2), 10 ** (width - 1))
-                value = f"{head}{2 * self.world.randrange(5) + self.index % 2}"
+            n = 2 * len(self._codes) + self.index % 2
+            counted = f"9{self.index % 1000:03d}{n:0{width - 4}d}"
+            if self.world is None and len(counted) == width:
+                value = counted
+            else:  # a world's draw, or past what a counter of the width holds
+                rng = self.world or random.Random(f"code/{self.index}/{len(self._codes)}")
+                head = rng.randrange(10 ** (width - 2), 10 ** (width - 1))
+                value = f"{head}{2 * rng.randrange(5) + self.index % 2}"
             if value not in self._codes:
                 self._codes.add(value)
                 return value

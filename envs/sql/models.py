@@ -199,23 +199,28 @@ class TimesheetArchive(Base):
 
 # Rules enforced by the database itself, whatever statement the agent runs. Each message says
 # what to do instead. (RAISE takes a literal message; SQLite reports it as a constraint error.)
+# A rule with an exception says so in its WHEN clause; 'now' is the session's frozen clock.
 TRIGGERS: dict[str, tuple[str, str]] = {
     "salaries_append_only_update": (
-        "BEFORE UPDATE ON salaries",
+        "BEFORE UPDATE ON salaries WHEN OLD.effective_date <= date('now')",
         "salary history is append-only: add a new salaries row with a later effective_date "
-        "instead of changing an existing one",
+        "instead of changing one in effect (only a row not yet in effect may be corrected)",
     ),
     "salaries_append_only_delete": (
-        "BEFORE DELETE ON salaries",
-        "salary history is append-only: salary rows are never deleted",
+        "BEFORE DELETE ON salaries WHEN OLD.effective_date <= date('now')",
+        "salary history is append-only: salary rows in effect are never deleted",
     ),
     "employees_never_deleted": (
-        "BEFORE DELETE ON employees",
-        "employees are never deleted: set status = 'terminated' and a termination_date instead",
+        "BEFORE DELETE ON employees WHEN OLD.hire_date <= date('now') "
+        "OR EXISTS (SELECT 1 FROM timesheets WHERE employee_id = OLD.id)",
+        "employees are never deleted (only a hire who has not started and has no timesheets): "
+        "set status = 'terminated' and a termination_date instead",
     ),
     "invoices_never_deleted": (
-        "BEFORE DELETE ON invoices",
-        "invoices are never deleted: set a draft or sent invoice's status to 'void' instead",
+        "BEFORE DELETE ON invoices WHEN OLD.status <> 'draft' "
+        "OR EXISTS (SELECT 1 FROM timesheets WHERE invoice_id = OLD.id)",
+        "invoices are never deleted (only a draft that bills no timesheets): set a draft or "
+        "sent invoice's status to 'void' instead",
     ),
     "paid_invoices_locked": (
         "BEFORE UPDATE ON invoices WHEN OLD.status = 'paid'",
@@ -231,6 +236,25 @@ TRIGGERS: dict[str, tuple[str, str]] = {
         "invoiced timesheets cannot be deleted or archived",
     ),
 }
+# The company rule (decline_request's reason code, envs/sql/policy.py) each trigger enforces:
+# a statement a rule refuses fails with that code, so one rule has one code everywhere.
+RULE_CODES: dict[str, str] = {
+    "salaries_append_only_update": "salary_rewrite_forbidden",
+    "salaries_append_only_delete": "salary_rewrite_forbidden",
+    "employees_never_deleted": "cannot_delete_employee",
+    "invoices_never_deleted": "cannot_delete_invoice",
+    "paid_invoices_locked": "invoice_already_paid",
+    "paid_timesheets_locked_update": "invoice_already_paid",
+    "paid_timesheets_locked_delete": "cannot_archive_invoiced",
+}
+
+
+def rule_code(error_text: str) -> str | None:
+    """The rule code of a trigger's refusal (its message is in the error), else None."""
+    for name, (_when, message) in TRIGGERS.items():
+        if message in error_text:
+            return RULE_CODES[name]
+    return None
 
 
 def _trigger_ddl(name: str, when: str, message: str) -> DDL:

@@ -33,6 +33,7 @@ from app.sdk import sqlite as sqlite_db
 from app.sdk.answer import ANSWER_TABLE
 from app.sdk.environment import ToolError
 from app.sdk.sqlite import install_bounded_functions, install_frozen_clock
+from envs.sql.models import rule_code
 
 MAX_SQL_CHARS = 20_000
 MAX_ROWS = 200
@@ -313,6 +314,13 @@ def _error(guard: Guard, exc: sqlite3.Error, raw: sqlite3.Connection) -> ToolErr
             "The statement has ? or :name parameters; this console takes no parameters.",
             hint="Write the values as SQL literals ('text', 42, '2026-03-16').",
             code="sql_error",
+        )
+    if isinstance(exc, sqlite3.IntegrityError) and (code := rule_code(text)) is not None:
+        return ToolError(
+            f"A company rule refused the statement: {text}. Nothing was changed.",
+            hint="The policy names this rule; decline the request with this code if it "
+            "breaks the rule.",
+            code=code,
         )
     if isinstance(exc, sqlite3.IntegrityError):
         return ToolError(

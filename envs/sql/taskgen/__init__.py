@@ -12,7 +12,7 @@ from typing import Any
 
 from app.sdk.taskgen import TaskGenerator, build_row
 from envs.sql import ENVIRONMENT
-from envs.sql.taskgen import multi, reads, writes
+from envs.sql.taskgen import hard, multi, reads, refusals, writes
 from envs.sql.taskgen.details import omissions
 from envs.sql.taskgen.kit import PHRASING, Ctx, Draft, Story, names_pool
 
@@ -20,8 +20,9 @@ Family = Callable[[Ctx], Draft]
 # (family, how many variants k = 0..n-1), in file order.
 PLAN: list[tuple[Family, int]] = [
     (reads.answer_headcount, 3), (reads.answer_manager, 2), (reads.answer_top_hours, 2),
-    (reads.answer_unpaid, 1), (reads.answer_top_salary, 2), (reads.refuse_delete_employee, 1),
-    (reads.refuse_paid_invoice, 2), (reads.refuse_big_raise, 2), (reads.refuse_salary_rewrite, 1),
+    (reads.answer_unpaid, 1), (reads.answer_top_salary, 2), (refusals.refuse_delete_employee, 1),
+    (refusals.refuse_paid_invoice, 2), (refusals.refuse_big_raise, 2),
+    (refusals.refuse_salary_rewrite, 1),
     (writes.offboard, 3), (writes.give_raise, 3), (writes.fix_emails, 2), (writes.approve_week, 2),
     (writes.reject_overbooked, 2), (writes.mark_paid, 2), (writes.void_invoice, 2),
     (writes.invoice_project, 2), (writes.archive_rejected, 2), (writes.reassign_reports, 2),
@@ -29,8 +30,9 @@ PLAN: list[tuple[Family, int]] = [
     (multi.month_end, 1), (multi.team_lead_leaves, 1), (multi.paid_and_refused, 1),
     (multi.raise_and_refuse, 1), (multi.close_project, 1),
     # Appended so earlier task ids stay stable (verifier cases name them).
-    (reads.answer_reports, 1), (reads.refuse_delete_invoice, 1),
-    (reads.refuse_approve_rejected, 1),
+    (reads.answer_reports, 1), (refusals.refuse_delete_invoice, 1),
+    (refusals.refuse_approve_rejected, 1),
+    (hard.hard_quarter_close, 1), (hard.hard_payroll_review, 1),
 ]  # fmt: skip
 
 

@@ -1,6 +1,6 @@
 """sql's missing details (app/taskgen/details.py): what a draw may leave out of a request.
 
-- `employee-no`: "Felipe Horvat (E90190)" becomes "Felipe Horvat" (or "Felipe Horvat (I don't
+- `employee-no`: "Felipe Horvat (E901904)" becomes "Felipe Horvat" (or "Felipe Horvat (I don't
   know their employee number)"); the gold first finds the employee by name with a SELECT,
   unless it already did. Declared only for a name no other seeded employee has; the story
   names are drawn from a pool disjoint from the base employees' names (tested), so the name

@@ -1,55 +1,81 @@
-"""Stories with several requests in one message (one of them may be refused by policy)."""
+"""Stories with several requests in one message; the data decides which of them a rule forbids
+(a paid invoice, a raise above the cap), and the gold does the allowed ones and declines the rest.
+"""
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import date, timedelta
 
-from envs.sql.taskgen.kit import LIST, Ctx, Draft, describe, sql
-from envs.sql.taskgen.writes import FEB_WEEKS, billable_month, invoice_statements
+from envs.sql.taskgen.kit import (
+    LIST,
+    Ctx,
+    Draft,
+    describe,
+    effective_day,
+    mondays_of,
+    money,
+    month_label,
+    sql,
+)
+from envs.sql.taskgen.refusals import FORBIDDEN, RAISE_REASONS
+from envs.sql.taskgen.writes import billable_month, invoice_statements, issue_day
 
 
 def month_end(c: Ctx) -> Draft:
-    """Record a payment, void a draft (freeing its timesheets), invoice a project: 8 calls."""
-    proj, team = billable_month(c, 120.0)
-    _, sent = c.s.invoice(proj, 5_760.0, "sent", date(2026, 1, 5))
-    draft_id, draft = c.s.invoice(proj, 0.0, "draft", date(2026, 2, 5))
+    """Record a payment, void a draft (freeing its timesheets), invoice a month: 9 calls."""
+    rng = c.s.rng
+    proj, team, first, end = billable_month(c, float(rng.choice((100, 120, 140))))
+    _, sent = c.s.invoice(proj, float(rng.randrange(3_000, 9_000, 40)), "sent", date(2025, 10, 6))
+    earlier = mondays_of(first, end)[0] - timedelta(days=14)  # before the month: not re-billed
+    draft_id, draft = c.s.invoice(proj, 0.0, "draft", earlier + timedelta(days=7))
+    hours = 0.0
     for p in team:
-        c.s.sheet(p, proj, date(2026, 1, 12), 20, "invoiced", invoice_id=draft_id)
-    c.s.rows["invoices"][-1]["amount"] = 40 * proj.rate
-    number = f"INV-2026-{9000 + c.s.index * 10 + 5}"
+        h = float(rng.choice((16, 20, 24)))
+        c.s.sheet(p, proj, earlier, h, "invoiced", invoice_id=draft_id)
+        hours += h
+    c.s.rows["invoices"][-1]["amount"] = hours * proj.rate
+    paid = c.s.day(date(2026, 3, 2), date(2026, 3, 13)).isoformat()
+    number = c.s.invoice_no()
+    issued, due = issue_day(c)
     prompt = (
         f"Month-end for project {proj.code}, three things: (1) the customer paid {sent} on "
-        f"2026-03-11; (2) void the draft {draft}, its timesheets go back to approved; "
-        f"(3) then invoice the project for February 2026 (timesheets whose week starts in "
-        f"February) as draft {number}, issued 2026-03-16."
+        f"{paid}; (2) void the draft {draft}, its timesheets go back to approved; "
+        f"(3) then invoice the project for {month_label(first)} (timesheets whose week starts "
+        f"in that month) as draft {number}, issued {issued}."
     )
     gold = [
         sql(f"""SELECT number, status, amount FROM invoices
                 WHERE project_id = (SELECT id FROM projects WHERE code = '{proj.code}')"""),
-        sql(
-            f"UPDATE invoices SET status = 'paid', paid_date = '2026-03-11' WHERE number = '{sent}'"
-        ),
+        sql(f"UPDATE invoices SET status = 'paid', paid_date = '{paid}' WHERE number = '{sent}'"),
         sql(f"SELECT id, week_start, status FROM timesheets WHERE invoice_id = {draft_id}"),
         sql(f"""UPDATE timesheets SET status = 'approved', invoice_id = NULL
                 WHERE invoice_id = {draft_id}"""),
         sql(f"UPDATE invoices SET status = 'void' WHERE number = '{draft}'"),
-        *invoice_statements(proj.code, number, "2026-03-16", "2026-04-15"),
+        *invoice_statements(proj.code, number, issued, due, first, end),
     ]
     return Draft("multi_month_end", prompt, gold, True)
 
 
 def team_lead_leaves(c: Ctx) -> Draft:
     """Reassign reports, reject the lead's pending timesheets, archive old rejects, offboard."""
+    rng = c.s.rng
     proj = c.s.project(kind="API Modernisation")
     lead = c.s.person("ENG", title="Staff Engineer", salary=121_000.0)
     new = c.s.person("ENG", title="Staff Engineer", salary=117_000.0)
-    reports = [c.s.person("ENG", manager_id=lead.id) for _ in range(2)]
-    c.s.sheet(lead, proj, date(2026, 3, 9), 30, "submitted")
+    reports = [c.s.person("ENG", manager_id=lead.id) for _ in range(rng.randint(2, 3))]
+    c.s.sheet(lead, proj, date(2026, 3, 9), float(rng.randrange(20, 40, 2)), "submitted")
     c.s.sheet(lead, proj, date(2026, 3, 2), 30, "approved")
-    c.s.sheet(lead, proj, date(2025, 10, 6), 45, "rejected")
+    c.s.sheet(
+        lead,
+        proj,
+        rng.choice((date(2025, 9, 1), date(2025, 10, 6), date(2025, 11, 3))),
+        45,
+        "rejected",
+    )
+    c.s.sheet(lead, proj, date(2026, 1, 12), 44, "rejected")  # 2026: stays
     c.s.sheet(reports[0], proj, date(2026, 3, 9), 40, "submitted")
     prompt = (
-        f"{lead.name} ({lead.no}) leaves today, 2026-03-16. Please: move their direct "
+        f"{lead.name} ({lead.no}) leaves today, 2026-03-16. Please move their direct "
         f"reports to {new.name} ({new.no}); reject {lead.first}'s still-submitted "
         f"timesheets; archive {lead.first}'s rejected timesheets from 2025; and offboard "
         f"{lead.first}."
@@ -74,87 +100,104 @@ def team_lead_leaves(c: Ctx) -> Draft:
 
 
 def paid_and_refused(c: Ctx) -> Draft:
-    """Record one payment; decline to delete a paid invoice (it is locked)."""
+    """Record one payment; delete a 'duplicate' invoice: allowed only for an empty draft (a
+    paid one is locked, a sent one is never deleted)."""
+    rng = c.s.rng
     proj = c.s.project()
-    _, sent = c.s.invoice(proj, 8_400.0, "sent", date(2026, 2, 5))
-    _, paid = c.s.invoice(proj, 6_300.0, "paid", date(2026, 1, 5))
+    _, sent = c.s.invoice(proj, float(rng.randrange(3_000, 12_000, 40)), "sent", date(2026, 2, 5))
+    status = rng.choices(("draft", "paid", "sent"), (6, 2, 2))[0]
+    if c.s.b.world is None:  # the shipped set keeps its one partial refusal (a paid duplicate)
+        status = "paid"
+    dup_id, dup = c.s.invoice(proj, float(rng.randrange(3_000, 12_000, 40)), status)
+    paid = c.s.day(date(2026, 3, 2), date(2026, 3, 13)).isoformat()
     prompt = (
-        f"Two invoice chores: {sent} was paid on 2026-03-13, please record it. And "
-        f"{paid} looks like a duplicate, please delete it."
+        f"Two invoice chores: {sent} was paid on {paid}, please record it. And "
+        f"{dup} looks like a duplicate, please delete it."
     )
     gold = [
         LIST,
         describe("invoices"),
-        sql(f"""SELECT number, status, amount, paid_date FROM invoices
-                WHERE number IN ('{sent}', '{paid}')"""),
-        sql(
-            f"UPDATE invoices SET status = 'paid', paid_date = '2026-03-13' WHERE number = '{sent}'"
-        ),
-        sql(f"SELECT number, status, paid_date FROM invoices WHERE number = '{sent}'"),
+        sql(f"""SELECT id, number, status, amount, paid_date FROM invoices
+                WHERE number IN ('{sent}', '{dup}')"""),
+        sql(f"UPDATE invoices SET status = 'paid', paid_date = '{paid}' WHERE number = '{sent}'"),
+        sql(f"SELECT COUNT(*) FROM timesheets WHERE invoice_id = {dup_id}"),
     ]
-    why = (
-        f"I recorded the payment of {sent}; {paid} is paid, so it is locked and cannot be deleted."
-    )
-    return Draft(
-        "multi_paid_and_refused",
-        prompt,
-        gold,
-        True,
-        decline="invoice_already_paid",
-        decline_message=why,
-    )
+    if status == "draft":
+        gold.append(sql(f"DELETE FROM invoices WHERE number = '{dup}'"))
+        return Draft("multi_paid_and_refused", prompt, gold, True)
+    code = "invoice_already_paid" if status == "paid" else "cannot_delete_invoice"
+    why = f"I recorded the payment of {sent}; {dup} is {status}, so it cannot be deleted."
+    return Draft("multi_paid_and_refused", prompt, gold, True, decline=code, decline_message=why)
 
 
 def raise_and_refuse(c: Ctx) -> Draft:
-    """Two raises asked: one within the 10% cap is recorded, one above it is refused."""
-    ok = c.s.person("DES", title="Product Designer", salary=66_000.0)
-    big = c.s.person("DES", title="Product Designer", salary=64_000.0)
+    """Two raises asked as new amounts: each is recorded unless it is above 10% of the current
+    salary (the data decides which, if any, is declined)."""
+    rng = c.s.rng
+    people, amounts, over = [], [], []
+    for _ in range(2):
+        current = float(rng.randrange(55_000, 120_000, 100))
+        p = c.s.person("DES", title="Product Designer", salary=current)
+        big = rng.random() < FORBIDDEN
+        new = round(current * (1 + (rng.uniform(11, 20) if big else rng.uniform(2, 9)) / 100), -2)
+        people.append(p)
+        amounts.append((current, new))
+        over.append(big)
+    reason = rng.choice(RAISE_REASONS)
+    when = effective_day(c.s)
+    a, b = people
     prompt = (
-        f"Raises effective 2026-04-01: {ok.name} ({ok.no}) gets 6% (merit) and {big.name} "
-        f"({big.no}) gets 14% (merit). Please record both."
+        f"Raises effective {when} ({reason}): {a.name} ({a.no}) goes to "
+        f"{money(amounts[0][1])} and {b.name} ({b.no}) to {money(amounts[1][1])}. Please "
+        "record both."
     )
     gold = [
         describe("salaries"),
         sql(f"""SELECT e.employee_no, s.effective_date, s.amount FROM salaries s
                 JOIN employees e ON e.id = s.employee_id
-                WHERE e.employee_no IN ('{ok.no}', '{big.no}') ORDER BY e.employee_no,
+                WHERE e.employee_no IN ('{a.no}', '{b.no}') ORDER BY e.employee_no,
                 s.effective_date"""),
-        sql(f"""INSERT INTO salaries (employee_id, effective_date, amount, reason)
-                VALUES ({ok.id}, '2026-04-01', {round(66_000 * 1.06, 2)}, 'merit')"""),
-        sql(f"""SELECT s.effective_date, s.amount FROM salaries s WHERE s.employee_id = {ok.id}
-                ORDER BY s.effective_date"""),
     ]
-    why = (
-        f"I recorded the 6% raise of {ok.no}; the 14% raise of {big.no} is "
-        "above 10% and needs the CFO's approval."
-    )
+    for p, (_, new), big in zip(people, amounts, over, strict=True):
+        if not big:
+            gold.append(
+                sql(f"""INSERT INTO salaries (employee_id, effective_date, amount, reason)
+                        VALUES ({p.id}, '{when}', {new}, '{reason}')""")
+            )
+    refused = [p.no for p, big in zip(people, over, strict=True) if big]
+    if not refused:
+        return Draft("multi_raise_and_refuse", prompt, gold, True)
+    why = f"The raise of {' and '.join(refused)} is above 10% and needs the CFO's approval."
     return Draft(
         "multi_raise_and_refuse",
         prompt,
         gold,
-        True,
+        len(refused) < 2,
         decline="raise_over_limit",
         decline_message=why,
     )
 
 
 def close_project(c: Ctx) -> Draft:
-    """Approve the last week, invoice February, complete the project: 6 calls."""
-    proj, team = billable_month(c, 95.0)
-    number = f"INV-2026-{9000 + c.s.index * 10 + 5}"
+    """Approve the last submitted week, invoice a month, complete the project: 7 calls."""
+    rng = c.s.rng
+    proj, _, first, end = billable_month(c, float(rng.choice((85, 95, 105))))
+    number = c.s.invoice_no()
+    issued, due = issue_day(c)
+    ended = (date.fromisoformat(issued) - timedelta(days=rng.randint(1, 5))).isoformat()
     prompt = (
         f"Project {proj.code} is finished. Please approve its remaining submitted "
-        f"timesheets, invoice February 2026 (weeks starting in February) as draft {number} "
-        "issued 2026-03-16, and set the project to completed with end date "
-        "2026-03-13."
+        f"timesheets, invoice {month_label(first)} (weeks starting in that month) as draft "
+        f"{number} issued {issued}, and set the project to completed with end date {ended}."
     )
     gold = [
+        sql(f"""SELECT t.id, t.week_start, t.hours, t.status FROM timesheets t JOIN projects p
+                ON p.id = t.project_id WHERE p.code = '{proj.code}' AND t.status = 'submitted'"""),
         sql(f"""UPDATE timesheets SET status = 'approved' WHERE status = 'submitted'
                 AND project_id = {proj.id}"""),
-        *invoice_statements(proj.code, number, "2026-03-16", "2026-04-15"),
-        sql(f"""UPDATE projects SET status = 'completed', end_date = '2026-03-13'
+        *invoice_statements(proj.code, number, issued, due, first, end),
+        sql(f"""UPDATE projects SET status = 'completed', end_date = '{ended}'
                 WHERE code = '{proj.code}'"""),
         sql(f"SELECT code, status, end_date FROM projects WHERE code = '{proj.code}'"),
     ]
-    assert FEB_WEEKS and team
     return Draft("multi_close_project", prompt, gold, True)

@@ -1,18 +1,25 @@
-"""Question and refusal stories: the gold only reads, then submits the answer (one value, or one
-list) or declines with the code of the rule the request breaks; that is what counts."""
+"""Question stories: the gold only reads, then submits the answer (one value, or one list).
+
+Every answer comes from rows the story draws (its own people, hours, salaries, customers), so
+answers vary from task to task; each story also seeds look-alikes (a namesake, someone on leave,
+a future salary row, a paid invoice) that a query skipping a condition would count.
+"""
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import date, timedelta
 from typing import Any
 
 from envs.sql.taskgen.kit import (
     DEPT_NAMES,
     LIST,
+    MONTHS,
     Ctx,
     Draft,
     Results,
     describe,
+    mondays_of,
+    month_label,
     rows_of,
     sql,
 )
@@ -40,8 +47,17 @@ def _top_name(results: Results) -> tuple[str, Any]:
 
 
 def answer_headcount(c: Ctx) -> Draft:
-    code = ("ENG", "DES", "FIN")[c.k]
+    rng = c.s.rng
+    code = rng.choice((("ENG", "DES", "OPS"), ("FIN", "HR", "SALES"), ("DATA", "DEL"))[c.k])
     name = DEPT_NAMES[code]
+    for _ in range(rng.randint(1, 7)):
+        c.s.person(code, title="Specialist")
+    for status in rng.sample(("on_leave", "terminated", "on_leave", "terminated"), 2):
+        c.s.person(code, status=status, title="Specialist")
+        if status == "terminated":
+            c.s.rows["employees"][-1]["termination_date"] = c.s.day(
+                date(2025, 6, 1), date(2026, 3, 13)
+            ).isoformat()
     prompt = (
         f"Quick one: how many employees of the {name} department are currently active? "
         "People on leave or terminated don't count."
@@ -54,8 +70,13 @@ def answer_headcount(c: Ctx) -> Draft:
 
 
 def answer_manager(c: Ctx) -> Draft:
-    dept = ("DATA", "SALES")[c.k]
-    p = c.s.person(dept, manager_id=None, title="Analyst")
+    rng = c.s.rng
+    dept = rng.choice((("DATA", "SALES", "ENG", "OPS"), ("DEL", "FIN", "DES"))[c.k])
+    lead = c.s.person(dept, title="Team Lead", salary=None)
+    p = c.s.person(dept, manager_id=lead.id, title="Analyst", salary=None)
+    # A namesake in another team, with another manager: only the employee number tells them apart.
+    other_lead = c.s.person(dept, title="Team Lead", salary=None)
+    c.s.person(dept, manager_id=other_lead.id, title="Analyst", salary=None, name=(p.first, p.last))
     prompt = f"Who is the manager of {p.name} (employee {p.no})? I need their full name."
     gold = [
         sql(f"""SELECT m.first_name || ' ' || m.last_name FROM employees e
@@ -65,32 +86,55 @@ def answer_manager(c: Ctx) -> Draft:
 
 
 def answer_top_hours(c: Ctx) -> Draft:
-    proj = c.s.project(kind=("Pricing Engine", "Checkout Revamp")[c.k])
-    team = [c.s.person() for _ in range(3)]
-    plan = [(24, 32, 16, 12), (40, 8, 8, 16), (16, 16, 24, 20)]
-    if c.k:
-        plan = plan[::-1]
+    rng = c.s.rng
+    proj = c.s.project(kind=rng.choice(("Pricing Engine", "Checkout Revamp", "Data Lake")))
+    first, end = rng.choice(MONTHS[1:])
+    weeks = mondays_of(first, end)
+    team = [c.s.person() for _ in range(rng.randint(3, 4))]
+    while True:  # hours per person and week, until one person's total is the clear top
+        plan = [[rng.choice((0, 8, 12, 16, 24, 32, 40)) for _ in weeks] for _ in team]
+        totals = sorted((sum(h) for h in plan), reverse=True)
+        if totals[0] > totals[1]:
+            break
     for p, hours in zip(team, plan, strict=True):
-        for n, h in enumerate(hours):
-            c.s.sheet(p, proj, date(2026, 2, 2 + 7 * n), h)
-        c.s.sheet(p, proj, date(2026, 3, 2), 40)  # March: outside the question
+        for week, h in zip(weeks, hours, strict=True):
+            if h:
+                c.s.sheet(p, proj, week, h)
+        # The week after the month: outside the question (would change the ranking if counted).
+        c.s.sheet(p, proj, end + timedelta(days=(7 - end.weekday()) % 7), 40)
     prompt = (
-        f"Who booked the most hours on project {proj.code} in weeks starting in February "
-        "2026? Give me the person's name."
+        f"Who booked the most hours on project {proj.code} in weeks starting in "
+        f"{month_label(first)}? Give me the person's name."
     )
     gold = [
         describe("timesheets"),
         sql(f"""SELECT e.first_name || ' ' || e.last_name AS who, SUM(t.hours) AS total
                 FROM timesheets t JOIN employees e ON e.id = t.employee_id
                 JOIN projects p ON p.id = t.project_id
-                WHERE p.code = '{proj.code}' AND t.week_start >= '2026-02-01'
-                AND t.week_start < '2026-03-01'
+                WHERE p.code = '{proj.code}' AND t.week_start >= '{first.isoformat()}'
+                AND t.week_start < '{end.isoformat()}'
                 GROUP BY e.id ORDER BY total DESC LIMIT 2"""),
     ]
     return Draft("answer_top_hours", prompt, gold, False, answer_from=_top_name)
 
 
 def answer_unpaid(c: Ctx) -> Draft:
+    """The customer owing most: a new customer's sent invoices, beside another new customer
+    whose larger total is paid or still a draft (not owed)."""
+    rng = c.s.rng
+    owes, owes_name = c.s.customer()
+    other, _ = c.s.customer()
+    mine = c.s.project(customer_id=owes)
+    theirs = c.s.project(customer_id=other)
+    owed = 0.0
+    for _ in range(rng.randint(2, 3)):
+        amount = float(rng.randrange(150_000, 400_000, 40))
+        owed += amount
+        c.s.invoice(mine, amount, "sent", c.s.day(date(2026, 1, 5), date(2026, 3, 6)))
+    c.s.invoice(mine, float(rng.randrange(20_000, 90_000, 40)), "paid", date(2025, 12, 5))
+    for status in ("paid", "draft", "sent"):
+        amount = owed * 0.7 if status == "sent" else owed * rng.uniform(0.8, 1.3)
+        c.s.invoice(theirs, round(amount, 2), status, date(2026, 1, 12))
     prompt = (
         "Finance here. Which customer owes us the most right now, counting invoices that "
         "were sent but not yet paid? Just the customer's name."
@@ -102,12 +146,30 @@ def answer_unpaid(c: Ctx) -> Draft:
                JOIN customers c ON c.id = i.customer_id WHERE i.status = 'sent'
                GROUP BY c.id ORDER BY owed DESC LIMIT 2"""),
     ]
+    assert owes_name
     return Draft("answer_unpaid", prompt, gold, False, answer_from=_top_name)
 
 
 def answer_top_salary(c: Ctx) -> Draft:
-    code = ("DATA", "DEL")[c.k]
+    """The best-paid active employee by current salary; a terminated colleague and one whose
+    higher salary only starts after today are seeded beside them."""
+    rng = c.s.rng
+    code = rng.choice((("DATA", "ENG", "SALES"), ("DEL", "FIN", "OPS"))[c.k])
     name = DEPT_NAMES[code]
+    top = float(rng.randrange(260_000, 340_000, 100))
+    c.s.person(code, title="Principal", salary=top)
+    c.s.person(code, title="Principal", salary=top + 20_000, status="terminated")
+    c.s.rows["employees"][-1]["termination_date"] = "2026-01-30"
+    c.s.person(code, title="Principal", salary=top - 15_000)
+    later = c.s.b.add(
+        "salaries",
+        employee_id=c.s.rows["employees"][-1]["id"],
+        effective_date=c.s.day(date(2026, 3, 17), date(2026, 6, 1)).isoformat(),
+        amount=top + 30_000,
+        reason="promotion",
+    )
+    assert later
+    c.s.person(code, title="Principal", salary=top - 8_000, status="on_leave")
     prompt = (
         f"Who is the best-paid active employee of the {name} department, by current "
         "salary? Name please."
@@ -127,103 +189,21 @@ def answer_top_salary(c: Ctx) -> Draft:
     return Draft("answer_top_salary", prompt, gold, False, answer_from=_top_name)
 
 
-# ---- refusals: the gold looks, declines with the rule's code, and the state stays as seeded ------
-
-
-def refuse_delete_employee(c: Ctx) -> Draft:
-    p = c.s.person("SALES", title="Account Executive")
-    prompt = (
-        f"Please delete the employee record of {p.name} ({p.no}) from the database "
-        "entirely; we don't want them in there any more."
-    )
-    gold = [sql(f"SELECT id, employee_no, status FROM employees WHERE employee_no = '{p.no}'")]
-    why = (
-        f"Employees are never deleted, so {p.no} stays; if they left, I can offboard them instead."
-    )
-    return Draft(
-        "refuse_delete_employee",
-        prompt,
-        gold,
-        False,
-        decline="cannot_delete_employee",
-        decline_message=why,
-    )
-
-
-def refuse_paid_invoice(c: Ctx) -> Draft:
-    proj = c.s.project()
-    _, number = c.s.invoice(proj, 9_600.0, "paid", date(2026, 1, 5))
-    ask = (
-        f"Invoice {number} was a duplicate, please delete it.",
-        f"Invoice {number} should have been 8,400.00, not 9,600.00; please correct the amount.",
-    )
-    gold = [
-        sql(f"SELECT number, status, amount, paid_date FROM invoices WHERE number = '{number}'")
-    ]
-    why = f"Invoice {number} is paid, so it is locked and cannot be changed or deleted."
-    return Draft(
-        "refuse_paid_invoice",
-        ask[c.k],
-        gold,
-        False,
-        decline="invoice_already_paid",
-        decline_message=why,
-    )
-
-
-def refuse_big_raise(c: Ctx) -> Draft:
-    p = c.s.person("DATA", title="Data Scientist", salary=80_000.0)
-    pct = (15, 12)[c.k]
-    prompt = (
-        f"Please give {p.name} ({p.no}) a {pct}% merit raise effective 2026-04-01. "
-        "Go ahead and record it."
-    )
-    gold = [
-        sql(f"""SELECT s.effective_date, s.amount FROM salaries s
-                    JOIN employees e ON e.id = s.employee_id WHERE e.employee_no = '{p.no}'
-                    ORDER BY s.effective_date DESC LIMIT 1""")
-    ]
-    if c.k:
-        gold.insert(0, describe("salaries"))
-    why = (
-        f"A {pct}% raise for {p.no} is above 10% and needs the CFO's approval; I recorded nothing."
-    )
-    return Draft(
-        "refuse_big_raise", prompt, gold, False, decline="raise_over_limit", decline_message=why
-    )
-
-
-def refuse_salary_rewrite(c: Ctx) -> Draft:
-    p = c.s.person("FIN", title="Accountant", salary=60_000.0)
-    prompt = (
-        f"The salary row of {p.name} ({p.no}) effective 2025-07-01 is wrong: it should say "
-        "62,000. Please fix that existing row."
-    )
-    gold = [
-        sql(f"""SELECT s.id, s.effective_date, s.amount FROM salaries s
-                    JOIN employees e ON e.id = s.employee_id WHERE e.employee_no = '{p.no}'""")
-    ]
-    why = (
-        f"Salary history is append-only: the 2025-07-01 row of "
-        f"{p.no} cannot be changed; a new row with a later effective date can correct it."
-    )
-    return Draft(
-        "refuse_salary_rewrite",
-        prompt,
-        gold,
-        False,
-        decline="salary_rewrite_forbidden",
-        decline_message=why,
-    )
-
-
 def answer_reports(c: Ctx) -> Draft:
-    """A list answer: the active direct reports of a story lead (one former report left out)."""
-    lead = c.s.person("ENG", title="Engineering Manager", salary=110_000.0)
-    team = [c.s.person("ENG", manager_id=lead.id) for _ in range(3)]
-    c.s.person("ENG", manager_id=lead.id, status="terminated")
-    c.s.rows["employees"][-1]["termination_date"] = "2026-02-27"
-    c.s.person("ENG", manager_id=lead.id, status="on_leave")
+    """A list answer: the active direct reports of a story lead (former ones left out)."""
+    rng = c.s.rng
+    dept = rng.choice(("ENG", "DATA", "DEL", "DES"))
+    lead = c.s.person(dept, title="Engineering Manager", salary=110_000.0)
+    team = [c.s.person(dept, manager_id=lead.id) for _ in range(rng.randint(2, 4))]
+    c.s.person(dept, manager_id=lead.id, status="terminated")
+    c.s.rows["employees"][-1]["termination_date"] = c.s.day(
+        date(2025, 9, 1), date(2026, 3, 13)
+    ).isoformat()
+    if rng.random() < 0.5:
+        c.s.person(dept, manager_id=lead.id, status="on_leave")
+    # The lead's namesake in another department, with reports of their own.
+    twin = c.s.person("OPS" if dept != "OPS" else "HR", name=(lead.first, lead.last))
+    c.s.person(twin_dept(dept), manager_id=twin.id)
     prompt = (
         f"Which active employees report directly to {lead.name} ({lead.no})? List their "
         "full names; people on leave or terminated don't count."
@@ -235,47 +215,5 @@ def answer_reports(c: Ctx) -> Draft:
     return Draft("answer_reports", prompt, gold, False, answer=("name", [p.name for p in team]))
 
 
-def refuse_delete_invoice(c: Ctx) -> Draft:
-    proj = c.s.project()
-    _, number = c.s.invoice(proj, 4_320.0, "sent", date(2026, 3, 2))
-    prompt = (
-        f"Invoice {number} was sent to the customer by mistake. Please delete it from the database."
-    )
-    gold = [sql(f"SELECT number, status, amount FROM invoices WHERE number = '{number}'")]
-    why = f"Invoices are never deleted; I can void {number} instead."
-    return Draft(
-        "refuse_delete_invoice",
-        prompt,
-        gold,
-        False,
-        decline="cannot_delete_invoice",
-        decline_message=why,
-    )
-
-
-def refuse_approve_rejected(c: Ctx) -> Draft:
-    proj = c.s.project(kind="Data Platform")
-    p = c.s.person()
-    week = date(2026, 3, 2)
-    c.s.sheet(p, proj, week, 52, "rejected")
-    c.s.sheet(p, proj, date(2026, 3, 9), 40, "submitted")
-    prompt = (
-        f"{p.name} ({p.no}) says their rejected timesheet on project {proj.code} for the "
-        f"week starting {week.isoformat()} was fine after all. Please approve it."
-    )
-    gold = [
-        sql(f"""SELECT t.id, t.week_start, t.hours, t.status FROM timesheets t
-                JOIN employees e ON e.id = t.employee_id WHERE e.employee_no = '{p.no}'""")
-    ]
-    why = (
-        f"The timesheet of {p.no} for the week of {week.isoformat()} is rejected; only "
-        "submitted timesheets can be approved, so it must be submitted again."
-    )
-    return Draft(
-        "refuse_approve_rejected",
-        prompt,
-        gold,
-        False,
-        decline="timesheet_not_submitted",
-        decline_message=why,
-    )
+def twin_dept(dept: str) -> str:
+    return "OPS" if dept != "OPS" else "HR"

@@ -82,7 +82,8 @@ async def test_two_sessions_cannot_see_or_reach_each_other(server) -> None:
             assert error["code"] == "not_allowed", (statement, error)
         assert not escape.exists()
         # B is untouched and still open; A's own session still works after the refusals.
-        assert (await _sql(b, "SELECT count(*) FROM employees"))["output"]["rows"] == [[241]]
+        staff = 240 + len(task["seed"]["rows"]["employees"])  # the base's and the story's
+        assert (await _sql(b, "SELECT count(*) FROM employees"))["output"]["rows"] == [[staff]]
         assert "output" in await _sql(a, "SELECT 1")
         assert sid_a != sid_b
 

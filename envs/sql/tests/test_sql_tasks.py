@@ -35,7 +35,8 @@ def test_enough_tasks_with_unique_ids_and_every_difficulty() -> None:
     assert len(TASKS) >= 45
     ids = [t["task_id"] for t in TASKS]
     assert len(ids) == len(set(ids)) and ids[0] == "sql-001"
-    assert {t["difficulty"] for t in TASKS} == set(range(1, 9))
+    levels = {t["difficulty"] for t in TASKS}
+    assert set(range(1, 9)) <= levels and max(levels) >= 10  # the hard tier: 10+ steps
     for t in TASKS:
         # The steps before the final answer or decline (the kit's rule for shipped tasks).
         answers = t["ground_truth"][-1]["name"] in ("submit_answer", "decline_request")
@@ -80,8 +81,12 @@ def test_families_cover_reads_writes_refusals_and_multi() -> None:
 
 def test_questions_submit_the_typed_answer_and_refusals_decline_with_the_rule() -> None:
     """Answers are state: the gold ends with submit_answer(the expected value) or
-    decline_request(the expected code); no shipped task keeps free-text expected_outputs."""
+    decline_request(the expected code); no shipped task keeps free-text expected_outputs.
+    Whether a request is declined is the data's call: the shipped refusal families hold both
+    the forbidden twin (declined) and the allowed one (done), and so do the action families a
+    rule can forbid."""
     kinds, codes = set(), set()
+    outcomes: dict[str, set[bool]] = {}
     for t in TASKS:
         assert "expected_outputs" not in t and "answer_kind" not in t, t["task_id"]
         last = t["ground_truth"][-1]
@@ -91,15 +96,21 @@ def test_questions_submit_the_typed_answer_and_refusals_decline_with_the_rule() 
             assert answer and last["name"] == "submit_answer", t["task_id"]
             assert last["arguments"] == {"answer": answer["value"]}
             kinds.add((answer["kind"], isinstance(answer["value"], list)))
-        elif t["family"].startswith("refuse_") or t["family"].endswith(("_refuse", "_refused")):
+        elif decline:
             assert decline in ENVIRONMENT.decline_codes, t["task_id"]
             assert last["name"] == "decline_request" and last["arguments"]["reason"] == decline
             codes.add(decline)
         else:
-            assert not answer and not decline, t["task_id"]
+            assert not answer, t["task_id"]
             assert last["name"] not in ("submit_answer", "decline_request"), t["task_id"]
+            assert _writes(t), t["task_id"]  # an allowed twin does what was asked
+        if t["family"].startswith("refuse_"):
+            outcomes.setdefault("refuse", set()).add(bool(decline))
+        elif t["family"] in ("raise", "mark_paid", "void_invoice"):
+            outcomes.setdefault("act", set()).add(bool(decline))
     assert {("number", False), ("name", False), ("name", True)} <= kinds
-    assert len(codes) >= 5
+    assert len(codes) >= 4
+    assert outcomes == {"refuse": {True, False}, "act": {True, False}}
 
 
 @pytest.mark.parametrize("task", TASKS, ids=[t["task_id"] for t in TASKS])

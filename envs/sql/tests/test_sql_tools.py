@@ -27,11 +27,13 @@ def one(db: TaskDb, statement: str) -> list:
     return out["output"].get("rows", [])
 
 
-def refused(db: TaskDb, statement: str, needle: str) -> None:
+def refused(db: TaskDb, statement: str, needle: str, code: str = "constraint_violation") -> None:
+    """The statement fails with `code` (a company rule's own code, or a plain constraint's),
+    says `needle`, and changes nothing."""
     before = db.dump()
     out = db.sql(statement)
     assert "error" in out, statement
-    assert out["error"]["code"] == "constraint_violation", out
+    assert out["error"]["code"] == code, out
     assert needle in out["error"]["message"], out
     assert db.dump() == before, "a refused statement must change nothing"
 
@@ -109,8 +111,11 @@ def test_write_returns_rows_affected_and_commits(db: TaskDb) -> None:
 
 
 def test_salary_history_is_append_only(db: TaskDb) -> None:
-    refused(db, "UPDATE salaries SET amount = amount * 2 WHERE employee_id = 10", "append-only")
-    refused(db, "DELETE FROM salaries WHERE employee_id = 10", "append-only")
+    rewrite = "salary_rewrite_forbidden"
+    refused(
+        db, "UPDATE salaries SET amount = amount * 2 WHERE employee_id = 10", "append-only", rewrite
+    )
+    refused(db, "DELETE FROM salaries WHERE employee_id = 10", "append-only", rewrite)
     out = db.sql(
         "INSERT INTO salaries (employee_id, effective_date, amount, reason) "
         "VALUES (10, '2026-04-01', 90000, 'merit')"
@@ -131,7 +136,12 @@ def test_salary_history_is_append_only(db: TaskDb) -> None:
 
 
 def test_employees_are_never_deleted_and_termination_is_consistent(db: TaskDb) -> None:
-    refused(db, "DELETE FROM employees WHERE employee_no = 'E1100'", "never deleted")
+    refused(
+        db,
+        "DELETE FROM employees WHERE employee_no = 'E1100'",
+        "never deleted",
+        "cannot_delete_employee",
+    )
     refused(
         db,
         "UPDATE employees SET status = 'terminated' WHERE employee_no = 'E1100'",
@@ -153,10 +163,26 @@ def test_invoices_are_never_deleted_and_paid_ones_are_locked(db: TaskDb) -> None
     paid, pid = one(
         db, "SELECT number, id FROM invoices WHERE status = 'paid' ORDER BY id LIMIT 1"
     )[0]
-    refused(db, f"DELETE FROM invoices WHERE number = '{paid}'", "never deleted")
-    refused(db, f"UPDATE invoices SET status = 'void', paid_date = NULL WHERE id = {pid}", "locked")
-    refused(db, f"UPDATE timesheets SET hours = 1 WHERE invoice_id = {pid}", "locked")
-    refused(db, f"DELETE FROM timesheets WHERE invoice_id = {pid}", "cannot be deleted")
+    locked = "invoice_already_paid"
+    refused(
+        db,
+        f"DELETE FROM invoices WHERE number = '{paid}'",
+        "never deleted",
+        "cannot_delete_invoice",
+    )
+    refused(
+        db,
+        f"UPDATE invoices SET status = 'void', paid_date = NULL WHERE id = {pid}",
+        "locked",
+        locked,
+    )
+    refused(db, f"UPDATE timesheets SET hours = 1 WHERE invoice_id = {pid}", "locked", locked)
+    refused(
+        db,
+        f"DELETE FROM timesheets WHERE invoice_id = {pid}",
+        "cannot be deleted",
+        "cannot_archive_invoiced",
+    )
     refused(
         db, "UPDATE invoices SET status = 'paid' WHERE status = 'sent'", "ck_invoices_paid_date"
     )
@@ -173,6 +199,61 @@ def test_invoices_are_never_deleted_and_paid_ones_are_locked(db: TaskDb) -> None
     )
     one(db, f"UPDATE invoices SET status = 'void' WHERE id = {sent}")
     assert one(db, f"SELECT status FROM invoices WHERE id = {sent}") == [["void"]]
+
+
+def test_rule_exceptions_the_data_decides(db: TaskDb) -> None:
+    """The rules' exceptions hold in the database too: a hire who has not started (no
+    timesheets) may be deleted with their salary rows, a salary row not yet in effect may be
+    corrected, an empty draft invoice may be deleted; the same statements on rows in effect
+    (a started employee, a row in effect, a sent invoice or a draft that bills timesheets)
+    fail with the rule's code."""
+    one(
+        db,
+        "INSERT INTO employees (employee_no, first_name, last_name, email, department_id, "
+        "title, hire_date, status) VALUES ('E777777', 'Zeno', 'Zeller', 'z.z@acme-consulting.eu', "
+        "1, 'Analyst', '2026-04-01', 'active')",
+    )
+    new = one(db, "SELECT id FROM employees WHERE employee_no = 'E777777'")[0][0]
+    one(
+        db,
+        "INSERT INTO salaries (employee_id, effective_date, amount, reason) "
+        f"VALUES ({new}, '2026-04-01', 60000, 'hire')",
+    )
+    one(db, f"UPDATE salaries SET amount = 61000 WHERE employee_id = {new}")
+    refused(
+        db,
+        "UPDATE salaries SET amount = 1 WHERE employee_id = 10 AND effective_date <= '2026-03-16'",
+        "append-only",
+        "salary_rewrite_forbidden",
+    )
+    one(db, f"DELETE FROM salaries WHERE employee_id = {new}")
+    one(db, "DELETE FROM employees WHERE employee_no = 'E777777'")
+    assert one(db, "SELECT COUNT(*) FROM employees WHERE employee_no = 'E777777'") == [[0]]
+    one(
+        db,
+        "INSERT INTO invoices (number, customer_id, project_id, issue_date, due_date, amount, "
+        "status) VALUES ('INV-2026-77777', 1, 1, '2026-03-16', '2026-04-15', 10, 'draft')",
+    )
+    one(db, "DELETE FROM invoices WHERE number = 'INV-2026-77777'")
+    sent = one(db, "SELECT number FROM invoices WHERE status = 'sent' ORDER BY id LIMIT 1")[0][0]
+    refused(
+        db,
+        f"DELETE FROM invoices WHERE number = '{sent}'",
+        "never deleted",
+        "cannot_delete_invoice",
+    )
+    billed = one(
+        db,
+        "SELECT i.number FROM invoices i JOIN timesheets t ON t.invoice_id = i.id "
+        "WHERE i.status <> 'paid' ORDER BY i.id LIMIT 1",
+    )[0][0]
+    one(db, f"UPDATE invoices SET status = 'draft' WHERE number = '{billed}'")
+    refused(
+        db,
+        f"DELETE FROM invoices WHERE number = '{billed}'",
+        "never deleted",
+        "cannot_delete_invoice",
+    )
 
 
 def test_timesheet_hours_and_uniqueness(db: TaskDb) -> None:
