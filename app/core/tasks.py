@@ -66,6 +66,8 @@ class TaskSpec:
     answer_via: Literal["tool", "text"] = "tool"
     # The reason code a refusal task expects `decline_request` to name.
     expected_decline: str | None = None
+    # What the decline must be about: one of these identifiers (none: the code alone decides).
+    expected_decline_subjects: tuple[str, ...] = ()
 
     @property
     def checks_only(self) -> bool:
@@ -165,6 +167,12 @@ class TaskRow(BaseModel):
     expected_decline: StrictStr | None = Field(
         default=None, description="the reason code decline_request must name (a refusal task)"
     )
+    expected_decline_subject: list[StrictStr] | None = Field(
+        default=None,
+        description="identifiers of what the refused request is about: decline_request's "
+        "`subject` must be one of them (a task's own ids, so a decline copied from another "
+        "task does not match)",
+    )
     _checks: tuple[Mapping[str, Any], ...] = PrivateAttr(default=())
 
     @model_validator(mode="after")
@@ -176,6 +184,8 @@ class TaskRow(BaseModel):
                 "task: give expected_answer or expected_decline, not both (a task either asks "
                 "for an answer or must be refused)"
             )
+        if self.expected_decline_subject and self.expected_decline is None:
+            raise InvalidTask("task: expected_decline_subject needs expected_decline")
         if self.answer_kind is not None and self._answer_kind_countable():
             # refused at seed, not first at verify
             values.check_answer_kind(self.answer_kind, len(self.outputs()))
@@ -202,6 +212,7 @@ class TaskRow(BaseModel):
             else ExpectedAnswer(self.expected_answer.kind, self.expected_answer.value),
             answer_via=self.answer_via,
             expected_decline=self.expected_decline,
+            expected_decline_subjects=tuple(self.expected_decline_subject or ()),
             data={k: v for k, v in data.items() if k not in _NG_KEYS and not k.startswith("_ng_")},
         )
 

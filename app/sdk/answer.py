@@ -41,9 +41,10 @@ DEFAULT_ANSWER_INSTRUCTIONS = (
 )
 DECLINE_PREAMBLE = (
     "Decline the user's request when the policy does not allow it, naming the rule that forbids "
-    "it as `reason` (one of the codes below) and explaining it to the user in `message` (not "
-    "scored). Call it once, only for a request you must refuse; a second submission (answer or "
-    "decline) is refused."
+    "it as `reason` (one of the codes below), what it is about as `subject` (the id of the "
+    "order, reservation, account or record, as the tools show it) and explaining it to the user "
+    "in `message` (not scored). Call it once, only for a request you must refuse; a second "
+    "submission (answer or decline) is refused."
 )
 
 Scalar = StrictBool | StrictInt | StrictFloat | StrictStr
@@ -144,10 +145,19 @@ def framework_tools(
                 json_schema_extra=_as_enum,
             ),
         ),
-        __validators__={"_bounded": _field_validator("message")(_bounded)},
+        __validators__={"_bounded": _field_validator("message", "subject")(_bounded)},
         message=(
             StrictStr,
             Field(description="What you tell the user (not scored)."),
+        ),
+        subject=(
+            StrictStr | None,
+            Field(
+                default=None,
+                description="What the refused request is about, as the tools show it: the "
+                "order number, reservation code, account number, record id ... it concerns "
+                "(null only when it concerns no record).",
+            ),
         ),
     )
 
@@ -161,16 +171,18 @@ def framework_tools(
 
     def decline_request(db: Session, args: Any, ctx: ToolContext) -> dict[str, Any]:
         _already_submitted(db, table)
+        subject = None if args.subject is None else json.dumps(args.subject, ensure_ascii=False)
         db.execute(
             insert(table).values(
                 id=1,
                 kind="decline",
+                value=subject,  # a decline's `value` is what it is about (verify matches it)
                 reason=args.reason,
                 message=args.message,
                 submitted_at=ctx.now.isoformat(),
             )
         )
-        return {"declined": args.reason}
+        return {"declined": args.reason, "subject": args.subject}
 
     return (
         Tool(

@@ -26,6 +26,7 @@ from app.sdk.people import Name, PersonColumns
 from app.sdk.phrasing import Phrasing
 from app.taskgen.details import Omission, omit
 from app.taskgen.gold_run import bound, forget, gold_outcomes, gold_run, run_calls
+from app.verify.submitted import subject_key
 
 # build(index, family, variant k, rng, names) -> one self-checked task row.
 BuildTask = Callable[[int, Any, int, random.Random, list[tuple[str, str]]], dict[str, Any]]
@@ -58,15 +59,59 @@ class Draft:
     decline_message: str = "I'm sorry, I cannot do that under our policy."
 
 
-def submission(draft: Draft, answer: tuple[str, Any] | None = None) -> list[dict[str, Any]]:
-    """The gold's last call: submit_answer with the answer, or decline_request with the code."""
+def submission(
+    draft: Draft, answer: tuple[str, Any] | None = None, subject: str | None = None
+) -> list[dict[str, Any]]:
+    """The gold's last call: submit_answer with the answer, or decline_request with the code
+    (and `subject`, what the refused request is about)."""
     answer = answer or draft.answer
     if answer is not None:
         return [{"name": SUBMIT_ANSWER, "arguments": {"answer": answer[1]}}]
     if draft.decline is not None:
-        arguments = {"reason": draft.decline, "message": draft.decline_message}
+        arguments = {"reason": draft.decline, "message": draft.decline_message, "subject": subject}
         return [{"name": DECLINE_REQUEST, "arguments": arguments}]
     return []
+
+
+def _seed_values(seed: dict[str, Any]) -> set[str]:
+    return {
+        subject_key(value)
+        for rows in (seed.get("rows") or {}).values()
+        for row in rows
+        for value in row.values()
+        if isinstance(value, str | int) and not isinstance(value, bool)
+    }
+
+
+def _identifier(value: Any) -> bool:
+    """A value that names a record: an id, or text with a digit in it (an order number, a
+    reservation code, an account number, an email with a number)."""
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        return value >= 1000
+    return isinstance(value, str) and len(value) >= 3 and any(c.isdigit() for c in value)
+
+
+def decline_subjects(gold: Sequence[dict[str, Any]], seed: dict[str, Any]) -> list[str]:
+    """What a refusal is about: the identifiers the gold's calls pass that are the task's own
+    (rows its seed adds), most specific first (the last text id the gold used, ids last). A
+    decline must name one of them, so a decline copied from another task (another world)
+    does not match; a refusal whose gold looks nothing up of its own has none."""
+    own = _seed_values(seed)
+    texts: list[str] = []
+    numbers: list[str] = []
+    for call in gold:
+        if call["name"] in RESERVED_TOOL_NAMES:
+            continue
+        for value in (call.get("arguments") or {}).values():
+            for item in value if isinstance(value, list) else [value]:
+                if not _identifier(item) or subject_key(item) not in own:
+                    continue
+                bucket = numbers if isinstance(item, int) else texts
+                if str(item) not in bucket:
+                    bucket.append(str(item))
+    return [*reversed(texts), *reversed(numbers)]
 
 
 def call(env: Environment, name: str, /, **arguments: Any) -> dict[str, Any]:
@@ -227,6 +272,7 @@ def build_row(
     answer for a read-only task), on the finished row. Inside `details.leaving_out` a detail may
     be left out first (the row's "omitted" then names it, for the draw's phrasing tag)."""
     draft, omitted = omit(draft)
+    subjects = decline_subjects(draft.gold, seed) if draft.decline is not None else []
     task: dict[str, Any] = {
         "task_id": f"{env.name}-{index:03d}",
         "env": env.name,
@@ -236,7 +282,7 @@ def build_row(
         "seed": seed,
         # The gold ends with its answer or decline (an answer computed from the gold's outputs
         # is appended once they are known, below).
-        "ground_truth": [*draft.gold, *submission(draft)],
+        "ground_truth": [*draft.gold, *submission(draft, subject=(subjects or [None])[0])],
     }
     # Checked as it will be read back: JSON keeps the seed's table order (parents first),
     # which apply_seed relies on, so keys are never sorted.
@@ -257,6 +303,8 @@ def build_row(
         task["expected_answer"] = {"kind": answer[0], "value": answer[1]}
     if draft.decline is not None:
         task["expected_decline"] = draft.decline
+        if subjects:
+            task["expected_decline_subject"] = subjects
     if after is not None:
         after(task, outputs)
     if omitted:

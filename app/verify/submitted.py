@@ -205,12 +205,24 @@ def _distinct(kind: str, found: Iterable[Any]) -> list[Any]:
     return out
 
 
-def decline_match(expected: str | None, submission: Submission | None) -> Match | None:
-    """A refusal task's verdict (`expected` is its code); on any other task a decline fails
-    and anything else is no component (None)."""
+def subject_key(value: Any) -> str:
+    """An identifier as written by people and tools alike: case, spaces and a leading `#`
+    do not matter (`#W123`, `w123`)."""
+    return str(value).strip().lstrip("#").strip().casefold()
+
+
+def decline_match(
+    expected: str | None, submission: Submission | None, subjects: Sequence[str] = ()
+) -> Match | None:
+    """A refusal task's verdict (`expected` is its code, `subjects` what the decline must be
+    about: one of the task's own identifiers, when it lists any); on any other task a decline
+    fails and anything else is no component (None)."""
     declined = submission is not None and submission.kind == "decline"
     got = submission.reason if declined and submission is not None else None
     evidence: dict[str, Any] = {"expected": expected, "submitted": got, "ok": False}
+    if subjects:
+        evidence["expected_subject"] = list(subjects)
+        evidence["submitted_subject"] = submission.value if declined and submission else None
     if expected is None:
         if not declined:
             return None
@@ -223,6 +235,12 @@ def decline_match(expected: str | None, submission: Submission | None) -> Match 
         why = f"answered a request that must be declined as {expected}"
     elif got != expected:
         why = f"declined as {got}, but the rule that forbids it is {expected}"
+    elif subjects and (
+        submission.value is None
+        or subject_key(submission.value) not in {subject_key(s) for s in subjects}
+    ):
+        shown = "nothing" if submission.value is None else repr(_shown(submission.value))
+        why = f"declined as {got} about {shown}, not about what this request concerns"
     else:
         evidence["ok"] = True
         return Match("decline_match", True, "decline", evidence, None)
@@ -242,7 +260,7 @@ def submission_match(
             return text_answer_match(task.expected_answer, final_text)
         match = answer_match(task.expected_answer, submission)
     else:
-        found = decline_match(task.expected_decline, submission)
+        found = decline_match(task.expected_decline, submission, task.expected_decline_subjects)
         if found is None:
             return None
         match = found
