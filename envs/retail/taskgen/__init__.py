@@ -81,10 +81,11 @@ def build_task(
 
 
 def _check_lookups(task: dict[str, Any], results: list[Any]) -> None:
-    """Name + zip lookups find exactly one account, except in the unauthenticated story."""
+    """Name + zip lookups find exactly one account, except where the gold declines because
+    none matches (the zip the customer gives is not theirs)."""
     for call_, result in zip(task["ground_truth"], results, strict=True):
         if call_["name"] == "find_customer_by_name_zip":
-            want = 0 if task["family"] == "refuse_unauthenticated" else 1
+            want = 0 if task.get("expected_decline") == "not_authenticated" else 1
             assert len(result["matches"]) == want, (task["task_id"], result)
 
 

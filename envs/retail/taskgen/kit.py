@@ -5,6 +5,7 @@ base catalogue, the story context and gold-call helpers (the rest is app/taskgen
 from __future__ import annotations
 
 import random
+import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -14,16 +15,16 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.sdk.taskgen import Draft as Draft  # re-exported: what the families return
 from app.sdk.taskgen import (
+    PEOPLE,
     Phrasing,
     SeedBuilder,
     call,
-    name_pool,
-    opening,
+    name_grid,
     sentence_starting,
     sentence_with,
 )
+from app.sdk.taskgen import Draft as Draft  # re-exported: what the families return
 from envs.retail import ENVIRONMENT
 from envs.retail.models import Product, Variant
 
@@ -37,7 +38,14 @@ TASK_CITIES = (
     ("Houston", "TX", "770"), ("Madison", "WI", "537"), ("Salt Lake City", "UT", "841"),
     ("Baltimore", "MD", "212"), ("Tucson", "AZ", "857"),
 )  # fmt: skip
-STREETS = ("Bleecker St", "Valencia St", "Sunset Blvd", "Westheimer Rd", "State St", "Canal St")
+STREETS = (
+    "Bleecker St", "Valencia St", "Sunset Blvd", "Westheimer Rd", "State St", "Canal St",
+    "Maple Ave", "Oak St", "Pine Rd", "Cedar Ln", "Elm St", "Harbor Way", "Lake Dr", "Hill St",
+)  # fmt: skip
+MAIL_DOMAINS = ("example.org", "example.net", "mail.example.com", "inbox.example.org")
+# Order statuses that forbid what only pending (or only delivered) orders allow.
+NOT_PENDING = ("processed", "shipped", "delivered")
+NOT_DELIVERED = ("pending", "processed", "shipped")
 
 
 def nice(options: str) -> str:
@@ -159,7 +167,8 @@ class Story:
         }
 
     def person(self, first: str, last: str, *, card: str = "visa") -> Person:
-        email = f"{first}.{last}{self.index}@example.org".lower()
+        # The email's number and domain come from the world, so no two tasks share an account.
+        email = f"{first}.{last}{self.b.code(5)}@{self.rng.choice(MAIL_DOMAINS)}".lower()
         cid = self._add(
             "customers",
             email=email,
@@ -181,7 +190,7 @@ class Story:
         return address
 
     def _method(self, p: Person, kind: str, label: str, **cols: Any) -> str:
-        code = f"{kind}_9{self.index:03d}{self.b.count('payment_methods'):03d}"
+        code = f"{kind}_{self.b.code(8)}"  # 8 digits: never a base method's 7
         self._add("payment_methods", code=code, customer_id=p.id, kind=kind, **cols)
         p.methods[label] = code
         return code
@@ -192,6 +201,12 @@ class Story:
 
     def gift_card(self, p: Person, balance: float) -> str:
         return self._method(p, "gift_card", "gift_card", brand=None, last4=None, balance=balance)
+
+    def store_credit(self, p: Person, balance: float) -> str:
+        """A balance that is not a gift card's (what a lookup must not confuse with one)."""
+        return self._method(
+            p, "store_credit", "store_credit", brand=None, last4=None, balance=balance
+        )
 
     def last4(self, code: str) -> str:
         return str(next(m["last4"] for m in self.rows["payment_methods"] if m["code"] == code))
@@ -206,9 +221,11 @@ class Story:
         qty: int = 1,
     ) -> OrderInfo:
         lines = [(v, qty if n == 0 else 1) for n, v in enumerate(items)]
+        # Under a day, so "my most recent order" keeps meaning the same one.
+        jitter = round(self.rng.uniform(0, 0.9), 3)
         self.used.update(v["product_id"] for v in items)
         total = round(sum(v["price"] * q for v, q in lines), 2)
-        number = f"#W9{self.index:03d}{self.b.count('orders'):03d}"
+        number = f"#W{self.b.code(8)}"  # 8 digits: never a base order's 7
         ship = {f"ship_{k}": v for k, v in p.address.items()}
         oid = self._add(
             "orders",
@@ -216,7 +233,7 @@ class Story:
             customer_id=p.id,
             status=status,
             total=total,
-            created_at=self._ts(days_ago),
+            created_at=self._ts(days_ago + jitter),
             **ship,
         )
         for n, (v, q) in enumerate(lines, start=1):
@@ -241,7 +258,7 @@ class Story:
                 payment_method_id=mid,
                 kind="charge",
                 amount=amount,
-                created_at=self._ts(days_ago),
+                created_at=self._ts(days_ago + jitter),
             )
         return OrderInfo(number, total, lines, oid)
 
@@ -260,7 +277,8 @@ class Story:
 
 NOW = datetime(2026, 3, 14, 10, 0)
 C = partial(call, ENVIRONMENT)
-NAMES = name_pool(52)
+# Every first name with every last name (3,700 people), so a name is in few tasks' gold.
+NAMES = name_grid([f for f, _ in PEOPLE], sorted({last for _, last in PEOPLE}), "retail-names")
 
 
 @dataclass
@@ -276,11 +294,25 @@ class Ctx:
         first, last = self.names.pop()
         return self.s.person(first, last, **kw)
 
+    def allowed(self) -> bool:
+        """The twin's coin: whether this story's data permits what the request asks (the same
+        request, worded from the same pool, is forbidden by the data in the other twin)."""
+        return self.s.rng.random() < 0.5
 
-def hello(p: Person, by: str) -> str:
+    def wrong_zip(self, p: Person) -> str:
+        """A zip of the customer's city that is not theirs: their name and it match no one."""
+        while True:
+            z = f"{p.zip[:3]}{self.s.rng.randint(10, 99)}"
+            if z != p.zip:
+                return z
+
+
+def hello(p: Person, by: str, zip_code: str | None = None) -> str:
+    """Who the customer says they are. No greeting word: the draw's voice adds the greeting
+    ("Good morning. Hi, this is ..." was a seam)."""
     if by == "zip":
-        return f"Hi, this is {p.name}, zip code {p.zip}."
-    return f"Hi, I'm {p.name} ({p.email})."
+        return f"I'm {p.name}, zip code {zip_code or p.zip}."
+    return f"I'm {p.name} ({p.email})."
 
 
 def auth(p: Person, by: str) -> dict[str, Any]:
@@ -305,6 +337,6 @@ PHRASING = Phrasing(
     request=sentence_starting("Please"),
     keep_request=("go ahead", "confirm"),
     consent=sentence_with("confirmation"),
-    greeting=opening(("Hi", "Hello"), ("I'm", "this is")),
+    greeting=re.compile(r"^(?P<who>I'm .*?)\.(?=\s+[A-Z]|$)"),
     closing=("confirm", "go ahead", "proceed"),
 )
