@@ -112,6 +112,8 @@ class Catalog:
 
 @dataclass
 class Person:
+    """A story's customer: their id, name, email, default address, payment codes by label."""
+
     id: int
     first: str
     last: str
@@ -262,6 +264,12 @@ class Story:
             )
         return OrderInfo(number, total, lines, oid)
 
+    def mark_returned(self, o: OrderInfo, line: int = 0) -> None:
+        """Line `line` of the order was returned already (an item goes back only once)."""
+        rows = self.rows["order_items"]
+        row = next(r for r in rows if r["order_id"] == o.id and r["line_no"] == line + 1)
+        row["status"] = "returned"
+
     def history(self, p: Person, catalog: Catalog, n: int = 2) -> None:
         """Older, settled orders, so the customer's order list is not just the task's orders."""
         for k in range(n):
@@ -298,6 +306,17 @@ class Ctx:
         """The twin's coin: whether this story's data permits what the request asks (the same
         request, worded from the same pool, is forbidden by the data in the other twin)."""
         return self.s.rng.random() < 0.5
+
+    def rule(self, *rules: str) -> str:
+        """The twin's coin, then which rule forbids it: "" (allowed) half the time, else one of
+        `rules` (a rule listed twice is drawn twice as often). Several rules per request, so a
+        policy that guesses a decline code from the wording is wrong most of the time."""
+        return "" if self.allowed() else self.s.rng.choice(rules)
+
+    def owner(self, p: Person, rule: str) -> Person:
+        """Who owns the order the customer names: them, or (the `other_customer` twin) another
+        customer, whose order number they gave."""
+        return self.person() if rule == "other_customer" else p
 
     def wrong_zip(self, p: Person) -> str:
         """A zip of the customer's city that is not theirs: their name and it match no one."""

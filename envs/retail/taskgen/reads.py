@@ -144,22 +144,25 @@ def _twin(family: str, prompt: str, gold: list[dict[str, Any]], write: dict[str,
 
 
 def refuse_unauthenticated(c: Ctx) -> Draft:
-    """Forbidden: the name and the zip the customer gives match no account."""
-    ok = c.allowed()
+    """Forbidden: the name and zip match no account; or the order is someone else's, or no
+    longer pending."""
+    rule = c.rule("not_authenticated", "not_authenticated", "other_customer", "order_not_pending")
     p = c.person()
-    o = c.s.order(p, "pending", [c.cat.item(c.s.rng, c.s.used)], next(iter(p.methods.values())))
-    zip_code = p.zip if ok else c.wrong_zip(p)
+    q = c.owner(p, rule)
+    status = c.s.rng.choice(NOT_PENDING) if rule == "order_not_pending" else "pending"
+    o = c.s.order(q, status, [c.cat.item(c.s.rng, c.s.used)], q.methods["visa"])
+    zip_code = c.wrong_zip(p) if rule == "not_authenticated" else p.zip
     prompt = (
         f"{hello(p, 'zip', zip_code)} I don't remember which email I used and won't look it "
         f"up. Please cancel my order {o.number}, I ordered it by mistake. {GO}"
     )
     gold = [C("find_customer_by_name_zip", first_name=p.first, last_name=p.last, zip=zip_code)]
-    if not ok:  # no account found: nothing else may be looked at
-        return Draft("refuse_unauthenticated", prompt, gold, False, decline="not_authenticated")
+    if rule == "not_authenticated":  # no account found: nothing else may be looked at
+        return Draft("refuse_unauthenticated", prompt, gold, False, decline=rule)
     gold.append(C("get_order_details", order_number=o.number))
     write = C("cancel_pending_order", order_number=o.number, customer_id=p.id,
               reason="ordered_by_mistake")  # fmt: skip
-    return _twin("refuse_unauthenticated", prompt, gold, write, True, "")
+    return _twin("refuse_unauthenticated", prompt, gold, write, not rule, rule)
 
 
 def refuse_status(c: Ctx) -> Draft:
@@ -170,8 +173,17 @@ def refuse_status(c: Ctx) -> Draft:
     c.s.history(p, c.cat, 1)
     allowed = "delivered" if kind == "return_pending" else "pending"
     forbidden = NOT_DELIVERED if kind == "return_pending" else NOT_PENDING
-    status = allowed if ok else c.s.rng.choice(forbidden)
-    o = c.s.order(p, status, [c.cat.item(c.s.rng, c.s.used)], p.methods["visa"], 3)
+    code = "order_not_delivered" if kind == "return_pending" else "order_not_pending"
+    # Half the forbidden twins break another rule: an order named by its number may be another
+    # customer's; the Visa named for a refund may not have paid the order.
+    if not ok and c.s.rng.random() < 1 / 2:
+        code = "refund_method" if kind == "return_pending" else "other_customer"
+    q = c.owner(p, code)
+    status = allowed if ok or code not in (
+        "order_not_pending", "order_not_delivered"
+    ) else c.s.rng.choice(forbidden)  # fmt: skip
+    pay = q.methods["visa"] if code != "refund_method" else c.s.card(q, "mastercard")
+    o = c.s.order(q, status, [c.cat.item(c.s.rng, c.s.used)], pay, 3)
     v = o.lines[0][0]
     new = c.s.new_address()
     ask = {
@@ -182,7 +194,8 @@ def refuse_status(c: Ctx) -> Draft:
         "cancel_processed": f"Cancel order {o.number} please, I ordered it by mistake.",
     }[kind]
     gold = [auth(p, "email")]
-    if kind == "return_pending":
+    if kind == "return_pending":  # which order, and which method is the Visa
+        gold.append(C("get_customer_details", customer_id=p.id))
         gold.append(C("list_customer_orders", customer_id=p.id))
     gold.append(C("get_order_details", order_number=o.number))
     write = {
@@ -196,18 +209,18 @@ def refuse_status(c: Ctx) -> Draft:
         "cancel_processed": C("cancel_pending_order", order_number=o.number, customer_id=p.id,
                               reason="ordered_by_mistake"),
     }[kind]  # fmt: skip
-    code = "order_not_delivered" if kind == "return_pending" else "order_not_pending"
     prompt = f"{hello(p, 'email')} {ask} {GO}"
     return _twin(f"refuse_{kind}", prompt, gold, write, ok, code)
 
 
 def refuse_other_customer(c: Ctx) -> Draft:
-    """Forbidden: the order the customer names is their roommate's account's, not theirs."""
-    ok = c.allowed()
+    """Forbidden: the order the customer names is their roommate's account's, not theirs; or
+    it is theirs but no longer pending."""
+    rule = c.rule("other_customer", "other_customer", "order_not_pending")
     p, q = c.person(), c.person()
-    owner = p if ok else q
-    o = c.s.order(owner, "pending", [c.cat.item(c.s.rng, c.s.used)],
-                  next(iter(owner.methods.values())))  # fmt: skip
+    owner = q if rule == "other_customer" else p
+    status = c.s.rng.choice(NOT_PENDING) if rule == "order_not_pending" else "pending"
+    o = c.s.order(owner, status, [c.cat.item(c.s.rng, c.s.used)], owner.methods["visa"])
     prompt = (
         f"{hello(p, 'email')} Please cancel order {o.number}; it's the one for my roommate "
         f"{q.first}, who no longer needs it. {GO}"
@@ -215,16 +228,19 @@ def refuse_other_customer(c: Ctx) -> Draft:
     gold = [auth(p, "email"), C("get_order_details", order_number=o.number)]
     write = C("cancel_pending_order", order_number=o.number, customer_id=p.id,
               reason="no_longer_needed")  # fmt: skip
-    return _twin("refuse_other_customer", prompt, gold, write, ok, "other_customer")
+    return _twin("refuse_other_customer", prompt, gold, write, not rule, rule)
 
 
 def refuse_out_of_stock(c: Ctx) -> Draft:
-    """Forbidden: the variant asked for is out of stock (the story sets its stock)."""
-    ok = c.allowed()
+    """Forbidden: the variant asked for is out of stock (the story sets its stock); or the
+    order is not delivered yet, or is someone else's."""
+    rule = c.rule("out_of_stock", "out_of_stock", "order_not_delivered", "other_customer")
     p = c.person()
+    q = c.owner(p, rule)
     old, new = c.cat.swap(c.s.rng, c.s.used)
-    c.s.set_stock(new, c.s.rng.randint(1, 20) if ok else 0)
-    o = c.s.order(p, "delivered", [old], p.methods["visa"], 15)
+    c.s.set_stock(new, 0 if rule == "out_of_stock" else c.s.rng.randint(1, 20))
+    status = c.s.rng.choice(NOT_DELIVERED) if rule == "order_not_delivered" else "delivered"
+    o = c.s.order(q, status, [old], q.methods["visa"], 15)
     prompt = (
         f"{hello(p, 'email')} I'd like to exchange the {old['product']} from order {o.number} "
         f"for the {nice(new['options'])} version, settling any difference with my Visa. Only "
@@ -232,27 +248,36 @@ def refuse_out_of_stock(c: Ctx) -> Draft:
     )
     gold = [
         auth(p, "email"),
+        C("get_customer_details", customer_id=p.id),
         C("get_order_details", order_number=o.number),
         C("get_product_details", product_id=new["product_id"]),
     ]
     write = C("exchange_delivered_order_items", order_number=o.number, customer_id=p.id,
               from_skus=[old["sku"]], to_skus=[new["sku"]],
               payment_method_id=p.methods["visa"])  # fmt: skip
-    return _twin("refuse_out_of_stock", prompt, gold, write, ok, "out_of_stock")
+    return _twin("refuse_out_of_stock", prompt, gold, write, not rule, rule)
 
 
 def refuse_gift_balance(c: Ctx) -> Draft:
-    """Forbidden: the gift card holds less than the price difference."""
-    ok = c.allowed()
+    """Forbidden: the gift card holds less than the price difference; or the variant is out of
+    stock, the order no longer pending, or someone else's."""
+    rule = c.rule(
+        "insufficient_balance", "insufficient_balance", "out_of_stock", "order_not_pending",
+        "other_customer",
+    )  # fmt: skip
     p = c.person()
+    q = c.owner(p, rule)
     old, new = c.cat.swap(c.s.rng, c.s.used, "up")
     diff = new["price"] - old["price"]
     short = diff - c.s.rng.uniform(0.01, diff * 0.9)
-    balance = round(diff + c.s.rng.uniform(0, 80) if ok else short, 2)
-    gift = c.s.gift_card(p, balance)
-    o = c.s.order(p, "pending", [old], p.methods["visa"])
+    enough = diff + c.s.rng.uniform(0, 80)
+    gift = c.s.gift_card(p, round(short if rule == "insufficient_balance" else enough, 2))
+    if rule == "out_of_stock":
+        c.s.set_stock(new, 0)
+    status = c.s.rng.choice(NOT_PENDING[:2]) if rule == "order_not_pending" else "pending"
+    o = c.s.order(q, status, [old], q.methods["visa"])
     prompt = (
-        f"{hello(p, 'email')} In my pending order {o.number}, change the {old['product']} to "
+        f"{hello(p, 'email')} In my order {o.number}, change the {old['product']} to "
         f"{nice(new['options'])}. Pay any difference with my gift card only, never my Visa. {GO}"
     )
     gold = [
@@ -264,4 +289,4 @@ def refuse_gift_balance(c: Ctx) -> Draft:
     write = C("modify_pending_order_items", order_number=o.number, customer_id=p.id,
               from_skus=[old["sku"]], to_skus=[new["sku"]],
               payment_method_id=gift)  # fmt: skip
-    return _twin("refuse_gift_card_balance", prompt, gold, write, ok, "insufficient_balance")
+    return _twin("refuse_gift_card_balance", prompt, gold, write, not rule, rule)

@@ -16,6 +16,7 @@ from envs.retail.taskgen.kit import (
     C,
     Ctx,
     Draft,
+    Person,
     addr_text,
     auth,
     hello,
@@ -28,6 +29,13 @@ def refused(family: str, prompt: str, gold: list[dict[str, Any]], write: dict[st
             code: str) -> Draft:  # fmt: skip
     """The forbidden twin: the reads, then the decline; `write` must be refused with `code`."""
     return Draft(family, prompt, gold, False, decline=code, forbidden=(write, code))
+
+
+def unknown(family: str, p: Person, zip_code: str, prompt: str) -> Draft:
+    """The `not_authenticated` twin: the name and the zip the customer gives match no account,
+    so nothing else may be looked at."""
+    find = C("find_customer_by_name_zip", first_name=p.first, last_name=p.last, zip=zip_code)
+    return Draft(family, prompt, [find], False, decline="not_authenticated")
 
 
 def update_default_address(c: Ctx) -> Draft:
@@ -44,8 +52,7 @@ def update_default_address(c: Ctx) -> Draft:
     )
     write = C("update_customer_default_address", customer_id=p.id, **new)
     if not ok:
-        gold = [C("find_customer_by_name_zip", first_name=p.first, last_name=p.last, zip=zip_code)]
-        return Draft("update_default_address", prompt, gold, False, decline="not_authenticated")
+        return unknown("update_default_address", p, zip_code, prompt)
     gold = [auth(p, by)]
     if by == "zip":
         gold.append(C("get_customer_details", customer_id=p.id))
@@ -54,7 +61,8 @@ def update_default_address(c: Ctx) -> Draft:
 
 
 def cancel(c: Ctx) -> Draft:
-    """Forbidden twin: the order was processed, shipped or delivered already."""
+    """Forbidden twins: the order was processed, shipped or delivered already, is someone
+    else's, or the zip matches no account."""
     by = ("email", "email", "zip", "email")[c.k]
     reason = ("ordered_by_mistake", "no_longer_needed")[c.k % 2]
     why = {
@@ -62,18 +70,21 @@ def cancel(c: Ctx) -> Draft:
         "no_longer_needed": "I no longer need it",
     }
     ok = c.allowed()
-    status = "pending" if ok else c.s.rng.choice(NOT_PENDING)
+    rules = {0: ("other_customer",), 1: ("other_customer",), 2: ("not_authenticated",)}
+    rule = "" if ok else c.s.rng.choice(("order_not_pending", *rules.get(c.k, ())))
+    status = c.s.rng.choice(NOT_PENDING) if rule == "order_not_pending" else "pending"
     p = c.person()
     c.s.history(p, c.cat)
+    q = c.owner(p, rule)
     avoid = c.s.used
     items = [c.cat.item(c.s.rng, avoid) for _ in range(1 + c.k % 2)]
     if c.k == 1:  # split payment: part gift card, part card
         part = round(min(25.0, sum(v["price"] for v in items) * 0.4), 2)
-        pay: Any = [(c.s.gift_card(p, round(c.s.rng.uniform(5, 60), 2)), part),
-                    (p.methods["visa"], 0.0)]  # fmt: skip
+        pay: Any = [(c.s.gift_card(q, round(c.s.rng.uniform(5, 60), 2)), part),
+                    (q.methods["visa"], 0.0)]  # fmt: skip
     else:
-        pay = c.s.gift_card(p, round(c.s.rng.uniform(20, 90), 2)) if c.k == 0 else p.methods["visa"]
-    o = c.s.order(p, status, items, pay, c.s.rng.choice((1, 3, 5)))
+        pay = c.s.gift_card(q, round(c.s.rng.uniform(20, 90), 2)) if c.k == 0 else q.methods["visa"]
+    o = c.s.order(q, status, items, pay, c.s.rng.choice((1, 3, 5)))
     gold = [auth(p, by)]
     if c.k < 2:
         ask = f"Please cancel order {o.number}, {why[reason]}."
@@ -83,19 +94,24 @@ def cancel(c: Ctx) -> Draft:
         gold.append(C("list_customer_orders", customer_id=p.id))
     gold.append(C("get_order_details", order_number=o.number))
     write = C("cancel_pending_order", order_number=o.number, customer_id=p.id, reason=reason)
+    if rule == "not_authenticated":
+        zip_code = c.wrong_zip(p)
+        return unknown("cancel", p, zip_code, f"{hello(p, by, zip_code)} {ask} {GO}")
     prompt = f"{hello(p, by)} {ask} {GO}"
     if not ok:
-        return refused("cancel", prompt, gold, write, "order_not_pending")
+        return refused("cancel", prompt, gold, write, rule)
     return Draft("cancel", prompt, [*gold, write], True)
 
 
 def modify_address(c: Ctx) -> Draft:
-    """Forbidden twin: the order is no longer pending."""
+    """Forbidden twins: the order is no longer pending, or is someone else's."""
     ok = c.allowed()
+    rule = "" if ok else c.s.rng.choice(("order_not_pending", "other_customer"))
     p = c.person()
     c.s.history(p, c.cat, 1)
-    status = "pending" if ok else c.s.rng.choice(NOT_PENDING[:2])
-    o = c.s.order(p, status, [c.cat.item(c.s.rng, c.s.used)], p.methods["visa"], 2)
+    q = c.owner(p, rule)
+    status = c.s.rng.choice(NOT_PENDING[:2]) if rule == "order_not_pending" else "pending"
+    o = c.s.order(q, status, [c.cat.item(c.s.rng, c.s.used)], q.methods["visa"], 2)
     gold = [auth(p, "email")]
     if c.k < 2:
         new = c.s.new_address()
@@ -108,7 +124,7 @@ def modify_address(c: Ctx) -> Draft:
     write = C("modify_pending_order_address", order_number=o.number, customer_id=p.id, **new)
     prompt = f"{hello(p, 'email')} {ask} {GO}"
     if not ok:
-        return refused("modify_address", prompt, gold, write, "order_not_pending")
+        return refused("modify_address", prompt, gold, write, rule)
     return Draft("modify_address", prompt, [*gold, write], True)
 
 
@@ -116,20 +132,23 @@ def modify_payment(c: Ctx) -> Draft:
     """Forbidden twins: the gift card is short of the total (k=0), the order is paid with two
     methods (k=1), or the order is no longer pending."""
     ok = c.allowed()
-    rule = "order_not_pending" if c.s.rng.random() < 0.4 else ("insufficient_balance",
-                                                                 "split_payment")[c.k]  # fmt: skip
+    own_rule = ("insufficient_balance", "split_payment")[c.k]
+    rule = "" if ok else c.s.rng.choice(("order_not_pending", "other_customer", own_rule, own_rule))
     p = c.person()
     c.s.history(p, c.cat, 1)
+    q = c.owner(p, rule)
     item = c.cat.item(c.s.rng, c.s.used)
     total = item["price"]
-    short = not ok and rule == "insufficient_balance"
+    short = rule == "insufficient_balance"
     balance = total - c.s.rng.uniform(1, total * 0.6) if short else total + c.s.rng.uniform(5, 400)
     gift = c.s.gift_card(p, round(balance, 2))
-    status = "pending" if ok or rule != "order_not_pending" else c.s.rng.choice(NOT_PENDING[:2])
+    status = c.s.rng.choice(NOT_PENDING[:2]) if rule == "order_not_pending" else "pending"
     pay: Any = (p.methods["visa"], gift)[c.k]
-    if c.k == 1 and not ok and rule == "split_payment":
+    if c.k == 1 and rule == "split_payment":
         pay = [(gift, round(total * 0.5, 2)), (p.methods["visa"], 0.0)]
-    o = c.s.order(p, status, [item], pay, 1)
+    if q is not p:  # the stranger's order, paid their way
+        pay = q.methods["visa"]
+    o = c.s.order(q, status, [item], pay, 1)
     if c.k == 0:
         target, ask = gift, "pay it with my gift card instead of my Visa"
     else:
@@ -164,17 +183,22 @@ def modify_items(c: Ctx) -> Draft:
     rules = ["order_not_pending", "out_of_stock"]
     if gift_pays and diff > 1:
         rules.append("insufficient_balance")
-    rule = c.s.rng.choice(rules)
-    if not ok and rule == "insufficient_balance":
+    if gift_pays:  # the order is named by its number: it may be someone else's
+        rules.append("other_customer")
+    if by == "zip":
+        rules.append("not_authenticated")
+    rule = "" if ok else c.s.rng.choice(rules)
+    q = c.owner(p, rule)
+    if rule == "insufficient_balance":
         balance = round(diff - c.s.rng.uniform(0.5, diff * 0.8), 2)
     else:
         balance = round(max(diff, 0) + c.s.rng.uniform(5, 300), 2)
     gift = c.s.gift_card(p, balance)
-    if not ok and rule == "out_of_stock":
+    if rule == "out_of_stock":
         c.s.set_stock(swaps[0][1], 0)
-    status = "pending" if ok or rule != "order_not_pending" else c.s.rng.choice(NOT_PENDING[:2])
+    status = c.s.rng.choice(NOT_PENDING[:2]) if rule == "order_not_pending" else "pending"
     o = c.s.order(
-        p, status, [old for old, _ in swaps] + [c.cat.item(c.s.rng, avoid)], p.methods["visa"]
+        q, status, [old for old, _ in swaps] + [c.cat.item(c.s.rng, avoid)], q.methods["visa"]
     )
     payer = gift if gift_pays else p.methods["visa"]
     pay_text = "my gift card" if payer == gift else "my Visa"
@@ -201,25 +225,33 @@ def modify_items(c: Ctx) -> Draft:
     )
     if gift_pays:  # the customer names the order number, the gold needs no order list
         prompt = prompt.replace("my latest order", f"my order {o.number}")
+    if rule == "not_authenticated":
+        zip_code = c.wrong_zip(p)
+        prompt = prompt.replace(hello(p, by), hello(p, by, zip_code))
+        return unknown("modify_items", p, zip_code, prompt)
     if not ok:
         return refused("modify_items", prompt, gold, write, rule)
     return Draft("modify_items", prompt, [*gold, write], True)
 
 
 def return_items(c: Ctx) -> Draft:
-    """Forbidden twins: the order is not delivered yet, or the card named for the refund
-    never paid for it (a refund goes to an original method or a gift card)."""
+    """Forbidden twins: the order is not delivered yet, the item was returned already, or the
+    card named for the refund never paid for it (a refund goes to an original method or a gift
+    card)."""
     ok = c.allowed()
-    rule = "order_not_delivered" if c.k == 2 or c.s.rng.random() < 0.5 else "refund_method"
+    rules = ("order_not_delivered", "already_returned") + (("refund_method",) if c.k < 2 else ())
+    rule = "" if ok else c.s.rng.choice(rules)
     p = c.person()
     c.s.card(p, "mastercard")
     c.s.history(p, c.cat, 1)
     avoid = c.s.used
     items = [c.cat.item(c.s.rng, avoid) for _ in range(3)]
     payer = c.s.rng.choice(("visa", "mastercard"))
-    status = "delivered" if ok or rule != "order_not_delivered" else c.s.rng.choice(NOT_DELIVERED)
+    status = c.s.rng.choice(NOT_DELIVERED) if rule == "order_not_delivered" else "delivered"
     o = c.s.order(p, status, items, p.methods[payer], 9)
     back = items[:1] if c.k != 1 else items[:2]
+    if rule == "already_returned":
+        c.s.mark_returned(o, len(back) - 1)
     reason = ("defective", "no_longer_needed", "wrong_item")[c.k]
     why = {
         "defective": "it arrived broken",
@@ -231,9 +263,7 @@ def return_items(c: Ctx) -> Draft:
         refund_to, where = c.s.gift_card(p, round(c.s.rng.uniform(0, 50), 2)), "my gift card"
         gold.append(C("get_customer_details", customer_id=p.id))
     else:  # the card named pays the refund only if it paid the order
-        brand = (
-            payer if ok or rule != "refund_method" else {"visa": "mastercard"}.get(payer, "visa")
-        )
+        brand = payer if rule != "refund_method" else {"visa": "mastercard"}.get(payer, "visa")
         refund_to, where = p.methods[brand], f"my {brand.capitalize()}"
         gold.append(C("get_customer_details", customer_id=p.id))
     what = " and ".join(the(v) for v in back)
@@ -259,27 +289,33 @@ def return_items(c: Ctx) -> Draft:
 
 
 def exchange(c: Ctx) -> Draft:
-    """Forbidden twins: the new variant is out of stock, or the order is not delivered yet."""
+    """Forbidden twins: the new variant is out of stock, the item was returned already, the
+    order is not delivered yet (or someone else's), or the zip matches no account."""
     ok = c.allowed()
-    rule = c.s.rng.choice(("order_not_delivered", "out_of_stock"))
+    extra = {2: ("other_customer",), 3: ("not_authenticated",)}.get(c.k, ())
+    rules = ("order_not_delivered", "out_of_stock", "already_returned", *extra)
+    rule = "" if ok else c.s.rng.choice(rules)
     by = "zip" if c.k == 3 else "email"
     p = c.person()
     c.s.history(p, c.cat, 1)
+    q = c.owner(p, rule)
     avoid = c.s.used
     swaps = [c.cat.swap(c.s.rng, avoid, ("up", "down", "up", "down")[c.k])]
     if c.k == 2:
         swaps.append(c.cat.swap(c.s.rng, avoid, "up"))
     gift = c.s.gift_card(p, round(c.s.rng.uniform(250, 600), 2))
-    if not ok and rule == "out_of_stock":
+    if rule == "out_of_stock":
         c.s.set_stock(swaps[-1][1], 0)
-    status = "delivered" if ok or rule != "order_not_delivered" else c.s.rng.choice(NOT_DELIVERED)
+    status = c.s.rng.choice(NOT_DELIVERED) if rule == "order_not_delivered" else "delivered"
     o = c.s.order(
-        p,
+        q,
         status,
         [old for old, _ in swaps] + [c.cat.item(c.s.rng, avoid)],
-        p.methods["visa"],
+        q.methods["visa"],
         8,
     )
+    if rule == "already_returned":
+        c.s.mark_returned(o, 0)
     payer = gift if c.k == 2 else p.methods["visa"]
     changes = " and ".join(f"the {old['product']} for {nice(new['options'])}" for old, new in swaps)
     prompt = (
@@ -304,6 +340,10 @@ def exchange(c: Ctx) -> Draft:
         to_skus=[new["sku"] for _, new in swaps],
         payment_method_id=payer,
     )
+    if rule == "not_authenticated":
+        zip_code = c.wrong_zip(p)
+        prompt = prompt.replace(hello(p, by), hello(p, by, zip_code))
+        return unknown("exchange", p, zip_code, prompt)
     if not ok:
         return refused("exchange", prompt, gold, write, rule)
     return Draft("exchange", prompt, [*gold, write], True)
