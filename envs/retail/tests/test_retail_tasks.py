@@ -64,8 +64,9 @@ def test_seeds_insert_only_task_range_ids() -> None:
         assert t["seed"]["now"] == "2026-03-14T10:00:00"
         for table, rows in t["seed"]["rows"].items():
             for row in rows:
-                if table == "variants":  # stock tweaks of base variants: updates, not inserts
-                    assert set(row) == {"id", "stock"}
+                if table == "variants":  # stock (and price) of base variants: updates, not inserts
+                    assert set(row) in ({"id", "stock"}, {"id", "stock", "price"})
+                    assert row["id"] < 100_000, (t["task_id"], row)
                 else:
                     assert row["id"] >= 100_000, (t["task_id"], table)
 
@@ -87,7 +88,9 @@ def test_read_only_tasks_answer_or_decline_and_their_gold_ends_so() -> None:
             assert last["name"] == "decline_request", t["task_id"]
             assert last["arguments"]["reason"] == t["expected_decline"]
             assert t["expected_decline"] in ENVIRONMENT.decline_codes
-            assert t["family"].startswith("refuse_") or t["family"] == "multi_partial_refusal"
+            # Forbidden twins of any family decline and change nothing; only the partial
+            # refusal does what is allowed first.
+            assert not writes or t["family"] == "multi_partial_refusal", t["task_id"]
         else:
             assert writes, t["task_id"]
 
