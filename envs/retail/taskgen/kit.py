@@ -304,7 +304,11 @@ class Ctx:
 
     def allowed(self) -> bool:
         """The twin's coin: whether this story's data permits what the request asks (the same
-        request, worded from the same pool, is forbidden by the data in the other twin)."""
+        request, worded from the same pool, is forbidden by the data in the other twin). The
+        shipped set (built outside a world) fixes it: even stories allowed, odd forbidden, so it
+        holds both twins of the families with several variants, and stays stable."""
+        if self.s.b.world is None:
+            return self.s.index % 2 == 0
         return self.s.rng.random() < 0.5
 
     def rule(self, *rules: str) -> str:
