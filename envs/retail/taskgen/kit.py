@@ -30,7 +30,8 @@ from envs.retail.models import Product, Variant
 
 # The seed's table order (parents first; a variant's row is a stock update of a base row).
 SEED_TABLES = (
-    "variants", "customers", "addresses", "payment_methods", "orders", "order_items", "payments",
+    "products", "variants", "customers", "addresses", "payment_methods", "orders", "order_items",
+    "payments",
 )  # fmt: skip
 # Cities absent from the base data, so name + zip always identifies a task's customer.
 TASK_CITIES = (
@@ -42,6 +43,23 @@ STREETS = (
     "Bleecker St", "Valencia St", "Sunset Blvd", "Westheimer Rd", "State St", "Canal St",
     "Maple Ave", "Oak St", "Pine Rd", "Cedar Ln", "Elm St", "Harbor Way", "Lake Dr", "Hill St",
 )  # fmt: skip
+# New arrivals a story adds to a category: "<line> <kind>" (no base product is named so).
+PRODUCT_LINES = (
+    "Alpine", "Coastal", "Nordic", "Summit", "Meadow", "Cobalt", "Amber", "Juniper", "Granite",
+    "Harbor", "Willow", "Cedar", "Aurora", "Canyon", "Orchid", "Falcon", "Maple", "Sierra",
+)  # fmt: skip
+PRODUCT_KINDS = {
+    "audio": ("Speaker", "Soundbar", "Earbuds", "Turntable"),
+    "electronics": ("Tablet", "Charger", "Webcam", "Monitor"),
+    "bags": ("Tote", "Duffel", "Satchel", "Sling"),
+    "footwear": ("Sneakers", "Loafers", "Sandals", "Boots"),
+    "apparel": ("Hoodie", "Parka", "Cardigan", "Vest"),
+    "sports": ("Racket", "Kettlebell", "Jump Rope", "Foam Roller"),
+    "outdoor": ("Lantern", "Hammock", "Tent", "Camp Stove"),
+    "kitchen": ("Kettle", "Skillet", "Stand Mixer", "Toaster"),
+    "home": ("Throw Blanket", "Floor Lamp", "Rug", "Planter"),
+    "toys": ("Puzzle", "Kite", "Robot Kit", "Marble Run"),
+}
 MAIL_DOMAINS = ("example.org", "example.net", "mail.example.com", "inbox.example.org")
 # Order statuses that forbid what only pending (or only delivered) orders allow.
 NOT_PENDING = ("processed", "shipped", "delivered")
@@ -275,6 +293,19 @@ class Story:
         for k in range(n):
             items = [catalog.item(self.rng, self.used) for _ in range(self.rng.randint(1, 2))]
             self.order(p, "delivered", items, next(iter(p.methods.values())), 60 + 30 * k)
+
+    def new_product(self, category: str, taken: set[str]) -> str:
+        """A product the story adds to `category` (a new arrival, no variants yet): its name."""
+        while True:
+            kind = self.rng.choice(PRODUCT_KINDS.get(category, ("Gadget",)))
+            name = f"{self.rng.choice(PRODUCT_LINES)} {kind}"
+            if name not in taken:
+                taken.add(name)
+                break
+        slug = name.lower().replace(" ", "-")
+        self._add("products", name=name, slug=slug, category=category,
+                  description=f"New in {category}: the {name}.")  # fmt: skip
+        return name
 
     def set_stock(self, variant: dict[str, Any], stock: int) -> None:
         self.b.update("variants", variant["id"], stock=stock)

@@ -24,7 +24,19 @@ from envs.retail.taskgen.kit import (
 
 
 def lookup_catalog(c: Ctx) -> Draft:
-    """Which variants of a product can be ordered now: the story sets every variant's stock."""
+    """k=0: the products of a category, new arrivals included (the story adds one or two);
+    k=1: which variants of a product can be ordered now (the story sets every stock)."""
+    if c.k == 0:
+        category = c.s.rng.choice(sorted(c.cat.categories))
+        names = list(c.cat.categories[category])
+        taken = set(names)
+        names += [c.s.new_product(category, taken) for _ in range(c.s.rng.randint(1, 2))]
+        prompt = (
+            f"I'm thinking about shopping with you. Which products do you sell in your "
+            f"{category} category? Just the product names, please."
+        )
+        gold = [C("list_products", category=category)]
+        return Draft("lookup", prompt, gold, False, answer=("name", names))
     pids = sorted(c.cat.by_product)
     variants = c.cat.by_product[c.s.rng.choice(pids)]
     while True:
