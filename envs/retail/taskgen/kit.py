@@ -282,6 +282,22 @@ class Story:
             )
         return OrderInfo(number, total, lines, oid)
 
+    def lookalike(self, p: Person, v: dict[str, Any], days_ago: float) -> None:
+        """An older delivered order of `p` holding the same item `v`: acting on the order the
+        request names needs the order list and its details, not a guess."""
+        self.order(p, "delivered", [v], next(iter(p.methods.values())), days_ago)
+
+    def namesake(self, p: Person) -> None:
+        """Another customer with p's exact name in another city (another zip): a name alone,
+        or a wrong zip, never identifies p."""
+        others = [i for i, (_, _, z3) in enumerate(TASK_CITIES) if z3 != p.zip[:3]]
+        address = self.new_address(self.rng.choice(others))
+        email = f"{p.first}.{p.last}{self.b.code(5)}@example.net".lower()
+        cid = self._add("customers", email=email, first_name=p.first, last_name=p.last,
+                        phone=f"+1-212-555-{self.rng.randint(0, 9999):04d}",
+                        membership="regular", created_at=self._ts(700))  # fmt: skip
+        self._add("addresses", customer_id=cid, is_default=True, **address)
+
     def mark_returned(self, o: OrderInfo, line: int = 0) -> None:
         """Line `line` of the order was returned already (an item goes back only once)."""
         rows = self.rows["order_items"]
@@ -332,6 +348,11 @@ class Ctx:
     def person(self, **kw: Any) -> Person:
         first, last = self.names.pop()
         return self.s.person(first, last, **kw)
+
+    def maybe_namesake(self, p: Person, by: str) -> None:
+        """Half the stories that authenticate by name and zip get p's namesake elsewhere."""
+        if by == "zip" and self.s.rng.random() < 0.5:
+            self.s.namesake(p)
 
     def allowed(self) -> bool:
         """The twin's coin: whether this story's data permits what the request asks (the same

@@ -78,6 +78,7 @@ def lookup_gift_balance(c: Ctx) -> Draft:
     """The gift card's balance, beside a store credit (a look-alike balance) half the time."""
     by = ("email", "zip")[c.k]
     p = c.person()
+    c.maybe_namesake(p, by)
     balance = round(c.s.rng.uniform(3, 400), 2)
     if c.s.rng.random() < 0.5:
         c.s.store_credit(p, round(c.s.rng.uniform(3, 400), 2))
@@ -160,6 +161,7 @@ def refuse_unauthenticated(c: Ctx) -> Draft:
     longer pending."""
     rule = c.rule("not_authenticated", "not_authenticated", "other_customer", "order_not_pending")
     p = c.person()
+    c.maybe_namesake(p, "zip")
     q = c.owner(p, rule)
     status = c.s.rng.choice(NOT_PENDING) if rule == "order_not_pending" else "pending"
     o = c.s.order(q, status, [c.cat.item(c.s.rng, c.s.used)], q.methods["visa"])

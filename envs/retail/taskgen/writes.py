@@ -42,6 +42,7 @@ def update_default_address(c: Ctx) -> Draft:
     """Forbidden twin (zip variant): the zip the customer gives matches no account."""
     by = ("email", "zip")[c.k]
     p = c.person()
+    c.maybe_namesake(p, by)
     c.s.history(p, c.cat, 1)
     new = c.s.new_address()
     ok = by == "email" or c.allowed()
@@ -74,6 +75,7 @@ def cancel(c: Ctx) -> Draft:
     rule = "" if ok else c.s.rng.choice(("order_not_pending", *rules.get(c.k, ())))
     status = c.s.rng.choice(NOT_PENDING) if rule == "order_not_pending" else "pending"
     p = c.person()
+    c.maybe_namesake(p, by)
     c.s.history(p, c.cat)
     q = c.owner(p, rule)
     avoid = c.s.used
@@ -173,6 +175,7 @@ def modify_items(c: Ctx) -> Draft:
     ok = c.allowed()
     by = "zip" if c.k == 2 else "email"
     p = c.person()
+    c.maybe_namesake(p, by)
     c.s.history(p, c.cat, 1)
     avoid = c.s.used
     swaps = [c.cat.swap(c.s.rng, avoid, ("up", "down", "up", "up")[c.k])]
@@ -200,6 +203,8 @@ def modify_items(c: Ctx) -> Draft:
     o = c.s.order(
         q, status, [old for old, _ in swaps] + [c.cat.item(c.s.rng, avoid)], q.methods["visa"]
     )
+    if not gift_pays and c.s.rng.random() < 0.5:  # "my latest order": an older one has it too
+        c.s.lookalike(p, swaps[0][0], 45)
     payer = gift if gift_pays else p.methods["visa"]
     pay_text = "my gift card" if payer == gift else "my Visa"
     changes = " and ".join(f"the {old['product']} to {nice(new['options'])}" for old, new in swaps)
@@ -250,6 +255,8 @@ def return_items(c: Ctx) -> Draft:
     status = c.s.rng.choice(NOT_DELIVERED) if rule == "order_not_delivered" else "delivered"
     o = c.s.order(p, status, items, p.methods[payer], 9)
     back = items[:1] if c.k != 1 else items[:2]
+    if c.s.rng.random() < 0.5:  # "my latest order": an older order holds the item too
+        c.s.lookalike(p, back[0], 40)
     if rule == "already_returned":
         c.s.mark_returned(o, len(back) - 1)
     reason = ("defective", "no_longer_needed", "wrong_item")[c.k]
@@ -297,6 +304,7 @@ def exchange(c: Ctx) -> Draft:
     rule = "" if ok else c.s.rng.choice(rules)
     by = "zip" if c.k == 3 else "email"
     p = c.person()
+    c.maybe_namesake(p, by)
     c.s.history(p, c.cat, 1)
     q = c.owner(p, rule)
     avoid = c.s.used
@@ -316,6 +324,8 @@ def exchange(c: Ctx) -> Draft:
     )
     if rule == "already_returned":
         c.s.mark_returned(o, 0)
+    if c.k != 2 and c.s.rng.random() < 0.5:  # "my latest order": an older one has it too
+        c.s.lookalike(p, swaps[0][0], 40)
     payer = gift if c.k == 2 else p.methods["visa"]
     changes = " and ".join(f"the {old['product']} for {nice(new['options'])}" for old, new in swaps)
     prompt = (
