@@ -37,7 +37,14 @@ SEED_TABLES = (
 TASK_CITIES = (
     ("New York", "NY", "100"), ("San Francisco", "CA", "941"), ("Los Angeles", "CA", "900"),
     ("Houston", "TX", "770"), ("Madison", "WI", "537"), ("Salt Lake City", "UT", "841"),
-    ("Baltimore", "MD", "212"), ("Tucson", "AZ", "857"),
+    ("Baltimore", "MD", "212"), ("Tucson", "AZ", "857"), ("Pittsburgh", "PA", "152"),
+    ("Cleveland", "OH", "441"), ("Kansas City", "MO", "641"), ("Omaha", "NE", "681"),
+    ("Albuquerque", "NM", "871"), ("Boise", "ID", "837"), ("Richmond", "VA", "232"),
+    ("Louisville", "KY", "402"), ("Milwaukee", "WI", "532"), ("Sacramento", "CA", "958"),
+    ("Anchorage", "AK", "995"), ("Honolulu", "HI", "968"), ("Buffalo", "NY", "142"),
+    ("Spokane", "WA", "992"), ("Des Moines", "IA", "503"), ("Charleston", "SC", "294"),
+    ("Savannah", "GA", "314"), ("Burlington", "VT", "054"), ("Bangor", "ME", "044"),
+    ("Fargo", "ND", "581"), ("Reno", "NV", "895"), ("Tulsa", "OK", "741"),
 )  # fmt: skip
 STREETS = (
     "Bleecker St", "Valencia St", "Sunset Blvd", "Westheimer Rd", "State St", "Canal St",
