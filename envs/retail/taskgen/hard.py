@@ -31,6 +31,7 @@ from envs.retail.taskgen.kit import (
 
 
 def account_cleanup(c: Ctx) -> Draft:
+    """Return by date, cancel (the data may forbid it), a conditional payment switch, a move."""
     by = ("email", "zip")[c.k]
     p = c.person()
     gift = c.s.gift_card(p, 0.0)  # its balance is set once the amounts are known
