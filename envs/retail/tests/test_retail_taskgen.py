@@ -77,7 +77,9 @@ def test_requests_open_with_who_is_speaking_not_a_greeting() -> None:
 
 
 def test_hard_tier_is_long_and_its_condition_goes_both_ways() -> None:
-    lengths, switched, declined = [], Counter(), 0
+    lengths: list[int] = []
+    switched: Counter[bool] = Counter()
+    declined = 0
     for k in (0, 1):
         for n in range(6):
             task = story("account_cleanup", k, n)
