@@ -46,10 +46,19 @@ TASK_CITIES = (
     ("Savannah", "GA", "314"), ("Burlington", "VT", "054"), ("Bangor", "ME", "044"),
     ("Fargo", "ND", "581"), ("Reno", "NV", "895"), ("Tulsa", "OK", "741"),
 )  # fmt: skip
-STREETS = (
-    "Bleecker St", "Valencia St", "Sunset Blvd", "Westheimer Rd", "State St", "Canal St",
-    "Maple Ave", "Oak St", "Pine Rd", "Cedar Ln", "Elm St", "Harbor Way", "Lake Dr", "Hill St",
+# Street names x suffixes (360 streets), so no address is a recurring identifier.
+STREET_NAMES = (
+    "Bleecker", "Valencia", "Sunset", "Westheimer", "State", "Canal", "Maple", "Oak", "Pine",
+    "Cedar", "Elm", "Harbor", "Lake", "Hill", "Birch", "Willow", "Chestnut", "Walnut", "Spruce",
+    "Magnolia", "Juniper", "Aspen", "Poplar", "Laurel", "Hawthorne", "Sycamore", "Cypress",
+    "Linden", "Alder", "Hickory", "Mulberry", "Dogwood", "Redwood", "Sequoia", "Beacon", "Summit",
+    "Ridge", "Meadow", "Orchard", "Prospect",
 )  # fmt: skip
+STREETS = tuple(
+    f"{name} {kind}"
+    for name in STREET_NAMES
+    for kind in ("St", "Ave", "Rd", "Blvd", "Ln", "Dr", "Way", "Ct", "Pl")
+)
 # New arrivals a story adds to a category: "<line> <kind>" (no base product is named so).
 PRODUCT_LINES = (
     "Alpine", "Coastal", "Nordic", "Summit", "Meadow", "Cobalt", "Amber", "Juniper", "Granite",
