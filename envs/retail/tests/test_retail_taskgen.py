@@ -20,7 +20,7 @@ FAMILIES = {fn.__name__: (fn, n) for fn, n in PLAN}
 TWINNED = [
     "refuse_unauthenticated", "refuse_status", "refuse_other_customer", "refuse_out_of_stock",
     "refuse_gift_balance", "cancel", "modify_address", "modify_payment", "modify_items",
-    "return_items", "exchange", "account_cleanup",
+    "return_items", "exchange", "account_cleanup", "cancel_two", "return_and_repay",
 ]  # fmt: skip
 IDS = re.compile(r"#W\d+|(?:gift_card|card|store_credit)_\d+|[\w.]+@[\w.]+")
 
@@ -48,7 +48,8 @@ def test_the_data_decides_allowed_or_forbidden(name: str) -> None:
             assert task["ground_truth"][-1]["arguments"]["reason"] == code
     declined = sum(v for k, v in outcomes.items() if k is not None)
     assert 5 <= declined <= 19, outcomes
-    assert len([k for k in outcomes if k is not None]) >= 2, outcomes
+    if name not in ("cancel_two", "return_and_repay"):  # two requests, one rule each
+        assert len([k for k in outcomes if k is not None]) >= 2, outcomes
 
 
 def test_no_identifier_is_shared_between_stories() -> None:

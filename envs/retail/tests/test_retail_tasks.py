@@ -91,9 +91,9 @@ def test_read_only_tasks_answer_or_decline_and_their_gold_ends_so() -> None:
             assert last["name"] == "decline_request", t["task_id"]
             assert last["arguments"]["reason"] == t["expected_decline"]
             assert t["expected_decline"] in ENVIRONMENT.decline_codes
-            # Forbidden twins of any family decline and change nothing; only the partial
-            # refusal and the hard tier do what is allowed first.
-            partial = t["family"] == "multi_partial_refusal" or t["family"].startswith("hard_")
+            # Forbidden twins of a single request decline and change nothing; several requests
+            # (multi_*, the hard tier) do what is allowed first, then decline.
+            partial = t["family"].startswith(("multi_", "hard_"))
             assert not writes or partial, t["task_id"]
         else:
             assert writes, t["task_id"]
