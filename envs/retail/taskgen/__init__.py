@@ -16,7 +16,16 @@ from app.sdk.taskgen import TaskGenerator, build_row
 from envs.retail import ENVIRONMENT
 from envs.retail.taskgen.details import omissions
 from envs.retail.taskgen.hard import account_cleanup
-from envs.retail.taskgen.kit import NAMES, NOW, PHRASING, Catalog, Ctx, Draft, Story
+from envs.retail.taskgen.kit import (
+    NAMES,
+    NOW,
+    PHRASING,
+    SHIPPED_CITIES,
+    Catalog,
+    Ctx,
+    Draft,
+    Story,
+)
 from envs.retail.taskgen.multi import (
     cancel_and_return,
     cancel_one_of_two,
@@ -76,7 +85,17 @@ def build_task(
 ) -> dict[str, Any]:
     """One self-checked task: story `index` (its id block), variant k, names popped from `names`."""
     story = Story(index, NOW, rng)
-    draft = fn(Ctx(story, _catalog(), k, names))
+    cat = _catalog()
+    cat.prefer_fresh = story.b.world is None  # the shipped set: see Catalog.fresh
+    if cat.prefer_fresh and index == 1:
+        cat.stale.clear()
+        SHIPPED_CITIES.clear()
+    draft = fn(Ctx(story, cat, k, names))
+    if cat.prefer_fresh:
+        cat.stale |= cat.named(draft.gold)
+        SHIPPED_CITIES.update(
+            c["arguments"]["city"] for c in draft.gold if c["arguments"].get("city")
+        )
     seed = story.seed()
     draft = replace(draft, omissions=omissions(draft.prompt, draft.gold, seed))
     return build_row(ENVIRONMENT, index, draft, seed, after=_check_lookups)

@@ -76,6 +76,8 @@ PRODUCT_KINDS = {
     "home": ("Throw Blanket", "Floor Lamp", "Rug", "Planter"),
     "toys": ("Puzzle", "Kite", "Robot Kit", "Marble Run"),
 }
+# Cities the gold of earlier shipped stories named (the shipped set is built in one pass).
+SHIPPED_CITIES: set[str] = set()
 MAIL_DOMAINS = ("example.org", "example.net", "mail.example.com", "inbox.example.org")
 # Order statuses that forbid what only pending (or only delivered) orders allow.
 NOT_PENDING = ("processed", "shipped", "delivered")
@@ -112,10 +114,34 @@ class Catalog:
         self.categories: dict[str, list[str]] = defaultdict(list)
         for pid in sorted(names):
             self.categories[names[pid][1]].append(names[pid][0])
+        self.by_sku = {v["sku"]: v for v in self.variants}
+        # The shipped set, built story after story outside a world, prefers products no earlier
+        # shipped story's gold named (`prefer_fresh`), so its tasks share no product either.
+        self.prefer_fresh = False
+        self.stale: set[int] = set()
+
+    def fresh(self, pids: list[int]) -> list[int]:
+        """`pids`, those no earlier shipped story named first (as they are, in a world)."""
+        if not self.prefer_fresh:
+            return pids
+        return sorted(pids, key=lambda pid: pid in self.stale)
+
+    def named(self, gold: list[dict[str, Any]]) -> set[int]:
+        """The products a gold names (by id or by SKU)."""
+        found: set[int] = set()
+        for c in gold:
+            args = c["arguments"]
+            if isinstance(args.get("product_id"), int):
+                found.add(args["product_id"])
+            for key in ("skus", "from_skus", "to_skus"):
+                found.update(self.by_sku[s]["product_id"] for s in args.get(key) or ())
+        return found
 
     def item(self, rng: random.Random, avoid: set[int]) -> dict[str, Any]:
         """Any variant of a product not in `avoid` (ordered items need not be in stock now)."""
         choices = [v for v in self.variants if v["product_id"] not in avoid]
+        if self.prefer_fresh:
+            choices = [v for v in choices if v["product_id"] not in self.stale] or choices
         picked = rng.choice(choices)
         avoid.add(picked["product_id"])
         return picked
@@ -126,7 +152,7 @@ class Catalog:
         """(old, new) variants of one product; `new` available with stock; price up/down/any."""
         pids = sorted(p for p in self.by_product if p not in avoid)
         rng.shuffle(pids)
-        for pid in pids:
+        for pid in self.fresh(pids):
             variants = self.by_product[pid]
             for old in rng.sample(variants, len(variants)):
                 news = [
@@ -190,9 +216,12 @@ class Story:
         return (self.now - timedelta(days=days_ago)).isoformat()
 
     def new_address(self, city_index: int | None = None) -> dict[str, Any]:
-        city, state, zip3 = TASK_CITIES[
-            self.rng.randrange(len(TASK_CITIES)) if city_index is None else city_index
-        ]
+        if city_index is None:
+            cities = list(range(len(TASK_CITIES)))
+            if self.b.world is None:  # the shipped set: a city no earlier story's gold named
+                cities = [i for i in cities if TASK_CITIES[i][0] not in SHIPPED_CITIES] or cities
+            city_index = cities[self.rng.randrange(len(cities))]
+        city, state, zip3 = TASK_CITIES[city_index]
         return {
             "line1": f"{self.rng.randint(10, 999)} {self.rng.choice(STREETS)}",
             "line2": f"Apt {self.rng.randint(1, 30)}" if self.rng.random() < 0.4 else None,

@@ -38,6 +38,8 @@ def lookup_catalog(c: Ctx) -> Draft:
         gold = [C("list_products", category=category)]
         return Draft("lookup", prompt, gold, False, answer=("name", names))
     pids = sorted(c.cat.by_product)
+    if c.cat.prefer_fresh:
+        pids = [pid for pid in pids if pid not in c.cat.stale] or pids
     variants = c.cat.by_product[c.s.rng.choice(pids)]
     while True:
         stocks = [c.s.rng.choice((0, 0, c.s.rng.randint(1, 40))) for _ in variants]
@@ -60,7 +62,10 @@ def lookup_catalog(c: Ctx) -> Draft:
 
 def lookup_price(c: Ctx) -> Draft:
     """A variant's price today: the story sets it, so no two tasks share the answer."""
-    v = c.s.rng.choice([x for x in c.cat.variants if x["available"]])
+    choices = [x for x in c.cat.variants if x["available"]]
+    if c.cat.prefer_fresh:
+        choices = [x for x in choices if x["product_id"] not in c.cat.stale] or choices
+    v = c.s.rng.choice(choices)
     price = round(v["price"] * c.s.rng.uniform(0.6, 1.4), 2)
     c.s.b.update("variants", v["id"], price=price, stock=c.s.rng.randint(1, 30))
     prompt = (
