@@ -132,6 +132,14 @@ class Settings(BaseSettings):
     verify_diff_limit: int = Field(
         20, ge=0, description="Most differing rows listed per table in a verify response."
     )
+    policy_violation_penalty: float = Field(
+        0.0,
+        ge=0.0,
+        le=1.0,
+        description="What each refused attempt at a forbidden write (a writing tool call that an "
+        "environment rule refused, listed in `verification.policy_violations`) takes off the "
+        "reward, down to 0; 0 keeps it evidence only (docs/verification.md).",
+    )
     step_reward_max_rows: int = Field(
         200_000,
         ge=0,

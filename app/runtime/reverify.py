@@ -61,6 +61,7 @@ def replay_verify(
     step_budget: StepBudget | None = None,
     max_calls: int = MAX_REPLAYED_CALLS,
     budget: WorkBudget | None = None,
+    policy_penalty: float = 0.0,
 ) -> dict[str, Any]:
     """Verify's answer for `response` replayed on a fresh clone of `snapshot` (the task's).
     More than `max_calls` calls, or calls that run past `budget` (wall-clock or CPU; each
@@ -94,6 +95,7 @@ def replay_verify(
             response=response,
             diff_limit=diff_limit,
             step_budget=step_budget,
+            policy_penalty=policy_penalty,
         )
     finally:
         bind.close()

@@ -654,6 +654,7 @@ class SessionManager:
             step_budget=self.step_budget,
             max_calls=self.settings.replay_max_calls,
             budget=self.replay_budget,
+            policy_penalty=self.settings.policy_violation_penalty,
         )
 
     def _verify(
@@ -676,6 +677,7 @@ class SessionManager:
                 diff_limit=self.settings.verify_diff_limit,
                 step_budget=self.step_budget,
                 known=known,
+                policy_penalty=self.settings.policy_violation_penalty,
             )
 
         return self.backend.read(handle, work)
