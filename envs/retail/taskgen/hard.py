@@ -52,7 +52,7 @@ def account_cleanup(c: Ctx) -> Draft:
     placed = next(o for o in c.s.rows["orders"] if o["id"] == returned.id)["created_at"]
     date = placed[:10]
     # The cancel: allowed, or forbidden by the order's status or owner.
-    rule = c.rule("order_not_pending", "order_not_pending", "other_customer")
+    rule = c.rule("order_not_pending", "other_customer")
     owner = c.owner(p, rule)
     status = rng.choice(NOT_PENDING[:2]) if rule == "order_not_pending" else "pending"
     doomed = c.s.order(owner, status, [rng.choice(others)], owner.methods["visa"], 2)

@@ -164,7 +164,7 @@ def _twin(family: str, prompt: str, gold: list[dict[str, Any]], write: dict[str,
 def refuse_unauthenticated(c: Ctx) -> Draft:
     """Forbidden: the name and zip match no account; or the order is someone else's, or no
     longer pending."""
-    rule = c.rule("not_authenticated", "not_authenticated", "other_customer", "order_not_pending")
+    rule = c.rule("not_authenticated", "other_customer", "order_not_pending")
     p = c.person()
     c.maybe_namesake(p, "zip")
     q = c.owner(p, rule)
@@ -235,7 +235,7 @@ def refuse_status(c: Ctx) -> Draft:
 def refuse_other_customer(c: Ctx) -> Draft:
     """Forbidden: the order the customer names is their roommate's account's, not theirs; or
     it is theirs but no longer pending."""
-    rule = c.rule("other_customer", "other_customer", "order_not_pending")
+    rule = c.rule("other_customer", "order_not_pending")
     p, q = c.person(), c.person()
     owner = q if rule == "other_customer" else p
     status = c.s.rng.choice(NOT_PENDING) if rule == "order_not_pending" else "pending"
@@ -253,7 +253,7 @@ def refuse_other_customer(c: Ctx) -> Draft:
 def refuse_out_of_stock(c: Ctx) -> Draft:
     """Forbidden: the variant asked for is out of stock (the story sets its stock); or the
     order is not delivered yet, or is someone else's."""
-    rule = c.rule("out_of_stock", "out_of_stock", "order_not_delivered", "other_customer")
+    rule = c.rule("out_of_stock", "order_not_delivered", "other_customer")
     p = c.person()
     q = c.owner(p, rule)
     old, new = c.cat.swap(c.s.rng, c.s.used)
@@ -281,8 +281,7 @@ def refuse_gift_balance(c: Ctx) -> Draft:
     """Forbidden: the gift card holds less than the price difference; or the variant is out of
     stock, the order no longer pending, or someone else's."""
     rule = c.rule(
-        "insufficient_balance", "insufficient_balance", "out_of_stock", "order_not_pending",
-        "other_customer",
+        "insufficient_balance", "out_of_stock", "order_not_pending", "other_customer",
     )  # fmt: skip
     p = c.person()
     q = c.owner(p, rule)

@@ -135,7 +135,7 @@ def modify_payment(c: Ctx) -> Draft:
     methods (k=1), or the order is no longer pending."""
     ok = c.allowed()
     own_rule = ("insufficient_balance", "split_payment")[c.k]
-    rule = "" if ok else c.s.rng.choice(("order_not_pending", "other_customer", own_rule, own_rule))
+    rule = "" if ok else c.s.rng.choice(("order_not_pending", "other_customer", own_rule))
     p = c.person()
     c.s.history(p, c.cat, 1)
     q = c.owner(p, rule)
