@@ -93,7 +93,7 @@ async def test_list_show_rows_and_paging(made):
         assert shown["tables"]["orders"] > 0
         rows = await client.get(
             f"/admin/sessions/{ids['gold']}/tables/orders",
-            params={"where": ["order_number=#W9020002", "customer_id=102000"]},
+            params={"where": ["order_number=#W90200010", "customer_id=102000"]},
             headers=AUTH,
         )
         body = rows.json()

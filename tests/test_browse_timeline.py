@@ -32,7 +32,7 @@ async def _check(data_dir: Path, ids: dict[str, str]) -> None:
             text = page.text
             # retail-020's gold: look up, read the order, cancel it (the write earns the reward).
             assert text.count('<li class="step') == 3
-            assert "cancel_pending_order" in text and "#W9020002" in text
+            assert "cancel_pending_order" in text and "#W90200010" in text
             assert "pending" in text and "cancelled" in text  # the order's row, before -> after
             assert '<strong class="reward">+1</strong>' in text  # the cancel's step reward
             missing = await client.get("/rollouts/" + "0" * 32)

@@ -119,7 +119,7 @@ async def test_rollout_page_shows_steps_rows_rewards_and_verify(runs):
         assert page.status_code == 200
         html = page.text
         assert html.count('class="step') >= 3 and "cancel_pending_order" in html
-        assert "Please cancel order #W9020002" in html  # the prompt, from the task file
+        assert "Please cancel order #W90200010" in html  # the prompt, from the task file
         # The cancel's row diff: orders.status pending -> cancelled, the column highlighted.
         changed = re.search(
             r'<tr class="changed"><th scope="row">status</th><td>pending</td>'

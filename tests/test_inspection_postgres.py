@@ -24,7 +24,7 @@ from tests.conftest import (
 from tests.test_admin_api import AUTH, TOKEN
 from tests.test_sessions_cli import build_rollouts, sg
 
-PENDING = "#W9020002"  # the order retail-020 cancels
+PENDING = "#W90200010"  # the order retail-020 cancels
 
 
 # "schemas": closed sessions keep their schemas (no schema pool); "archives": with a pool, the

@@ -179,7 +179,7 @@ async def test_postgres_backend_scores_over_mcp(tmp_path, pg_prefix):
 
 # --- tokens ------------------------------------------------------------------------
 RETAIL_020 = next(t for t in tasks_of("retail") if t["task_id"] == "retail-020")
-ORDER = {"order_number": "#W9020002"}
+ORDER = {"order_number": "#W90200010"}
 
 
 async def refusal(url: str, token: str | None, *, listing: bool = False) -> dict[str, Any]:

@@ -105,7 +105,7 @@ def test_show_lists_tables_and_rows_with_where(made):
     shown = sg_json("sessions", "show", ids["gold"], *d)
     assert shown["session"]["reward"] == 1.0 and shown["tables"]["orders"] > 0
     assert shown["meta"]["status"] == "closed"
-    pending = "#W9020002"  # the order retail-020 cancels
+    pending = "#W90200010"  # the order retail-020 cancels
     rows = sg_json(
         "sessions", "show", ids["gold"], "orders", "--where", f"order_number={pending}", *d
     )
@@ -188,7 +188,7 @@ def test_diff_against_seed_and_gold(made):
     gold_vs_seed = sg_json("sessions", "diff", ids["gold"], *d)
     assert gold_vs_seed["tables"]["orders"]["changed"] == 1
     change = gold_vs_seed["tables"]["orders"]["changed_rows"][0]
-    assert change["key"] == {"order_number": "#W9020002"}
+    assert change["key"] == {"order_number": "#W90200010"}
     assert change["changes"]["status"] == ["pending", "cancelled"]
     assert sg_json("sessions", "diff", ids["gold"], "--against", "gold", *d)["tables"] == {}
     noop_vs_gold = sg_json("sessions", "diff", ids["noop"], "--against", "gold", *d)

@@ -55,14 +55,14 @@ def test_every_rewrite_is_used_somewhere() -> None:
 
 def test_late_identification_moves_the_customer_after_the_request() -> None:
     prompt = (
-        "Hi, I'm Mia Chen (mia.chen1@example.org). Please cancel order #W9001000. "
+        "I'm Mia Chen (mia.chen1@example.org). Please cancel order #W9001000. "
         "You have my confirmation, please go ahead."
     )
     retail = load_generator("retail").phrasing
     for seed in range(40):
         out = rephrase(prompt, "test", random.Random(seed), retail)
         if any(t.startswith("late-id") for t in out.tags):
-            assert not out.text.startswith("Hi,")
+            assert not out.text.startswith("I'm")
             assert out.text.index("#W9001000") < out.text.index("Mia Chen")
             return
     raise AssertionError("late identification never drawn")

@@ -108,33 +108,33 @@ async def test_money_within_tolerance_matches_and_a_real_difference_does_not(
         retail,
         task,
         task["ground_truth"],
-        edit="UPDATE payment_methods SET balance = balance + ? WHERE code = 'gift_card_9020001'",
+        edit="UPDATE payment_methods SET balance = balance + ? WHERE code = 'gift_card_90200008'",
         params=(delta,),
     )
     assert result["reward"] == (1.0 if matches else 0.0), json.dumps(result["verification"])
     if not matches:
         [row] = result["verification"]["state_diff"]["payment_methods"]["changed_rows"]
-        assert row["key"] == {"code": "gift_card_9020001"}
-        before, after = row["changes"]["balance"]  # gold: 40.00 + the cancel's refund
+        assert row["key"] == {"code": "gift_card_90200008"}
+        before, after = row["changes"]["balance"]  # gold: 45.55 + the cancel's refund
         assert round(after - before, 2) == 1.0
 
 
 RETURN_CHECKS = [
-    {"table": "orders", "where": {"order_number": "#W9033001"}, "expect": {"status": "delivered"}},
+    {"table": "orders", "where": {"order_number": "#W90340008"}, "expect": {"status": "delivered"}},
     {
         "table": "returns",
-        "where": {"code": "RT-W9033001-1"},
-        "expect": {"reason": "defective", "refund_amount": {"gt": 0}},
+        "where": {"code": "RT-W90340008-1"},
+        "expect": {"reason": "no_longer_needed", "refund_amount": {"gt": 0}},
         "match": "one",
     },
     {
         "table": "return_items",
-        "where": {"return_id": {"ref": {"code": "RT-W9033001-1"}}},
-        "count": 1,
+        "where": {"return_id": {"ref": {"code": "RT-W90340008-1"}}},
+        "count": 2,
     },
     {
         "table": "payments",
-        "where": {"order_id": {"ref": {"order_number": "#W9033001"}}, "kind": "refund"},
+        "where": {"order_id": {"ref": {"order_number": "#W90340008"}}, "kind": "refund"},
         "count": 1,
     },
     {"table": "products", "unchanged": True},
@@ -143,10 +143,10 @@ RETURN_CHECKS = [
 
 @pytest.mark.parametrize("with_gold", [True, False])
 async def test_declarative_checks_on_retail(retail, with_gold):
-    gold = TASKS["retail-033"]
+    gold = TASKS["retail-034"]
     task = {
         **gold,
-        "task_id": f"retail-033-checks-{with_gold}",
+        "task_id": f"retail-034-checks-{with_gold}",
         "expected_state": RETURN_CHECKS,
         "ground_truth": gold["ground_truth"] if with_gold else [],
     }

@@ -80,7 +80,7 @@ def not_owned(number: str, customer_id: int) -> ToolError:
     return ToolError(
         f"Order {number} does not belong to customer {customer_id}.",
         hint="Only act on orders of the authenticated customer; never on someone else's.",
-        code="forbidden",
+        code="other_customer",
     )
 
 
@@ -90,7 +90,12 @@ def require_status(order: Order | AnyRow, allowed: str, instead: str) -> None:
             f"Order {order.order_number} is {order.status}; "
             f"only {allowed} orders can be {instead}.",
             hint=STATUS_HINTS.get((allowed, order.status)),
+            code=STATUS_RULES[allowed],
         )
+
+
+# The rule (decline reason code, envs/retail/policy.py) a wrong order status breaks.
+STATUS_RULES: dict[str, str] = {"pending": "order_not_pending", "delivered": "order_not_delivered"}
 
 
 STATUS_HINTS: dict[tuple[str, str], str] = {
@@ -188,7 +193,10 @@ def active_lines(order: AnyRow, items: list[AnyRow], skus: list[str]) -> list[An
                 code="not_found",
             )
         if line.status != "active":
-            raise ToolError(f"Item {sku} of order {order.order_number} is already {line.status}.")
+            raise ToolError(
+                f"Item {sku} of order {order.order_number} is already {line.status}.",
+                code="already_returned",
+            )
         lines.append(line)
     return lines
 
@@ -326,6 +334,7 @@ def debited(method: PaymentMethod | AnyRow, amount: float) -> float:
             f"{method.code} has a balance of {money(method.balance)}, "
             f"not enough to pay {money(amount)}.",
             hint="Ask the customer for another payment method.",
+            code="insufficient_balance",
         )
     return cents(method.balance - amount)
 

@@ -13,6 +13,9 @@ DECLINE_REASONS: dict[str, str] = {
     "product",
     "out_of_stock": "the variant asked for is unavailable or out of stock",
     "insufficient_balance": "the gift card does not hold enough balance for the payment",
+    "split_payment": "an order paid with several payment methods cannot switch payment method",
+    "refund_method": "a refund goes only to the order's original payment method or to one of "
+    "the customer's gift cards",
     "already_returned": "the item was already returned or exchanged (each item only once)",
     "unrelated_request": "the request has nothing to do with the shop",
 }

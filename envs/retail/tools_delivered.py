@@ -84,6 +84,7 @@ def refund_target(db: Session, order: AnyRow, code: str) -> AnyRow:
             f"{method.code} did not pay for order {order.order_number}; a refund goes back to the "
             "original payment method or to one of the customer's gift cards.",
             hint=f"The order was paid with: {', '.join(originals)}.",
+            code="refund_method",
         )
     return method
 

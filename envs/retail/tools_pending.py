@@ -134,6 +134,7 @@ def check_swaps(
                 f"{new.sku} is a {new_name}, but {line.sku} is a {old_name}; "
                 "an item can only be changed to another variant of the same product.",
                 hint="For a different product the customer must place a new order.",
+                code="different_product",
             )
         if new.id == line.variant_id:
             raise ToolError(f"Item {line.sku} already is that variant.", code="invalid_arguments")
@@ -143,6 +144,7 @@ def check_swaps(
             raise ToolError(
                 f"{new.sku} ({new.options}) is not available: {state}, {needed[new.id]} needed.",
                 hint="get_product_details shows which variants are available and in stock.",
+                code="out_of_stock",
             )
     return pairs
 
@@ -283,7 +285,8 @@ def modify_pending_order_payment(
     if len(paid) != 1:
         raise ToolError(
             f"Order {order.order_number} is paid with {len(paid)} payment methods; "
-            "only an order paid by a single method can switch payment method."
+            "only an order paid by a single method can switch payment method.",
+            code="split_payment",
         )
     methods = customer_methods(db, order.customer_id)
     (old_id, amount), new = (

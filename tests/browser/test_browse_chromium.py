@@ -36,11 +36,11 @@ def test_session_rows_show_in_chromium(tmp_path, chromium):
         # The order the gold rollout cancelled, as that session's database holds it.
         chromium.get(f"{sql}/{ids['gold']}/orders?id=102002")
         table = chromium.find_element(By.CSS_SELECTOR, "table.rows-and-columns").text
-        assert "#W9020002" in table and "cancelled" in table
+        assert "#W90200010" in table and "cancelled" in table
         # The same order in the rollout that did nothing is still pending.
         chromium.get(f"{sql}/{ids['noop']}/orders?id=102002")
         table = chromium.find_element(By.CSS_SELECTOR, "table.rows-and-columns").text
-        assert "#W9020002" in table and "pending" in table and "cancelled" not in table
+        assert "#W90200010" in table and "pending" in table and "cancelled" not in table
     finally:
         stop_server(proc)
 
@@ -57,7 +57,7 @@ def test_old_timeline_address_shows_the_rollout_in_chromium(tmp_path, chromium):
         steps = chromium.find_elements(By.CSS_SELECTOR, "li.step")
         assert len(steps) == 3
         cancel = steps[-1].text
-        assert "cancel_pending_order" in cancel and "#W9020002" in cancel
+        assert "cancel_pending_order" in cancel and "#W90200010" in cancel
         assert "pending" in cancel and "cancelled" in cancel  # the order's row, before -> after
         rewards = [e.text for e in chromium.find_elements(By.CSS_SELECTOR, "strong.reward")]
         assert rewards[-1] == "+1"

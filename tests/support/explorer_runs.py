@@ -23,7 +23,7 @@ from tests.support.rollouts import gold_answer, load_tasks, response_object
 TASKS = {t["task_id"]: t for t in load_tasks(load_environment("retail").tasks_path)}
 CANCEL = TASKS["retail-020"]
 DELIVERED = TASKS["retail-011"]
-PENDING = "#W9020002"  # the order retail-020 cancels
+PENDING = "#W90200010"  # the order retail-020 cancels
 
 
 def gold_calls(task: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
@@ -101,10 +101,10 @@ async def _build(settings: Settings) -> dict[str, str]:
         async with client() as c:
             await c.post("/seed_session", json=DELIVERED)
             refused = gold_calls(DELIVERED)
-            cancel = ("cancel_pending_order", {"order_number": "#W9011001",
+            cancel = ("cancel_pending_order", {"order_number": "#W90110007",
                       "customer_id": 101100, "reason": "no_longer_needed"})  # fmt: skip
             outputs = await _play(c, [*refused, cancel])
-            answer = "Order W9011001 was already delivered, so I cannot cancel it."
+            answer = "Order W90110007 was already delivered, so I cannot cancel it."
             verified = await _finish(c, DELIVERED, outputs, answer)
             ids["refusal"] = verified["session_id"]
     return ids

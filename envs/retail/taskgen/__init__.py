@@ -15,7 +15,17 @@ from app.sdk.replay import open_task_db
 from app.sdk.taskgen import TaskGenerator, build_row
 from envs.retail import ENVIRONMENT
 from envs.retail.taskgen.details import omissions
-from envs.retail.taskgen.kit import NAMES, NOW, PHRASING, Catalog, Ctx, Draft, Story
+from envs.retail.taskgen.hard import account_cleanup
+from envs.retail.taskgen.kit import (
+    NAMES,
+    NOW,
+    PHRASING,
+    SHIPPED_CITIES,
+    Catalog,
+    Ctx,
+    Draft,
+    Story,
+)
 from envs.retail.taskgen.multi import (
     cancel_and_return,
     cancel_one_of_two,
@@ -57,6 +67,7 @@ PLAN: list[tuple[Family, int]] = [
     (modify_address, 3), (modify_payment, 2), (modify_items, 4), (return_items, 3), (exchange, 4),
     (cancel_two, 1), (cancel_one_of_two, 1), (cancel_and_return, 1), (move_everything, 2),
     (exchange_and_cancel, 1), (rework_order, 1), (return_and_repay, 1), (return_and_exchange, 1),
+    (account_cleanup, 2),
 ]  # fmt: skip
 
 
@@ -74,17 +85,28 @@ def build_task(
 ) -> dict[str, Any]:
     """One self-checked task: story `index` (its id block), variant k, names popped from `names`."""
     story = Story(index, NOW, rng)
-    draft = fn(Ctx(story, _catalog(), k, names))
+    cat = _catalog()
+    cat.prefer_fresh = story.b.world is None  # the shipped set: see Catalog.fresh
+    if cat.prefer_fresh and index == 1:
+        cat.stale.clear()
+        SHIPPED_CITIES.clear()
+    draft = fn(Ctx(story, cat, k, names))
+    if cat.prefer_fresh:
+        cat.stale |= cat.named(draft.gold)
+        SHIPPED_CITIES.update(
+            c["arguments"]["city"] for c in draft.gold if c["arguments"].get("city")
+        )
     seed = story.seed()
     draft = replace(draft, omissions=omissions(draft.prompt, draft.gold, seed))
     return build_row(ENVIRONMENT, index, draft, seed, after=_check_lookups)
 
 
 def _check_lookups(task: dict[str, Any], results: list[Any]) -> None:
-    """Name + zip lookups find exactly one account, except in the unauthenticated story."""
+    """Name + zip lookups find exactly one account, except where the gold declines because
+    none matches (the zip the customer gives is not theirs)."""
     for call_, result in zip(task["ground_truth"], results, strict=True):
         if call_["name"] == "find_customer_by_name_zip":
-            want = 0 if task["family"] == "refuse_unauthenticated" else 1
+            want = 0 if task.get("expected_decline") == "not_authenticated" else 1
             assert len(result["matches"]) == want, (task["task_id"], result)
 
 

@@ -5,6 +5,7 @@ base catalogue, the story context and gold-call helpers (the rest is app/taskgen
 from __future__ import annotations
 
 import random
+import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -14,30 +15,73 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.sdk.taskgen import Draft as Draft  # re-exported: what the families return
 from app.sdk.taskgen import (
+    PEOPLE,
     Phrasing,
     SeedBuilder,
     call,
-    name_pool,
-    opening,
+    name_grid,
     sentence_starting,
     sentence_with,
 )
+from app.sdk.taskgen import Draft as Draft  # re-exported: what the families return
 from envs.retail import ENVIRONMENT
 from envs.retail.models import Product, Variant
 
 # The seed's table order (parents first; a variant's row is a stock update of a base row).
 SEED_TABLES = (
-    "variants", "customers", "addresses", "payment_methods", "orders", "order_items", "payments",
+    "products", "variants", "customers", "addresses", "payment_methods", "orders", "order_items",
+    "payments",
 )  # fmt: skip
 # Cities absent from the base data, so name + zip always identifies a task's customer.
 TASK_CITIES = (
     ("New York", "NY", "100"), ("San Francisco", "CA", "941"), ("Los Angeles", "CA", "900"),
     ("Houston", "TX", "770"), ("Madison", "WI", "537"), ("Salt Lake City", "UT", "841"),
-    ("Baltimore", "MD", "212"), ("Tucson", "AZ", "857"),
+    ("Baltimore", "MD", "212"), ("Tucson", "AZ", "857"), ("Pittsburgh", "PA", "152"),
+    ("Cleveland", "OH", "441"), ("Kansas City", "MO", "641"), ("Omaha", "NE", "681"),
+    ("Albuquerque", "NM", "871"), ("Boise", "ID", "837"), ("Richmond", "VA", "232"),
+    ("Louisville", "KY", "402"), ("Milwaukee", "WI", "532"), ("Sacramento", "CA", "958"),
+    ("Anchorage", "AK", "995"), ("Honolulu", "HI", "968"), ("Buffalo", "NY", "142"),
+    ("Spokane", "WA", "992"), ("Des Moines", "IA", "503"), ("Charleston", "SC", "294"),
+    ("Savannah", "GA", "314"), ("Burlington", "VT", "054"), ("Bangor", "ME", "044"),
+    ("Fargo", "ND", "581"), ("Reno", "NV", "895"), ("Tulsa", "OK", "741"),
 )  # fmt: skip
-STREETS = ("Bleecker St", "Valencia St", "Sunset Blvd", "Westheimer Rd", "State St", "Canal St")
+# Street names x suffixes (360 streets), so no address is a recurring identifier.
+STREET_NAMES = (
+    "Bleecker", "Valencia", "Sunset", "Westheimer", "State", "Canal", "Maple", "Oak", "Pine",
+    "Cedar", "Elm", "Harbor", "Lake", "Hill", "Birch", "Willow", "Chestnut", "Walnut", "Spruce",
+    "Magnolia", "Juniper", "Aspen", "Poplar", "Laurel", "Hawthorne", "Sycamore", "Cypress",
+    "Linden", "Alder", "Hickory", "Mulberry", "Dogwood", "Redwood", "Sequoia", "Beacon", "Summit",
+    "Ridge", "Meadow", "Orchard", "Prospect",
+)  # fmt: skip
+STREETS = tuple(
+    f"{name} {kind}"
+    for name in STREET_NAMES
+    for kind in ("St", "Ave", "Rd", "Blvd", "Ln", "Dr", "Way", "Ct", "Pl")
+)
+# New arrivals a story adds to a category: "<line> <kind>" (no base product is named so).
+PRODUCT_LINES = (
+    "Alpine", "Coastal", "Nordic", "Summit", "Meadow", "Cobalt", "Amber", "Juniper", "Granite",
+    "Harbor", "Willow", "Cedar", "Aurora", "Canyon", "Orchid", "Falcon", "Maple", "Sierra",
+)  # fmt: skip
+PRODUCT_KINDS = {
+    "audio": ("Speaker", "Soundbar", "Earbuds", "Turntable"),
+    "electronics": ("Tablet", "Charger", "Webcam", "Monitor"),
+    "bags": ("Tote", "Duffel", "Satchel", "Sling"),
+    "footwear": ("Sneakers", "Loafers", "Sandals", "Boots"),
+    "apparel": ("Hoodie", "Parka", "Cardigan", "Vest"),
+    "sports": ("Racket", "Kettlebell", "Jump Rope", "Foam Roller"),
+    "outdoor": ("Lantern", "Hammock", "Tent", "Camp Stove"),
+    "kitchen": ("Kettle", "Skillet", "Stand Mixer", "Toaster"),
+    "home": ("Throw Blanket", "Floor Lamp", "Rug", "Planter"),
+    "toys": ("Puzzle", "Kite", "Robot Kit", "Marble Run"),
+}
+# Cities the gold of earlier shipped stories named (the shipped set is built in one pass).
+SHIPPED_CITIES: set[str] = set()
+MAIL_DOMAINS = ("example.org", "example.net", "mail.example.com", "inbox.example.org")
+# Order statuses that forbid what only pending (or only delivered) orders allow.
+NOT_PENDING = ("processed", "shipped", "delivered")
+NOT_DELIVERED = ("pending", "processed", "shipped")
 
 
 def nice(options: str) -> str:
@@ -70,10 +114,34 @@ class Catalog:
         self.categories: dict[str, list[str]] = defaultdict(list)
         for pid in sorted(names):
             self.categories[names[pid][1]].append(names[pid][0])
+        self.by_sku = {v["sku"]: v for v in self.variants}
+        # The shipped set, built story after story outside a world, prefers products no earlier
+        # shipped story's gold named (`prefer_fresh`), so its tasks share no product either.
+        self.prefer_fresh = False
+        self.stale: set[int] = set()
+
+    def fresh(self, pids: list[int]) -> list[int]:
+        """`pids`, those no earlier shipped story named first (as they are, in a world)."""
+        if not self.prefer_fresh:
+            return pids
+        return sorted(pids, key=lambda pid: pid in self.stale)
+
+    def named(self, gold: list[dict[str, Any]]) -> set[int]:
+        """The products a gold names (by id or by SKU)."""
+        found: set[int] = set()
+        for c in gold:
+            args = c["arguments"]
+            if isinstance(args.get("product_id"), int):
+                found.add(args["product_id"])
+            for key in ("skus", "from_skus", "to_skus"):
+                found.update(self.by_sku[s]["product_id"] for s in args.get(key) or ())
+        return found
 
     def item(self, rng: random.Random, avoid: set[int]) -> dict[str, Any]:
         """Any variant of a product not in `avoid` (ordered items need not be in stock now)."""
         choices = [v for v in self.variants if v["product_id"] not in avoid]
+        if self.prefer_fresh:
+            choices = [v for v in choices if v["product_id"] not in self.stale] or choices
         picked = rng.choice(choices)
         avoid.add(picked["product_id"])
         return picked
@@ -84,7 +152,7 @@ class Catalog:
         """(old, new) variants of one product; `new` available with stock; price up/down/any."""
         pids = sorted(p for p in self.by_product if p not in avoid)
         rng.shuffle(pids)
-        for pid in pids:
+        for pid in self.fresh(pids):
             variants = self.by_product[pid]
             for old in rng.sample(variants, len(variants)):
                 news = [
@@ -104,6 +172,8 @@ class Catalog:
 
 @dataclass
 class Person:
+    """A story's customer: their id, name, email, default address, payment codes by label."""
+
     id: int
     first: str
     last: str
@@ -146,9 +216,12 @@ class Story:
         return (self.now - timedelta(days=days_ago)).isoformat()
 
     def new_address(self, city_index: int | None = None) -> dict[str, Any]:
-        city, state, zip3 = TASK_CITIES[
-            self.rng.randrange(len(TASK_CITIES)) if city_index is None else city_index
-        ]
+        if city_index is None:
+            cities = list(range(len(TASK_CITIES)))
+            if self.b.world is None:  # the shipped set: a city no earlier story's gold named
+                cities = [i for i in cities if TASK_CITIES[i][0] not in SHIPPED_CITIES] or cities
+            city_index = cities[self.rng.randrange(len(cities))]
+        city, state, zip3 = TASK_CITIES[city_index]
         return {
             "line1": f"{self.rng.randint(10, 999)} {self.rng.choice(STREETS)}",
             "line2": f"Apt {self.rng.randint(1, 30)}" if self.rng.random() < 0.4 else None,
@@ -159,7 +232,8 @@ class Story:
         }
 
     def person(self, first: str, last: str, *, card: str = "visa") -> Person:
-        email = f"{first}.{last}{self.index}@example.org".lower()
+        # The email's number and domain come from the world, so no two tasks share an account.
+        email = f"{first}.{last}{self.b.code(5)}@{self.rng.choice(MAIL_DOMAINS)}".lower()
         cid = self._add(
             "customers",
             email=email,
@@ -181,7 +255,7 @@ class Story:
         return address
 
     def _method(self, p: Person, kind: str, label: str, **cols: Any) -> str:
-        code = f"{kind}_9{self.index:03d}{self.b.count('payment_methods'):03d}"
+        code = f"{kind}_{self.b.code(8)}"  # 8 digits: never a base method's 7
         self._add("payment_methods", code=code, customer_id=p.id, kind=kind, **cols)
         p.methods[label] = code
         return code
@@ -192,6 +266,12 @@ class Story:
 
     def gift_card(self, p: Person, balance: float) -> str:
         return self._method(p, "gift_card", "gift_card", brand=None, last4=None, balance=balance)
+
+    def store_credit(self, p: Person, balance: float) -> str:
+        """A balance that is not a gift card's (what a lookup must not confuse with one)."""
+        return self._method(
+            p, "store_credit", "store_credit", brand=None, last4=None, balance=balance
+        )
 
     def last4(self, code: str) -> str:
         return str(next(m["last4"] for m in self.rows["payment_methods"] if m["code"] == code))
@@ -206,9 +286,11 @@ class Story:
         qty: int = 1,
     ) -> OrderInfo:
         lines = [(v, qty if n == 0 else 1) for n, v in enumerate(items)]
+        # Under a day, so "my most recent order" keeps meaning the same one.
+        jitter = round(self.rng.uniform(0, 0.9), 3)
         self.used.update(v["product_id"] for v in items)
         total = round(sum(v["price"] * q for v, q in lines), 2)
-        number = f"#W9{self.index:03d}{self.b.count('orders'):03d}"
+        number = f"#W{self.b.code(8)}"  # 8 digits: never a base order's 7
         ship = {f"ship_{k}": v for k, v in p.address.items()}
         oid = self._add(
             "orders",
@@ -216,7 +298,7 @@ class Story:
             customer_id=p.id,
             status=status,
             total=total,
-            created_at=self._ts(days_ago),
+            created_at=self._ts(days_ago + jitter),
             **ship,
         )
         for n, (v, q) in enumerate(lines, start=1):
@@ -241,15 +323,50 @@ class Story:
                 payment_method_id=mid,
                 kind="charge",
                 amount=amount,
-                created_at=self._ts(days_ago),
+                created_at=self._ts(days_ago + jitter),
             )
         return OrderInfo(number, total, lines, oid)
+
+    def lookalike(self, p: Person, v: dict[str, Any], days_ago: float) -> None:
+        """An older delivered order of `p` holding the same item `v`: acting on the order the
+        request names needs the order list and its details, not a guess."""
+        self.order(p, "delivered", [v], next(iter(p.methods.values())), days_ago)
+
+    def namesake(self, p: Person) -> None:
+        """Another customer with p's exact name in another city (another zip): a name alone,
+        or a wrong zip, never identifies p."""
+        others = [i for i, (_, _, z3) in enumerate(TASK_CITIES) if z3 != p.zip[:3]]
+        address = self.new_address(self.rng.choice(others))
+        email = f"{p.first}.{p.last}{self.b.code(5)}@example.net".lower()
+        cid = self._add("customers", email=email, first_name=p.first, last_name=p.last,
+                        phone=f"+1-212-555-{self.rng.randint(0, 9999):04d}",
+                        membership="regular", created_at=self._ts(700))  # fmt: skip
+        self._add("addresses", customer_id=cid, is_default=True, **address)
+
+    def mark_returned(self, o: OrderInfo, line: int = 0) -> None:
+        """Line `line` of the order was returned already (an item goes back only once)."""
+        rows = self.rows["order_items"]
+        row = next(r for r in rows if r["order_id"] == o.id and r["line_no"] == line + 1)
+        row["status"] = "returned"
 
     def history(self, p: Person, catalog: Catalog, n: int = 2) -> None:
         """Older, settled orders, so the customer's order list is not just the task's orders."""
         for k in range(n):
             items = [catalog.item(self.rng, self.used) for _ in range(self.rng.randint(1, 2))]
             self.order(p, "delivered", items, next(iter(p.methods.values())), 60 + 30 * k)
+
+    def new_product(self, category: str, taken: set[str]) -> str:
+        """A product the story adds to `category` (a new arrival, no variants yet): its name."""
+        while True:
+            kind = self.rng.choice(PRODUCT_KINDS.get(category, ("Gadget",)))
+            name = f"{self.rng.choice(PRODUCT_LINES)} {kind}"
+            if name not in taken:
+                taken.add(name)
+                break
+        slug = name.lower().replace(" ", "-")
+        self._add("products", name=name, slug=slug, category=category,
+                  description=f"New in {category}: the {name}.")  # fmt: skip
+        return name
 
     def set_stock(self, variant: dict[str, Any], stock: int) -> None:
         self.b.update("variants", variant["id"], stock=stock)
@@ -260,7 +377,8 @@ class Story:
 
 NOW = datetime(2026, 3, 14, 10, 0)
 C = partial(call, ENVIRONMENT)
-NAMES = name_pool(52)
+# Every first name with every last name (3,700 people), so a name is in few tasks' gold.
+NAMES = name_grid([f for f, _ in PEOPLE], sorted({last for _, last in PEOPLE}), "retail-names")
 
 
 @dataclass
@@ -276,11 +394,45 @@ class Ctx:
         first, last = self.names.pop()
         return self.s.person(first, last, **kw)
 
+    def maybe_namesake(self, p: Person, by: str) -> None:
+        """Half the stories that authenticate by name and zip get p's namesake elsewhere."""
+        if by == "zip" and self.s.rng.random() < 0.5:
+            self.s.namesake(p)
 
-def hello(p: Person, by: str) -> str:
+    def allowed(self) -> bool:
+        """The twin's coin: whether this story's data permits what the request asks (the same
+        request, worded from the same pool, is forbidden by the data in the other twin). The
+        shipped set (built outside a world) fixes it: even stories allowed, odd forbidden, so it
+        holds both twins of the families with several variants, and stays stable."""
+        if self.s.b.world is None:
+            return self.s.index % 2 == 0
+        return self.s.rng.random() < 0.5
+
+    def rule(self, *rules: str) -> str:
+        """The twin's coin, then which rule forbids it: "" (allowed) half the time, else one of
+        `rules` (a rule listed twice is drawn twice as often). Several rules per request, so a
+        policy that guesses a decline code from the wording is wrong most of the time."""
+        return "" if self.allowed() else self.s.rng.choice(rules)
+
+    def owner(self, p: Person, rule: str) -> Person:
+        """Who owns the order the customer names: them, or (the `other_customer` twin) another
+        customer, whose order number they gave."""
+        return self.person() if rule == "other_customer" else p
+
+    def wrong_zip(self, p: Person) -> str:
+        """A zip of the customer's city that is not theirs: their name and it match no one."""
+        while True:
+            z = f"{p.zip[:3]}{self.s.rng.randint(10, 99)}"
+            if z != p.zip:
+                return z
+
+
+def hello(p: Person, by: str, zip_code: str | None = None) -> str:
+    """Who the customer says they are. No greeting word: the draw's voice adds the greeting
+    ("Good morning. Hi, this is ..." was a seam)."""
     if by == "zip":
-        return f"Hi, this is {p.name}, zip code {p.zip}."
-    return f"Hi, I'm {p.name} ({p.email})."
+        return f"I'm {p.name}, zip code {zip_code or p.zip}."
+    return f"I'm {p.name} ({p.email})."
 
 
 def auth(p: Person, by: str) -> dict[str, Any]:
@@ -305,6 +457,6 @@ PHRASING = Phrasing(
     request=sentence_starting("Please"),
     keep_request=("go ahead", "confirm"),
     consent=sentence_with("confirmation"),
-    greeting=opening(("Hi", "Hello"), ("I'm", "this is")),
+    greeting=re.compile(r"^(?P<who>I'm .*?)\.(?=\s+[A-Z]|$)"),
     closing=("confirm", "go ahead", "proceed"),
 )

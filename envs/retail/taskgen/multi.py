@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from envs.retail.taskgen.kit import (
     GO,
+    NOT_PENDING,
     C,
     Ctx,
     Draft,
@@ -18,32 +19,36 @@ from envs.retail.taskgen.kit import (
 
 
 def cancel_two(c: Ctx) -> Draft:
+    """Both recent orders cancelled; or (the forbidden twin) the older has moved on: cancel the
+    newer, decline the other."""
+    rule = c.rule("order_not_pending")
     p = c.person()
     c.s.history(p, c.cat, 1)
     avoid = c.s.used
     a = c.s.order(p, "pending", [c.cat.item(c.s.rng, avoid)], p.methods["visa"], 1)
-    b = c.s.order(p, "pending", [c.cat.item(c.s.rng, avoid)], c.s.gift_card(p, 20.0), 2)
+    status = c.s.rng.choice(NOT_PENDING[:2]) if rule else "pending"
+    b = c.s.order(p, status, [c.cat.item(c.s.rng, avoid)], c.s.gift_card(p, 20.0), 2)
     prompt = (
-        f"{hello(p, 'email')} Please cancel both of my pending orders; I no longer need them. {GO}"
+        f"{hello(p, 'email')} Please cancel my two most recent orders; I no longer need them. {GO}"
     )
     gold = [
         auth(p, "email"),
-        C("list_customer_orders", customer_id=p.id, status="pending"),
+        C("list_customer_orders", customer_id=p.id),
         C("get_order_details", order_number=a.number),
         C("get_order_details", order_number=b.number),
-        C(
-            "cancel_pending_order",
-            order_number=a.number,
-            customer_id=p.id,
-            reason="no_longer_needed",
-        ),
+        C("cancel_pending_order", order_number=a.number, customer_id=p.id,
+          reason="no_longer_needed"),
+    ]  # fmt: skip
+    if rule:
+        return Draft("multi_cancel", prompt, gold, True, decline=rule)
+    gold.append(
         C(
             "cancel_pending_order",
             order_number=b.number,
             customer_id=p.id,
             reason="no_longer_needed",
-        ),
-    ]
+        )  # fmt: skip
+    )
     return Draft("multi_cancel", prompt, gold, True)
 
 
@@ -215,11 +220,17 @@ def rework_order(c: Ctx) -> Draft:
 
 
 def return_and_repay(c: Ctx) -> Draft:
+    """A return, and a payment switch the gift card's balance may not cover (then declined)."""
+    rule = c.rule("insufficient_balance")
     p = c.person()
     avoid = c.s.used
-    gift = c.s.gift_card(p, 700.0)
+    gift = c.s.gift_card(p, 0.0)
     a = c.s.order(p, "delivered", [c.cat.item(c.s.rng, avoid)], p.methods["visa"], 14)
     b = c.s.order(p, "pending", [c.cat.item(c.s.rng, avoid)], p.methods["visa"], 1)
+    balance = b.total * (c.s.rng.uniform(0.2, 0.95) if rule else c.s.rng.uniform(1.0, 3.0))
+    next(m for m in c.s.rows["payment_methods"] if m["code"] == gift)["balance"] = round(
+        max(balance, b.total if not rule else 0.0), 2
+    )
     va = a.lines[0][0]
     prompt = (
         f"{hello(p, 'email')} Please return {the(va)} I received, it's not as described; refund "
@@ -239,13 +250,17 @@ def return_and_repay(c: Ctx) -> Draft:
         ),
         C("get_order_details", order_number=b.number),
         C("get_customer_details", customer_id=p.id),
+    ]
+    if rule:
+        return Draft("multi_return_payment", prompt, gold, True, decline=rule)
+    gold.append(
         C(
             "modify_pending_order_payment",
             order_number=b.number,
             customer_id=p.id,
             payment_method_id=gift,
-        ),
-    ]
+        )  # fmt: skip
+    )
     return Draft("multi_return_payment", prompt, gold, True)
 
 

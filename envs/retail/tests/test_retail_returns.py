@@ -38,6 +38,7 @@ def test_return_only_delivered_and_refund_goes_to_original_or_gift_card(db: Sess
         refund_method_id="gift_card_0",
     )
     assert "pending" in err.message and pending.order_number in err.message
+    assert err.code == "order_not_delivered"
 
     order = an_order(db, "delivered", single_payer=True, items=2)
     c = order.customer
@@ -57,7 +58,7 @@ def test_return_only_delivered_and_refund_goes_to_original_or_gift_card(db: Sess
         reason="defective",
         refund_method_id=stranger_card.code,
     )
-    assert "original payment method" in err.message
+    assert "original payment method" in err.message and err.code == "refund_method"
 
     gift = gift_card(db, c, 1.0)
     r1 = run(
@@ -82,7 +83,7 @@ def test_return_only_delivered_and_refund_goes_to_original_or_gift_card(db: Sess
         reason="defective",
         refund_method_id=gift.code,
     )
-    assert "already returned" in err.message
+    assert "already returned" in err.message and err.code == "already_returned"
     r2 = run(
         db,
         "return_delivered_order_items",
@@ -135,7 +136,7 @@ def test_exchange_checks_stock_and_records_codes(db: Session) -> None:
     new.stock = 0
     db.commit()
     err = fails(db, "exchange_delivered_order_items", to_skus=[new.sku], **args)
-    assert "stock" in err.message
+    assert "stock" in err.message and err.code == "out_of_stock"
     new.stock = stock
     db.commit()
     line = next(i for i in order.items if i.variant.sku == sku)

@@ -24,7 +24,10 @@ def test_enough_tasks_with_unique_ids_and_every_difficulty() -> None:
     assert len(TASKS) >= 40
     ids = [t["task_id"] for t in TASKS]
     assert len(ids) == len(set(ids))
-    assert {t["difficulty"] for t in TASKS} == set(range(1, 9))
+    assert {t["difficulty"] for t in TASKS} >= set(range(1, 9))
+    # The hard tier: ten calls or more (docs/generating_tasks.md).
+    hard = [t for t in TASKS if t["family"].startswith("hard_")]
+    assert hard and all(t["difficulty"] >= 10 for t in hard)
     for t in TASKS:
         assert t["env"] == "retail"
         # Difficulty counts the shop's calls; the gold's last call may be its answer or decline.
@@ -64,8 +67,9 @@ def test_seeds_insert_only_task_range_ids() -> None:
         assert t["seed"]["now"] == "2026-03-14T10:00:00"
         for table, rows in t["seed"]["rows"].items():
             for row in rows:
-                if table == "variants":  # stock tweaks of base variants: updates, not inserts
-                    assert set(row) == {"id", "stock"}
+                if table == "variants":  # stock (and price) of base variants: updates, not inserts
+                    assert set(row) in ({"id", "stock"}, {"id", "stock", "price"})
+                    assert row["id"] < 100_000, (t["task_id"], row)
                 else:
                     assert row["id"] >= 100_000, (t["task_id"], table)
 
@@ -87,7 +91,10 @@ def test_read_only_tasks_answer_or_decline_and_their_gold_ends_so() -> None:
             assert last["name"] == "decline_request", t["task_id"]
             assert last["arguments"]["reason"] == t["expected_decline"]
             assert t["expected_decline"] in ENVIRONMENT.decline_codes
-            assert t["family"].startswith("refuse_") or t["family"] == "multi_partial_refusal"
+            # Forbidden twins of a single request decline and change nothing; several requests
+            # (multi_*, the hard tier) do what is allowed first, then decline.
+            partial = t["family"].startswith(("multi_", "hard_"))
+            assert not writes or partial, t["task_id"]
         else:
             assert writes, t["task_id"]
 

@@ -181,7 +181,7 @@ def test_cannot_touch_another_customers_order(db: Session) -> None:
         customer_id=other.id,
         reason="no_longer_needed",
     )
-    assert err.code == "forbidden"
+    assert err.code == "other_customer"
 
 
 # ---- modify a pending order ---------------------------------------------------------------------
@@ -226,13 +226,14 @@ def test_modify_items_respects_stock_and_product(db: Session) -> None:
     }
     err = fails(db, "modify_pending_order_items", to_skus=[sold_out.sku], **base)
     assert sold_out.sku in err.message and "0 in stock" in err.message
+    assert err.code == "out_of_stock"
     line = next(i for i in order.items if i.variant.sku == sku)
     stranger = db.scalar(
         select(Variant).where(Variant.product_id != line.variant.product_id, Variant.stock > 5)
     )
     assert stranger is not None
     err = fails(db, "modify_pending_order_items", to_skus=[stranger.sku], **base)
-    assert "same product" in err.message
+    assert "same product" in err.message and err.code == "different_product"
     err = fails(db, "modify_pending_order_items", to_skus=[], **base)
     assert err.code == "invalid_arguments"
 
@@ -259,7 +260,7 @@ def test_gift_card_must_cover_the_difference(db: Session) -> None:
         to_skus=[dearer[0].sku],
         payment_method_id=gift.code,
     )
-    assert "0.50" in err.message
+    assert "0.50" in err.message and err.code == "insufficient_balance"
 
 
 def test_modify_address_and_payment_only_on_pending(db: Session) -> None:
@@ -288,7 +289,7 @@ def test_modify_address_and_payment_only_on_pending(db: Session) -> None:
         customer_id=shipped.customer_id,
         **address,
     )
-    assert "shipped" in err.message
+    assert "shipped" in err.message and err.code == "order_not_pending"
     same = order.payments[0].payment_method.code
     err = fails(
         db,
