@@ -131,7 +131,8 @@ async def test_every_environment_lists_the_answer_tools_with_strict_schemas(clie
         "unknown_item",
     ]
     assert "negative_stock: stock can never go below zero" in decline["description"]
-    assert decline["parameters"]["required"] == ["reason", "message"]
+    assert decline["parameters"]["required"] == ["reason", "message", "subject"]
+    assert decline["parameters"]["properties"]["subject"]["anyOf"][1] == {"type": "null"}
 
 
 async def test_a_second_submission_is_refused_and_changes_nothing(client):

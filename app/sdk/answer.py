@@ -182,7 +182,10 @@ def framework_tools(
                 submitted_at=ctx.now.isoformat(),
             )
         )
-        return {"declined": args.reason, "subject": args.subject}
+        out: dict[str, Any] = {"declined": args.reason}
+        if args.subject is not None:
+            out["subject"] = args.subject
+        return out
 
     return (
         Tool(
