@@ -329,13 +329,13 @@ def audit(
         if decline_of(row) is not None:
             code = decline_of(closest) if closest is not None else None
             calls = []
-            if code is not None:
+            if code is not None and closest is not None:
                 # The closest task's own decline, subject and all: what a policy that memorised
                 # it would say (a subject names that task's record, never this one's).
                 copied = [c for c in _gold(closest) if c.get("name") == DECLINE_REQUEST]
                 subject = (copied[-1].get("arguments") or {}).get("subject") if copied else None
-                arguments = {"reason": code, "message": "I cannot do that under our policy."}
-                arguments["subject"] = subject
+                arguments: dict[str, Any] = {"reason": code, "subject": subject}
+                arguments["message"] = "I cannot do that under our policy."
                 calls = [{"name": DECLINE_REQUEST, "arguments": arguments}]
             results["keyword_decline"].add(family, play(n, row, calls))
         advance()

@@ -282,7 +282,7 @@ def build_row(
         "seed": seed,
         # The gold ends with its answer or decline (an answer computed from the gold's outputs
         # is appended once they are known, below).
-        "ground_truth": [*draft.gold, *submission(draft, subject=(subjects or [None])[0])],
+        "ground_truth": [*draft.gold, *submission(draft, subject=next(iter(subjects), None))],
     }
     # Checked as it will be read back: JSON keeps the seed's table order (parents first),
     # which apply_seed relies on, so keys are never sorted.
