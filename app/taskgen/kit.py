@@ -361,10 +361,12 @@ def difficulty(
 
 
 def kind(gen: TaskGenerator, gold: list[dict[str, Any]], family: str) -> str:
-    """write (the gold changes state), refusal, or read (an answer from lookups only)."""
+    """write (the gold changes state), refusal (it declines: a refuse_* family, or any family
+    whose data forbids the request this time), or read (an answer from lookups only)."""
     if any(writes(gen, c) for c in gold):
         return "write"
-    return "refusal" if is_refusal(family) else "read"
+    declines = any(c["name"] == DECLINE_REQUEST for c in gold)
+    return "refusal" if is_refusal(family) or declines else "read"
 
 
 _AMOUNT = re.compile(r"^-?\d+\.\d{2}$")
