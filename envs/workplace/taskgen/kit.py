@@ -10,8 +10,8 @@ from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
 
-from app.sdk.taskgen import Draft as Draft  # re-exported: what the families return
 from app.sdk.taskgen import PEOPLE, Phrasing, SeedBuilder, name_grid, sentence_starting
+from app.sdk.taskgen import Draft as Draft  # re-exported: what the families return
 from app.sdk.taskgen import call as shared_call
 from envs.workplace import ENVIRONMENT
 from envs.workplace.data import AS_OF
@@ -264,7 +264,9 @@ class Story:
     def amount(self, low: int = 5_000, high: int = 150_000) -> float:
         """A deal amount in dollars: whole fifties, a quarter of them with cents."""
         value = self.rng.randrange(low // 50, high // 50) * 50
-        return float(value) + (self.rng.choice((0.25, 0.5, 0.75)) if self.rng.random() < 0.25 else 0)
+        return float(value) + (
+            self.rng.choice((0.25, 0.5, 0.75)) if self.rng.random() < 0.25 else 0
+        )
 
     def day(self, first: int = 1, last: int = 4) -> tuple[int, str]:
         """A working day in the next three weeks (its weekday first..last, 1 = Tuesday), as an

@@ -45,6 +45,20 @@ def namesake(s: Story, p: Person, dept: str, active: bool = True) -> Person:
     return s.person(dept, active=active, name=(p.first, p.last))
 
 
+NOTES = ("they asked for a revised timeline", "legal is reviewing the contract",
+         "budget approved for next quarter", "they want a second demo")  # fmt: skip
+
+
+def with_note(s: Story, code: str, prompt: str, gold: list[dict[str, Any]]) -> tuple[str, bool]:
+    """Half the draws also ask for a note on the deal (allowed in both twins: notes may go on
+    any deal), appended to `gold`; returns the prompt and whether the note was asked for."""
+    if not s.coin():
+        return prompt, False
+    note = s.choose(*NOTES)
+    gold.append(C("log_activity", code=code, kind="note", summary=note.capitalize() + "."))
+    return f"{prompt} Also log a note on it: {note}.", True
+
+
 # ---- CRM ------------------------------------------------------------------------------------
 
 
@@ -83,16 +97,20 @@ def advance_deal(s: Story, k: int) -> Draft:
     s.deal(cid, user, STAGES[STAGES.index(target) - 1] if target != "lost" else "lead",
            s.amount(), "Support plan")  # fmt: skip
     why = " They went with a competitor." if target == "lost" else ""
-    prompt = f"Please move my deal {code} with {company} to {target}.{why}"
     gold = [C("get_deal", code=code)]
+    prompt, noted = with_note(
+        s, code, f"Please move my deal {code} with {company} to {target}.{why}", gold
+    )
     move = C("update_deal_stage", code=code, stage=target)
     if ok:
         return Draft("advance_deal", prompt, [*gold, move], True)
     if start in ("won", "lost"):
         why = f"Deal {code} is already {start}; closed deals cannot change."
-        return refusal("advance_deal", prompt, gold, move, "deal_closed", "deal_closed", why)
+        return refusal("advance_deal", prompt, gold, move, "deal_closed", "deal_closed", why, noted)
     why = f"Deal {code} is {start}; deals move one stage forward at a time."
-    return refusal("advance_deal", prompt, gold, move, "stage_order", "cannot_skip_stage", why)
+    return refusal(
+        "advance_deal", prompt, gold, move, "stage_order", "cannot_skip_stage", why, noted
+    )
 
 
 def refuse_skip_stage(s: Story, k: int) -> Draft:
@@ -100,15 +118,24 @@ def refuse_skip_stage(s: Story, k: int) -> Draft:
     user = s.user()
     cid, company, _ = s.company()
     ok = s.coin()
-    code = s.deal(cid, user, "proposal" if ok else "qualified", s.amount())
+    stage = "proposal" if ok else s.choose("qualified", "qualified", "lost")
+    code = s.deal(cid, user, stage, s.amount())
     s.deal(cid, user, "proposal" if not ok else "qualified", s.amount(), "Support plan")
-    prompt = f"Great news, {company} said yes! Mark deal {code} as won right away."
     gold = [C("get_deal", code=code)]
+    prompt = f"Great news, {company} said yes! Mark deal {code} as won right away."
+    prompt, noted = with_note(s, code, prompt, gold)
     win = C("update_deal_stage", code=code, stage="won")
     if ok:
         return Draft("refuse_skip_stage", prompt, [*gold, win], True)
+    if stage == "lost":
+        why = f"Deal {code} is lost, and closed deals cannot change; I can open a new deal."
+        return refusal(
+            "refuse_skip_stage", prompt, gold, win, "deal_closed", "deal_closed", why, noted
+        )
     why = f"Deal {code} is qualified; it must go to proposal before it can be won."
-    return refusal("refuse_skip_stage", prompt, gold, win, "stage_order", "cannot_skip_stage", why)
+    return refusal(
+        "refuse_skip_stage", prompt, gold, win, "stage_order", "cannot_skip_stage", why, noted
+    )
 
 
 def set_amount(s: Story, k: int) -> Draft:
@@ -120,30 +147,45 @@ def set_amount(s: Story, k: int) -> Draft:
     before = s.amount() if (k or not ok) else None
     code = s.deal(cid, user, stage, before)
     amount = s.amount()
-    prompt = f"Set the amount on my {company} deal to {amount:.2f} dollars, please."
     gold = [C("list_deals", company=company)]
+    prompt = f"Set the amount on my {company} deal to {amount:.2f} dollars, please."
+    prompt, noted = with_note(s, code, prompt, gold)
     change = C("update_deal_amount", code=code, amount=amount)
     if ok:
         return Draft("set_amount", prompt, [*gold, change], True)
     why = f"Deal {code} is {stage}; closed deals cannot change."
-    return refusal("set_amount", prompt, gold, change, "deal_closed", "deal_closed", why)
+    return refusal("set_amount", prompt, gold, change, "deal_closed", "deal_closed", why, noted)
 
 
 def refuse_not_owner(s: Story, k: int) -> Draft:
     """Twins: the user owns the deal (handed over) or a colleague does (refused)."""
     user = s.user()
-    owner, other = s.person(), s.person()
-    cid, company, _ = s.company()
     ok = s.coin()
-    code = s.deal(cid, user if ok else owner, "proposal", s.amount())
-    s.deal(cid, owner if ok else user, "qualified", s.amount(), "Support plan")
+    # Forbidden twins: a colleague owns the deal, or the new owner has left (a third).
+    gone = not ok and s.rng.random() < 0.35
+    owner, other = s.person(), s.person(active=not gone)
+    cid, company, _ = s.company()
+    mine = ok or gone
+    code = s.deal(cid, user if mine else owner, "proposal", s.amount())
+    s.deal(cid, owner if mine else user, "qualified", s.amount(), "Support plan")
+    gold = [
+        C("get_current_user"),
+        C("get_deal", code=code),
+        C("search_employees", query=other.name),
+    ]
     prompt = f"Hand deal {code} ({company}) over to {other.name}, they know the customer best."
-    gold = [C("get_current_user"), C("get_deal", code=code), C("search_employees", query=other.name)]
+    prompt, noted = with_note(s, code, prompt, gold)
     hand = C("reassign_deal", code=code, new_owner_email=other.email)
     if ok:
         return Draft("refuse_not_owner", prompt, [*gold, hand], True)
+    if gone:
+        why = f"{other.name} is no longer an active employee, so deal {code} cannot go to them."
+        return refusal(
+            "refuse_not_owner", prompt, gold, hand, "inactive_employee", "inactive_employee",
+            why, noted,
+        )  # fmt: skip
     why = f"Only the owner of deal {code}, {owner.name}, can hand it over; please ask them."
-    return refusal("refuse_not_owner", prompt, gold, hand, "forbidden", "not_owner", why)
+    return refusal("refuse_not_owner", prompt, gold, hand, "forbidden", "not_owner", why, noted)
 
 
 def win_deal(s: Story, k: int) -> Draft:
@@ -211,17 +253,23 @@ def refuse_reopen(s: Story, k: int) -> Draft:
 
 def reassign_task(s: Story, k: int) -> Draft:
     """Twins: the task is open (reassigned) or done (refused); a namesake in Sales."""
-    user, mate = s.user("Engineering"), s.person("Engineering")
+    ok = s.coin()
+    gone = not ok and s.coin()  # forbidden twins: the colleague has left, or the task is done
+    user, mate = s.user("Engineering"), s.person("Engineering", active=not gone)
     namesake(s, mate, "Sales")
     key = s.project(user)
-    ok = s.coin()
     title = s.choose("Fix search index", "Document API limits", "Tune alerts", "Audit logs")
-    code = s.task(key, title, user, s.choose("todo", "in_progress") if ok else "done")
+    code = s.task(key, title, user, s.choose("todo", "in_progress") if ok or gone else "done")
     prompt = f"Please give task {code} to {mate.name} in Engineering; I'm overloaded this week."
     gold = [C("list_tasks", project_key=key), C("search_employees", query=mate.name)]
     give = C("reassign_task", code=code, assignee_email=mate.email)
     if ok:
         return Draft("reassign_task", prompt, [*gold, give], True)
+    if gone:
+        why = f"{mate.name} (Engineering) has left the company, so {code} cannot go to them."
+        return refusal(
+            "reassign_task", prompt, gold, give, "inactive_employee", "inactive_employee", why
+        )
     why = f"Task {code} is done; done tasks keep their assignee."
     return refusal("reassign_task", prompt, gold, give, "task_closed", "task_done", why)
 
@@ -231,15 +279,20 @@ def refuse_inactive(s: Story, k: int) -> Draft:
     active namesake works in Support."""
     user = s.user("Engineering")
     ok = s.coin()
-    mate = s.person("Engineering", active=ok)
+    done = not ok and s.rng.random() < 0.35  # forbidden twins: the colleague left, or done
+    mate = s.person("Engineering", active=ok or done)
     namesake(s, mate, "Support")
     key = s.project(user)
-    code = s.task(key, s.choose("Test data export", "Port billing jobs"), user, "todo")
+    title = s.choose("Test data export", "Port billing jobs")
+    code = s.task(key, title, user, "done" if done else "todo")
     prompt = f"Assign {code} to {mate.name} from Engineering, they built the export originally."
-    gold = [C("search_employees", query=mate.name)]
+    gold = [C("list_tasks", project_key=key), C("search_employees", query=mate.name)]
     give = C("reassign_task", code=code, assignee_email=mate.email)
     if ok:
         return Draft("refuse_inactive", prompt, [*gold, give], True)
+    if done:
+        why = f"Task {code} is done; done tasks keep their assignee."
+        return refusal("refuse_inactive", prompt, gold, give, "task_closed", "task_done", why)
     why = f"{mate.name} (Engineering) is no longer an active employee, so {code} cannot go to them."
     return refusal(
         "refuse_inactive", prompt, gold, give, "inactive_employee", "inactive_employee", why
@@ -407,7 +460,9 @@ def conflict(s: Story, k: int) -> Draft:
     gold.append(C("list_events", start_date=d, end_date=d, employee_email=a.email))
     if not clash:
         return Draft("conflict", prompt, [*gold, book], True)
-    why = f"{a.name} has Quarterly planning from {hour}:30 to {hour + 1}:30; I can find a free time."
+    why = (
+        f"{a.name} has Quarterly planning from {hour}:30 to {hour + 1}:30; I can find a free time."
+    )
     return refusal("conflict", prompt, gold, book, "conflict", "calendar_conflict", why)
 
 
@@ -508,8 +563,12 @@ def lookup_free_time(s: Story, k: int) -> Draft:
     user, a = s.user(), s.person()
     day, when = s.day()
     busy = []
-    for who, title in ((a, "Hiring sync"), (user, "Focus time")):
-        start, minutes = at(day, s.rng.randint(9, 12), s.choose(0, 30)), s.choose(60, 90)
+    # Their morning starts busy (so the answer is not simply 09:00), then one of yours.
+    first = s.choose(60, 90, 120, 150, 180)
+    for who, title, start, minutes in (
+        (a, "Hiring sync", at(day, 9), first),
+        (user, "Focus time", at(day, 9) + timedelta(minutes=first + s.choose(0, 30, 60)), 60),
+    ):
         s.event(who, title, start, minutes, [who])
         busy.append((start, minutes))
     prompt = (
@@ -538,13 +597,15 @@ def refuse_won_without_amount(s: Story, k: int) -> Draft:
         "so leave the amount as it is."
     )
     gold = [C("get_deal", code=code)]
+    prompt, noted = with_note(s, code, prompt, gold)
     win = C("update_deal_stage", code=code, stage="won")
     if ok:
         return Draft("refuse_won_without_amount", prompt, [*gold, win], True)
     why = f"Deal {code} has no amount, and a deal can only be won with one; tell me the number."
     return refusal(
-        "refuse_won_without_amount", prompt, gold, win, "amount_required", "won_needs_amount", why
-    )
+        "refuse_won_without_amount", prompt, gold, win, "amount_required", "won_needs_amount",
+        why, noted,
+    )  # fmt: skip
 
 
 def lookup_open_deals(s: Story, k: int) -> Draft:
@@ -599,8 +660,11 @@ def refuse_closed_deal(s: Story, k: int) -> Draft:
         "dollars, please."
     )
     gold = [C("get_deal", code=code)]
+    prompt, noted = with_note(s, code, prompt, gold)
     change = C("update_deal_amount", code=code, amount=amount)
     if ok:
         return Draft("refuse_closed_deal", prompt, [*gold, change], True)
     why = f"Deal {code} is lost, and closed deals cannot change; I can open a new deal instead."
-    return refusal("refuse_closed_deal", prompt, gold, change, "deal_closed", "deal_closed", why)
+    return refusal(
+        "refuse_closed_deal", prompt, gold, change, "deal_closed", "deal_closed", why, noted
+    )
