@@ -44,6 +44,7 @@ def build_task(
     code, and the gold declines it with the rule's reason code; a lookup submits its answer);
     without `rng`/`names` the story draws them from its index."""
     story = Story(index, rng, names)
+    story.shipped_outcome = not fn.__name__.startswith(("refuse", "conflict"))
     draft = fn(story, k)
     seed = story.seed()
     draft = replace(draft, omissions=omissions(draft.prompt, draft.gold, seed))

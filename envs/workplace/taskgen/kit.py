@@ -78,6 +78,7 @@ class Story:
         self.names = self.rng.sample(pool, min(STORY_NAMES, len(pool)))
         self._companies: set[str] = set()
         self._task_numbers: dict[str, int] = {}
+        self.shipped_outcome: bool | None = None
 
     def _add(self, table: str, **row: Any) -> int:
         return int(self.b.add(table, **row)["id"])
@@ -283,7 +284,14 @@ class Story:
         return self.rng.choice(options)
 
     def coin(self) -> bool:
-        """A twin's draw: True, the data permits the request; False, a rule forbids it."""
+        """A twin's draw: True, the data permits the request; False, a rule forbids it.
+
+        A shipped story (built outside a world) keeps its family's outcome on the first draw
+        (`shipped_outcome`: refuse_* and conflict refuse, the others act), so the fixed evaluation
+        set covers every tool; generated draws are a fair coin."""
+        if self.b.world is None and self.shipped_outcome is not None:
+            outcome, self.shipped_outcome = self.shipped_outcome, None
+            return outcome
         return self.rng.random() < 0.5
 
 

@@ -508,7 +508,7 @@ def decline(s: Story, k: int) -> Draft:
     s.event(a, "Vendor demo", at(day + 1, 15), 60, [a, user])
     s.event(a, "Standup", at(day, 9), 15, [a, user])
     d = at(day, 0).date().isoformat()
-    prompt = f"Please decline the Vendor demo invitation I got for {when}."
+    prompt = f"Please decline the Vendor demo invitation I got for {when.removeprefix('on ')}."
     gold = [C("list_events", start_date=d, end_date=d),
             C("respond_to_event", code=code, response="declined")]  # fmt: skip
     return Draft("decline", prompt, gold, True)

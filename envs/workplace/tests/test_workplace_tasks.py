@@ -62,8 +62,14 @@ def test_answer_only_tasks_check_the_answer() -> None:
             codes.add(code)
     for t in TASKS:
         assert "expected_outputs" not in t, t["task_id"]
-        if t not in reads_only:  # an action task submits nothing
-            assert not {c["name"] for c in t["ground_truth"]} & set(ANSWER_TOOLS), t["task_id"]
+        if t not in reads_only:  # an action task answers nothing; it may decline one part
+            names = [c["name"] for c in t["ground_truth"]]
+            assert "submit_answer" not in names, t["task_id"]
+            if "decline_request" in names:  # the allowed part done, the forbidden one declined
+                assert names[-1] == "decline_request", t["task_id"]
+                reason = t["ground_truth"][-1]["arguments"]["reason"]
+                assert reason == t["expected_decline"], t["task_id"]
+                codes.add(reason)
     assert {"name", "amount", "datetime", "id"} <= kinds
     assert len(codes) >= 7
     assert sum(t["family"].startswith("refuse_") for t in TASKS) >= 5
