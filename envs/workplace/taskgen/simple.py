@@ -94,7 +94,10 @@ def advance_deal(s: Story, k: int) -> Draft:
         start = s.choose(*behind, "won", "lost")
     amount = s.amount() if start in ("won", "lost") or s.coin() else None
     code = s.deal(cid, user, start, amount)
-    s.deal(cid, user, STAGES[STAGES.index(target) - 1] if target != "lost" else "lead",
+    # Another deal one step short of the target: the customer's (the code tells them apart),
+    # or another customer's (then the request may name the deal by its customer alone).
+    other = cid if s.coin() else s.company(1)[0]
+    s.deal(other, user, STAGES[STAGES.index(target) - 1] if target != "lost" else "lead",
            s.amount(), "Support plan")  # fmt: skip
     why = " They went with a competitor." if target == "lost" else ""
     gold = [C("get_deal", code=code)]
