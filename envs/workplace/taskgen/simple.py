@@ -188,7 +188,7 @@ def refuse_not_owner(s: Story, k: int) -> Draft:
             why, noted,
         )  # fmt: skip
     why = f"Only the owner of deal {code}, {owner.name}, can hand it over; please ask them."
-    return refusal("refuse_not_owner", prompt, gold, hand, "forbidden", "not_owner", why, noted)
+    return refusal("refuse_not_owner", prompt, gold, hand, "not_owner", "not_owner", why, noted)
 
 
 def win_deal(s: Story, k: int) -> Draft:
@@ -500,7 +500,7 @@ def reschedule(s: Story, k: int) -> Draft:
     if k == 1:
         gold.pop()  # no slot to look for: the move itself is not the user's to make
     why = f"Only the organizer, {a.name}, can move the Pipeline review ({code}); ask them."
-    return refusal("reschedule", prompt, gold, move, "forbidden", "not_organizer", why)
+    return refusal("reschedule", prompt, gold, move, "not_organizer", "not_organizer", why)
 
 
 def decline(s: Story, k: int) -> Draft:
@@ -539,7 +539,7 @@ def cancel_and_notify(s: Story, k: int) -> Draft:
                            body=f"The {title.lower()} is cancelled.")]  # fmt: skip
         return Draft("cancel_and_notify", prompt, gold, True)
     why = f"Only the organizer, {a.name}, can cancel the {title} ({code}); ask them."
-    return refusal("cancel_and_notify", prompt, gold, cancel, "forbidden", "not_organizer", why)
+    return refusal("cancel_and_notify", prompt, gold, cancel, "not_organizer", "not_organizer", why)
 
 
 # ---- answers that need a computation or a rule -------------------------------------------------
@@ -647,7 +647,9 @@ def refuse_not_organizer(s: Story, k: int) -> Draft:
     if ok:
         return Draft("refuse_not_organizer", prompt, [*gold, move], True)
     why = f"Only the organizer, {a.name}, can move the {title} ({code}); you can ask them."
-    return refusal("refuse_not_organizer", prompt, gold, move, "forbidden", "not_organizer", why)
+    return refusal(
+        "refuse_not_organizer", prompt, gold, move, "not_organizer", "not_organizer", why
+    )
 
 
 def refuse_closed_deal(s: Story, k: int) -> Draft:

@@ -57,7 +57,7 @@ def test_a_deal_is_won_only_with_an_amount(w: World) -> None:
 
 def test_only_the_owner_reassigns_and_only_to_active_people(w: World) -> None:
     err = fails(
-        w.db, "reassign_deal", "forbidden", code=w.deals["theirs"], new_owner_email=w.boss.email
+        w.db, "reassign_deal", "not_owner", code=w.deals["theirs"], new_owner_email=w.boss.email
     )
     assert w.mate.email in err.message
     fails(
