@@ -68,8 +68,10 @@ def lookup_deal(s: Story, k: int) -> Draft:
     cid, company, _ = s.company()
     stage = s.choose("lead", "qualified", "proposal")
     code = s.deal(cid, owner, stage, s.amount())
-    # Another deal of the same customer, another owner and stage: the code tells them apart.
-    s.deal(cid, other, s.choose("lead", "qualified", "proposal"), s.amount(), "Support plan")
+    # Another deal, another owner and stage: the same customer's (the code tells them apart)
+    # or another customer's (then the request may name the deal by its customer alone).
+    where = cid if s.coin() else s.company(1)[0]
+    s.deal(where, other, s.choose("lead", "qualified", "proposal"), s.amount(), "Support plan")
     if k == 0:
         prompt = f"Who owns deal {code} with {company}? I need to talk to them about it."
         answer = ("name", owner.name)
@@ -170,7 +172,8 @@ def refuse_not_owner(s: Story, k: int) -> Draft:
     cid, company, _ = s.company()
     mine = ok or gone
     code = s.deal(cid, user if mine else owner, "proposal", s.amount())
-    s.deal(cid, owner if mine else user, "qualified", s.amount(), "Support plan")
+    where = cid if s.coin() else s.company(1)[0]  # a look-alike: same customer, or another
+    s.deal(where, owner if mine else user, "qualified", s.amount(), "Support plan")
     gold = [
         C("get_current_user"),
         C("get_deal", code=code),
