@@ -21,7 +21,9 @@ ANSWER_TOOLS = ("submit_answer", "decline_request")
 def test_enough_tasks_with_unique_ids_and_every_difficulty() -> None:
     assert len(TASKS) >= 45
     assert [t["task_id"] for t in TASKS] == [f"workplace-{n:03d}" for n in range(1, len(TASKS) + 1)]
-    assert {t["difficulty"] for t in TASKS} == set(range(1, 9))
+    # Every length from 1 to 8 steps, and the hard tier's longer golds (hard.py).
+    assert set(range(1, 9)) <= {t["difficulty"] for t in TASKS}
+    assert max(t["difficulty"] for t in TASKS) >= 10
     for t in TASKS:
         assert t["env"] == "workplace"
         # The steps before the final answer or decline (the kit's rule for shipped tasks).
