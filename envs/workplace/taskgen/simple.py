@@ -422,10 +422,10 @@ def schedule(s: Story, k: int) -> Draft:
     user, a, b = s.user(), s.person(), s.person()
     day, when = s.day()
     busy = []
-    for who, title in ((a, "Hiring sync"), (user, "Focus time"), (b, "Vendor call")):
+    for busy_one, title in ((a, "Hiring sync"), (user, "Focus time"), (b, "Vendor call")):
         start, minutes = at(day, s.rng.randint(9, 13), s.choose(0, 30)), s.choose(30, 60, 90)
-        s.event(who, title, start, minutes, [who])
-        if who is user or who is a or k >= 3:
+        s.event(busy_one, title, start, minutes, [busy_one])
+        if busy_one is user or busy_one is a or k >= 3:
             busy.append((start, minutes))
     people = [a, b] if k >= 3 else [a]
     start = first_free(busy, day, 30)
