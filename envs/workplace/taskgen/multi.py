@@ -147,6 +147,11 @@ def customer_call(s: Story, k: int) -> Draft:
     )
 
 
+KICKOFF_TASKS = ("Draft project plan", "Set up tracking board", "Write risk register",
+                 "Collect requirements", "Plan first sprint", "Map stakeholders",
+                 "Draft test strategy", "Book design review")  # fmt: skip
+
+
 def kickoff(s: Story, k: int) -> Draft:
     """k=0: meeting + two tasks; k=1: + email to both; k=2: + close the charter task."""
     user, a, b = s.user("Engineering"), s.person("Engineering"), s.person("Engineering")
@@ -162,11 +167,12 @@ def kickoff(s: Story, k: int) -> Draft:
     due_a = (NOW + timedelta(days=s.rng.randint(5, 20))).date().isoformat()
     due_b = (NOW + timedelta(days=s.rng.randint(3, 12))).date().isoformat()
     title = f"{key} kickoff"
+    first, second = s.rng.sample(KICKOFF_TASKS, 2)
     prompt = (
         f"Let's kick off project {key}. Book a 60-minute '{title}' with {a.name} and {b.name} "
         f"{when} at the first time all three of us are free. Then create two tasks in "
-        f"{key}: 'Draft project plan' for {a.first}, high priority, due {due_a}; and 'Set up "
-        f"tracking board' for {b.first}, due {due_b}."
+        f"{key}: '{first}' for {a.first}, high priority, due {due_a}; and '{second}' for "
+        f"{b.first}, due {due_b}."
     )
     emails = [a.email, b.email]
     gold = [
@@ -176,9 +182,9 @@ def kickoff(s: Story, k: int) -> Draft:
           duration_minutes=60),
         C("create_event", title=title, start=iso(slot), end=iso(slot + timedelta(hours=1)),
           attendee_emails=emails),
-        C("create_task", project_key=key, title="Draft project plan", assignee_email=a.email,
+        C("create_task", project_key=key, title=first, assignee_email=a.email,
           priority="high", due_date=due_a),
-        C("create_task", project_key=key, title="Set up tracking board", assignee_email=b.email,
+        C("create_task", project_key=key, title=second, assignee_email=b.email,
           due_date=due_b),
     ]  # fmt: skip
     if k >= 1:
