@@ -59,6 +59,33 @@ def with_note(s: Story, code: str, prompt: str, gold: list[dict[str, Any]]) -> t
     return f"{prompt} Also log a note on it: {note}.", True
 
 
+FOLLOW_UPS = ("Write handover notes", "Update the runbook", "Book a retro",
+              "Check test coverage", "Clean up old branches")  # fmt: skip
+
+
+def with_new_task(s: Story, key: str, prompt: str, gold: list[dict[str, Any]]) -> tuple[str, bool]:
+    """Half the draws also ask for a new task in the (active) project, allowed in both twins."""
+    if not s.coin():
+        return prompt, False
+    title = s.choose(*FOLLOW_UPS)
+    gold.append(C("create_task", project_key=key, title=title))
+    return f"{prompt} Also add a task '{title}' to {key}.", True
+
+
+def with_rsvp(
+    s: Story, host: Person, user: Person, day: int, prompt: str, gold: list[dict[str, Any]]
+) -> tuple[str, bool]:
+    """Half the draws also answer an invitation of `host` that day, allowed in both twins."""
+    if not s.coin():
+        return prompt, False
+    title = s.choose("Budget check-in", "Coffee chat", "Hiring debrief")
+    response = s.choose("accepted", "declined")
+    code = s.event(host, title, at(day, 16), 30, [host, user])
+    gold.append(C("respond_to_event", code=code, response=response))
+    verb = "accept" if response == "accepted" else "decline"
+    return f"{prompt} Also {verb} the {title} invite that afternoon.", True
+
+
 # ---- CRM ------------------------------------------------------------------------------------
 
 
@@ -233,11 +260,12 @@ def task_status(s: Story, k: int) -> Draft:
     target = ("in_progress", "done")[k]
     prompt = f"I've {'started on' if k == 0 else 'finished'} {code}; please update its status."
     gold = [C("list_tasks", project_key=key)]
+    prompt, extra = with_new_task(s, key, prompt, gold)
     change = C("update_task_status", code=code, status=target)
     if ok:
         return Draft("task_status", prompt, [*gold, change], True)
     why = f"Task {code} is done and cannot be reopened; I can create a new task instead."
-    return refusal("task_status", prompt, gold, change, "task_closed", "task_done", why)
+    return refusal("task_status", prompt, gold, change, "task_closed", "task_done", why, extra)
 
 
 def refuse_reopen(s: Story, k: int) -> Draft:
@@ -250,11 +278,12 @@ def refuse_reopen(s: Story, k: int) -> Draft:
     s.task(key, f"Review {topic}", user, "done" if ok else "todo")
     prompt = f"The {topic} migration in {key} needs more work: set it back to in progress."
     gold = [C("list_tasks", project_key=key)]
+    prompt, extra = with_new_task(s, key, prompt, gold)
     change = C("update_task_status", code=code, status="in_progress")
     if ok:
         return Draft("refuse_reopen", prompt, [*gold, change], True)
     why = f"Task {code} is done and cannot be reopened; I can create a new task for the rest."
-    return refusal("refuse_reopen", prompt, gold, change, "task_closed", "task_done", why)
+    return refusal("refuse_reopen", prompt, gold, change, "task_closed", "task_done", why, extra)
 
 
 def reassign_task(s: Story, k: int) -> Draft:
@@ -268,16 +297,18 @@ def reassign_task(s: Story, k: int) -> Draft:
     code = s.task(key, title, user, s.choose("todo", "in_progress") if ok or gone else "done")
     prompt = f"Please give task {code} to {mate.name} in Engineering; I'm overloaded this week."
     gold = [C("list_tasks", project_key=key), C("search_employees", query=mate.name)]
+    prompt, extra = with_new_task(s, key, prompt, gold)
     give = C("reassign_task", code=code, assignee_email=mate.email)
     if ok:
         return Draft("reassign_task", prompt, [*gold, give], True)
     if gone:
         why = f"{mate.name} (Engineering) has left the company, so {code} cannot go to them."
         return refusal(
-            "reassign_task", prompt, gold, give, "inactive_employee", "inactive_employee", why
-        )
+            "reassign_task", prompt, gold, give, "inactive_employee", "inactive_employee", why,
+            extra,
+        )  # fmt: skip
     why = f"Task {code} is done; done tasks keep their assignee."
-    return refusal("reassign_task", prompt, gold, give, "task_closed", "task_done", why)
+    return refusal("reassign_task", prompt, gold, give, "task_closed", "task_done", why, extra)
 
 
 def refuse_inactive(s: Story, k: int) -> Draft:
@@ -293,16 +324,20 @@ def refuse_inactive(s: Story, k: int) -> Draft:
     code = s.task(key, title, user, "done" if done else "todo")
     prompt = f"Assign {code} to {mate.name} from Engineering, they built the export originally."
     gold = [C("list_tasks", project_key=key), C("search_employees", query=mate.name)]
+    prompt, extra = with_new_task(s, key, prompt, gold)
     give = C("reassign_task", code=code, assignee_email=mate.email)
     if ok:
         return Draft("refuse_inactive", prompt, [*gold, give], True)
     if done:
         why = f"Task {code} is done; done tasks keep their assignee."
-        return refusal("refuse_inactive", prompt, gold, give, "task_closed", "task_done", why)
+        return refusal(
+            "refuse_inactive", prompt, gold, give, "task_closed", "task_done", why, extra
+        )
     why = f"{mate.name} (Engineering) is no longer an active employee, so {code} cannot go to them."
     return refusal(
-        "refuse_inactive", prompt, gold, give, "inactive_employee", "inactive_employee", why
-    )
+        "refuse_inactive", prompt, gold, give, "inactive_employee", "inactive_employee", why,
+        extra,
+    )  # fmt: skip
 
 
 # ---- mail -----------------------------------------------------------------------------------
@@ -449,7 +484,7 @@ def schedule(s: Story, k: int) -> Draft:
 def conflict(s: Story, k: int) -> Draft:
     """k=0 twins: the colleague is busy then (refused) or free (booked); k=1: the user says
     to book anyway."""
-    s.user()
+    user = s.user()
     a = s.person()
     day, when = s.day()
     hour = s.rng.randint(10, 15)
@@ -469,12 +504,13 @@ def conflict(s: Story, k: int) -> Draft:
         return Draft("book_anyway", prompt, [*gold, book], True)
     d = at(day, 0).date().isoformat()
     gold.append(C("list_events", start_date=d, end_date=d, employee_email=a.email))
+    prompt, extra = with_rsvp(s, a, user, day, prompt, gold)
     if not clash:
         return Draft("conflict", prompt, [*gold, book], True)
     why = (
         f"{a.name} has Quarterly planning from {hour}:30 to {hour + 1}:30; I can find a free time."
     )
-    return refusal("conflict", prompt, gold, book, "conflict", "calendar_conflict", why)
+    return refusal("conflict", prompt, gold, book, "conflict", "calendar_conflict", why, extra)
 
 
 def reschedule(s: Story, k: int) -> Draft:
@@ -545,13 +581,16 @@ def cancel_and_notify(s: Story, k: int) -> Draft:
         f"with the subject '{subject}'."
     )
     gold = [C("list_events", start_date=d, end_date=d)]
+    prompt, extra = with_rsvp(s, a, user, day, prompt, gold)
     cancel = C("cancel_event", code=code)
     if ok:
         gold += [cancel, C("send_email", to=sorted([a.email, b.email]), subject=subject,
                            body=f"The {title.lower()} is cancelled.")]  # fmt: skip
         return Draft("cancel_and_notify", prompt, gold, True)
     why = f"Only the organizer, {a.name}, can cancel the {title} ({code}); ask them."
-    return refusal("cancel_and_notify", prompt, gold, cancel, "not_organizer", "not_organizer", why)
+    return refusal(
+        "cancel_and_notify", prompt, gold, cancel, "not_organizer", "not_organizer", why, extra
+    )
 
 
 # ---- answers that need a computation or a rule -------------------------------------------------

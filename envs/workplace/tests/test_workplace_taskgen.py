@@ -69,10 +69,11 @@ def test_twins_go_both_ways_with_the_same_wording_and_kind_follows(family: str) 
 
 def test_a_calendar_conflict_refusal_is_labelled_a_refusal() -> None:
     # It was labelled `read` (the family's name does not start with "refuse").
-    refused = [t for t in _draws(["conflict"], 16) if t.get("expected_decline")]
-    assert refused
-    assert {t["kind"] for t in refused} == {"refusal"}
+    refused = [t for t in _draws(["conflict"], 24) if t.get("expected_decline")]
     assert {t["expected_decline"] for t in refused} == {"calendar_conflict"}
+    # Those that also answer an invitation (allowed) are writes; the others are refusals.
+    only = [t for t in refused if not any(_writes(c["name"]) for c in t["ground_truth"])]
+    assert only and {t["kind"] for t in only} == {"refusal"}
 
 
 def test_the_hard_tier_composes_several_intents_and_passes_every_check() -> None:
