@@ -132,6 +132,14 @@ class Settings(BaseSettings):
     verify_diff_limit: int = Field(
         20, ge=0, description="Most differing rows listed per table in a verify response."
     )
+    policy_violation_penalty: float = Field(
+        0.0,
+        ge=0.0,
+        le=1.0,
+        description="What each refused attempt at a forbidden write (a writing tool call that an "
+        "environment rule refused, listed in `verification.policy_violations`) takes off the "
+        "reward, down to 0; 0 keeps it evidence only (docs/verification.md).",
+    )
     step_reward_max_rows: int = Field(
         200_000,
         ge=0,
@@ -242,6 +250,82 @@ class Settings(BaseSettings):
         ge=1,
         description="Most bytes (MiB) of those files kept; past it the least recently used are "
         "deleted.",
+    )
+    # --- lanes and budgets of every verify path (app/runtime/lanes.py, docs/nemo_gym.md) -----
+    replay_threads: int = Field(
+        2,
+        ge=1,
+        description="Threads that replay rollouts (a verify without a session, or of a closed "
+        "one), apart from session verifies, gold builds and tool calls.",
+    )
+    replay_per_client: int = Field(
+        1,
+        ge=1,
+        description="Replays one client (peer address) may run at once; its further replays "
+        "wait in its own queue.",
+    )
+    replay_queue_per_client: int = Field(
+        32,
+        ge=0,
+        description="Replays of one client that may wait for a turn; past it a verify without "
+        "a session answers 429 with Retry-After.",
+    )
+    replay_max_calls: int = Field(
+        2000,
+        ge=1,
+        description="A response with more function calls than this is not replayed: the verify "
+        "answers mask_sample with failure_kind `replay_refused`.",
+    )
+    replay_budget_ms: int = Field(
+        10000,
+        ge=10,
+        description="Wall-clock budget of one replay (each replayed call is cut at what is left "
+        "of it); past it the verify answers mask_sample with failure_kind `replay_budget`.",
+    )
+    replay_cpu_ms: int = Field(
+        5000,
+        ge=10,
+        description="CPU budget of one replay (its thread's CPU time); past it, as above.",
+    )
+    gold_threads: int = Field(
+        3,
+        ge=1,
+        description="Threads that build tasks' gold states, apart from verifies and replays. "
+        "One client (peer address) builds one at a time for its verifies and one ahead of "
+        "them at seed, so three leave one to the others.",
+    )
+    gold_budget_ms: int = Field(
+        10000,
+        ge=10,
+        description="Wall-clock budget of one gold build (the task's ground truth replayed); "
+        "past it verifies of the task answer mask_sample with failure_kind `gold_budget`.",
+    )
+    gold_cpu_ms: int = Field(
+        5000, ge=10, description="CPU budget of one gold build; past it, as above."
+    )
+    ground_truth_max_calls: int = Field(
+        200,
+        ge=1,
+        description="Most calls a task row's ground_truth may hold; a longer one is refused "
+        "(422) at seed and at verify.",
+    )
+    tool_calls_per_client: int | None = Field(
+        None,
+        ge=1,
+        description="Tool calls in threads one client (peer address) may run at once; the tool "
+        "pool keeps one thread more than this for others. Unset: tool_threads.",
+    )
+    verify_per_client: int | None = Field(
+        None,
+        ge=1,
+        description="Session verifies one client may run at once; the verify pool keeps one "
+        "thread more than this for others. Unset: verify_threads.",
+    )
+    tombstone_ttl_seconds: int = Field(
+        3600,
+        ge=1,
+        description="A close of a never-seeded id by no episode (legacy close by id) keeps it "
+        "from being seeded this long; one made by an episode binds that episode only.",
     )
     close_on_verify: bool = Field(False, description="Close the session as soon as it is verified.")
     retention: Literal["keep", "keep_days", "delete_on_close", "keep_failed"] = Field(

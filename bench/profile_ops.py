@@ -81,7 +81,9 @@ async def drive(passes: int, profiled: bool) -> tuple[dict[str, list[float]], di
 
     if profiled:
         inline = InlineExecutor()
-        mgr.executor = mgr.tool_executor = mgr.verify_executor = inline  # type: ignore[assignment]
+        mgr.executor = inline  # type: ignore[assignment]
+        for lane in (mgr.tool_lane, mgr.verify_lane, mgr.replay_lane, mgr.gold_lane):
+            lane.executor = inline  # type: ignore[assignment]
     try:
         for n in range(passes + 1):
             record = n > 0  # pass 0 is the warm-up

@@ -19,7 +19,7 @@ ENVS = ROOT / "envs"
 # layers below it. `app` is the package root alone (app/__init__.py), not a prefix.
 LAYERS: list[tuple[str, set[str]]] = [
     ("cli", {"app.__main__", "app.cli", "app.scaffold"}),
-    ("apps", {"app.explorer", "app.integrations"}),
+    ("apps", {"app.explorer", "app.integrations", "app.evaluation"}),
     ("server", {"app.server"}),
     ("sdk facades", {"app.sdk.replay", "app.sdk.testing", "app.sdk.taskgen", "app.sdk.sqlite"}),
     ("runtime", {"app.runtime"}),

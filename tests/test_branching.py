@@ -202,41 +202,26 @@ async def test_fork_of_a_typed_session_by_resources_id(app):
         "task_id": {"taskset": "retail", "task_id": MULTI["task_id"]},
         "task_data": {k: v for k, v in MULTI.items() if k != "responses_create_params"},
     }
-    async with _client(app) as c:
-        assert (await c.post("/seed_session", json=seed)).status_code == 200
     episode = seed["episode_id"]
-    async with _client(app) as bare:
-        # A bare id proves nothing; the seed's episode proves the request owns the session.
-        refused = await bare.post(
-            "/fork_session", json={"resources_session_id": "rs-parent", "n": 1}
-        )
-        assert refused.status_code == 403, refused.text
-        forked = await bare.post(
-            "/fork_session",
-            json={
-                "resources_session_id": "rs-parent",
-                "episode_id": episode,
-                "n": 2,
-                "resources_session_ids": ["rs-a", "rs-b"],
-            },
+    async with _client(app) as owner:
+        assert (await owner.post("/seed_session", json=seed)).status_code == 200
+        async with _client(app) as bare:
+            # Neither a bare id nor the seed's episode reaches a session: only its cookie.
+            for proof in ({}, {"episode_id": episode}):
+                body = {"resources_session_id": "rs-parent", "n": 1, **proof}
+                refused = await bare.post("/fork_session", json=body)
+                assert refused.status_code == 401, refused.text
+        forked = await owner.post(
+            "/fork_session", json={"resources_session_id": "rs-parent", "n": 2}
         )
         assert forked.status_code == 200, forked.text
-        assert [s["resources_session_id"] for s in forked.json()["sessions"]] == ["rs-a", "rs-b"]
-        clash = await bare.post(
-            "/fork_session",
-            json={
-                "resources_session_id": "rs-parent",
-                "episode_id": episode,
-                "resources_session_ids": ["rs-a"],
-            },
-        )
-        assert clash.status_code == 409
-        closed = await bare.post(
-            "/close_session",
-            json={
-                "resources_session_id": "rs-a",
-                "episode_id": {"rollout_id": "r-1", "attempt": 0},
-            },
+        minted = [s["resources_session_id"] for s in forked.json()["sessions"]]
+        assert len(set(minted)) == 2 and all(m.startswith("fork-") for m in minted)
+        chosen = await owner.post("/fork_session", json={"resources_session_ids": ["rs-a"]})
+        assert chosen.status_code == 422 and "minted" in chosen.json()["error"]["message"]
+    async with _client(app) as cleanup:  # a child inherits the parent's episode: Gym's close
+        closed = await cleanup.post(
+            "/close_session", json={"resources_session_id": minted[0], "episode_id": episode}
         )
         assert closed.status_code == 200
 

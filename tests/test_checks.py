@@ -234,7 +234,7 @@ async def test_checks_only_task_counts_changes_to_unchecked_tables_as_collateral
     result = await run_rollout(warehouse, task, [SELL], "ok")
     # The sale also changes `items`, which no check names: reported, and it costs partial credit.
     assert result["reward"] == 1.0
-    assert result["reward_components"]["collateral_changes"] == 1.0
+    assert result["verification"]["changes"]["collateral"] == 1.0
     assert result["reward_components"]["partial_credit"] == 0.0
 
 

@@ -9,7 +9,8 @@ from sqlalchemy import insert, update
 from sqlalchemy.orm import Session
 
 from app.storage.sqlite import db as sqlite_db
-from app.verify.diff import against_gold, change_units, diff_states
+from app.verify.diff import against_gold, diff_states
+from app.verify.outcomes import outcomes
 from app.verify.reward import partial_credit
 from app.verify.state import dump_state
 from tests.support.warehouse_env import ENVIRONMENT, Item, Move, build_base
@@ -99,8 +100,8 @@ def test_collateral_change_breaks_state_match_and_is_counted():
     gold_vs_agent = diff_states(state(gold), state(agent), compare)
     assert list(gold_vs_agent) == ["items"] and len(gold_vs_agent["items"].changed) == 1
     credit, reproduced, collateral = partial_credit(
-        change_units(diff_states(state(seed), state(gold), compare)),
-        change_units(diff_states(state(seed), state(agent), compare)),
+        outcomes(diff_states(state(seed), state(gold), compare)),
+        outcomes(diff_states(state(seed), state(agent), compare)),
     )
     assert (reproduced, collateral) == (1, 1)
     assert credit == 0.0
@@ -141,7 +142,7 @@ def test_what_changed_is_decided_as_stored_and_what_matches_as_normalised():
         seed_to_agent = diff_states(state(seed), state(agent), compare, exact=True)
         assert seed_to_agent["items"].count == 2  # ... yet two rows changed as stored
         credit, reproduced, collateral = partial_credit(
-            change_units(seed_to_gold), change_units(seed_to_agent)
+            outcomes(seed_to_gold), outcomes(seed_to_agent)
         )
         assert (reproduced, collateral, credit) == (1, 1, 0.0)
         mismatch = against_gold(state(gold), state(agent), compare, seed_to_gold, seed_to_agent)
@@ -151,7 +152,7 @@ def test_what_changed_is_decided_as_stored_and_what_matches_as_normalised():
     write(agent, update(Item).where(Item.id == 5).values(price=19.991))
     seed_to_agent = diff_states(state(seed), state(agent), compare, exact=True)
     assert against_gold(state(gold), state(agent), compare, seed_to_gold, seed_to_agent) == {}
-    assert partial_credit(change_units(seed_to_gold), change_units(seed_to_agent))[:3] == (
+    assert partial_credit(outcomes(seed_to_gold), outcomes(seed_to_agent))[:3] == (
         1.0,
         1,
         0,

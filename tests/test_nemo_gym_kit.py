@@ -259,6 +259,9 @@ def test_generator_writes_configs_and_datasets_into_a_kit(tmp_path):
         for dataset in agent["responses_api_agents"]["simple_agent"]["datasets"]:
             rows = load_tasks(tmp_path / dataset["jsonl_fpath"])
             assert len(rows) == (5 if dataset["type"] == "example" else len(rows)) > 0
+    fixture = load_tasks(tmp_path / "stategym_resources" / "verifier_fixture.jsonl")
+    kinds = {(row["name"].split(":")[0], row["kind"]) for row in fixture}
+    assert {(path.stem, "malformed") for path in CONFIGS} <= kinds
 
 
 def test_shim_folder_is_where_nemo_gym_looks_for_it():

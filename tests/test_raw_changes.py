@@ -101,7 +101,7 @@ async def test_a_write_normalisation_would_hide_is_a_change_and_collateral(clien
         table: {"added": 0, "removed": 0, "changed": 1}
     }, result["verification"]
     assert result["reward"] == 0.0
-    assert result["reward_components"]["collateral_changes"] == 1.0
+    assert result["verification"]["changes"]["collateral"] == 1.0
     assert result["reward_components"]["state_match"] == 0.0
     assert table in result["failure_reason"]
     shown = result["verification"]["state_diff"][table]["changed_rows"][0]["changes"]
@@ -128,12 +128,12 @@ async def test_a_gold_equal_write_spelled_another_way_still_matches(client, amou
     assert result["verification"]["agent_changes"] == {
         "salaries": {"added": 1, "removed": 0, "changed": 0}
     }
-    assert result["reward_components"]["collateral_changes"] == 0.0
+    assert result["verification"]["changes"]["collateral"] == 0.0
 
 
 async def test_the_gold_change_with_a_hidden_write_beside_it_loses(client) -> None:
     statements = [INSERT.format(amount="75600.0"), HIDDEN["text case"][0]]
     result = await _rollout(client, RAISE, statements)
     assert result["reward"] == 0.0
-    assert result["reward_components"]["gold_changes_reproduced"] == 1.0
-    assert result["reward_components"]["collateral_changes"] == 1.0
+    assert result["verification"]["changes"]["reproduced"] == 1.0
+    assert result["verification"]["changes"]["collateral"] == 1.0

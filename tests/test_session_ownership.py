@@ -1,8 +1,9 @@
 """Adversarial rollouts against the session routes, through HTTP only, on both backends.
 
 - ownership: every route that acts on a session (fork, rewind, export, session tree, close,
-  verify) refuses another rollout's cookie and a bare or wrongly-proved resources_session_id
-  with 403, and the victim's session is unchanged (its steps, its reward, no new session);
+  verify) refuses another rollout's cookie (403), a cookieless request (401; a cookieless close
+  naming another episode is 409, none 403), and the victim's session is unchanged (its steps,
+  its reward, no new session);
 - fork bomb: `fork_session {"n": 64}` of a session near its size cap, and a fork past the
   server's budget, are refused whole (413 / 507) with nothing written;
 - restores: an altered, expired or expiry-less blob is refused; repeated restores of one blob
@@ -132,6 +133,19 @@ async def _attempt(client: httpx.AsyncClient, route: str, proof: str) -> httpx.R
     return await client.post("/verify", json={**TASK, **named, "response": {"output": []}})
 
 
+def _refusal(route: str, proof: str) -> tuple[int, str]:
+    """How each attempt is refused (app/runtime/ownership.py): another session's cookie is
+    403; no cookie is 401 on every route that returns or changes a session's data; a
+    cookieless close naming another episode is 409 (NeMo Gym main), naming none is 403."""
+    if proof == "foreign_cookie":
+        return 403, "forbidden"
+    if route == "close_typed":
+        return 409, "conflict"
+    if route == "close_legacy":
+        return 403, "forbidden"
+    return 401, "no_session"
+
+
 @pytest.mark.parametrize("route", ROUTES)
 @pytest.mark.parametrize("proof", PROOFS)
 async def test_another_rollout_cannot_act_on_a_session(server, route: str, proof: str) -> None:
@@ -149,43 +163,44 @@ async def test_another_rollout_cannot_act_on_a_session(server, route: str, proof
             # Without a cookie verify touches no session: it replays the body's task alone.
             assert answer.status_code == 200 and answer.json()["verified_by"] == "replay"
         else:
-            assert answer.status_code == 403, (route, proof, answer.text)
-            assert answer.json()["error"]["type"] == "forbidden"
-            assert "belongs to another" in answer.json()["error"]["message"]
+            status, kind = _refusal(route, proof)
+            assert answer.status_code == status, (route, proof, answer.text)
+            assert answer.json()["error"]["type"] == kind
     assert _rows(server) == rows  # no child, no restored session
     assert await _victim_state(victim) == before  # not rewound, not closed, not re-scored
     await victim.aclose()
 
 
-async def test_the_owner_proves_it_by_cookie_or_by_episode(server) -> None:
+async def test_the_holder_acts_by_cookie_and_the_episode_only_closes(server) -> None:
     victim = await _victim(server)
     mine = {"resources_session_id": "rs-victim"}
     assert (await victim.post("/fork_session", json={**mine, "n": 1})).status_code == 200
     assert (await victim.get("/session_tree", params=mine)).status_code == 200
     async with fresh_client(server) as cleanup:  # Gym's cleanup: no cookie, the seed's episode
         proved = {**mine, "episode_id": VICTIM_EPISODE}
-        assert (await cleanup.post("/export_session", json=proved)).status_code == 200
+        assert (await cleanup.post("/export_session", json=proved)).status_code == 401
         assert (await cleanup.post("/close_session", json=proved)).status_code == 200
     await victim.aclose()
 
 
-async def test_children_of_an_untyped_session_are_owned_by_their_cookies(server) -> None:
-    """A fork child named by an id but made from a cookie session has no seeding episode: no
-    episode proves it (a bare id used to pass the episode check, None == None)."""
-    owner = fresh_client(server)
-    assert (await owner.post("/seed_session", json=TASK)).status_code == 200
-    forked = await owner.post("/fork_session", json={"n": 1, "resources_session_ids": ["rs-kid"]})
+async def test_children_of_a_typed_session_are_reached_by_their_cookies(server) -> None:
+    """A fork child gets an id the server mints (and the parent's episode, for the lost-reply
+    close); a stranger naming it without its cookie gets nothing."""
+    owner = await _victim(server)
+    forked = await owner.post("/fork_session", json={"n": 1})
     assert forked.status_code == 200
+    kid_rsid = forked.json()["sessions"][0]["resources_session_id"]
+    assert kid_rsid.startswith("fork-") and len(kid_rsid) > 32
     async with fresh_client(server) as stranger:
         for route in ("/export_session", "/rewind_session", "/close_session"):
-            body: dict[str, Any] = {"resources_session_id": "rs-kid"}
+            body: dict[str, Any] = {"resources_session_id": kid_rsid}
             if route == "/rewind_session":
                 body["to_step"] = 0
             answer = await stranger.post(route, json=body)
-            assert answer.status_code == 403, (route, answer.text)
+            assert answer.status_code == (403 if "close" in route else 401), (route, answer.text)
     kid = fresh_client(server)
     kid.cookies.set(forked.json()["cookie_name"], forked.json()["sessions"][0]["cookie"])
-    assert (await kid.post("/export_session", json={"resources_session_id": "rs-kid"})).is_success
+    assert (await kid.post("/export_session", json={"resources_session_id": kid_rsid})).is_success
     await kid.aclose()
     await owner.aclose()
 

@@ -66,16 +66,19 @@ def test_worker_threads_are_the_backends_unless_set(tmp_path):
     chosen = SessionManager(backend_settings("sqlite", tmp_path / "b", None, tool_threads=3), env)
     try:
         assert default.threads == 2 and default.executor._max_workers == 2
-        assert default.tool_executor._max_workers == 2
-        assert chosen.threads == 3 and chosen.tool_executor._max_workers == 3
-        # Verifies on a pool of their own: half the worker threads, at least one.
-        assert default.verify_executor._max_workers == 1
-        assert chosen.verify_executor._max_workers == 1
+        # Tool calls and verifies on lanes of their own, each one thread more than a client's
+        # share (app/runtime/lanes.py): 2 + 1, 3 + 1; verifies half the worker threads + 1.
+        assert default.tool_executor._max_workers == 3
+        assert chosen.threads == 3 and chosen.tool_executor._max_workers == 4
+        assert default.verify_executor._max_workers == 2
+        assert chosen.verify_executor._max_workers == 2
     finally:
         for manager in (default, chosen):
             manager.executor.shutdown()
-            manager.tool_executor.shutdown()
-            manager.verify_executor.shutdown()
+            for lane in (manager.tool_lane, manager.verify_lane):
+                lane.executor.shutdown()
+            for lane in (manager.replay_lane, manager.gold_lane):
+                lane.executor.shutdown()
             manager.backend.dispose()
 
 
@@ -90,15 +93,18 @@ def test_on_postgresql_more_threads_and_a_connection_for_each(tmp_path, pg_prefi
         backend_settings("postgres", tmp_path / "c", pg_prefix, tool_threads=3), env
     )
     try:
-        assert default.threads == 6 and default.tool_executor._max_workers == 6
-        # One connection per thread of the three pools (6 + 6 + 3 verify threads), plus one.
-        assert default.verify_executor._max_workers == 3
+        assert default.threads == 6 and default.tool_executor._max_workers == 7
+        # One connection per thread of the three pools (6 + 6 + 3 verify threads), plus one
+        # (the lanes' spare threads wait for a connection when every other one is busy).
+        assert default.verify_executor._max_workers == 4
         assert default.backend.engine.pool.size() == 16  # type: ignore[attr-defined]
         assert chosen.threads == 3 and chosen.backend.engine.pool.size() == 5  # type: ignore[attr-defined]
         assert sized.backend.engine.pool.size() == 8  # type: ignore[attr-defined]
     finally:
         for manager in (default, chosen, sized):
             manager.executor.shutdown()
-            manager.tool_executor.shutdown()
-            manager.verify_executor.shutdown()
+            for lane in (manager.tool_lane, manager.verify_lane):
+                lane.executor.shutdown()
+            for lane in (manager.replay_lane, manager.gold_lane):
+                lane.executor.shutdown()
             manager.backend.dispose()

@@ -179,7 +179,7 @@ async def test_replay_verifies_like_the_live_session(retail, kind, tmp_path):
     live = (await retail.post("/verify", json=body)).json()
     assert {"gold": 1.0, "noop": 0.0}.get(kind, live["reward"]) == live["reward"]
     if kind == "collateral":
-        assert live["reward_components"]["collateral_changes"] > 0
+        assert live["verification"]["changes"]["collateral"] > 0
     await retail.post("/close_session", json={})
     closed = (await retail.post("/verify", json=body)).json()
     async with httpx.AsyncClient(transport=retail._transport, base_url="http://sg") as bare:

@@ -135,7 +135,7 @@ REJECTED = [
     ("id", "E90110.x", "glued"),
     ("date", "2026-05-07 10:00", "is a datetime, not a date"),
     ("name", 7, "no letters"),
-    ("date", "05/07/2026", "not a date"),
+    ("date", "05/07/2026", "ambiguous"),
     ("date", "May 7", "not a date"),
     ("date", "2026-02-30", "not a calendar date"),
     ("date", "Friday, May 7, 2026", "is a Thursday"),

@@ -67,7 +67,7 @@ async def rollout(shared, task, calls, *, edit: str | None = None, params: tuple
 async def test_right_change_plus_an_unrelated_edit_is_collateral_damage(retail):
     task = TASKS["retail-020"]
     clean, _ = await rollout(retail, task, task["ground_truth"])
-    assert clean["reward"] == 1.0 and clean["reward_components"]["collateral_changes"] == 0
+    assert clean["reward"] == 1.0 and clean["verification"]["changes"]["collateral"] == 0
     # The cancel is right, but another (base-data) customer's phone number was changed too.
     dirty, _ = await rollout(
         retail,
@@ -77,14 +77,15 @@ async def test_right_change_plus_an_unrelated_edit_is_collateral_damage(retail):
     )
     components = dirty["reward_components"]
     assert dirty["reward"] == 0.0 and components["state_match"] == 0.0
-    assert components["collateral_changes"] >= 1
+    assert dirty["verification"]["changes"]["collateral"] >= 1
+    assert components["change_precision"] < 1.0
     assert (
-        components["gold_changes_reproduced"]
-        == clean["reward_components"]["gold_changes_reproduced"]
+        dirty["verification"]["changes"]["reproduced"]
+        == clean["verification"]["changes"]["reproduced"]
     )
     changed = dirty["verification"]["state_diff"]["customers"]["changed_rows"]
     assert changed[0]["changes"]["phone"][1] == "+1-000-000-0000"
-    assert "customers: 1 changed" in dirty["failure_reason"]
+    assert "customers: 1 differ" in dirty["failure_reason"]
 
 
 async def test_reordered_writes_and_other_surrogate_ids_still_match(retail):

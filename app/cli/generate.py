@@ -133,6 +133,24 @@ def summary_dict(summary: Summary, seconds: float) -> dict[str, object]:
         "kind": dict(sorted(summary.kind.items())),
         "answer_kind": dict(sorted(summary.answer_kind.items())),
         "tool": dict(sorted(summary.tool.items())),
+        **spread_dict(summary),
+    }
+
+
+def spread_dict(summary: Summary) -> dict[str, object]:
+    """What a policy could memorise and what makes it read: distinct gold call lists and
+    identifiers, the most shared identifier, twins (tasks by kind) and distractors per family."""
+    top, n = summary.most_shared()
+    written = max(summary.written, 1)
+    return {
+        "distinct_gold_call_lists": len(summary.golds),
+        "distinct_identifiers": len(summary.identifiers),
+        "most_shared_identifier": {"identifier": top, "tasks": n, "share": round(n / written, 4)},
+        "twins": summary.twins(),
+        "distractors": {
+            family: {"tasks": total, "with_distractor": summary.distracted[family]}
+            for family, total in sorted(summary.family.items())
+        },
     }
 
 
@@ -141,6 +159,26 @@ def print_summary(console: Console, env: str, out: Path, s: Summary, seconds: fl
     console.print(
         f"wrote {s.written} {env} tasks to {out} in {seconds:.1f} s ({rate:.1f}/s); "
         f"{s.attempts} attempts, {sum(s.dropped.values())} dropped, {s.filtered} filtered out"
+    )
+    top, n = s.most_shared()
+    share = n / s.written if s.written else 0.0
+    console.print(
+        f"  [bold]spread[/]: {len(s.golds)} distinct gold call lists, {len(s.identifiers)} "
+        f"distinct identifiers; most shared {top!r} in {n} tasks ({share:.1%})",
+        soft_wrap=False,
+        highlight=False,
+    )
+    twins = ", ".join(
+        f"{family} {kinds.get('write', 0) + kinds.get('read', 0)}/{kinds.get('refusal', 0)}"
+        for family, kinds in s.twins().items()
+    )
+    if twins:
+        console.print(f"  [bold]twins[/] (allowed/forbidden): {twins}", soft_wrap=False)
+    distracted = sum(s.distracted.values())
+    per_family = ", ".join(f"{f} {s.distracted[f]}/{t}" for f, t in sorted(s.family.items()))
+    console.print(
+        f"  [bold]distractors[/]: {distracted} of {s.written} tasks; by family: {per_family}",
+        soft_wrap=False,
     )
     for title, counter in (
         ("difficulty", Counter({str(k): v for k, v in s.difficulty.items()})),

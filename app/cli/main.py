@@ -11,6 +11,7 @@ import typer
 from app.cli.browse import browse
 from app.cli.common import environment_or_exit, settings_or_exit
 from app.cli.envs import envs_cli
+from app.cli.eval import eval_command
 from app.cli.export import export_cli
 from app.cli.generate import generate_command
 from app.cli.mcp import mcp
@@ -38,6 +39,7 @@ cli.add_typer(sessions_app, name="sessions")
 cli.command(name="browse")(browse)
 cli.command()(report)
 cli.command()(reverify)
+cli.command(name="eval")(eval_command)
 cli.command(name="mcp")(mcp)
 cli.command(name="new-env")(new_env)
 

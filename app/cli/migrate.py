@@ -15,6 +15,7 @@ from rich.progress import Progress
 from app.cli.common import settings_or_exit
 from app.settings import Settings
 from app.storage.factory import retained_schema_upgrader
+from app.storage.migration_lint import Unfilled, unfilled_columns
 from app.storage.migrations import (
     CONTROL,
     NotReplaceable,
@@ -27,6 +28,7 @@ from app.storage.migrations import (
     new_revision,
     replace_initial_revision,
     retained_session_files,
+    revision_path,
     schema_differences,
     stamp_revision,
     targets,
@@ -113,14 +115,63 @@ def current(env: TargetOption = None, data_dir: DataDirOption = None, as_json: J
 
 
 @migrate_cli.command()
-def history(env: TargetOption = None, as_json: JsonOption = False) -> None:
-    """List each branch's revisions, newest first."""
+def history(
+    env: TargetOption = None, data_dir: DataDirOption = None, as_json: JsonOption = False
+) -> None:
+    """List each branch's revisions, newest first (`--data-dir` is accepted, as by every
+    migrate command; the history is the code's, not the data's)."""
     data = {t: list(branch_revisions(t)) for t in _chosen(env)}
     if as_json:
         typer.echo(json.dumps(data, indent=1))
         return
     for target, revisions in data.items():
         console.print(f"[bold]{target}[/]: " + (" <- ".join(revisions) or "(no migrations)"))
+
+
+def stamped_files(data_dir: Path, target: str, revision: str) -> list[Path]:
+    """Every database of `target` under `data_dir` (control, templates, snapshots, gold,
+    retained sessions, packs included) stamped at `revision`; an unreadable file counts, since
+    what it holds cannot be ruled out."""
+    files = [
+        *database_files(data_dir, target),
+        *database_files(data_dir, target, sessions=True),
+    ]
+    found = []
+    for path in files:
+        try:
+            at = _revision(path)
+        except sqlite3.DatabaseError:
+            at = revision
+        if at == revision:
+            found.append(path)
+    return found
+
+
+def _refuse_if_served(data_dir: Path, target: str) -> None:
+    """`--initial` rewrites the branch's only revision: refused while any database in the data
+    dir is stamped at it (rewriting it would strand them: their schema would no longer be the
+    one the revision id names)."""
+    revisions = branch_revisions(target)
+    if len(revisions) != 1:
+        return  # none: nothing to rewrite; several: replace_initial_revision refuses
+    served = stamped_files(data_dir, target, revisions[0])
+    if served:
+        shown = ", ".join(str(p) for p in served[:3]) + (" ..." if len(served) > 3 else "")
+        raise NotReplaceable(
+            f"{len(served)} database(s) in {data_dir} are stamped at {target}'s initial revision "
+            f"{revisions[0]} ({shown}): rewriting it would strand them; write a revision for "
+            f"the change instead (stategym migrate revision --env {target} -m MSG)"
+        )
+
+
+def _warn_unfilled(found: list[Unfilled]) -> None:
+    for item in found:
+        console.print(f"[yellow]warning:[/] {item}", highlight=False)
+    if found:
+        console.print(
+            "[yellow]`stategym migrate check` fails until each is filled[/] (docs/migrations.md)",
+            highlight=False,
+        )
 
 
 @migrate_cli.command()
@@ -132,17 +183,21 @@ def revision(
         typer.Option(
             "--initial",
             help="Replace the branch's only revision (its initial one) instead of adding one: "
-            "for a new environment whose models changed before anything was served.",
+            "for a new environment whose models changed before anything was served (refused "
+            "when a database in the data dir is stamped at it).",
         ),
     ] = False,
+    data_dir: DataDirOption = None,
 ) -> None:
     """Write the next revision of a branch from the models (autogenerate, then ruff format when
     ruff is found); the first one starts the branch, in the environment's own `migrations_path`
-    if it has one. `--initial` rewrites a one-revision branch's initial revision instead."""
+    if it has one. `--initial` rewrites a one-revision branch's initial revision instead. A
+    required column with no default or backfill is reported as a warning."""
     if env not in targets():
         raise typer.BadParameter(f"unknown target {env!r}; known: {', '.join(targets())}")
     try:
         if initial:
+            _refuse_if_served(_settings(data_dir).data_dir, env)
             path = replace_initial_revision(env, message, ruff=False)
         else:
             path = new_revision(env, message, ruff=False)
@@ -154,6 +209,8 @@ def revision(
     console.print(
         f"{env}: wrote {path} ({how}); read it, then `stategym migrate check --env {env}`"
     )
+    if len(branch_revisions(env)) > 1:  # an initial revision creates its tables empty
+        _warn_unfilled(unfilled_columns(path))
 
 
 def revision_advice(target: str) -> str:
@@ -169,11 +226,25 @@ def revision_advice(target: str) -> str:
     )
 
 
+def unfilled_in_branch(target: str) -> list[Unfilled]:
+    """Required columns with no default or backfill in any revision after the initial one."""
+    later = branch_revisions(target)[:-1]
+    return [u for rev in later for u in unfilled_columns(revision_path(rev))]
+
+
 @migrate_cli.command()
-def check(env: TargetOption = None) -> None:
-    """Fail when models and migrations disagree (Alembic autogenerate finds a difference)."""
+def check(env: TargetOption = None, data_dir: DataDirOption = None) -> None:
+    """Fail when models and migrations disagree (Alembic autogenerate finds a difference), or
+    when a revision adds a required column with no default or backfill (it would fail on every
+    database with rows). `--data-dir` is accepted, as by every migrate command."""
     failed = False
     for target in _chosen(env):
+        unfilled = unfilled_in_branch(target)
+        if unfilled:
+            failed = True
+            console.print(f"[red]{target}: a revision cannot run on a database with rows:[/]")
+            for item in unfilled:
+                console.print(f"  {item}", highlight=False)
         if head_revision(target) is None:
             console.print(
                 f"[red]{target}: no migrations[/] (stategym migrate revision --env {target} "

@@ -24,6 +24,7 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
+from app.cli.audit import audit_command
 from app.cli.task_fill import fill_row, stale_problems
 from app.cli.task_probes import probe_problems
 from app.core.tasks import TaskSpec, task_from_data
@@ -36,7 +37,8 @@ from app.storage.seeding import SeedError
 from app.verify.gold import GoldCache, replay
 from app.verify.session_verify import verify_state
 
-tasks_cli = typer.Typer(help="Check, fill and generate task files.", no_args_is_help=True)
+tasks_cli = typer.Typer(help="Check, fill, generate and audit task files.", no_args_is_help=True)
+tasks_cli.command("audit")(audit_command)
 # Progress bars only pay off on long files.
 PROGRESS_FROM = 20
 

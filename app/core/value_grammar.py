@@ -48,8 +48,21 @@ WEEKDAYS = {
     )
     for name in names
 }
-CURRENCY_CODES = ("usd", "eur", "gbp", "chf", "cad", "aud", "jpy")
-CURRENCY_WORDS = ("dollars", "dollar", "euros", "euro", "pounds", "pound")
+# Currency marks and the currency each names: a mark beside an amount says which money it is,
+# so an amount in another currency than the expected one is another amount (values.check).
+CURRENCY_CODES = (
+    "usd", "eur", "gbp", "chf", "cad", "aud", "jpy", "cny", "inr", "mxn", "nzd", "sek", "nok",
+    "dkk", "hkd", "sgd",
+)  # fmt: skip
+CURRENCY_WORDS = ("dollars", "dollar", "euros", "euro", "pounds", "pound", "yen")
+_CURRENCY_OF = {
+    "$": "USD", "us$": "USD", "€": "EUR", "£": "GBP", "¥": "JPY", "₹": "INR", "ca$": "CAD",
+    "c$": "CAD", "a$": "AUD", "au$": "AUD", "dollars": "USD", "dollar": "USD", "euros": "EUR",
+    "euro": "EUR", "pounds": "GBP", "pound": "GBP", "yen": "JPY",
+    **{code: code.upper() for code in CURRENCY_CODES},
+}  # fmt: skip
+DEFAULT_CURRENCY = "USD"  # an amount written without a mark is in the environment's currency
+ZONE = "UTC"  # every environment's clock (the session clock) is UTC
 
 
 def _alt(words: object) -> str:
@@ -68,15 +81,25 @@ _WORD_END = r"(?![^\W\d_])"  # a month or weekday name is a whole word
 DATE_FORMS = {
     "iso": r"(?P<y>[0-9]{4})-(?P<m>[0-9]{1,2})-(?P<d>[0-9]{1,2})",
     "slash": r"(?P<y>[0-9]{4})/(?P<m>[0-9]{1,2})/(?P<d>[0-9]{1,2})",
+    # 03/17/2026 (US) or 17/03/2026: read only when one calendar date fits (read_date)
+    "us": r"(?P<a>[0-9]{1,2})/(?P<b>[0-9]{1,2})/(?P<y>[0-9]{4})",
     "mdy": rf"(?:(?P<wd>{_WEEKDAY}))?(?P<mon>{_MONTH}){_WORD_END}\s*"
     rf"(?P<d>[0-9]{{1,2}}){_ORD},?\s+(?P<y>[0-9]{{4}})",
     "dmy": rf"(?:(?P<wd>{_WEEKDAY}))?(?P<d>[0-9]{{1,2}}){_ORD}\s+(?:of\s+)?"
     rf"(?P<mon>{_MONTH}){_WORD_END},?\s+(?P<y>[0-9]{{4}})",
 }
 _AMPM = r"(?P<ap>[ap])\.?m\b\.?"
+# A zone suffix that names the environment's own zone (UTC) and so leaves the value alone:
+# `Z`, `+00:00`, `UTC`, `GMT`, `(UTC)`, `local time`. Any other zone is not one of these
+# spellings: the value is refused (values._why_not says why).
+_ZONE = (
+    r"(?P<tz>Z|\s?[+-]00:?00|\s*\(?(?:UTC|GMT)(?:\s?[+-]0{1,2}(?::?00)?)?\)?"
+    r"|\s*\(?local\s+time\)?)"
+)
 TIME_FORMS = {
-    "hm": rf"(?P<h>[0-9]{{1,2}}):(?P<mi>[0-9]{{2}})(?::(?P<s>[0-9]{{2}}))?(?:\s*{_AMPM})?",
-    "h_ampm": rf"(?P<h>[0-9]{{1,2}})\s*{_AMPM}",
+    "hm": rf"(?P<h>[0-9]{{1,2}}):(?P<mi>[0-9]{{2}})(?::(?P<s>[0-9]{{2}}))?(?:\s*{_AMPM})?"
+    rf"{_ZONE}?",
+    "h_ampm": rf"(?P<h>[0-9]{{1,2}})\s*{_AMPM}{_ZONE}?",
 }
 _GROUPS = re.compile(r"\(\?P<\w+>")
 
@@ -98,11 +121,13 @@ MONTHDAY = (
 _NUM = r"(?:[0-9]{1,3}(?:,[0-9]{3})+|[0-9]+)(?:\.[0-9]+)?"
 _CODE = rf"(?:{_alt(CURRENCY_CODES)})(?![^\W\d_])"
 _CUR_AFTER = rf"(?:{_alt(CURRENCY_CODES + CURRENCY_WORDS)})(?![^\W\d_])"
+SIGNS = "$€£¥₹"
+_SIGN = rf"(?:(?:US|CA|AU|C|A)\$|[{SIGNS}])"
 # amount: a number with a currency sign or code, or a fraction, or thousands separators.
 AMOUNT_FORMS = {
-    "sign": rf"(?:-[$€£]\s?|[$€£]\s?-?){_NUM}(?:\s?{_CODE})?",
-    "code_first": rf"{_CODE}\s?[$€£]?-?{_NUM}",
-    "code_after": rf"-?{_NUM}\s?(?:[$€£]|{_CUR_AFTER})",
+    "sign": rf"(?:-{_SIGN}\s?|{_SIGN}\s?-?){_NUM}(?:\s?{_CODE})?",
+    "code_first": rf"{_CODE}\s?{_SIGN}?-?{_NUM}",
+    "code_after": rf"-?{_NUM}\s?(?:[{SIGNS}]|{_CUR_AFTER})",
     "money_like": r"-?(?:[0-9]{1,3}(?:,[0-9]{3})+(?:\.[0-9]+)?|[0-9]+\.[0-9]+)",
 }
 AMOUNT = "(?:" + "|".join(AMOUNT_FORMS.values()) + ")"
@@ -123,6 +148,11 @@ NUMBER_WORDS = frozenset(
 )
 
 _DATE_RES = [re.compile(p, re.I) for p in DATE_FORMS.values()]
+_CURRENCY_MARK = re.compile(
+    rf"(?:US|CA|AU|C|A)\$|[{SIGNS}]|(?<![^\W\d_])(?:{_alt(CURRENCY_CODES + CURRENCY_WORDS)})"
+    r"(?![^\W\d_])",
+    re.I,
+)
 _TIME_RES = [re.compile(p, re.I) for p in TIME_FORMS.values()]
 _DATETIME_RE = re.compile(DATETIME, re.I)
 
@@ -137,6 +167,10 @@ def read_date(text: str) -> dt.date:
         if not m:
             continue
         groups = m.groupdict()
+        if groups.get("a"):
+            return _month_day_or_day_month(
+                text, int(groups["y"]), int(groups["a"]), int(groups["b"])
+            )
         month = MONTHS[groups["mon"].rstrip(".").lower()] if groups.get("mon") else int(groups["m"])
         try:
             day = dt.date(int(groups["y"]), month, int(groups["d"]))
@@ -147,6 +181,34 @@ def read_date(text: str) -> dt.date:
             raise Unreadable(f"'{text}': {day.isoformat()} is a {day.strftime('%A')}")
         return day
     raise Unreadable(f"'{text}' is not a date")
+
+
+def _month_day_or_day_month(text: str, year: int, a: int, b: int) -> dt.date:
+    """`a/b/year`: the one calendar date it can be (month/day or day/month), else Unreadable."""
+    readings = set()
+    for month, day in ((a, b), (b, a)):
+        try:
+            readings.add(dt.date(year, month, day))
+        except ValueError:
+            continue
+    if not readings:
+        raise Unreadable(f"'{text}' is not a calendar date")
+    if len(readings) > 1:
+        first, second = sorted(readings, key=lambda d: d.month != a)
+        raise Unreadable(
+            f"'{text}' is ambiguous: {first.isoformat()} (month first) or {second.isoformat()} "
+            "(day first); write 2026-03-17 or March 17, 2026"
+        )
+    return readings.pop()
+
+
+def read_currency(text: str) -> str | None:
+    """The currency an amount's spelling names (`US$`, `€`, `JPY`, `dollars`), None when it
+    names none; Unreadable when it names two (`€5 USD`)."""
+    named = {_CURRENCY_OF[m.group(0).lower()] for m in _CURRENCY_MARK.finditer(text)}
+    if len(named) > 1:
+        raise Unreadable(f"'{text}' names two currencies: {' and '.join(sorted(named))}")
+    return named.pop() if named else None
 
 
 def read_time(text: str) -> dt.time:

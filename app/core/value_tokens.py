@@ -22,7 +22,10 @@ from app.core import value_grammar as g
 
 # A cheap test before the date patterns' month alternations: a year, or a day then a word, or
 # a word (a weekday or month name) must start here.
-_DAY_AHEAD = r"(?=[0-9]{4}[-/]|[0-9]{1,2}(?:st|nd|rd|th)?\s+(?:of\s+)?[^\W\d_]{3}|[^\W\d_]{3})"
+_DAY_AHEAD = (
+    r"(?=[0-9]{4}[-/]|[0-9]{1,2}/[0-9]{1,2}/[0-9]{4}"
+    r"|[0-9]{1,2}(?:st|nd|rd|th)?\s+(?:of\s+)?[^\W\d_]{3}|[^\W\d_]{3})"
+)
 _SPECS: list[tuple[str, re.Pattern[str]]] = [
     (kind, re.compile(f"(?:{pattern}){g.END}", flags))
     for kind, pattern, flags in (
@@ -37,13 +40,13 @@ _SPECS: list[tuple[str, re.Pattern[str]]] = [
         ("word", g.WORD, 0),
     )
 ]
-_OPAQUE = re.compile(r"[$€£#\-]?\w+(?:(?:[.'’\-@+]+|(?<=[0-9]):(?=[0-9]))\w+)*")
+_OPAQUE = re.compile(r"[$€£¥₹#\-]?\w+(?:(?:[.'’\-@+]+|(?<=[0-9]):(?=[0-9]))\w+)*")
 # Fast path: a plain word that cannot start a typed value (a month, weekday or currency code can).
-_PLAIN_WORD = re.compile(f"(?:{g.WORD}){g.END}")
+_PLAIN_WORD = re.compile(f"(?:{g.WORD}){g.END}(?!\\$)")  # `US$5` is an amount
 _VALUE_WORDS = frozenset([*g.MONTHS, *g.WEEKDAYS, *g.CURRENCY_CODES])
 _POSSESSIVE = re.compile(r"['’]s(?!\w)")
 _JOINERS = ".'’-@+"  # a slash separates: "SG160/SG150" names two ids
-_STARTS = "$€£#-"
+_STARTS = "$€£¥₹#-"
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ docs/verification.md ("Answers are state").
 from __future__ import annotations
 
 import datetime as dt
+import json
 import math
 import re
 from dataclasses import dataclass
@@ -33,6 +34,8 @@ __all__ = [
     "check",
     "check_answer_kind",
     "describe",
+    "expected_currency",
+    "in_other_currency",
     "parse_answer",
     "parse_value",
     "tokens",
@@ -55,7 +58,12 @@ _WHOLE = {
     "email": re.compile(g.EMAIL),
 }
 _WRAPPERS = (("**", "**"), ("*", "*"), ("`", "`"), ('"', '"'), ("'", "'"), ("“", "”"), ("‘", "’"))
-LIST_SEPARATORS = re.compile(r"\s*(?:[,;/\n]|\band\b|\bor\b|&)\s*", re.I)
+LIST_SEPARATORS = re.compile(r"\s*(?:[,;/|\n]|\band\b|\bor\b|&)\s*", re.I)
+# A doubt mark makes an answer a question: `Yara Mansour?` is not a claim that it is her.
+_DOUBT = re.compile(r"[?¿]")
+# A list written as a list: every line led by a bullet (`-`, `*`, `•`, `+`) or a number (`1.`,
+# `2)`); the markers are dropped before the items are read.
+_MARKER = re.compile(r"^\s*(?:[-*•+]|[0-9]{1,3}[.)])\s+")
 
 
 class NotOneValue(ValueError):
@@ -85,11 +93,12 @@ def _unwrap(text: str) -> str:
     return s
 
 
-def parse_value(kind: str, raw: object) -> Any:
+def parse_value(kind: str, raw: object, *, currency: str | None = None) -> Any:
     """The one value of `kind` that the whole `raw` (a JSON scalar) spells; else NotOneValue.
 
     Values: amount/number -> Decimal, date -> date, time -> time, datetime -> datetime,
-    boolean -> bool, id/email/name/text -> normalised str."""
+    boolean -> bool, id/email/name/text -> normalised str. With `currency`, an amount whose
+    spelling names another currency (`€72.99` for USD) is NotOneValue: another amount."""
     if kind not in KINDS:
         raise NotOneValue(f"unknown answer kind {kind!r}: one of {', '.join(KINDS)}")
     if isinstance(raw, bool):
@@ -112,9 +121,13 @@ def parse_value(kind: str, raw: object) -> Any:
         raise NotOneValue(f"'{text}' is not yes/no/true/false")
     if _WHOLE[kind].fullmatch(text):
         try:
-            return g.read_value(kind, text)
+            value = g.read_value(kind, text)
+            named = g.read_currency(text) if kind == "amount" else None
         except g.Unreadable as e:
             raise NotOneValue(str(e)) from None
+        if currency and named and named != currency:
+            raise NotOneValue(f"'{text}' is an amount in {named}; the answer is in {currency}")
+        return value
     raise NotOneValue(_why_not(kind, text))
 
 
@@ -141,6 +154,8 @@ def _words(text: str, kind: str) -> str:
 
 def _why_not(kind: str, text: str) -> str:
     """A readable reason, from what the tokenizer reads in `text`."""
+    if kind in ("time", "datetime") and _OTHER_ZONE.search(text):
+        return f"'{text}' is not {_a(kind)} in {g.ZONE}, the environment's clock"
     found = tokens(text)
     same = [t for t in found if _token_is(kind, t)]
     if len(same) >= 2:
@@ -158,6 +173,12 @@ def _why_not(kind: str, text: str) -> str:
     return f"'{text}' is not {_a(kind)}"
 
 
+_OTHER_ZONE = re.compile(
+    r"(?:[0-9]\s?[+-][0-9]{2}:?[0-9]{2}|\b(?:UTC|GMT)\s?[+-]\s?[0-9]{1,2}(?::?[0-9]{2})?"
+    r"|\b[A-Z]{1,4}[SD]?T)\)?\s*$"
+)
+
+
 def _token_is(kind: str, t: Token) -> bool:
     if kind == "amount":
         return t.kind in ("amount", "number")
@@ -170,11 +191,11 @@ def _count(n: int) -> str:
     return {2: "two", 3: "three"}.get(n, str(n))
 
 
-def parse_answer(kind: str, raw: object, *, many: bool) -> Any:
+def parse_answer(kind: str, raw: object, *, many: bool, currency: str | None = None) -> Any:
     """One value (`many=False`) or a frozenset of values (`many=True`: a JSON list, or a
     string listing values; see the module docstring)."""
     if not many:
-        return parse_value(kind, raw)
+        return parse_value(kind, raw, currency=currency)
     if isinstance(raw, str):
         raw = _split(kind, raw)
     if not isinstance(raw, list | tuple):
@@ -184,23 +205,54 @@ def parse_answer(kind: str, raw: object, *, many: bool) -> Any:
         if isinstance(item, list | tuple | dict):
             raise NotOneValue("a list item is itself a list or an object")
         try:
-            values.add(parse_value(kind, item))
+            values.add(parse_value(kind, item, currency=currency))
         except NotOneValue as e:
             raise NotOneValue(f"list item {item!r}: {e.reason}") from None
     return frozenset(values)
 
 
 _TYPED = ("amount", "number", "date", "time", "datetime", "email")
-_GAP = re.compile(r"\s*(?:[,;&]|\band\b)?\s*(?:\n\s*(?:[-*•]\s+)?)?", re.I)
+_GAP = re.compile(r"\s*(?:[,;&|/]|\band\b)?\s*(?:\n\s*(?:[-*•]\s+)?)?", re.I)
+# Between items of the other kinds: newlines, `;`, `,`, ` and `, `|`, ` / ` and ` & ` (an id
+# never holds a slash, so ids split on a bare `/` too).
+_ITEM_SEP = re.compile(r"\s*(?:\n|;|,|\||\band\b|\s/\s|\s&\s)\s*", re.I)
+_ID_SEP = re.compile(r"\s*(?:\n|;|,|\||/|\band\b|\s&\s)\s*", re.I)
 
 
-def _split(kind: str, text: str) -> list[str]:
-    """A string listing values: typed kinds by the tokenizer (only separators between them),
-    other kinds split on newlines, `;`, `,` and ` and `. 'or' never separates items."""
+def _json_list(text: str) -> list[Any] | None:
+    """A JSON array written inside the string (`'["E1", "E2"]'`), read the same way for every
+    kind; None when the string is not one."""
+    s = text.strip()
+    if not (s.startswith("[") and s.endswith("]")):
+        return None
+    try:
+        items = json.loads(s)
+    except ValueError:
+        return None
+    return items if isinstance(items, list) else None
+
+
+def _unmark(text: str) -> str:
+    """A markdown or numbered list's lines without their markers (only when every line of two
+    or more has one: a lone `- 5` stays a negative number)."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    if len(lines) < 2 or not all(_MARKER.match(line) for line in lines):
+        return text
+    return "\n".join(_MARKER.sub("", line, count=1) for line in lines)
+
+
+def _split(kind: str, text: str) -> list[Any]:
+    """A string listing values: a JSON array, or items on lines (markers dropped) or between
+    separators; typed kinds by the tokenizer (only separators between them), other kinds split
+    on the separators above. 'or' never separates items."""
+    inner = _json_list(text)
+    if inner is not None:
+        return inner
     if re.search(r"\bor\b", text, re.I):
         raise NotOneValue("'or' does not separate list items: it offers alternatives")
+    text = _unmark(text)
     if kind not in _TYPED:
-        items = re.split(r"\s*(?:\n|;|,|\band\b)\s*", text.strip(), flags=re.I)
+        items = (_ID_SEP if kind == "id" else _ITEM_SEP).split(text.strip())
         return [item for item in items if item.strip()]
     found = [t for t in tokens(text) if _token_is(kind, t)]
     if not found:
@@ -234,8 +286,11 @@ def check(kind: str, expected: object, submitted: object) -> Verdict:
     list of names, not one."""
     many = isinstance(expected, list)
     want = parse_answer(kind, expected, many=many)
+    doubt = _doubtful(submitted)
+    if doubt is not None and not _doubtful(expected):
+        return Verdict(False, f"'{doubt}' is a question, not an answer: a doubt mark is a mismatch")
     try:
-        got = parse_answer(kind, submitted, many=many)
+        got = parse_answer(kind, submitted, many=many, currency=expected_currency(kind, expected))
     except NotOneValue as e:
         return Verdict(False, e.reason)
     if kind == "name" and not many and isinstance(submitted, str):
@@ -248,6 +303,38 @@ def check(kind: str, expected: object, submitted: object) -> Verdict:
     if answers_equal(kind, want, got):
         return Verdict(True, "equal")
     return Verdict(False, f"submitted {describe(kind, got)}, expected {describe(kind, want)}")
+
+
+def _doubtful(raw: object) -> str | None:
+    """The submitted string (or list item) that carries a doubt mark, if any."""
+    items = raw if isinstance(raw, list | tuple) else [raw]
+    return next((str(i) for i in items if isinstance(i, str) and _DOUBT.search(i)), None)
+
+
+def in_other_currency(text: str, currency: str) -> bool:
+    """Whether an amount's spelling names a currency other than `currency` (or two)."""
+    try:
+        named = g.read_currency(text)
+    except g.Unreadable:
+        return True
+    return named is not None and named != currency
+
+
+def expected_currency(kind: str, expected: object) -> str | None:
+    """The currency an expected amount is in: the one its spelling names, else the
+    environment's (g.DEFAULT_CURRENCY). None for other kinds."""
+    if kind != "amount":
+        return None
+    items = expected if isinstance(expected, list) else [expected]
+    for item in items:
+        if isinstance(item, str):
+            try:
+                named = g.read_currency(item)
+            except g.Unreadable:
+                named = None
+            if named:
+                return named
+    return g.DEFAULT_CURRENCY
 
 
 def describe(kind: str, value: object) -> str:

@@ -83,15 +83,14 @@ class Branching:
         parent_id: str,
         n: int,
         at_step: int | None = None,
-        resources_session_ids: list[str] | None = None,
     ) -> tuple[int, list[Child]]:
-        """(the parent's step the children start from, the children)."""
+        """(the parent's step the children start from, the children). Children of a typed
+        session get resources_session_ids minted here (and the parent's episode, so its
+        lost-reply close works for them); no client picks an id another rollout may seed."""
         if at_step is not None:
             self._check_step_log("a fork as of an earlier step")
         if not 1 <= n <= MAX_FORKS:
             raise BadRequest(f"n must be between 1 and {MAX_FORKS}, got {n}")
-        if resources_session_ids is not None and len(resources_session_ids) != n:
-            raise BadRequest("resources_session_ids must hold exactly n ids")
         manager = self.sessions
         record = await self._record(parent_id)
         episode = None
@@ -100,9 +99,9 @@ class Branching:
                 manager.control.claim, record.env, record.resources_session_id
             )
             episode = claim.episode if claim is not None else None
-        rsids: list[str | None] = (
-            list(resources_session_ids) if resources_session_ids else [None] * n
-        )
+        rsids: list[str | None] = [
+            minted_id() if record.resources_session_id is not None else None for _ in range(n)
+        ]
         children = await manager._run(self._add_rows, record, rsids, episode)
         handle = await manager._handle(parent_id)
         ids = [c.session_id for c in children]
@@ -201,12 +200,12 @@ class Branching:
         blob["signature"] = self.sign(_signed_bytes(blob))
         return blob
 
-    async def restore(self, blob: Any, rsid: str | None = None) -> Child:
+    async def restore(self, blob: Any) -> Child:
         self._check_step_log("restore")
         image, record = self._check_blob(blob)
         manager = self.sessions
         self.budget.check_image(len(image))
-        [child] = await manager._run(self._add_rows, record, [rsid], None)
+        [child] = await manager._run(self._add_rows, record, [None], None)
         try:
             await manager._run(self._restore_within_budget, child.session_id, image)
         except BaseException:
@@ -269,6 +268,11 @@ class Branching:
 
     async def tree(self, session_id: str) -> dict[str, Any]:
         return await self.sessions._run(self.sessions.control.lineage_tree, session_id)
+
+
+def minted_id() -> str:
+    """A resources_session_id for a session the server makes (fork child): unguessable."""
+    return f"fork-{secrets.token_hex(16)}"
 
 
 def _signed_bytes(blob: dict[str, Any]) -> bytes:

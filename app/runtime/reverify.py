@@ -22,15 +22,17 @@ from app.runtime.steps import StepRecorder
 from app.sdk.environment import Environment, ToolContext
 from app.storage import images
 from app.storage.runner import run_tool
-from app.verify.gold import GoldCache
+from app.verify.gold import GoldCache, WorkBudget
 from app.verify.session_verify import verify_state
 from app.verify.step_budget import StepBudget
 from app.verify.step_rewards import function_calls
 from app.verify.tool_calls import with_plain_tool_names
 
 # A response holding more calls than this is refused rather than replayed (a verify is cheap to
-# ask for; a replay of a million calls is not).
+# ask for; a replay of a million calls is not). The server's own limit is `replay_max_calls`.
 MAX_REPLAYED_CALLS = 2_000
+REPLAY_REFUSED = "replay_refused"
+REPLAY_BUDGET = "replay_budget"
 REPLAY_SESSION_ID = "replay"
 
 
@@ -57,27 +59,34 @@ def replay_verify(
     time_limit_ms: int | None = None,
     session_id: str = REPLAY_SESSION_ID,
     step_budget: StepBudget | None = None,
+    max_calls: int = MAX_REPLAYED_CALLS,
+    budget: WorkBudget | None = None,
+    policy_penalty: float = 0.0,
 ) -> dict[str, Any]:
-    """Verify's answer for `response` replayed on a fresh clone of `snapshot` (the task's)."""
+    """Verify's answer for `response` replayed on a fresh clone of `snapshot` (the task's).
+    More than `max_calls` calls, or calls that run past `budget` (wall-clock or CPU; each
+    call is cut at what is left of it), answer a masked sample saying why: never a reward."""
     calls = replayed_calls(env, response)
-    if len(calls) > MAX_REPLAYED_CALLS:
-        return {
-            "reward": 0.0,
-            "mask_sample": True,
-            "failure_kind": "replay_refused",
-            "failure_reason": f"{len(calls)} calls to replay; the limit is {MAX_REPLAYED_CALLS}",
-        }
+    if len(calls) > max_calls:
+        reason = f"{len(calls)} calls to replay; the limit is {max_calls}"
+        return _masked(REPLAY_REFUSED, reason, 0)
+    meter = budget.start() if budget is not None else None
     conn = images.memory_from_image(snapshot.image)
     bind = images.bind_connection(conn)
     try:
         ctx = ToolContext(now=snapshot.now, session_id=session_id, task_id=None)
-        for name, args in calls:
+        for done, (name, args) in enumerate(calls, 1):
             tool = env.tool_named(name)
             assert tool is not None
             step = StepRecorder(name, args)
-            result = run_tool(bind, tool, args, ctx, time_limit_ms, step.on_success)
+            limit = meter.call_limit_ms(time_limit_ms) if meter is not None else time_limit_ms
+            result = run_tool(bind, tool, args, ctx, limit, step.on_success)
             if "error" in result:
                 step.record_failure(conn, result)
+            spent = meter.over() if meter is not None else None
+            if spent is not None:
+                reason = f"the replay took {spent} after {done} of {len(calls)} calls"
+                return _masked(REPLAY_BUDGET, reason, done)
         result = verify_state(
             env=env,
             gold=gold,
@@ -86,6 +95,7 @@ def replay_verify(
             response=response,
             diff_limit=diff_limit,
             step_budget=step_budget,
+            policy_penalty=policy_penalty,
         )
     finally:
         bind.close()
@@ -93,3 +103,15 @@ def replay_verify(
     result["verified_by"] = "replay"
     result["replayed_calls"] = len(calls)
     return result
+
+
+def _masked(kind: str, reason: str, replayed: int) -> dict[str, Any]:
+    """A replay that was not finished: a masked sample, so training drops it."""
+    return {
+        "reward": 0.0,
+        "mask_sample": True,
+        "failure_kind": kind,
+        "failure_reason": reason,
+        "verified_by": "replay",
+        "replayed_calls": replayed,
+    }

@@ -35,9 +35,11 @@ from app.errors import (
     SessionNotFound,
     SessionUnavailable,
 )
+from app.runtime.claims import same_task_data, tombstone_lapsed
 from app.runtime.inline import InlinePolicy
+from app.runtime.lanes import Lane, client_of, shared_lane
 from app.runtime.open_sessions import OpenSessions
-from app.runtime.ownership import check_owner, owned_session_id
+from app.runtime.ownership import check_closer, owned_session_id
 from app.runtime.replay_cache import ReplayFiles
 from app.runtime.reverify import replay_verify
 from app.runtime.steps import StepRecorder
@@ -60,7 +62,7 @@ from app.storage.snapshots import Snapshot
 from app.verify.answer_names import keep_answers_at_most
 from app.verify.checks import compile_checks
 from app.verify.evidence import Known, cap_evidence
-from app.verify.gold import GoldCache
+from app.verify.gold import GoldCache, GoldOverBudget, WorkBudget, check_ground_truth
 from app.verify.judge import Judge, JudgeSettings, JudgeSpec, apply_judge
 from app.verify.patching import keep_at_most
 from app.verify.request_task import ScoredTask, scored_task
@@ -71,12 +73,9 @@ log = logging.getLogger("stategym.sessions")
 
 
 GOLD_AHEAD_DELAY_S = 0.005
-
-
-def _log_gold_failure(future: Any) -> None:
-    """A gold built ahead that failed is built again (and its error answered) at verify."""
-    if not future.cancelled() and future.exception() is not None:
-        log.warning("gold state built at seed failed: %r", future.exception())
+# Replays and gold builds run at a lower CPU priority than tool calls and verifies
+# (bench/README.md, "The verify stall").
+BACKGROUND_NICENESS = 10
 
 
 T = TypeVar("T")
@@ -97,6 +96,7 @@ class SessionManager:
             self.backend.snapshots,
             settings.gold_cache_size,
             max_bytes=settings.gold_cache_mb * 2**20,
+            budget=WorkBudget(settings.gold_budget_ms, settings.gold_cpu_ms),
         )
         # Files a verify without a session writes for tasks no session uses: bounded.
         self.replay_files = ReplayFiles(
@@ -107,13 +107,23 @@ class SessionManager:
         keep_answers_at_most(settings.answer_cache_mb * 2**20)  # answer vocabularies
         self.threads = worker_threads(settings, self.backend.capabilities)
         self.executor = ThreadPoolExecutor(self.threads, thread_name_prefix="stategym")
-        # Tool calls run on threads of their own: a call that runs to its time limit (agent SQL
-        # can) never holds up seeds, verifies and closes, which keep `executor` to themselves.
-        self.tool_executor = _tool_executor(self.threads)
-        # Verifies run on threads of their own too: one whose cost the agent drove up (a key
-        # toggled hundreds of times) never queues another rollout's seed or close behind it.
+        # Each kind of heavy work on its own lane, shared fairly between clients
+        # (app/runtime/lanes.py): tool calls (a call may run to its time limit: agent SQL can)
+        # and session verifies never hold up seeds and closes, which keep `executor`; replays
+        # (their calls come from the request body) and gold builds (from the task row) never
+        # hold up either, and no client holds more than its share of any of them.
+        self.tool_lane = shared_lane("tool calls", self.threads, settings.tool_calls_per_client)
         self.verify_threads = verify_threads(settings, self.backend.capabilities)
-        self.verify_executor = _verify_executor(self.verify_threads)
+        self.verify_lane = shared_lane("verifies", self.verify_threads, settings.verify_per_client)
+        self.replay_lane = Lane(
+            "replays",
+            settings.replay_threads,
+            settings.replay_per_client,
+            settings.replay_queue_per_client,
+            niceness=BACKGROUND_NICENESS,
+        )
+        self.gold_lane = Lane("gold builds", settings.gold_threads, 1, niceness=BACKGROUND_NICENESS)
+        self.replay_budget = WorkBudget(settings.replay_budget_ms, settings.replay_cpu_ms)
         self.step_budget = StepBudget(
             max_rows=settings.step_reward_max_rows,
             max_states=settings.step_reward_max_states,
@@ -129,6 +139,7 @@ class SessionManager:
         # Evicted handles close on a thread of their own: queued behind the opens that evicted
         # them, a burst on an LRU full of other sessions held twice the connections at its peak.
         self._closer = _closer()
+        self._background: set[asyncio.Task[None]] = set()  # gold builds started at seed
         self._open = self._open_sessions()
         # LLM-as-judge for tasks with a rubric (STATEGYM_JUDGE_*); unconfigured, a rubric task
         # is masked rather than scored on its state alone.
@@ -138,10 +149,34 @@ class SessionManager:
         return await asyncio.get_running_loop().run_in_executor(self.executor, fn, *args)
 
     async def _run_tool(self, fn: Callable[..., T], *args: Any) -> T:
-        return await asyncio.get_running_loop().run_in_executor(self.tool_executor, fn, *args)
+        return await self.tool_lane.run(fn, *args)
 
     async def _run_verify(self, fn: Callable[..., T], *args: Any) -> T:
-        return await asyncio.get_running_loop().run_in_executor(self.verify_executor, fn, *args)
+        return await self.verify_lane.run(fn, *args)
+
+    async def _run_replay(self, fn: Callable[..., T], *args: Any) -> T:
+        """A replay: its calls come from the request body, so past the client's queue it is
+        a 429 (nothing done), never a wait in front of another client."""
+        return await self.replay_lane.run(fn, *args, may_refuse=True)
+
+    @property
+    def tool_executor(self) -> ThreadPoolExecutor:
+        return self.tool_lane.executor
+
+    @property
+    def verify_executor(self) -> ThreadPoolExecutor:
+        return self.verify_lane.executor
+
+    async def _gold_ready(self, task: TaskSpec) -> str | None:
+        """Build the task's gold state on the gold lane (within the client's share) before a
+        verify needs it; why it cannot be built within its budget, else None."""
+        if self.gold.cached(task):
+            return None
+        try:
+            await self.gold_lane.run(self.gold.get, task)
+        except GoldOverBudget as exc:
+            return str(exc)
+        return None
 
     # --- lifecycle ---------------------------------------------------------------------------
     async def seed(self, request: SeedRequest) -> Seeded:
@@ -180,6 +215,10 @@ class SessionManager:
     async def _existing(self, held: ResourcesClaim, request: SeedRequest) -> Seeded | None:
         """The answer to a seed of an id someone holds; None while it is still being seeded."""
         rsid = held.resources_session_id
+        if held.state == CLAIM_CLOSED and held.session_id is None:
+            if tombstone_lapsed(held, request.episode, self.settings.tombstone_ttl_seconds):
+                await self._run(self.control.drop_tombstone, held)
+                return None  # claimed afresh on the next pass
         if held.state == CLAIM_CLOSED:
             raise SeedConflict(
                 f"resources_session_id {rsid!r} was closed; a closed session cannot be seeded "
@@ -197,6 +236,14 @@ class SessionManager:
         record = await self._run(self.control.get, held.session_id)
         if record is None or record.status == "closed":
             raise SeedConflict(f"resources_session_id {rsid!r} was closed; it cannot be reseeded")
+        if not same_task_data(record.task, request.task.data):
+            # A retry after a lost reply carries the very same body; anything else is another
+            # rollout, which must not be handed this session's cookie.
+            raise SeedConflict(
+                f"resources_session_id {rsid!r} is already seeded with different task data",
+                hint="Use a new resources_session_id for another task; a retried seed must "
+                "repeat the first one's task_data exactly.",
+            )
         return Seeded(record.id, issued_at(record.created_at), created=False)
 
     def _claim_or_create(
@@ -216,6 +263,7 @@ class SessionManager:
         # Checks naming unknown tables or columns are refused now, not at verify.
         compile_checks(self.env.metadata.tables, self.env.compare, task.expected_state)
         check_decline_code(task, self.env.decline_codes, self.env.name)
+        check_ground_truth(task, self.settings.ground_truth_max_calls)
         snapshot = self._snapshot(task)
         # The control row comes first: a crash between the two leaves a row without a
         # database (the reaper closes it) rather than a database nobody knows about.
@@ -307,9 +355,13 @@ class SessionManager:
             held = self.control.claim(self.env.name, rsid)  # a seed won
             if held is None:
                 return False
-        if held.session_id is None:
-            return False  # a tombstone already
-        check_owner(held, episode, cookie_session_id)
+        if held.session_id is None:  # a tombstone already: by another episode is a conflict
+            if episode is not None and held.episode is not None and episode != held.episode:
+                raise SeedConflict(
+                    f"resources_session_id {rsid!r} was closed by another episode than {episode}"
+                )
+            return False
+        check_closer(held, episode, cookie_session_id)
         if held.state == CLAIM_SEEDING:
             return None
         return self.control.get(held.session_id)  # None: gone, so only the claim is closed
@@ -343,15 +395,13 @@ class SessionManager:
             self.control.mark_dropped(record.id)
         return closed_now
 
-    async def owned(
-        self, rsid: str | None, episode: str | None, cookie_session_id: str | None
-    ) -> str:
-        """The session a request may act on: its cookie's, or the one `rsid` names when the
-        request owns it (app/runtime/ownership.py, the rule of every session route)."""
-        if rsid is None:
-            return owned_session_id(self.control, self.env.name, None, None, cookie_session_id)
+    async def owned(self, rsid: str | None, cookie_session_id: str | None) -> str:
+        """The session a request holds: its cookie's, or the one `rsid` names when that is
+        the cookie's (app/runtime/ownership.py, the rule of every session route but close)."""
+        if rsid is None or cookie_session_id is None:
+            return owned_session_id(self.control, self.env.name, rsid, cookie_session_id)
         return await self._run(
-            owned_session_id, self.control, self.env.name, rsid, episode, cookie_session_id
+            owned_session_id, self.control, self.env.name, rsid, cookie_session_id
         )
 
     # --- open handles ------------------------------------------------------------------------
@@ -380,12 +430,22 @@ class SessionManager:
         if not self.settings.gold_on_seed or self.gold.cached(task):
             return
 
-        def start() -> None:
+        # A key of its own: builds ahead of a burst of seeds never queue the client's verifies
+        # (which may need a gold now) behind them.
+        client = f"{client_of()} (ahead)"
+
+        async def build() -> None:
             try:
-                future = self.executor.submit(self.gold.get, task)
+                await self.gold_lane.run(self.gold.get, task, client=client)
             except RuntimeError:  # shut down meanwhile: the verify (if any) builds it
                 return
-            future.add_done_callback(_log_gold_failure)
+            except Exception as exc:  # noqa: BLE001 - built again (and answered) at verify
+                log.warning("gold state built at seed failed: %r", exc)
+
+        def start() -> None:
+            started = asyncio.get_running_loop().create_task(build())
+            self._background.add(started)  # kept referenced until it is done
+            started.add_done_callback(self._background.discard)
 
         # Started once the seed's answer is on its way: a build holding the GIL meanwhile
         # would delay that answer by its switch interval.
@@ -452,10 +512,18 @@ class SessionManager:
         return result, time.thread_time() - started
 
     async def verify(self, session_id: str, body: Mapping[str, Any]) -> dict[str, Any]:
+        """Verify the cookie's session (a closed or gone one by replay); a task whose gold
+        cannot be built within its budget is a masked sample saying why."""
+        try:
+            return await self._verify_session(session_id, body)
+        except GoldOverBudget as exc:  # its gold let go of meanwhile and built again
+            return lost_session(GOLD_BUDGET, str(exc))
+
+    async def _verify_session(self, session_id: str, body: Mapping[str, Any]) -> dict[str, Any]:
         handle = self._open.get(session_id)
         if handle is not None:
-            # The common case (seed opened it): the record read, the verify and, for a task
-            # without a judge, the record's update in one hop to a worker.
+            # The common case (seed opened it, its gold built ahead): the record read, the
+            # verify and, for a task without a judge, the record's update in one worker hop.
             async with handle.lock:
                 done = await self._run_verify(self._verify_open, session_id, handle, body)
             if done is not None:
@@ -467,6 +535,9 @@ class SessionManager:
         # response, and scoring fields it contradicts are flagged (app/verify/request_task.py).
         scored = scored_task(record.task, body)
         task = scored.task
+        over = await self._gold_ready(task)  # on the gold lane, not the verify lane
+        if over is not None:
+            return lost_session(GOLD_BUDGET, over)
         result: dict[str, Any] | None = None
         if record.status != "closed":
             try:
@@ -480,7 +551,7 @@ class SessionManager:
                     )
         if result is None:
             # Closed or gone: scored by replaying its calls on the snapshot (app/runtime/reverify).
-            result = await self._run_verify(self._replay_verify, task, body.get("response"))
+            result = await self._run_replay(self._replay_verify, task, body.get("response"))
         return await self._verified(session_id, record, scored, result, False, body)
 
     def _verify_open(
@@ -492,6 +563,8 @@ class SessionManager:
         if record is None or record.env != self.env.name or record.status == "closed":
             return None
         scored = scored_task(record.task, body)
+        if not self.gold.cached(scored.task):
+            return None  # the slow path builds it on the gold lane first
         known: Known = {}  # evidence parts capped already: not walked again below
         result = self._verify(handle, record, scored.task, body.get("response"), known)
         if JudgeSpec.from_task(scored.judge_input.get("judge")) is not None:
@@ -531,11 +604,19 @@ class SessionManager:
 
     async def reverify(self, body: Mapping[str, Any]) -> dict[str, Any]:
         """A verify without a session (NeMo Gym's stateless reverify): the task row in `body`
-        is scored by replaying `body.response`'s calls on the task's snapshot."""
+        is scored by replaying `body.response`'s calls on the task's snapshot, on the replay
+        lane within the client's share (429 past its queue)."""
         task = task_from_data(body)
         compile_checks(self.env.metadata.tables, self.env.compare, task.expected_state)
         check_decline_code(task, self.env.decline_codes, self.env.name)
-        result = await self._run_verify(self._stateless_replay, task, body.get("response"))
+        check_ground_truth(task, self.settings.ground_truth_max_calls)
+        try:
+            over = await self._gold_ready(task)
+            if over is not None:
+                return lost_session(GOLD_BUDGET, over)
+            result = await self._run_replay(self._stateless_replay, task, body.get("response"))
+        except GoldOverBudget as exc:
+            return lost_session(GOLD_BUDGET, str(exc))
         if self.judge is not None:
             result = await apply_judge(result, dict(body), body.get("response"), self.judge, "")
         return result
@@ -571,6 +652,9 @@ class SessionManager:
             diff_limit=self.settings.verify_diff_limit,
             time_limit_ms=self.settings.tool_time_limit_ms,
             step_budget=self.step_budget,
+            max_calls=self.settings.replay_max_calls,
+            budget=self.replay_budget,
+            policy_penalty=self.settings.policy_violation_penalty,
         )
 
     def _verify(
@@ -593,6 +677,7 @@ class SessionManager:
                 diff_limit=self.settings.verify_diff_limit,
                 step_budget=self.step_budget,
                 known=known,
+                policy_penalty=self.settings.policy_violation_penalty,
             )
 
         return self.backend.read(handle, work)
@@ -608,13 +693,8 @@ class SessionManager:
             ThreadPoolExecutor(self.threads, thread_name_prefix="stategym"),
         )
         old.shutdown(wait=True)
-        old_tools, self.tool_executor = self.tool_executor, _tool_executor(self.threads)
-        old_tools.shutdown(wait=True)
-        old_verify, self.verify_executor = (
-            self.verify_executor,
-            _verify_executor(self.verify_threads),
-        )
-        old_verify.shutdown(wait=True)
+        for lane in (self.tool_lane, self.verify_lane, self.replay_lane, self.gold_lane):
+            lane.renew()
         old_closer, self._closer = self._closer, _closer()
         old_closer.shutdown(wait=True)
         self.backend.dispose()
@@ -626,6 +706,8 @@ class SessionManager:
 # NeMo Gym's failure vocabulary (nemo_gym.failure_kinds).
 SESSION_LOST = "session_lost"
 SESSION_EXPIRED = "session_expired"
+# Ours: the task's reference solution ran past the gold budget (settings.gold_budget_ms).
+GOLD_BUDGET = "gold_budget"
 
 
 def lost_session(kind: str, reason: str) -> dict[str, Any]:
@@ -655,11 +737,3 @@ def _age_seconds(stamp: datetime) -> float:
 
 def _closer() -> ThreadPoolExecutor:
     return ThreadPoolExecutor(1, thread_name_prefix="stategym-close")
-
-
-def _tool_executor(threads: int) -> ThreadPoolExecutor:
-    return ThreadPoolExecutor(threads, thread_name_prefix="stategym-tool")
-
-
-def _verify_executor(threads: int) -> ThreadPoolExecutor:
-    return ThreadPoolExecutor(threads, thread_name_prefix="stategym-verify")

@@ -23,6 +23,12 @@ class TableSpec:
         row's natural key, so a reference to a row the agent created matches the gold one.
     frozen: the table must stay untouched (any change is collateral damage).
     compared: False leaves the table out of the comparison (e.g. a pure log of lookups).
+    log: an append-only record of the writes other tables hold (an audit trail): a record is
+        evidence of how the state was reached, not an outcome. Its rows are no change unit
+        (no partial credit, no collateral); a gold record missing from the final state is a
+        difference, a final record the gold lacks (a retry's repeat, a corrected mistake's)
+        is not: it is shown in `verification.extra_log_records`. Only for tables whose rows
+        always accompany a change of another table (docs/verification.md).
     """
 
     key: tuple[str, ...] = ()
@@ -32,6 +38,7 @@ class TableSpec:
     references: Mapping[str, str] = field(default_factory=dict)
     frozen: bool = False
     compared: bool = True
+    log: bool = False
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,7 @@ from app.errors import (
 )
 from app.registry import load_environment
 from app.runtime.branching import Branching
+from app.runtime.lanes import set_client
 from app.runtime.lifecycle import check_capacity, serving
 from app.runtime.sessions import SESSION_EXPIRED, SessionManager, lost_session
 from app.sdk.environment import Environment, Tool
@@ -88,6 +89,8 @@ class ProtocolRoute(APIRoute):
         endpoint: Callable[[Request], Awaitable[Any]] = self.endpoint
 
         async def handle(request: Request) -> Response:
+            # Who is asking, for the lanes' per-client shares (app/runtime/lanes.py).
+            set_client(request.client.host if request.client else None)
             telemetry = get_telemetry_data()  # None unless OpenTelemetry is configured
             if telemetry is not None:
                 telemetry.request = request
@@ -116,7 +119,7 @@ def _errors(*codes: int) -> dict[int | str, dict[str, Any]]:
 
 # Statuses any route can answer before reaching its handler (body limit, content type, bugs).
 _COMMON = (400, 413, 415, 500, 507)
-SESSION_ERRORS = _errors(*_COMMON, 401, 403, 404, 409, 422, 503)
+SESSION_ERRORS = _errors(*_COMMON, 401, 403, 404, 409, 422, 429, 503)
 PLAIN_ERRORS = _errors(*_COMMON, 422)
 
 
@@ -202,16 +205,11 @@ class Protocol:
                 return None
             raise
 
-    async def owned_session(
-        self, request: Request, resources_session_id: str | None, episode: str | None
-    ) -> str:
-        """The session this request may act on, by the one ownership rule of every session
-        route (app/runtime/ownership.py): its cookie's, or the one `resources_session_id`
-        names when the cookie is that session's or, cookieless, `episode` is its seed's. With
-        an id, a forged or expired cookie counts as none (the episode may still prove it)."""
-        lenient = resources_session_id is not None
-        cookie = self.optional_session_id(request, lenient=lenient)
-        return await self.sessions.owned(resources_session_id, episode, cookie)
+    async def owned_session(self, request: Request, resources_session_id: str | None) -> str:
+        """The session this request holds, by the rule of every session route but close
+        (app/runtime/ownership.py): its cookie's, or the one `resources_session_id` names
+        when that is the cookie's. Without a valid cookie: 401, whatever the id."""
+        return await self.sessions.owned(resources_session_id, self.optional_session_id(request))
 
     def set_cookie(
         self, response: JSONResponse, session_id: str, issued: int | None = None
@@ -351,7 +349,7 @@ async def verify(request: Request) -> JSONResponse:
         # A body naming a session must name the cookie's own (the ownership rule); an id no
         # session holds is only echoed.
         with contextlib.suppress(SessionNotFound):
-            await proto.sessions.owned(named, None, session_id)
+            await proto.sessions.owned(named, session_id)
     result = await proto.sessions.verify(session_id, body)
     return JSONResponse({**body, **result, "session_id": session_id})
 

@@ -1,10 +1,9 @@
 """Routes that copy or move a session's state: fork, rewind, export, restore (docs/steps.md).
 
-The session is the request's cookie, or the `resources_session_id` a typed seed named, with the
-proof of ownership every session route asks (app/runtime/ownership.py): the cookie of that
-session, or the seed's `episode_id`. Children of a fork and restored sessions are ordinary
-sessions: their cookie values are in the answer (fork) or set on it (restore); a restore is
-owned by the blob's signature.
+The session is the request's cookie (a `resources_session_id` in the body must name the
+cookie's own: app/runtime/ownership.py). Children of a fork and restored sessions are ordinary
+sessions with ids the server mints: their cookie values are in the answer (fork) or set on it
+(restore); a restore is owned by the blob's signature.
 """
 
 from __future__ import annotations
@@ -31,8 +30,8 @@ class _Body(BaseModel):
     )
     episode_id: EpisodeId | None = Field(
         None,
-        description="With resources_session_id and no cookie: the episode_id of its seed, "
-        "which proves the request's ownership (app/runtime/ownership.py).",
+        description="Accepted and ignored: an episode_id proves nothing here (it closes a "
+        "session, app/runtime/ownership.py); the session's cookie is the proof.",
     )
 
 
@@ -42,7 +41,9 @@ class ForkRequest(_Body):
         None, ge=0, description="The parent's step to start from (default: its current state)."
     )
     resources_session_ids: list[str] | None = Field(
-        None, description="One resources_session_id per child (typed sessions)."
+        None,
+        description="Refused (422): children's ids are minted by the server and answered, so "
+        "no client can squat an id another rollout will seed.",
     )
 
 
@@ -57,7 +58,9 @@ class ExportRequest(_Body):
 class RestoreRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     export: dict[str, Any] = Field(description="A blob /export_session returned.")
-    resources_session_id: str | None = Field(None, description="Id for the new session.")
+    resources_session_id: str | None = Field(
+        None, description="Refused (422): the new session's id is minted by the server."
+    )
 
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
@@ -83,12 +86,20 @@ def _json(model: type[BaseModel]) -> dict[str, Any]:
 
 
 async def _session_id(request: Request, body: _Body) -> str:
-    """The session the request owns (app/runtime/ownership.py): 401 without any proof, 403
+    """The session the request holds (app/runtime/ownership.py): 401 without its cookie, 403
     for another rollout's session, 404 for an id no session holds."""
     proto = request.app.state.protocol
-    episode = body.episode_id.key() if body.episode_id is not None else None
-    session_id: str = await proto.owned_session(request, body.resources_session_id, episode)
+    session_id: str = await proto.owned_session(request, body.resources_session_id)
     return session_id
+
+
+def _no_client_ids(given: object, field: str) -> None:
+    """New sessions' ids are the server's to mint: a chosen one could squat another's id."""
+    if given is not None:
+        raise InvalidTask(
+            f"{field} is not accepted: the ids of new sessions are minted by the server",
+            hint="Leave it out and read the new sessions' resources_session_id in the answer.",
+        )
 
 
 @router.post("/fork_session", openapi_extra=_json(ForkRequest))
@@ -96,10 +107,9 @@ async def fork_session(request: Request) -> dict[str, Any]:
     """n new sessions with this session's state (as of `at_step`); the parent is untouched."""
     proto = request.app.state.protocol
     body = await _body(request, ForkRequest)
+    _no_client_ids(body.resources_session_ids, "resources_session_ids")
     parent = await _session_id(request, body)
-    step, children = await proto.branching.fork(
-        parent, body.n, body.at_step, body.resources_session_ids
-    )
+    step, children = await proto.branching.fork(parent, body.n, body.at_step)
     return {
         "parent": parent,
         "at_step": step,
@@ -139,7 +149,8 @@ async def restore_session(request: Request) -> JSONResponse:
     """A new session from an export of this server (or one sharing its secret key)."""
     proto = request.app.state.protocol
     body = await _body(request, RestoreRequest)
-    child = await proto.branching.restore(body.export, body.resources_session_id)
+    _no_client_ids(body.resources_session_id, "resources_session_id")
+    child = await proto.branching.restore(body.export)
     response = JSONResponse(
         {"session_id": child.session_id, "resources_session_id": child.resources_session_id}
     )
@@ -152,6 +163,6 @@ async def session_tree(request: Request, resources_session_id: str | None = None
     """The fork lineage holding the cookie's session (or the one `resources_session_id`
     names, when the cookie is that session's), from its root."""
     proto = request.app.state.protocol
-    session_id = await proto.owned_session(request, resources_session_id, None)
+    session_id = await proto.owned_session(request, resources_session_id)
     result: dict[str, Any] = await proto.branching.tree(session_id)
     return result

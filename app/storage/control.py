@@ -356,6 +356,21 @@ class ControlDB:
             )
         return result.rowcount > 0
 
+    def drop_tombstone(self, claim: ResourcesClaim) -> bool:
+        """Remove the tombstone `claim` (a close of an id never seeded), if it is still that
+        row; a seed may then claim the id (app/runtime/claims.py says when)."""
+        t = resources_ids_table
+        with self._engine.begin() as conn:
+            result = conn.execute(
+                delete(t)
+                .where(t.c.env == claim.env)
+                .where(t.c.resources_session_id == claim.resources_session_id)
+                .where(t.c.session_id.is_(None))
+                .where(t.c.state == CLAIM_CLOSED)
+                .where(t.c.updated_at == claim.updated_at)
+            )
+        return result.rowcount > 0
+
     def get(self, session_id: str) -> SessionRecord | None:
         with self._one_statement.connect() as conn:
             query = records_query().where(sessions_table.c.id == session_id)

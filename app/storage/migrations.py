@@ -441,6 +441,11 @@ def replace_initial_revision(target: str, message: str, *, ruff: bool = True) ->
             raise
 
 
+def revision_path(revision: str) -> Path:
+    """The script file of one revision."""
+    return Path(_script().get_revision(revision).path)
+
+
 def _forget_scripts() -> None:
     _script.cache_clear()
     head_revision.cache_clear()

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from app.taskgen.audit import gold_identifiers
 from app.taskgen.draw import Candidate, Choice, choices, draw
 from app.taskgen.registry import load_generator
 from app.taskgen.splits import Split
@@ -39,9 +40,20 @@ class Summary:
     tool: Counter[str] = field(default_factory=Counter)
     kind: Counter[str] = field(default_factory=Counter)
     answer_kind: Counter[str] = field(default_factory=Counter)
+    # What a policy could memorise: distinct gold call lists, the tasks holding each identifier.
+    golds: set[str] = field(default_factory=set)
+    identifiers: Counter[str] = field(default_factory=Counter)
+    # Per family: tasks by kind (twins: a family's tasks that act and that decline) and tasks
+    # with a distractor in their seed.
+    family_kind: dict[str, Counter[str]] = field(default_factory=dict)
+    distracted: Counter[str] = field(default_factory=Counter)
 
     def add(self, task: dict[str, Any]) -> None:
         self.written += 1
+        self.golds.add(json.dumps(task["ground_truth"], sort_keys=True))
+        self.identifiers.update(gold_identifiers(task))
+        self.family_kind.setdefault(task["family"], Counter())[task["kind"]] += 1
+        self.distracted[task["family"]] += bool(task.get("distractors"))
         self.family[task["family"]] += 1
         self.difficulty[task["difficulty"]] += 1
         self.kind[task["kind"]] += 1
@@ -50,6 +62,21 @@ class Summary:
         kind = task.get("answer_kind") or answer.get("kind") or decline or "-"
         self.answer_kind[kind if isinstance(kind, str) else "+".join(kind)] += 1
         self.tool.update(c["name"] for c in task["ground_truth"])
+
+    def most_shared(self) -> tuple[str, int]:
+        """The identifier in the most tasks' gold (ties: the first by name) and its count."""
+        if not self.identifiers:
+            return ("", 0)
+        return min(self.identifiers.items(), key=lambda item: (-item[1], item[0]))
+
+    def twins(self) -> dict[str, dict[str, int]]:
+        """Families whose tasks decline (a refusal kind) or are named refuse_*: tasks by kind,
+        so the share of allowed and forbidden twins of each is plain."""
+        return {
+            family: dict(sorted(kinds.items()))
+            for family, kinds in sorted(self.family_kind.items())
+            if "refusal" in kinds or family.startswith("refuse")
+        }
 
 
 @dataclass(frozen=True)

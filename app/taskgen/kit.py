@@ -340,6 +340,13 @@ def is_refusal(family: str) -> bool:
     return family.startswith("refuse")
 
 
+def declines(gold: Sequence[dict[str, Any]]) -> bool:
+    """Whether a gold ends by declining (a refusal family's forbidden twin, or an action
+    family's twin whose data forbids the action): the task's `kind` follows its gold, not the
+    family's name, so twins of one request are told apart by what the data decided."""
+    return any(c["name"] == DECLINE_REQUEST for c in gold)
+
+
 def difficulty(
     gen: TaskGenerator, gold: list[dict[str, Any]], family: str, distractor: bool
 ) -> int:
@@ -353,7 +360,7 @@ def difficulty(
     changes = sum(1 for c in gold if writes(gen, c))
     if changes >= 2:
         level = max(level, 4 if changes == 2 else 5)
-    if is_refusal(family):
+    if declines(gold) or (is_refusal(family) and not changes):
         level = max(level, 2)
     if distractor:
         level += 1
@@ -361,12 +368,13 @@ def difficulty(
 
 
 def kind(gen: TaskGenerator, gold: list[dict[str, Any]], family: str) -> str:
-    """write (the gold changes state), refusal (it declines: a refuse_* family, or any family
-    whose data forbids the request this time), or read (an answer from lookups only)."""
+    """write (the gold changes state), refusal (it declines and changes nothing), or read (an
+    answer from lookups only). A family's twins differ in kind: the data decided."""
     if any(writes(gen, c) for c in gold):
         return "write"
-    declines = any(c["name"] == DECLINE_REQUEST for c in gold)
-    return "refusal" if is_refusal(family) or declines else "read"
+    # A legacy refusal row of a refuse_* family may carry no decline call (expected_outputs).
+    legacy = is_refusal(family) and not any(c["name"] == SUBMIT_ANSWER for c in gold)
+    return "refusal" if declines(gold) or legacy else "read"
 
 
 _AMOUNT = re.compile(r"^-?\d+\.\d{2}$")

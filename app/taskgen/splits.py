@@ -8,6 +8,7 @@ Families with a single variant appear in both splits, always with other names an
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 Split = Literal["train", "test"]
@@ -46,3 +47,39 @@ def voice(split: Split, n: int) -> tuple[str, str, str]:
     """(phrasing id, opener, closer) of voice n of a split."""
     opener, closer = VOICES[split][n]
     return f"{split}-v{n}", opener, closer
+
+
+# A request that opens with its own greeting ("Hi, I'm ...", "Hello! Is ..."): the word and its
+# punctuation, and what follows.
+_GREETING = re.compile(r"^(?:Hi|Hello|Hey|Good (?:morning|afternoon|evening))(?: there)?[,!.]?\s+")
+# Openers that already greet: the request's own greeting after one would be a second one.
+_GREETS = re.compile(r"^(?:Hi|Hello|Hey|Good (?:morning|afternoon|evening))\b")
+_FIRST_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")
+_THANKS = re.compile(r"\b(?:thanks|thank you|cheers|much appreciated)\b", re.IGNORECASE)
+
+
+def in_voice(opener: str, request: str, closer: str) -> str:
+    """The request wrapped in a voice, without seams: after a greeting opener the request's own
+    greeting word goes ("Good morning. I'm Mia ..." rather than "Good morning. Hi, I'm Mia ...");
+    any other opener ("Quick request: ") follows the request's greeting sentence, or replaces the
+    greeting word when the request is one sentence; a closer that thanks is left out when the
+    request's last sentence already thanks."""
+    text = request
+    greeting = _GREETING.match(text)
+    if opener and greeting:
+        rest = text[greeting.end() :]
+        if _GREETS.match(opener):
+            text = f"{opener}{rest[:1].upper()}{rest[1:]}"
+        else:
+            parts = _FIRST_SENTENCE.split(text, maxsplit=1)
+            if len(parts) == 2:
+                text = f"{parts[0]} {opener}{parts[1]}"
+            else:
+                text = f"{opener}{rest[:1].upper()}{rest[1:]}"
+    else:
+        text = f"{opener}{text}"
+    if closer and _THANKS.search(closer):
+        last = _FIRST_SENTENCE.split(text)[-1]
+        if _THANKS.search(last):
+            closer = ""
+    return f"{text}{closer}"

@@ -7,6 +7,7 @@ Rows are diffed as stored (`exact=True`: did anything change) or, the default, a
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,6 +24,12 @@ class TableDiff:
     changed: list[dict[str, Any]] = field(default_factory=list)
     # The table's values in their form for matching (change_units compares changes so).
     match: Matcher | None = field(default=None, compare=False, repr=False)
+    # An append-only record of writes (TableSpec.log): its rows are no change unit.
+    log: bool = field(default=False, compare=False, repr=False)
+    # The table's natural key and references (the comparison spec's), to group units into
+    # outcomes (app/verify/outcomes.py).
+    key: tuple[str, ...] = field(default=(), compare=False, repr=False)
+    references: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def count(self) -> int:
@@ -220,11 +227,15 @@ def diff_states(
         old, new = before.get(name), after.get(name)
         if old is None or new is None or old is new:
             continue
-        match = Matcher.of(new.columns, compare.for_table(name))
+        spec = compare.for_table(name)
+        match = Matcher.of(new.columns, spec)
         table_diff = diff_table(old, new, set(), 0.0)
         if not exact and table_diff.count:
             table_diff = _as_matched(table_diff, old, new, match, compare.money_tolerance)
         table_diff.match = match
+        table_diff.log = spec.log
+        table_diff.key = tuple(new.key) if new.key and new.key == old.key else ()
+        table_diff.references = spec.references
         if table_diff.count:
             out[name] = table_diff
     return out
@@ -286,17 +297,44 @@ def against_gold(
     if counted is None:
         counted = change_units(seed_to_gold), change_units(seed_to_final)
     expected, agent = counted
-    for source, units in ((seed_to_final, agent - expected), (seed_to_gold, expected - agent)):
+    # Seed -> final units read as gold -> final as they are (a row the agent added exists
+    # only in the final state); seed -> gold units the other way round (a row the gold added
+    # and the agent did not is missing from the final state: `removed` from gold to final).
+    flip = {"added": "removed", "removed": "added", "changed": "changed"}
+    for source, units, side in (
+        (seed_to_final, agent - expected, None),
+        (seed_to_gold, expected - agent, flip),
+    ):
         for table, d in source.items():
-            for kind, unit, row in _units_of(table, d):
+            for kind, unit, row in units_of(table, d):
                 if units[unit] <= 0:
                     continue
                 units[unit] -= 1
-                shown = out.setdefault(table, TableDiff(match=d.match))
-                if kind == "changed" and any(r["key"] == row["key"] for r in shown.changed):
+                shown = out.setdefault(table, TableDiff(match=d.match, log=d.log))
+                if kind == "changed":
+                    if any(r["key"] == row["key"] for r in shown.changed):
+                        continue
+                    getattr(shown, kind).append(row)
                     continue
-                getattr(shown, kind).append(row)
+                listed = getattr(shown, side[kind] if side else kind)
+                if row not in listed:  # the matched diff may already show it
+                    listed.append(row)
     return out
+
+
+def split_extra_log_records(gold_vs_final: StateDiff) -> dict[str, list[dict[str, Any]]]:
+    """Take out of a gold -> final diff the records of log tables (TableSpec.log) the final
+    state has and the gold does not: a repeated call's record, a corrected mistake's. They
+    are no difference (the outcome is judged by the other tables); returned as evidence."""
+    superseded: dict[str, list[dict[str, Any]]] = {}
+    for table in list(gold_vs_final):
+        d = gold_vs_final[table]
+        if not d.log or not d.added:
+            continue
+        superseded[table], d.added = d.added, []
+        if not d.count:
+            del gold_vs_final[table]
+    return superseded
 
 
 def change_units(diff: StateDiff) -> Counter[tuple[Any, ...]]:
@@ -304,12 +342,14 @@ def change_units(diff: StateDiff) -> Counter[tuple[Any, ...]]:
     the changed columns (as stored) with their values as matched."""
     units: Counter[tuple[Any, ...]] = Counter()
     for table, d in diff.items():
-        for _kind, unit, _row in _units_of(table, d):
+        if d.log:
+            continue  # a record of writes other tables hold: no outcome of its own
+        for _kind, unit, _row in units_of(table, d):
             units[unit] += 1
     return units
 
 
-def _units_of(table: str, d: TableDiff) -> list[tuple[str, tuple[Any, ...], dict[str, Any]]]:
+def units_of(table: str, d: TableDiff) -> list[tuple[str, tuple[Any, ...], dict[str, Any]]]:
     form = d.match.value if d.match is not None else (lambda _c, v: v)
     out: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []
     for row in d.added:
@@ -331,20 +371,23 @@ def _money_key(v: Any) -> Any:
     return round(v, 2) if isinstance(v, float) else v
 
 
+# A gold -> final diff: a row only in the final state is unexpected, one only in the gold
+# state is missing (as `stategym sessions diff --against gold` reads it).
+AGAINST_GOLD = ("unexpected", "missing", "differ")
+
+
 def summarize(diff: StateDiff, limit: int) -> dict[str, Any]:
     return {table: d.summary(limit) for table, d in diff.items()}
 
 
-def describe(diff: StateDiff) -> str:
+def describe(diff: StateDiff, words: tuple[str, str, str] = ("added", "removed", "changed")) -> str:
+    """A diff in words; `words` name its rows only after, only before, and changed
+    (`AGAINST_GOLD` for a gold -> final diff)."""
     parts = []
     for table, d in diff.items():
         bits = [
             f"{n} {kind}"
-            for kind, n in (
-                ("added", len(d.added)),
-                ("removed", len(d.removed)),
-                ("changed", len(d.changed)),
-            )
+            for kind, n in zip(words, (len(d.added), len(d.removed), len(d.changed)), strict=True)
             if n
         ]
         parts.append(f"{table}: {', '.join(bits)}")

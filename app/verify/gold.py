@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +21,7 @@ from sqlalchemy import Connection, Engine
 
 from app.core.lru import LRU
 from app.core.tasks import TaskSpec
+from app.errors import InvalidTask
 from app.sdk.environment import Environment, ToolContext
 from app.storage import images
 from app.storage.images import Snapshot, Store
@@ -50,6 +52,54 @@ class GoldState:
         object.__setattr__(self, "units", change_units(self.seed_to_gold))
 
 
+@dataclass(frozen=True)
+class WorkBudget:
+    """Wall-clock and CPU budgets of one replay of calls (a gold build, a rollout's replay):
+    `start()` a meter before the first call, ask it before each one."""
+
+    wall_ms: int
+    cpu_ms: int
+
+    def start(self) -> BudgetMeter:
+        return BudgetMeter(self, time.monotonic(), time.thread_time())
+
+
+@dataclass(frozen=True)
+class BudgetMeter:
+    budget: WorkBudget
+    wall0: float
+    cpu0: float
+
+    def over(self) -> str | None:
+        """Why the budget is spent, None while it is not (CPU: this thread's time)."""
+        wall = (time.monotonic() - self.wall0) * 1000
+        cpu = (time.thread_time() - self.cpu0) * 1000
+        if wall > self.budget.wall_ms:
+            return f"{wall:.0f} ms of wall-clock time, past the {self.budget.wall_ms} ms budget"
+        if cpu > self.budget.cpu_ms:
+            return f"{cpu:.0f} ms of CPU time, past the {self.budget.cpu_ms} ms budget"
+        return None
+
+    def call_limit_ms(self, tool_limit_ms: int | None) -> int:
+        """A call's time limit: what is left of the wall-clock budget (and the tool's own)."""
+        left = max(1, int(self.budget.wall_ms - (time.monotonic() - self.wall0) * 1000))
+        return min(left, tool_limit_ms) if tool_limit_ms else left
+
+
+class GoldOverBudget(Exception):
+    """The task's ground truth ran past the gold budget: no gold state, the task unscorable."""
+
+
+def check_ground_truth(task: TaskSpec, max_calls: int) -> None:
+    """422 when the task's ground truth holds more calls than a gold build may replay."""
+    if len(task.ground_truth) > max_calls:
+        raise InvalidTask(
+            f"the task's ground_truth holds {len(task.ground_truth)} calls; the limit is "
+            f"{max_calls} (STATEGYM_GROUND_TRUTH_MAX_CALLS)",
+            hint="Shorten the reference solution, or raise the limit for this deployment.",
+        )
+
+
 def replay(env: Environment, snapshot: Snapshot, task: TaskSpec, session_id: str = "gold"):
     """Replay the ground truth on an in-memory clone; returns (connection, engine, failures)."""
     conn = images.memory_from_image(snapshot.image)
@@ -59,19 +109,33 @@ def replay(env: Environment, snapshot: Snapshot, task: TaskSpec, session_id: str
 
 
 def _run_gold(
-    env: Environment, bind: Engine | Connection, snapshot: Snapshot, task: TaskSpec, session_id: str
+    env: Environment,
+    bind: Engine | Connection,
+    snapshot: Snapshot,
+    task: TaskSpec,
+    session_id: str,
+    budget: WorkBudget | None = None,
 ) -> list[dict[str, Any]]:
-    """Run the task's ground-truth calls on `bind`; the ones that failed."""
+    """Run the task's ground-truth calls on `bind`; the ones that failed. GoldOverBudget
+    when they run past `budget` (each call is cut at what is left of it)."""
     ctx = ToolContext(now=snapshot.now, session_id=session_id, task_id=task.task_id)
+    meter = budget.start() if budget is not None else None
     failures = []
     for i, call in enumerate(task.ground_truth):
         tool = env.tool_named(call.name)
         if tool is None:
             failures.append({"index": i, "name": call.name, "error": "unknown tool"})
             continue
-        outcome = run_tool(bind, tool, call.arguments, ctx)
+        limit = meter.call_limit_ms(None) if meter is not None else None
+        outcome = run_tool(bind, tool, call.arguments, ctx, limit)
         if "error" in outcome:
             failures.append({"index": i, "name": call.name, "error": outcome["error"]})
+        spent = meter.over() if meter is not None else None
+        if spent is not None:
+            raise GoldOverBudget(
+                f"the task's ground truth took {spent} after {i + 1} of "
+                f"{len(task.ground_truth)} calls"
+            )
     return failures
 
 
@@ -109,9 +173,24 @@ def _table_ids(state: DbState) -> frozenset[int]:
     return frozenset(id(t) for t in state.values() if isinstance(t, TableState))
 
 
+# Tasks whose gold ran past its budget, remembered (by gold key) so their verifies answer at
+# once instead of building again: a task row is data the client controls.
+OVER_BUDGET_KEPT = 1024
+
+
 class GoldCache:
-    def __init__(self, store: Store, capacity: int, *, max_bytes: int = GOLD_CACHE_BYTES):
-        """At most `capacity` gold states and as many seed states, `max_bytes` each."""
+    def __init__(
+        self,
+        store: Store,
+        capacity: int,
+        *,
+        max_bytes: int = GOLD_CACHE_BYTES,
+        budget: WorkBudget | None = None,
+    ):
+        """At most `capacity` gold states and as many seed states, `max_bytes` each; a build
+        past `budget` is GoldOverBudget (and remembered as such)."""
+        self.budget = budget
+        self._over_budget: LRU[str, str] = LRU(OVER_BUDGET_KEPT)
         self.store = store
         self.env = store.env
         self._shared: frozenset[int] = frozenset()  # the template dump's tables
@@ -202,6 +281,9 @@ class GoldCache:
             if cached.pristine is not None:  # as in `_seeded`
                 keep_again(cached.pristine)
             return cached
+        spent = self._over_budget.get(key)
+        if spent is not None:
+            raise GoldOverBudget(spent)
         with self._lock:
             cached = self._gold.get(key)
             if cached is not None:
@@ -211,13 +293,24 @@ class GoldCache:
                 self._building[key] = threading.Event()
         if building is not None:
             building.wait()
+            spent = self._over_budget.get(key)
+            if spent is not None:
+                raise GoldOverBudget(spent)
             cached = self._gold.get(key)
-            return cached if cached is not None else self._put(key, self._build(task))
+            return cached if cached is not None else self._put(key, self._built(key, task))
         try:
-            return self._put(key, self._build(task))
+            return self._put(key, self._built(key, task))
         finally:
             with self._lock:
                 self._building.pop(key).set()
+
+    def _built(self, key: str, task: TaskSpec) -> GoldState:
+        try:
+            return self._build(task)
+        except GoldOverBudget as exc:
+            with self._lock:
+                self._over_budget.put(key, str(exc))
+            raise
 
     def _put(self, key: str, gold: GoldState) -> GoldState:
         with self._lock:
@@ -234,7 +327,7 @@ class GoldCache:
             seed_state = seeded.state
             bind = images.bind_connection(conn)
             try:
-                failures = _run_gold(self.env, bind, snapshot, task, "gold")
+                failures = _run_gold(self.env, bind, snapshot, task, "gold", self.budget)
             finally:
                 bind.close()
             bind = images.bind_connection(conn, begin="BEGIN")

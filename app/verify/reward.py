@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.verify.checks import CheckResult
-from app.verify.diff import StateDiff, change_units, describe, summarize
+from app.verify.diff import AGAINST_GOLD, StateDiff, change_units, describe, summarize
+from app.verify.outcomes import Outcomes, outcomes
 from app.verify.submitted import Match
 
 
@@ -23,23 +24,35 @@ class Verdict:
     credit: float = 0.0
 
 
-def partial_credit(gold: Counter[Any], agent: Counter[Any]) -> tuple[float, int, int]:
-    """(credit, reproduced, collateral): share of the gold changes reproduced, minus extras.
+def partial_credit(gold: Outcomes, agent: Outcomes) -> tuple[float, float, int]:
+    """(credit, reproduced, collateral), counted in outcomes (app/verify/outcomes.py): one per
+    requested change however many rows it writes.
 
-    credit = max(0, (reproduced - collateral) / gold_changes); with no gold changes (a lookup or a
+    reproduced = the gold units the agent made, each weighing its share of its outcome;
+    collateral = the agent's outcomes holding a unit the gold does not make, except units that
+    write a row the gold writes too (a wrong value for a requested change is a miss,
+    counted once, not also damage) and rows of log tables (a retry's record, a corrected
+    mistake's: the outcome is judged by the final state);
+    credit = max(0, (reproduced - collateral) / outcomes). With no gold change (a lookup or a
     refusal) it is 1 when the agent changed nothing, else 0.
     """
-    reproduced = sum((gold & agent).values())
-    collateral = sum((agent - gold).values())
-    total = sum(gold.values())
-    if total == 0:
-        return (1.0 if collateral == 0 else 0.0), 0, collateral
-    return max(0.0, (reproduced - collateral) / total), reproduced, collateral
+    shared = gold.units & agent.units
+    reproduced = sum(n * gold.weight[u] for u, n in shared.items())
+    extra = agent.units - gold.units
+    damaged: set[int] = set()
+    for u in extra:
+        if agent.identity[u] not in gold.touched and u not in agent.logs:
+            damaged |= agent.group[u]
+    collateral = len(damaged)
+    if gold.count == 0:
+        return (1.0 if collateral == 0 else 0.0), 0.0, collateral
+    return max(0.0, (reproduced - collateral) / gold.count), reproduced, collateral
 
 
 def _collateral_outside(seed_to_final: StateDiff, checked: AbstractSet[str]) -> int:
-    """Checks-only tasks: changes to tables no check talks about are collateral damage."""
-    return sum(d.count for table, d in seed_to_final.items() if table not in checked)
+    """Checks-only tasks: changes to tables no check talks about are collateral damage (a log
+    table's records of writes are none: app/sdk/compare_spec.py `log`)."""
+    return sum(d.count for table, d in seed_to_final.items() if table not in checked and not d.log)
 
 
 Units = Counter[tuple[Any, ...]]
@@ -51,23 +64,23 @@ def state_credit(
     seed_to_final: StateDiff,
     checks: Sequence[CheckResult] = (),
     checked_tables: AbstractSet[str] = frozenset(),
-    units: tuple[Units | None, Units | None] = (None, None),
-) -> tuple[float, int, int]:
+    found: tuple[Outcomes | None, Outcomes | None] = (None, None),
+) -> tuple[float, float, float]:
     """(credit, reproduced, collateral): the state part of the reward for a state.
 
     `seed_to_gold` is None for a checks-only task (no reference solution). Step rewards
     (app/verify/step_rewards.py) score every intermediate state with this same function.
-    `units`: `change_units` of (seed_to_gold, seed_to_final) where the caller has them.
+    `found`: `outcomes` of (seed_to_gold, seed_to_final) where the caller has them.
     """
     if seed_to_gold is None:
-        collateral = _collateral_outside(seed_to_final, checked_tables)
+        outside = _collateral_outside(seed_to_final, checked_tables)
         passed = sum(r.passed for r in checks)
-        credit = max(0.0, (passed - collateral) / len(checks)) if checks else 0.0
-        return credit, 0, collateral
-    gold_units, final_units = units
+        credit = max(0.0, (passed - outside) / len(checks)) if checks else 0.0
+        return credit, 0.0, float(outside)
+    gold, agent = found
     credit, reproduced, collateral = partial_credit(
-        change_units(seed_to_gold) if gold_units is None else gold_units,
-        change_units(seed_to_final) if final_units is None else final_units,
+        outcomes(seed_to_gold) if gold is None else gold,
+        outcomes(seed_to_final) if agent is None else agent,
     )
     if checks:
         # Both a gold solution and checks: each half of the state share.
@@ -93,6 +106,14 @@ def partial_reward(credit: float, shares: Sequence[float], state_work: bool) -> 
     return (credit + answer) / 2 if state_work else credit * answer
 
 
+# Digits kept in rewards and components: they print cleanly and sum exactly (step rewards).
+DIGITS = 6
+
+
+def _share(part: float, whole: float) -> float:
+    return round(part / whole, DIGITS) if whole else 1.0
+
+
 def score(
     *,
     gold_vs_final: StateDiff | None,
@@ -106,12 +127,17 @@ def score(
     checked_tables: AbstractSet[str] = frozenset(),
     hedged: Sequence[dict[str, Any]] = (),
     match: Match | None = None,
-    units: tuple[Units | None, Units | None] = (None, None),
+    found: tuple[Outcomes | None, Outcomes | None] = (None, None),
+    superseded: dict[str, list[dict[str, Any]]] | None = None,
+    violations: Sequence[dict[str, Any]] = (),
+    penalty: float = 0.0,
 ) -> Verdict:
     """`gold_vs_final`/`seed_to_gold` are None for a checks-only task (no reference solution);
     `hedged`: the answer's kinds with rival candidates (app/verify/answers.py); `match`: the
     submitted answer's or decline's verdict (app/verify/submitted.py), None when not scored;
-    `units`: as `state_credit`'s."""
+    `found`: as `state_credit`'s; `superseded`: log records the final state has and the gold
+    does not (diff.split_extra_log_records), evidence only; `violations`: refused attempts at
+    forbidden writes (app/verify/violations.py), each costing `penalty` of the reward."""
     outputs_match = not missing and not hedged
     shares = [float(outputs_match)] if has_expected_outputs else []
     if match is not None:
@@ -119,14 +145,18 @@ def score(
     checks_share = sum(r.passed for r in checks) / len(checks) if checks else 1.0
     if gold_vs_final is None or seed_to_gold is None:
         seed_to_gold = None
-    state_work = has_state_work(seed_to_gold, units[0])
+    if seed_to_gold is not None and found[0] is None:
+        found = (outcomes(seed_to_gold), found[1])
+    if found[1] is None:
+        found = (found[0], outcomes(seed_to_final))
+    state_work = has_state_work(seed_to_gold, found[0].units if found[0] else None)
     gold_match = gold_vs_final is None or not gold_vs_final
     credit, reproduced, collateral = state_credit(
         seed_to_gold=seed_to_gold,
         seed_to_final=seed_to_final,
         checks=checks,
         checked_tables=checked_tables,
-        units=units,
+        found=found,
     )
     checks_ok = all(r.passed for r in checks)
     state_match = gold_match and checks_ok
@@ -135,12 +165,14 @@ def score(
     if match is not None and match.voids:
         reward = 0.0  # declined a task that needed an action
     elif reward_mode == "partial":
-        reward = partial_reward(credit, shares, state_work)
+        reward = round(partial_reward(credit, shares, state_work), DIGITS)
     else:
         reward = success
+    if violations and penalty:
+        reward = round(max(0.0, reward - penalty * len(violations)), DIGITS)
     reasons = []
     if gold_vs_final:
-        reasons.append(f"final state differs from gold ({describe(gold_vs_final)})")
+        reasons.append(f"final state differs from gold ({describe(gold_vs_final, AGAINST_GOLD)})")
     if not checks_ok:
         failed = [r.index for r in checks if not r.passed]
         reasons.append(f"expected-state checks failed: {failed}")
@@ -151,25 +183,61 @@ def score(
         reasons.append(f"final answer also names other candidates ({'; '.join(rivals)})")
     if match is not None and match.reason:
         reasons.append(match.reason)
+    if violations:
+        first = violations[0]
+        reasons.append(
+            f"{len(violations)} refused attempt(s) at a forbidden write "
+            f"(first: {first['tool']} at step {first['step']}, {first['code']})"
+        )
+    # Every component is a score in [0, 1], 1 = good, so their means are meaningful; the
+    # counts behind them are evidence (`verification.changes`).
+    if seed_to_gold is None:  # checks-only: the checks are what was asked
+        requested, made = len(checks), sum(d.count for d in seed_to_final.values() if not d.log)
+        recall = checks_share
+    else:
+        gold, agent = found
+        requested = gold.count if gold else 0
+        made = agent.count if agent else 0
+        recall = _share(reproduced, requested)
     components = {
         "state_match": float(state_match),
         "outputs_match": float(outputs_match),
-        "partial_credit": round(credit, 4),
-        "collateral_changes": float(collateral),
-        "gold_changes_reproduced": float(reproduced),
+        "partial_credit": round(credit, DIGITS),
+        # Share of the requested changes the agent made (1 when none was requested).
+        "change_recall": recall,
+        # Share of the agent's changes that were requested (1 when it changed nothing).
+        "change_precision": _share(max(made - collateral, 0), made),
+        # 1 when no call tried a write the environment's rules refused.
+        "policy_ok": float(not violations),
     }
     evidence: dict[str, Any] = {
-        # Rows as "expected (gold) -> actual (final)": `added` rows exist only in the final state.
+        # Rows as "expected (gold) -> actual (final)": `added` rows exist only in the final
+        # state (unexpected), `removed` rows only in the gold state (missing).
         "state_diff": summarize(gold_vs_final or {}, diff_limit),
         "agent_changes": {t: d.summary(0) for t, d in seed_to_final.items()},
+        "changes": {
+            "requested": requested,
+            "reproduced": round(reproduced, DIGITS)
+            if seed_to_gold is not None
+            else sum(r.passed for r in checks),
+            "collateral": round(collateral, DIGITS),
+            "made": made,
+        },
         "missing_outputs": missing,
     }
+    if superseded:
+        evidence["extra_log_records"] = {
+            t: {"count": len(rows), "rows": rows[:diff_limit] if diff_limit else []}
+            for t, rows in superseded.items()
+        }
+    if violations:
+        evidence["policy_violations"] = list(violations)
     if hedged:
         evidence["hedged_outputs"] = list(hedged)
     if match is not None:
         components[match.component] = float(match.ok)
         evidence[match.evidence_key] = match.evidence
     if checks:
-        components["checks_passed"] = round(checks_share, 4)
+        components["checks_passed"] = round(checks_share, DIGITS)
         evidence["checks"] = [r.as_dict() for r in checks]
     return Verdict(reward, components, evidence, "; ".join(reasons) or None, credit)

@@ -15,10 +15,11 @@ from app.sdk.environment import Environment
 from app.storage.steplog import StepLog, step_log
 from app.verify.answers import hedged_outputs
 from app.verify.checks import checked_tables, compile_checks, run_checks
-from app.verify.diff import against_gold, change_units, diff_states
+from app.verify.diff import against_gold, diff_states, split_extra_log_records
 from app.verify.evidence import Known, cap_evidence
 from app.verify.gold import GoldCache
 from app.verify.log_reads import ReadOnce
+from app.verify.outcomes import of_gold, outcomes
 from app.verify.outputs import final_assistant_text, missing_outputs
 from app.verify.reward import has_state_work, partial_reward, score, state_credit
 from app.verify.state import dump_state
@@ -33,6 +34,7 @@ from app.verify.submitted import (
     written_outside_tools,
 )
 from app.verify.tool_calls import with_plain_tool_names
+from app.verify.violations import refused_writes
 
 
 def verify_state(
@@ -47,8 +49,12 @@ def verify_state(
     step_budget: StepBudget | None = None,
     invariant_violations: list[str] | None = None,
     known: Known | None = None,
+    policy_penalty: float = 0.0,
 ) -> dict[str, Any]:
     """Pure function of (final state, task): the reward, its components and the evidence.
+
+    `policy_penalty`: what each refused attempt at a forbidden write costs the reward
+    (`Settings.policy_violation_penalty`, app/verify/violations.py).
 
     `invariant_violations`: the final state's, when the caller evaluated the environment's
     invariants on a byte-identical database (the task generator's no-op, a clone of the seeded
@@ -72,6 +78,7 @@ def verify_state(
     steps: dict[str, Any] | None = None
     seed_to_gold = reference.seed_to_gold if reference else None
     gold_units = reference.units if reference else None
+    gold_outcomes = of_gold(reference) if reference is not None else None
     checked = checked_tables(task.expected_state)
 
     def potential(state: Any, checks: Any) -> float:
@@ -82,7 +89,7 @@ def verify_state(
             seed_to_final=seed_to_state,
             checks=checks,
             checked_tables=checked,
-            units=(gold_units, None),
+            found=(gold_outcomes, None),
         )[0]
 
     with _read_transaction(engine) as conn:
@@ -95,8 +102,9 @@ def verify_state(
         results = run_checks(conn, compiled, compare, seed_state, final)
         seed_to_final = diff_states(seed_state, final, compare, exact=True)
         # Counted once: the gold's with the gold state, the final state's here.
-        final_units = change_units(seed_to_final) if reference else None
-        units = (gold_units, final_units)
+        final_outcomes = outcomes(seed_to_final)
+        # The change units against_gold lists (change_units: log rows are none).
+        final_units = final_outcomes.change_units() if reference else None
         found_log = step_log(conn)
         log_ = ReadOnce(found_log) if found_log is not None else None
         counts = log_.change_counts() if log_ is not None else {}
@@ -110,19 +118,23 @@ def verify_state(
         hedged = hedged_outputs(
             task.expected_outputs, answer, task.data.get("answer_kind"), seed_state
         )
+        gold_vs_final = (
+            against_gold(
+                reference.state,
+                final,
+                compare,
+                reference.seed_to_gold,
+                seed_to_final,
+                (reference.units, final_units or Counter()),
+            )
+            if reference
+            else None
+        )
+        refused = refused_writes(env, log_steps)
+        # Records of writes the outcome does not hold (a retry's, a corrected mistake's).
+        superseded = split_extra_log_records(gold_vs_final) if gold_vs_final else {}
         verdict = score(
-            gold_vs_final=(
-                against_gold(
-                    reference.state,
-                    final,
-                    compare,
-                    reference.seed_to_gold,
-                    seed_to_final,
-                    (reference.units, final_units or Counter()),
-                )
-                if reference
-                else None
-            ),
+            gold_vs_final=gold_vs_final,
             seed_to_gold=reference.seed_to_gold if reference else None,
             seed_to_final=seed_to_final,
             missing=missing,
@@ -133,7 +145,10 @@ def verify_state(
             checked_tables=checked,
             hedged=[h.as_dict() for h in hedged],
             match=match,
-            units=units,
+            found=(gold_outcomes, final_outcomes),
+            superseded=superseded,
+            violations=refused,
+            penalty=policy_penalty,
         )
         reward = 0.0 if violations else verdict.reward
         if with_steps and log_ is not None:
@@ -163,7 +178,7 @@ def verify_state(
                         seed_to_final=diff,
                         checks=(),
                         checked_tables=checked,
-                        units=(gold_units, None),
+                        found=(gold_outcomes, None),
                     )[0],
                     meter,
                 )
@@ -177,6 +192,7 @@ def verify_state(
                     has_state_work(seed_to_gold, gold_units),
                 ),
                 answered_at=submitted_at(counts),
+                charges={v["step"]: policy_penalty for v in refused} if policy_penalty else {},
             )
             steps = step_fields(
                 conn,

@@ -16,7 +16,8 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
 from app.storage.steplog import StepLog, StepRow, UndoUnavailable, canonical, digest, step_log
@@ -35,6 +36,9 @@ class Settlement:
     shape: Callable[[float, bool], float]
     # The step that wrote the answer row (its share is paid there); None: none did.
     answered_at: int | None = None
+    # Step -> what it costs besides its potential (a refused attempt at a forbidden write:
+    # the deployment's penalty, charged to the call that made it).
+    charges: Mapping[int, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -307,6 +311,11 @@ def step_fields(
         ]
         seed = settle.shape(seed, False)
     rewards, turns = distribute(calls, steps, a, phi, turn_count(response), start=seed)
+    if settle is not None and settle.charges:
+        for n, step_idx in a.step_of.items():
+            cost = settle.charges.get(step_idx, 0.0)
+            rewards[n] -= cost
+            turns[calls[n].turn] -= cost
     out["step_rewards"] = [round(r, 6) for r in rewards]
     out["turn_rewards"] = [round(r, 6) for r in turns]
     if settle is not None:
@@ -328,10 +337,18 @@ def _settle(
     writing = [n for n, step in a.step_of.items() if step in changed]
     target = max(writing) if writing else (len(calls) - 1 if calls else None)
     if target is not None:
-        rewards[target] = reward - (sum(rewards) - rewards[target])
+        rewards[target] = _rest(reward, rewards, target)
         turn = calls[target].turn
     elif turn_rewards:
         turn = len(turn_rewards) - 1
     else:
         return
-    turn_rewards[turn] = reward - (sum(turn_rewards) - turn_rewards[turn])
+    turn_rewards[turn] = _rest(reward, turn_rewards, turn)
+
+
+def _rest(reward: float, values: list[float], at: int) -> float:
+    """What `values[at]` must be for the list to add up to `reward`, computed in decimal on the
+    printed values: every value is then a short decimal (0.285715, not 0.28571499999999994)
+    and their decimal sum is the reward exactly (their float sum to within 1e-15)."""
+    others = sum((Decimal(repr(v)) for i, v in enumerate(values) if i != at), Decimal(0))
+    return float(Decimal(repr(reward)) - others)

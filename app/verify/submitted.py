@@ -145,7 +145,12 @@ def text_answer_match(expected: ExpectedAnswer, text: str) -> Match:
             return Match("answer_match", False, "answer", evidence, f"answer: {lacking}")
         evidence["ok"] = True
         return Match("answer_match", True, "answer", evidence, None)
-    found = _distinct(expected.kind, [t.value for t in tokens if _of_kind(expected.kind, t.kind)])
+    typed = [t for t in tokens if _of_kind(expected.kind, t.kind)]
+    # An amount in another currency (`€72.99` for a dollar amount) is another amount: a rival.
+    currency = values.expected_currency(expected.kind, expected.value)
+    foreign = [t.text for t in typed if currency and values.in_other_currency(t.text, currency)]
+    typed = [t for t in typed if t.text not in foreign]
+    found = _distinct(expected.kind, [t.value for t in typed]) + foreign
     # A value glued to other characters (`q233.00q`) is never the expected one, but it is a
     # rival of the kinds written with digits: hiding a value is no way to name it.
     glued = [t.text for t in tokens if t.kind == "opaque" and any(c.isdigit() for c in t.text)]

@@ -21,9 +21,12 @@ def bookable(flight: Flight, now: datetime) -> None:
         raise ToolError(
             f"Flight {_describe(flight)} is cancelled and cannot be booked.",
             hint="search_flights lists the bookable flights of that day.",
+            code="flight_not_bookable",
         )
     if has_left(flight, now):
-        raise ToolError(f"Flight {_describe(flight)} has already departed.")
+        raise ToolError(
+            f"Flight {_describe(flight)} has already departed.", code="flight_not_bookable"
+        )
 
 
 def _connects(a: Flight, b: Flight) -> bool:
@@ -91,6 +94,7 @@ def cabins_with_room(
                 f"Flight {_describe(f)} has {c.seats_left} {fare_class} seat(s) left, "
                 f"{passengers} needed.",
                 hint="Offer another fare class or another flight (search_flights).",
+                code="cabin_full",
             )
     return cabins
 

@@ -101,10 +101,12 @@ def owned_reservation(db: Session, code: str, user_code: str) -> Reservation:
         raise ToolError(
             f"Reservation {reservation.code} does not belong to member {user.user_code}.",
             hint="Only act on reservations of the member you are talking to.",
-            code="forbidden",
+            code="other_member",
         )
     if reservation.status == "cancelled":
-        raise ToolError(f"Reservation {reservation.code} is already cancelled.")
+        raise ToolError(
+            f"Reservation {reservation.code} is already cancelled.", code="already_cancelled"
+        )
     return reservation
 
 
@@ -139,6 +141,7 @@ def require_not_flown(reservation: Reservation, now: datetime, action: str) -> N
             f"Reservation {reservation.code} cannot be {action}: flight "
             f"{flown[0].flight_number} of {flown[0].flight_date} has already departed.",
             hint="Nothing can be changed once a flight of the trip has departed.",
+            code="already_departed",
         )
 
 
@@ -167,6 +170,7 @@ def charge(
                 f"{method.code} has a balance of {money(method.balance)}, "
                 f"not enough to pay {money(amount)}.",
                 hint="Ask the member for another payment method (a credit card has no limit).",
+                code="payment_not_allowed",
             )
         method.balance = cents(method.balance - amount)
     reservation.payments.append(

@@ -233,6 +233,7 @@ def cancel_reservation(db: Session, args: CancelArgs, ctx: ToolContext) -> dict[
             "passed and no other rule allows it.",
             hint="Only reservations booked within 24 hours, with a flight cancelled by the "
             "airline, in business, or with travel insurance can be cancelled.",
+            code="cancellation_not_allowed",
         )
     refunded = 0.0
     for method_id, amount in net_paid(r).items():

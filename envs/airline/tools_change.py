@@ -87,6 +87,7 @@ def change_flights(db: Session, args: ChangeFlightsArgs, ctx: ToolContext) -> di
             f"Reservation {r.code} is basic economy: its flights cannot be changed.",
             hint="A basic economy reservation can have its cabin upgraded first (change_cabin); "
             "otherwise the flights stay as booked.",
+            code="basic_economy_no_change",
         )
     require_not_flown(r, ctx.now, "changed")
     flights = load_itinerary(
@@ -134,7 +135,7 @@ def change_flights(db: Session, args: ChangeFlightsArgs, ctx: ToolContext) -> di
     # Segments now point at other flights: reload them (and their flights) before the view.
     db.expire_all()
     return {
-        "fare_difference": money(cents(diff)),
+        "fare_difference": cents(diff),
         "paid_with": method.code if method else None,
         "new_flights": refs_text(args.flights),
         **reservation_view(db, r.id),
@@ -184,7 +185,7 @@ def change_cabin(db: Session, args: ChangeCabinArgs, ctx: ToolContext) -> dict[s
     r.fare_class = args.fare_class
     db.flush()
     return {
-        "fare_difference": money(cents(diff)),
+        "fare_difference": cents(diff),
         "paid_with": method.code if method else None,
         **reservation_view(db, r.id),
     }

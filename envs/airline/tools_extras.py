@@ -63,7 +63,8 @@ def add_baggage(db: Session, args: AddBaggageArgs, ctx: ToolContext) -> dict[str
     if total > MAX_BAGS_PER_PASSENGER * n:
         raise ToolError(
             f"At most {MAX_BAGS_PER_PASSENGER * n} checked bags fit this reservation "
-            f"({n} passenger(s)); it already has {bags.checked_bags}."
+            f"({n} passenger(s)); it already has {bags.checked_bags}.",
+            code="baggage_rules",
         )
     allowance = free_bags(r.user.membership, r.fare_class, n)
     free = min(total, max(allowance, bags.free_bags))
@@ -82,7 +83,7 @@ def add_baggage(db: Session, args: AddBaggageArgs, ctx: ToolContext) -> dict[str
     if r.baggage is None:
         r.baggage = bags
     db.flush()
-    return {"fee": money(fee), "free_allowance": allowance, **reservation_view(db, r.id)}
+    return {"fee": cents(fee), "free_allowance": allowance, **reservation_view(db, r.id)}
 
 
 class AssignSeatArgs(ToolArgs):
@@ -107,6 +108,7 @@ def assign_seat(db: Session, args: AssignSeatArgs, ctx: ToolContext) -> dict[str
             f"Reservation {r.code} is basic economy: seats are assigned at check-in "
             "and cannot be chosen.",
             hint="An upgrade to economy (change_cabin) allows choosing seats.",
+            code="seat_not_allowed",
         )
     flight = get_flight(db, args.flight_number, args.date)
     if flight.id not in {s.flight_id for s in r.segments}:
@@ -115,7 +117,10 @@ def assign_seat(db: Session, args: AssignSeatArgs, ctx: ToolContext) -> dict[str
             code="invalid_arguments",
         )
     if has_left(flight, ctx.now):
-        raise ToolError(f"Flight {flight.flight_number} on {args.date} has already departed.")
+        raise ToolError(
+            f"Flight {flight.flight_number} on {args.date} has already departed.",
+            code="already_departed",
+        )
     ticket = args.ticket_number.strip().upper()
     pax = next((p for p in r.passengers if p.ticket_number == ticket), None)
     if pax is None:
@@ -139,6 +144,7 @@ def assign_seat(db: Session, args: AssignSeatArgs, ctx: ToolContext) -> dict[str
             f"Seat {seat_no} is in the {seat.cabin} cabin; a {r.fare_class} "
             f"passenger sits in the {cabin} cabin.",
             hint="Pick a seat of the same cabin (get_seat_map), or change the cabin first.",
+            code="seat_not_allowed",
         )
     if seat.passenger_id == pax.id:
         raise ToolError(f"{ticket} already sits in {seat_no}.", code="invalid_arguments")
@@ -146,6 +152,7 @@ def assign_seat(db: Session, args: AssignSeatArgs, ctx: ToolContext) -> dict[str
         raise ToolError(
             f"Seat {seat_no} on {flight.flight_number} is taken.",
             hint="get_seat_map lists the free seats.",
+            code="seat_not_allowed",
         )
     old = db.scalar(select(Seat).where(Seat.flight_id == flight.id, Seat.passenger_id == pax.id))
     if old is not None:
@@ -180,22 +187,27 @@ def issue_compensation_certificate(
     r = get_reservation(db, args.reservation_code)
     if r.user_id != user.id:
         raise ToolError(
-            f"Reservation {r.code} does not belong to member {user.user_code}.", code="forbidden"
+            f"Reservation {r.code} does not belong to member {user.user_code}.", code="other_member"
         )
     statuses = {s.flight.status for s in r.segments}
     what = "cancelled" if "cancelled" in statuses else "delayed" if "delayed" in statuses else None
     if what is None:
         raise ToolError(
-            f"No flight of reservation {r.code} was delayed or cancelled; no compensation is due."
+            f"No flight of reservation {r.code} was delayed or cancelled; no compensation is due.",
+            code="not_eligible_compensation",
         )
     if not (user.membership in COMPENSATION_TIERS or r.fare_class == "business" or r.insurance):
         raise ToolError(
             f"Member {user.user_code} is a {user.membership} member and reservation {r.code} is "
             f"{r.fare_class} without insurance: no compensation certificate is allowed.",
             hint="Certificates are only for silver/gold members, business fares or insured trips.",
+            code="not_eligible_compensation",
         )
     if db.scalar(select(Certificate.id).where(Certificate.reservation_id == r.id)) is not None:
-        raise ToolError(f"A compensation certificate was already issued for {r.code}.")
+        raise ToolError(
+            f"A compensation certificate was already issued for {r.code}.",
+            code="compensation_already_issued",
+        )
     amount = cents(COMPENSATION[what] * len(r.passengers))
     code = f"certificate_{r.code.lower()}"
     method = PaymentMethod(code=code, user_id=user.id, kind="certificate", balance=amount)
@@ -213,4 +225,4 @@ def issue_compensation_certificate(
         )
     )
     db.flush()
-    return {"certificate_id": code, "amount": money(amount), "reason": f"flight_{what}"}
+    return {"certificate_id": code, "amount": amount, "reason": f"flight_{what}"}

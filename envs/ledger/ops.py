@@ -74,7 +74,7 @@ def not_customers_account(number: str, customer_id: int) -> ToolError:
     return ToolError(
         f"Account {number} does not belong to customer {customer_id}.",
         hint="Act only on the identified customer's own accounts.",
-        code="forbidden",
+        code="other_customer",
     )
 
 
@@ -145,6 +145,7 @@ def require_kyc(customer: Customer, action: str) -> None:
             f"Customer {customer.id}'s identity verification (KYC) is {customer.kyc_status}; "
             f"{action} needs a verified customer.",
             hint="Deposits and reads are still possible; KYC is completed in a branch.",
+            code="kyc_incomplete",
         )
 
 
@@ -155,7 +156,7 @@ def require_open(account: Account) -> None:
             f"Account {account.number} is {account.status}{why}; it accepts no postings.",
             hint="A frozen account must be unfrozen first (where policy allows); a closed "
             "account stays closed.",
-            code="account_" + account.status,
+            code="account_frozen",  # the policy's one rule for frozen and closed accounts
         )
 
 
@@ -179,6 +180,7 @@ def check_debit(db: Session, account: Account, amount: float) -> None:
         raise ToolError(
             f"Account {account.number} is a loan; money cannot be taken out of it.",
             hint="Loans are only repaid: transfer or deposit into the loan account.",
+            code="loan_rules",
         )
     available = cents(account.balance - held(db, account))
     if cents(available - amount) < floor_of(account):
@@ -202,6 +204,7 @@ def check_credit(account: Account, amount: float) -> None:
             f"Loan {account.number} has {money(-account.balance)} {account.currency} "
             f"outstanding; {money(amount)} would overpay it.",
             hint="Repay at most the outstanding amount.",
+            code="loan_rules",
         )
 
 

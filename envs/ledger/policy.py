@@ -22,7 +22,7 @@ DECLINE_REASONS: dict[str, str] = {
     "freeze_not_liftable": "a suspected_fraud or legal_order freeze can only be lifted by the "
     "fraud or legal team",
     "balance_not_zero": "an account can be closed only with a balance of exactly 0.00",
-    "active_holds": "an account with an active hold cannot be closed",
+    "active_holds": "an account with an active hold cannot be closed (whatever its balance)",
     "hold_not_expired": "a hold can be released only once it has expired",
     "unrelated_request": "the request has nothing to do with the customer's banking",
 }

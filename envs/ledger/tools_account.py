@@ -64,7 +64,7 @@ def unfreeze_account(db: Session, args: AccountArgs, ctx: ToolContext) -> dict[s
             f"{'fraud' if account.freeze_reason == 'suspected_fraud' else 'legal'} team can "
             "lift that freeze.",
             hint="Tell the customer the freeze stays and who handles it.",
-            code="forbidden",
+            code="freeze_not_liftable",
         )
     account.status, account.freeze_reason = "open", None
     db.flush()
@@ -75,8 +75,9 @@ def unfreeze_account(db: Session, args: AccountArgs, ctx: ToolContext) -> dict[s
 def close_account(db: Session, args: AccountArgs, ctx: ToolContext) -> dict[str, Any]:
     """Close an open account of the customer for good.
 
-    Rules: the balance must be exactly 0.00 (move the money out first, or repay the loan) and no
-    hold may be active; a frozen account must be unfrozen first. Closing cannot be undone.
+    Rules: no hold may be active (refused first: held money cannot be moved out) and the balance
+    must be exactly 0.00 (move the money out first, or repay the loan); a frozen account must be
+    unfrozen first. Closing cannot be undone.
     """
     account = owned_account(db, args.account_number, args.customer_id)
     if account.status != "open":
@@ -84,18 +85,19 @@ def close_account(db: Session, args: AccountArgs, ctx: ToolContext) -> dict[str,
             f"Account {account.number} is {account.status}; only open accounts can be closed.",
             code="account_" + account.status,
         )
-    if account.balance != 0:
-        raise ToolError(
-            f"Account {account.number} holds {money(account.balance)} {account.currency}; "
-            "only an account with a zero balance can be closed.",
-            hint="Transfer the balance to another account of the customer (or repay the loan).",
-            code="nonzero_balance",
-        )
+    # An active hold is the reason given first: the money it holds cannot be moved out.
     if held(db, account):
         raise ToolError(
             f"Account {account.number} has active holds of {money(held(db, account))}.",
             hint="Expired holds can be released with release_hold; others must run out first.",
             code="active_holds",
+        )
+    if account.balance != 0:
+        raise ToolError(
+            f"Account {account.number} holds {money(account.balance)} {account.currency}; "
+            "only an account with a zero balance can be closed.",
+            hint="Transfer the balance to another account of the customer (or repay the loan).",
+            code="balance_not_zero",
         )
     account.status, account.closed_at = "closed", ctx.now
     db.flush()
@@ -132,7 +134,15 @@ def release_hold(db: Session, args: HoldArgs, ctx: ToolContext) -> dict[str, Any
         )
     hold.status, hold.released_at = "released", ctx.now
     db.flush()
-    return {"hold": hold.code, "status": hold.status, **account_view(db, hold.account)}
+    # The hold's own status (the account's is under "account"): the answer is about the hold.
+    return {
+        "hold": hold.code,
+        "status": hold.status,
+        "amount": hold.amount,
+        "merchant": hold.merchant,
+        "released_at": hold.released_at.isoformat(),
+        "account": account_view(db, hold.account),
+    }
 
 
 class BeneficiaryArgs(ToolArgs):

@@ -192,6 +192,7 @@ def reverse_transaction(db: Session, args: ReverseArgs, ctx: ToolContext) -> dic
         raise ToolError(
             f"{tx.reference} is itself a reversal; reversals are final.",
             hint="Post a new transaction instead if money must move again.",
+            code="already_reversed",
         )
     if tx.status == "reversed":
         raise ToolError(f"{tx.reference} has already been reversed.", code="already_reversed")
@@ -199,7 +200,7 @@ def reverse_transaction(db: Session, args: ReverseArgs, ctx: ToolContext) -> dic
         raise ToolError(
             f"{tx.reference} was posted on {tx.created_at:%Y-%m-%d}, more than 30 days ago; "
             "it can no longer be reversed.",
-            code="too_old",
+            code="reversal_window",
         )
     legs = [(e.account, -e.amount) for e in tx.entries]
     for account, amount in legs:
@@ -210,7 +211,7 @@ def reverse_transaction(db: Session, args: ReverseArgs, ctx: ToolContext) -> dic
                 f"{tx.reference} moved money to account {account.number} of another customer; "
                 "it cannot be reversed.",
                 hint="The recipient has to send the money back with a transfer of their own.",
-                code="forbidden",
+                code="reversal_not_allowed",
             )
         require_open(account)
         if amount > 0:

@@ -51,6 +51,6 @@ COMPARE = CompareSpec(
             },
         ),
         # The clock is frozen and details are canonical JSON, so audit rows replay identically.
-        "audit_log": TableSpec(text=("detail",)),
+        "audit_log": TableSpec(text=("detail",), log=True),
     }
 )

@@ -153,14 +153,14 @@ def test_tombstone_ownership_and_lost_sessions(served):
     seed = _seed_request(row)
     assert owner.post("/seed_session", json=seed.model_dump(mode="json")).status_code == 200
 
-    # A cookieless close naming another episode may not close it.
+    # A cookieless close naming another episode may not close it (409, NeMo Gym main's rule).
     stranger = TestClient(app, raise_server_exceptions=False)
     wrong = ResourcesCloseSessionRequest(
         resources_session_id=seed.resources_session_id,
         episode_id=EpisodeId(rollout_id="someone-else"),
     )
     refused = stranger.post("/close_session", json=wrong.model_dump(mode="json"))
-    assert refused.status_code == 403
+    assert refused.status_code == 409
     assert _live_sessions(app) == 1
 
     # Verify answers in Gym's verify model; the owner's close then answers exactly the id.

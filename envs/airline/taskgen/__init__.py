@@ -15,6 +15,7 @@ from app.sdk.replay import open_task_db
 from app.sdk.taskgen import TaskGenerator, build_row
 from envs.airline import ENVIRONMENT
 from envs.airline.taskgen.details import omissions
+from envs.airline.taskgen.hard import bag_fee_quote, cancel_trips_to
 from envs.airline.taskgen.kit import NAMES, PHRASING, Ctx, Draft, Network, Story
 from envs.airline.taskgen.multi import (
     book_with_seats,
@@ -67,7 +68,7 @@ PLAN: list[tuple[Family, int]] = [
     (assign_seat, 2), (compensation, 3),
     (cancel_and_compensate, 1), (cancel_one_refuse_other, 1), (upgrade_and_seats, 2),
     (book_with_seats, 1), (change_and_bags, 1), (fix_upgrade_seat, 1), (trip_overhaul, 1),
-    (compensate_and_rebook, 1),
+    (compensate_and_rebook, 1), (cancel_trips_to, 2), (bag_fee_quote, 1),
 ]  # fmt: skip
 
 

@@ -30,9 +30,9 @@ from envs.airline.models import Airport, Flight, FlightCabin, Seat
 from envs.airline.rules import BAG_FEE, CABIN_OF, INSURANCE_PER_PASSENGER, free_bags
 
 NOW = ENVIRONMENT.default_now
-# The seed's table order (parents first; seats and flight_cabins rows update base rows).
-SEED_TABLES = ("users", "payment_methods", "reservations", "reservation_segments", "passengers",
-               "payments", "baggage", "seats", "flight_cabins")  # fmt: skip
+# The seed's table order (parents first; flights, seats and flight_cabins rows update base rows).
+SEED_TABLES = ("flights", "users", "payment_methods", "reservations", "reservation_segments",
+               "passengers", "payments", "baggage", "seats", "flight_cabins")  # fmt: skip
 
 
 def money(value: float) -> str:
@@ -146,9 +146,9 @@ class Story:
         return (NOW - timedelta(days=days_ago)).isoformat()
 
     def member(self, first: str, last: str, tier: str = "regular") -> Person:
-        code = f"{first}_{last}_{7000 + self.index}".lower()
-        email = f"{first}.{last}{self.index}@example.org".lower()
-        dob = f"{self.rng.randint(1960, 2000)}-0{self.rng.randint(1, 9)}-1{self.rng.randint(0, 9)}"
+        code = f"{first}_{last}_{self.b.code(5)}".lower()
+        email = f"{first}.{last}.{self.b.code(5)}@example.org".lower()
+        dob = self.birthday(1960, 2000)
         uid = self._add(
             "users",
             user_code=code,
@@ -160,11 +160,29 @@ class Story:
             created_at=self._ts(800),
         )
         p = Person(uid, code, first, last, email, tier, dob)
+        # A look-alike card half the time, listed before or after the Visa: a policy that does
+        # not read the member's payment methods cannot tell which id pays.
+        other = self.rng.random() < 0.5
+        if other and self.rng.random() < 0.5:
+            self.method(p, "credit_card", "mastercard")
         self.method(p, "credit_card", "visa")
+        if other and "mastercard" not in p.methods:
+            self.method(p, "credit_card", "mastercard")
         return p
 
+    def birthday(self, first_year: int, last_year: int) -> str:
+        """A date of birth drawn from the story's stream (every month and day a calendar has)."""
+        day = date(self.rng.randint(first_year, last_year), 1, 1) + timedelta(
+            days=self.rng.randrange(365)
+        )
+        return day.isoformat()
+
+    def amount(self, low: int, high: int) -> float:
+        """A whole amount in [low, high] from the story's stream (balances, certificates)."""
+        return float(self.rng.randint(low, high))
+
     def method(self, p: Person, kind: str, label: str, balance: float | None = None) -> str:
-        code = f"{kind}_9{self.index:03d}{self.b.count('payment_methods'):03d}"
+        code = f"{kind}_{self.b.code(7)}"
         card = kind == "credit_card"
         self._add(
             "payment_methods",
@@ -181,6 +199,10 @@ class Story:
     def last4(self, code: str) -> str:
         return str(next(m["last4"] for m in self.rows["payment_methods"] if m["code"] == code))
 
+    def set_status(self, f: FlightInfo, status: str, delay: int = 0) -> None:
+        """This world's status of base flight f (a delay of `delay` minutes, a cancellation)."""
+        self.b.update("flights", f.id, status=status, delay_minutes=delay)
+
     def set_left(self, f: FlightInfo, fare: str, left: int) -> None:
         self.left[f.cabins[fare]["id"]] = left
 
@@ -189,8 +211,12 @@ class Story:
         return self.left.get(cabin["id"], cabin["left"])
 
     def free_seat(self, f: FlightInfo, cabin: str, skip: int = 0) -> str:
-        free = [no for sid, no in f.free_seats[cabin] if sid not in self.taken]
-        return free[skip]
+        """A free seat of the cabin drawn from the story's stream, kept from later draws (`skip`
+        is kept for call sites' readability: successive draws already differ)."""
+        free = [(sid, no) for sid, no in f.free_seats[cabin] if sid not in self.taken]
+        sid, no = self.rng.choice(free)
+        self.taken.add(sid)
+        return no
 
     def booking(
         self,
@@ -205,8 +231,9 @@ class Story:
         seats: bool = False,
         pay: str | None = None,
     ) -> Booking:
-        n = self.b.count("reservations")
-        code = f"T{self.index:03d}{n}K"  # '0' never appears in generated codes: no collisions
+        # A letter and the world's number: the tools' own codes (ops.booking_code) step past any
+        # code already taken, so a story's code never collides with one the agent books.
+        code = f"{self.rng.choice(CODE_LETTERS)}{self.b.code(5)}"
         round_trip = len(flights) == 2 and flights[0].origin == flights[1].destination
         rid = self._add(
             "reservations",
@@ -234,13 +261,12 @@ class Story:
             )
             self.left[f.cabins[fare]["id"]] = self.seats_left(f, fare) - travellers
         pax = [{"first_name": p.first, "last_name": p.last, "date_of_birth": p.dob}]
-        for k in range(1, travellers):
-            first = COMPANIONS[(self.index + k) % len(COMPANIONS)]
+        for first in self.companions(travellers - 1):
             pax.append(
                 {
                     "first_name": first,
                     "last_name": p.last,
-                    "date_of_birth": f"{1985 + k}-0{k + 2}-2{k}",
+                    "date_of_birth": self.birthday(1950, 2015),
                 }
             )
         tickets, pax_ids = [], []
@@ -285,10 +311,23 @@ class Story:
         if seats:
             for f in flights:
                 for pid in pax_ids:
-                    sid = next(s for s, _ in f.free_seats[CABIN_OF[fare]] if s not in self.taken)
+                    sid = self.rng.choice(
+                        [s for s, _ in f.free_seats[CABIN_OF[fare]] if s not in self.taken]
+                    )
                     self.taken.add(sid)
                     self.b.update("seats", sid, passenger_id=pid)
         return Booking(rid, code, flights, fare, pax, tickets, sum(a for _, a in bills), pax_ids)
+
+    def cancelled(self, b: Booking) -> None:
+        """Booking b as the member cancelled it earlier (its seats back in the cabins)."""
+        row = next(r for r in self.rows["reservations"] if r["id"] == b.id)
+        row.update(status="cancelled", cancel_reason="change_of_plan")
+        for f in b.flights:
+            self.left[f.cabins[b.fare]["id"]] = self.seats_left(f, b.fare) + len(b.passengers)
+
+    def companions(self, n: int) -> list[str]:
+        """First names of n people travelling with the member, drawn from the story's stream."""
+        return self.rng.sample(COMPANIONS, n)
 
     def seed(self) -> dict[str, Any]:
         """The seed, with the seats left of every cabin the story booked (base rows)."""
@@ -302,7 +341,17 @@ AIRPORT_IDS = {
         ("SFO", "LAX", "SEA", "DEN", "ORD", "JFK", "BOS", "ATL", "MIA", "DFW"), start=1
     )
 }
-COMPANIONS = ("Ada", "Ben", "Cleo", "Dev", "Elsa", "Finn", "Gia", "Hal", "Ivy", "Jude")
+# Travel companions' first names (a story draws its own; none is a member's name in NAMES).
+COMPANIONS = (
+    "Ada", "Ben", "Cleo", "Dev", "Elsa", "Finn", "Gia", "Hal", "Ivy", "Jude", "Abe", "Bo", "Cai",
+    "Dov", "Eve", "Fay", "Gil", "Ike", "Jem", "Kit", "Lux", "Mae", "Ned", "Oz", "Pru", "Rex", "Sol",
+    "Milo", "Nora", "Otto", "Pia", "Tess", "Uma", "Vito", "Wren", "Xena",
+    "Zeke", "Cora", "Dario", "Edda", "Flora", "Gus", "Hedda", "Ilse",
+    "Jonas", "Luca", "Olga", "Rhea", "Saul", "Tilda", "Ugo",
+    "Wim", "Yuri", "Arlo", "Cyrus", "Dina", "Emil", "Fern", "Gideon",
+    "Joel", "Kenzo", "Lotte", "Marek", "Nell", "Orla", "Pim", "Rafe", "Sia",
+)  # fmt: skip
+CODE_LETTERS = "BCDFGHJKLMNPQRSTVWXZ"
 
 
 def call(env: Environment, name: str, **arguments: Any) -> dict[str, Any]:
@@ -332,9 +381,18 @@ class Ctx:
         return self.s.member(first, last, tier)
 
     def pick(self, flights: list[FlightInfo], offset: int = 0) -> FlightInfo:
-        """A deterministic choice that varies with the story."""
+        """A flight drawn from the story's stream (`offset` is kept for call sites' readability:
+        each draw is already its own)."""
         ordered = sorted(flights, key=lambda f: (f.date, f.number))
-        return ordered[(self.s.index * 7 + offset) % len(ordered)]
+        return self.s.rng.choice(ordered)
+
+    def choose(self, options: list[Any]) -> Any:
+        """One of `options`, drawn from the story's stream."""
+        return options[self.s.rng.randrange(len(options))]
+
+    def coin(self) -> bool:
+        """A fair coin from the story's stream: which twin (allowed or forbidden) a draw is."""
+        return self.s.rng.random() < 0.5
 
 
 def hello(p: Person, by: str = "id") -> str:

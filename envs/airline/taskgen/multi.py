@@ -125,7 +125,7 @@ def change_and_bags(c: Ctx) -> Draft:
         for g in later(c, f, range(1, 3))
         if g.cabins["economy"]["price"] > f.cabins["economy"]["price"]
     ]
-    f, g = options[(c.s.index * 3) % len(options)]
+    f, g = c.choose(options)
     b = c.s.booking(p, [f], "economy", days_ago=11, bags=1)
     prompt = (
         f"{hello(p)} For reservation {b.code}: move my flight {f.text()} to the same flight "
@@ -204,7 +204,7 @@ def trip_overhaul(c: Ctx) -> Draft:
         for g in later(c, f, range(1, 3))
         if g.cabins["business"]["price"] != f.cabins["business"]["price"]
     ]
-    f, g = options[(c.s.index * 3) % len(options)]
+    f, g = c.choose(options)
     b = c.s.booking(p, [f], "business", days_ago=10, bags=2)
     seat = c.s.free_seat(g, "business", 1)
     prompt = (
@@ -250,7 +250,7 @@ def trip_overhaul(c: Ctx) -> Draft:
 def compensate_and_rebook(c: Ctx) -> Draft:
     p = c.member("silver")
     options = [(f, g) for f in c.net.future("cancelled", 0) for g in later(c, f, range(1, 3))]
-    f, g = options[c.s.index % len(options)]
+    f, g = c.choose(options)
     b = c.s.booking(p, [f], "economy", days_ago=21)
     cert = f"certificate_{b.code.lower()}"
     pax = travellers(p, 1, c)

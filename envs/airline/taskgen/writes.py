@@ -6,7 +6,7 @@ from datetime import date, timedelta
 from typing import Any
 
 from envs.airline.rules import RETURN_OF
-from envs.airline.taskgen.kit import GO, C, Ctx, Draft, FlightInfo, Person, hello
+from envs.airline.taskgen.kit import GO, C, Ctx, Draft, FlightInfo, Person, hello, refused
 
 
 def later(c: Ctx, f: FlightInfo, days: range, number: str | None = None) -> list[FlightInfo]:
@@ -26,13 +26,9 @@ def pax_text(pax: list[dict[str, str]]) -> str:
 
 def travellers(p: Person, n: int, c: Ctx) -> list[dict[str, str]]:
     out = [{"first_name": p.first, "last_name": p.last, "date_of_birth": p.dob}]
-    for k in range(1, n):
+    for first in c.s.companions(n - 1):
         out.append(
-            {
-                "first_name": ("Ada", "Ben", "Cleo")[(c.s.index + k) % 3],
-                "last_name": p.last,
-                "date_of_birth": f"{1988 + k}-11-0{k + 1}",
-            }
+            {"first_name": first, "last_name": p.last, "date_of_birth": c.s.birthday(1950, 2015)}
         )
     return out
 
@@ -74,7 +70,15 @@ def book_one_way(c: Ctx) -> Draft:
     )[c.k]
     p = c.member(tier)
     f = c.pick([x for x in c.net.future() if c.s.seats_left(x, fare) >= n], c.k)
-    cert = c.s.method(p, "certificate", "certificate", 100.0) if c.k == 2 else None
+    # The forbidden twin: fewer seats left in the fare than travellers, or the world's airline
+    # cancelled the flight; which rule applies is in the data too.
+    full = c.coin()
+    rule = c.choose(["cabin_full", "flight_not_bookable"]) if full else ""
+    if rule == "cabin_full":
+        c.s.set_left(f, fare, n - 1)
+    elif rule == "flight_not_bookable":
+        c.s.set_status(f, "cancelled")
+    cert = c.s.method(p, "certificate", "certificate", c.s.amount(40, 150)) if c.k == 2 else None
     pax = travellers(p, n, c)
     pay = "my travel certificate first and the rest on my Visa" if cert else "my Visa"
     prompt = (
@@ -86,6 +90,11 @@ def book_one_way(c: Ctx) -> Draft:
     gold = [
         C("get_user_details", user_id=p.user_code),
         C("search_flights", origin=f.origin, destination=f.destination, date=f.date),
+    ]
+    if full:
+        why = f"{f.text()} cannot take {n} {fare} passenger(s): it is full or cancelled."
+        return refused("book", prompt, gold, rule, why)
+    gold += [
         book_call(
             p,
             "one_way",
@@ -106,8 +115,10 @@ def book_one_way(c: Ctx) -> Draft:
 def book_round_trip(c: Ctx) -> Draft:
     p = c.member(("regular", "silver")[c.k])
     pairs = [(f, r) for f in c.net.future() for r in later(c, f, range(3, 4), RETURN_OF[f.number])]
-    out, back = c.pick([fr[0] for fr in pairs], c.k), None
-    back = next(r for f, r in pairs if f is out)
+    out, back = c.choose(pairs)
+    full = c.coin()  # the forbidden twin: the return flight's economy cabin is sold out
+    if full:
+        c.s.set_left(back, "economy", 0)
     pax = travellers(p, 1, c)
     total = out.cabins["economy"]["price"] + back.cabins["economy"]["price"]
     pay = p.methods["visa"]
@@ -119,22 +130,32 @@ def book_round_trip(c: Ctx) -> Draft:
         f"out on {out.date}, back on {back.date}, direct flights, just me ({pax_text(pax)}). "
         f"No insurance, no checked bags. Pay with {pay_text}. {GO}"
     )
-    gold = [C("get_user_details", user_id=p.user_code),
-            C("search_flights", origin=out.origin, destination=out.destination, date=out.date),
-            C("search_flights", origin=back.origin, destination=back.destination, date=back.date),
-            book_call(p, "round_trip", out.origin, out.destination, "economy", [out, back], pax,
+    gold = [
+        C("get_user_details", user_id=p.user_code),
+        C("search_flights", origin=out.origin, destination=out.destination, date=out.date),
+        C("search_flights", origin=back.origin, destination=back.destination, date=back.date),
+    ]
+    if full:
+        why = f"Economy on the return flight {back.text()} is sold out: no round trip to book."
+        return refused("book", prompt, gold, "cabin_full", why)
+    gold += [book_call(p, "round_trip", out.origin, out.destination, "economy", [out, back], pax,
                       False, 0, pay)]  # fmt: skip
     return Draft("book", prompt, gold, True)
 
 
 def book_one_stop(c: Ctx) -> Draft:
     p = c.member("gold")
-    legs = next(
-        (a, b)
-        for a in sorted(c.net.future(), key=lambda x: x.date)
-        if a.number == "SG110"
-        for b in later(c, a, range(0, 1), "SG120")
+    legs = c.choose(
+        [
+            (a, b)
+            for a in sorted(c.net.future(), key=lambda x: x.date)
+            if a.number == "SG110"
+            for b in later(c, a, range(0, 1), "SG120")
+        ]
     )
+    full = c.coin()  # the forbidden twin: the second leg's economy cabin is sold out
+    if full:
+        c.s.set_left(legs[1], "economy", 0)
     pax = travellers(p, 1, c)
     prompt = (
         f"{hello(p)} I need to fly from San Francisco to New York (JFK) on {legs[0].date} "
@@ -150,6 +171,11 @@ def book_one_stop(c: Ctx) -> Draft:
             date=legs[0].date,
             include_one_stop=True,
         ),
+    ]
+    if full:
+        why = f"Economy on {legs[1].text()} is sold out: the connection cannot be booked."
+        return refused("book", prompt, gold, "cabin_full", why)
+    gold += [
         book_call(
             p, "one_way", "SFO", "JFK", "economy", list(legs), pax, False, 1, p.methods["visa"]
         ),
@@ -165,14 +191,33 @@ def cancel_allowed(c: Ctx) -> Draft:
         ("economy", 30, False, "cancelled"),
     )[c.k]
     p = c.member()
-    f = c.pick(c.net.future(status, 0 if status == "cancelled" else 12), c.k)
-    b = c.s.booking(p, [f], fare, days_ago=days_ago, insurance=ins, bags=1)
+    claim = status == "cancelled"
+    # The forbidden twin: the one fact that allowed it is not so (booked days ago, no insurance,
+    # an economy fare, or the flight the member says was cancelled is operating).
+    forbidden = c.coin()
+    rule = "cancellation_not_allowed"
+    if forbidden:  # which rule forbids it is in the data too
+        rule = c.choose(["cancellation_not_allowed", "already_departed", "already_cancelled"])
+    if rule == "cancellation_not_allowed" and forbidden:
+        days_ago, ins, fare, status = (
+            (3.0, ins, fare, status), (days_ago, False, fare, status),
+            (days_ago, ins, "economy", status), (days_ago, ins, fare, "scheduled"),
+        )[c.k]  # fmt: skip
+    flights = c.net.future(status, 0 if status == "cancelled" else 12)
+    f = c.pick(c.net.departed() if rule == "already_departed" else flights, c.k)
+    b = c.s.booking(p, [f], fare, days_ago=max(days_ago, 20) if rule == "already_departed"
+                    else days_ago, insurance=ins, bags=1)  # fmt: skip
+    if rule == "already_cancelled":
+        c.s.cancelled(b)
     reason = "airline_cancelled_flight" if status == "cancelled" else "change_of_plan"
-    why = "you cancelled my flight" if status == "cancelled" else "my plans changed"
+    why = "you cancelled my flight" if claim else "my plans changed"
     prompt = f"{hello(p)} Please cancel reservation {b.code}, {why}. {GO}"
     gold = [C("get_reservation_details", reservation_code=b.code)]
-    if status == "cancelled":
+    if claim:
         gold.append(C("get_flight_status", flight_number=f.number, date=f.date))
+    if forbidden:
+        msg = f"Reservation {b.code} cannot be cancelled ({rule.replace('_', ' ')})."
+        return refused("cancel", prompt, gold, rule, msg)
     gold.append(
         C("cancel_reservation", user_id=p.user_code, reservation_code=b.code, reason=reason)
     )
@@ -190,7 +235,7 @@ def change_flights(c: Ctx) -> Draft:
 
     if c.k < 2:
         options = [(f, g) for f in c.net.future() for g in later(c, f, range(1, 3)) if fits(f, g)]
-        f, target = options[(c.s.index * 5) % len(options)]
+        f, target = c.choose(options)
         booked, new = [f], [target]
         ask = f"move my flight {f.text()} to {target.date} (same flight number)"
     else:
@@ -201,16 +246,32 @@ def change_flights(c: Ctx) -> Draft:
             for g in later(c, r, range(1, 3))
             if fits(r, g)
         ]
-        f, r, target = trips[(c.s.index * 5) % len(trips)]
+        f, r, target = c.choose(trips)
         booked, new = [f, r], [f, target]
         ask = f"keep my outbound flight but move my return {r.text()} to {target.date}"
-    b = c.s.booking(p, booked, fare, days_ago=8)
+    # The forbidden twin: the new flight has no seat left in the fare, or (economy trips) the
+    # reservation turns out to be basic economy, whose flights never change.
+    full = c.coin()
+    rule = c.choose(["cabin_full", "basic_economy_no_change"] if fare == "economy" else
+                    ["cabin_full"]) if full else ""  # fmt: skip
+    booked_fare = "basic_economy" if rule == "basic_economy_no_change" else fare
+    b = c.s.booking(p, booked, booked_fare, days_ago=8)
+    if rule == "cabin_full":
+        c.s.set_left(target, fare, 0)
     settle = "charge any difference to my Visa" if up else "refund any difference"
     prompt = f"{hello(p)} For reservation {b.code}, please {ask}; {settle}. {GO}"
     gold = [C("get_user_details", user_id=p.user_code)] if up else []
+    gold.append(C("get_reservation_details", reservation_code=b.code))
+    if rule == "basic_economy_no_change":
+        why = f"Reservation {b.code} is basic economy: its flights cannot be changed."
+        return refused("change_flights", prompt, gold, rule, why)
+    gold.append(
+        C("search_flights", origin=target.origin, destination=target.destination, date=target.date)
+    )
+    if full:
+        why = f"{fare.capitalize()} on {target.text()} is sold out: {b.code} cannot move to it."
+        return refused("change_flights", prompt, gold, "cabin_full", why)
     gold += [
-        C("get_reservation_details", reservation_code=b.code),
-        C("search_flights", origin=target.origin, destination=target.destination, date=target.date),
         C(
             "change_flights",
             user_id=p.user_code,
@@ -229,8 +290,13 @@ def change_cabin(c: Ctx) -> Draft:
         ("business", "economy", 1),
     )[c.k]
     p = c.member()
-    f = c.pick([x for x in c.net.future() if c.s.seats_left(x, new) >= n], c.k)
-    b = c.s.booking(p, [f], old, travellers=n, days_ago=5)
+    full = c.coin()  # the forbidden twin: the new fare is full, or the flight has departed
+    rule = c.choose(["cabin_full", "already_departed"]) if full else ""
+    flights = c.net.departed() if rule == "already_departed" else c.net.future()
+    f = c.pick([x for x in flights if c.s.seats_left(x, new) >= n], c.k)
+    b = c.s.booking(p, [f], old, travellers=n, days_ago=25 if rule == "already_departed" else 5)
+    if rule == "cabin_full":
+        c.s.set_left(f, new, n - 1)
     diff = (f.cabins[new]["price"] - f.cabins[old]["price"]) * n
     up = diff > 0
     ask = "charge my Visa" if up else "refund the difference"
@@ -238,8 +304,15 @@ def change_cabin(c: Ctx) -> Draft:
         f"{hello(p)} Please change reservation {b.code} to {new.replace('_', ' ')}; {ask}. {GO}"
     )
     gold = [C("get_user_details", user_id=p.user_code)] if up else []
+    gold.append(C("get_reservation_details", reservation_code=b.code))
+    if rule == "already_departed":
+        why = f"Flight {f.text()} of {b.code} has departed: its cabin cannot change."
+        return refused("change_cabin", prompt, gold, rule, why)
+    gold.append(C("search_flights", origin=f.origin, destination=f.destination, date=f.date))
+    if full:
+        why = f"Not enough {new.replace('_', ' ')} seats are left on {f.text()} for {b.code}."
+        return refused("change_cabin", prompt, gold, "cabin_full", why)
     gold += [
-        C("get_reservation_details", reservation_code=b.code),
         C(
             "change_cabin",
             user_id=p.user_code,
@@ -253,21 +326,32 @@ def change_cabin(c: Ctx) -> Draft:
 
 def update_passengers(c: Ctx) -> Draft:
     p = c.member()
-    b = c.s.booking(p, [c.pick(c.net.future())], "economy", travellers=2, days_ago=6)
+    # The forbidden twin: the reservation's flight has departed, or it was cancelled.
+    rule = c.choose(["already_departed", "already_cancelled"]) if c.coin() else ""
+    flown = rule == "already_departed"
+    f = c.pick(c.net.departed() if flown else c.net.future())
+    b = c.s.booking(p, [f], "economy", travellers=2, days_ago=20 if flown else 6)
+    if rule == "already_cancelled":
+        c.s.cancelled(b)
     rows = [r for r in c.s.rows["passengers"] if r["reservation_id"] == b.id]
     fixed = [dict(x) for x in b.passengers]
     if c.k == 0:
         rows[0]["last_name"] = p.last[:-1]  # the booking has a typo; `fixed` is right
         what = f"my last name is misspelled; it must be {p.last}"
     else:
-        rows[1]["date_of_birth"] = "1990-01-01"
+        rows[1]["date_of_birth"] = c.s.birthday(1950, 2015)
+        if rows[1]["date_of_birth"] == fixed[1]["date_of_birth"]:
+            rows[1]["date_of_birth"] = "1949-12-31"  # never the right date
         what = (
             f"{fixed[1]['first_name']}'s date of birth is wrong; it is {fixed[1]['date_of_birth']}"
         )
     prompt = f"{hello(p)} On reservation {b.code}, {what}. Please fix it. {GO}"
-    gold = [C("get_reservation_details", reservation_code=b.code),
-            C("update_passengers", user_id=p.user_code, reservation_code=b.code,
-              passengers=fixed)]  # fmt: skip
+    gold = [C("get_reservation_details", reservation_code=b.code)]
+    if rule:
+        why = f"{b.code} cannot be changed any more ({rule.replace('_', ' ')})."
+        return refused("update_passengers", prompt, gold, rule, why)
+    gold.append(C("update_passengers", user_id=p.user_code, reservation_code=b.code,
+                  passengers=fixed))  # fmt: skip
     return Draft("update_passengers", prompt, gold, True)
 
 
@@ -278,10 +362,19 @@ def add_baggage(c: Ctx) -> Draft:
         ("regular", "economy", 2, 1, 3, 100.0),
     )[c.k]
     p = c.member(tier)
-    b = c.s.booking(p, [c.pick(c.net.future(), c.k)], fare, travellers=n, bags=bags, days_ago=7)
+    # The forbidden twin: the bags already checked leave no room, or the flight has departed.
+    rule = c.choose(["baggage_rules", "already_departed"]) if c.coin() else ""
+    over = rule == "baggage_rules"
+    if over:
+        bags = 5 * n - extra + c.s.rng.randint(1, extra)
+    flights = c.net.departed() if rule == "already_departed" else c.net.future()
+    b = c.s.booking(p, [c.pick(flights, c.k)], fare, travellers=n, bags=bags, days_ago=7)
     pay, pay_text = p.methods["visa"], "my Visa"
     if c.k == 2:
-        pay, pay_text = c.s.method(p, "gift_card", "gift_card", 200.0), "my gift card"
+        pay, pay_text = (
+            c.s.method(p, "gift_card", "gift_card", c.s.amount(150, 400)),
+            "my gift card",
+        )
     prompt = (
         f"{hello(p)} I need to add {extra} more checked bag(s) to reservation {b.code}. "
         f"If there's a fee, put it on {pay_text}. {GO}"
@@ -289,6 +382,11 @@ def add_baggage(c: Ctx) -> Draft:
     gold = [
         C("get_user_details", user_id=p.user_code),
         C("get_reservation_details", reservation_code=b.code),
+    ]
+    if rule:
+        why = f"No bags can be added to {b.code} ({rule.replace('_', ' ')})."
+        return refused("add_baggage", prompt, gold, rule, why)
+    gold += [
         C(
             "add_baggage",
             user_id=p.user_code,
@@ -305,11 +403,23 @@ def assign_seat(c: Ctx) -> Draft:
     p = c.member()
     f = c.pick(c.net.future(), c.k)
     b = c.s.booking(p, [f], fare, days_ago=5)
-    seat = c.s.free_seat(f, cabin, 3)
+    free = [(sid, no) for sid, no in f.free_seats[cabin] if sid not in c.s.taken]
+    sid, seat = c.choose(free[1:])
+    taken = c.coin()  # the forbidden twin: another member's passenger already sits there
+    if taken:
+        other = c.member()
+        theirs = c.s.booking(other, [f], fare, days_ago=12)
+        c.s.taken.add(sid)
+        c.s.b.update("seats", sid, passenger_id=theirs.pax_ids[0])
     prompt = f"{hello(p)} On reservation {b.code}, I'd like seat {seat} on {f.text()}. {GO}"
     gold = [
         C("get_reservation_details", reservation_code=b.code),
         C("get_seat_map", flight_number=f.number, date=f.date, cabin=cabin),
+    ]
+    if taken:
+        why = f"Seat {seat} on {f.text()} is taken; get_seat_map lists the free ones."
+        return refused("assign_seat", prompt, gold, "seat_not_allowed", why)
+    gold.append(
         C(
             "assign_seat",
             user_id=p.user_code,
@@ -318,8 +428,8 @@ def assign_seat(c: Ctx) -> Draft:
             flight_number=f.number,
             date=f.date,
             seat_no=seat,
-        ),
-    ]
+        )
+    )
     return Draft("assign_seat", prompt, gold, True)
 
 
@@ -329,18 +439,27 @@ def compensation(c: Ctx) -> Draft:
         ("regular", "economy", 1, True, "cancelled"),
         ("regular", "business", 1, False, "delayed"),
     )[c.k]
+    # The forbidden twin: the one fact that made it eligible is not so (a regular member, no
+    # insurance, an economy fare).
+    forbidden = c.coin()
+    if forbidden:
+        tier, ins, fare = (("regular", ins, fare), (tier, False, fare), (tier, ins, "economy"))[c.k]
     p = c.member(tier)
     f = c.pick(c.net.future(status, 0), c.k)
     b = c.s.booking(p, [f], fare, travellers=n, insurance=ins, days_ago=14)
+    # The request carries the explicit confirmation the policy asks before every change.
     prompt = (
         f"{hello(p)} My flight {f.text()} on reservation {b.code} was {status} and it "
         "ruined my plans. I'm keeping the reservation as it is, but I expect a "
-        "compensation certificate."
+        f"compensation certificate. Please issue it if I'm owed one. {GO}"
     )
-    gold = [C("get_user_details", user_id=p.user_code)] if c.k == 0 else []
-    gold += [
+    gold = [
+        C("get_user_details", user_id=p.user_code),
         C("get_reservation_details", reservation_code=b.code),
         C("get_flight_status", flight_number=f.number, date=f.date),
-        C("issue_compensation_certificate", user_id=p.user_code, reservation_code=b.code),
     ]
+    if forbidden:
+        why = f"Reservation {b.code} is not eligible: a regular member's {fare} fare, no insurance."
+        return refused("compensation", prompt, gold, "not_eligible_compensation", why)
+    gold.append(C("issue_compensation_certificate", user_id=p.user_code, reservation_code=b.code))
     return Draft("compensation", prompt, gold, True)

@@ -91,6 +91,7 @@ def test_cancel_refused_after_24h_without_a_rule_and_after_departure(db) -> None
     age(db, code, 2)
     err = fails(db, "cancel_reservation", **args(user, code, reason="change_of_plan"))
     assert code in err.message and "cannot be cancelled" in err.message
+    assert err.code == "cancellation_not_allowed"  # each rule's error is its decline reason
     err = fails(db, "cancel_reservation", **args(user, code, reason="airline_cancelled_flight"))
     assert err.code == "invalid_arguments"
     # A round trip whose outbound flight has departed can no longer be cancelled or changed.
@@ -103,7 +104,7 @@ def test_cancel_refused_after_24h_without_a_rule_and_after_departure(db) -> None
     ).one()
     trip = by_hand(db, user, "TEST11", [gone, back], "business")
     err = fails(db, "cancel_reservation", **args(user, trip, reason="change_of_plan"))
-    assert "already departed" in err.message
+    assert "already departed" in err.message and err.code == "already_departed"
     err = fails(
         db, "change_cabin", **args(user, trip, fare_class="economy", payment_method_id=None)
     )
@@ -172,7 +173,7 @@ def test_only_the_owner_can_act(db) -> None:
     user, other = member(db), member(db)
     code = book(db, user, [a_flight(db, "scheduled")], "business")["reservation_code"]
     err = fails(db, "cancel_reservation", **args(other, code, reason="change_of_plan"))
-    assert err.code == "forbidden"
+    assert err.code == "other_member"
 
 
 # ---- change flights and cabin -------------------------------------------------------------------
@@ -193,6 +194,7 @@ def test_basic_economy_flights_cannot_change(db) -> None:
         ),
     )
     assert "basic economy" in err.message and "change_cabin" in (err.hint or "")
+    assert err.code == "basic_economy_no_change"
 
 
 def test_change_flights_moves_inventory_and_settles_the_difference(db) -> None:
@@ -231,6 +233,8 @@ def test_change_flights_moves_inventory_and_settles_the_difference(db) -> None:
         r["amount"] for r in result["refunds"]
     )
     assert moved == pytest.approx(diff)
+    assert result["fare_difference"] == pytest.approx(diff)  # a number, like every amount
+    assert isinstance(result["fare_difference"], float)
     err = fails(db, "change_flights", **args(user, code, flights=[ref(g)], payment_method_id=None))
     assert "already has exactly these flights" in err.message
 
@@ -271,7 +275,8 @@ def test_change_cabin_charges_upgrades_frees_seats_and_refunds_downgrades(db) ->
     )
     assert up["fare_class"] == "business" and up["flights"][0]["seats"] == {}
     down = run(db, "change_cabin", **args(user, code, fare_class="economy", payment_method_id=None))
-    assert down["refunds"][0]["amount"] == pytest.approx(float(up["fare_difference"]))
+    assert isinstance(up["fare_difference"], float)  # amounts are numbers, as in every tool
+    assert down["refunds"][0]["amount"] == pytest.approx(up["fare_difference"])
     assert (
         fails(
             db, "change_cabin", **args(user, code, fare_class="economy", payment_method_id=None)
@@ -302,7 +307,9 @@ def test_bags_beyond_the_tier_allowance_cost_50_each(db) -> None:
     user = member(db, "gold")  # gold + economy: 3 free per passenger
     code = book(db, user, [a_flight(db, "scheduled")], "economy", bags=2)["reservation_code"]
     free = run(db, "add_baggage", **args(user, code, extra_bags=1, payment_method_id=None))
-    assert free["fee"] == "0.00" and free["baggage"]["paid_bags"] == 0
+    assert (
+        free["fee"] == 0.0 and isinstance(free["fee"], float) and free["baggage"]["paid_bags"] == 0
+    )
     err = fails(db, "add_baggage", **args(user, code, extra_bags=2, payment_method_id=None))
     assert "100.00" in err.message
     paid = run(
@@ -310,14 +317,10 @@ def test_bags_beyond_the_tier_allowance_cost_50_each(db) -> None:
         "add_baggage",
         **args(user, code, extra_bags=2, payment_method_id=f"credit_card_{user.id}"),
     )
-    assert paid["fee"] == "100.00"
+    assert paid["fee"] == 100.0
     assert paid["baggage"] == {"checked_bags": 5, "free_bags": 3, "paid_bags": 2}
-    assert (
-        "At most 5"
-        in fails(
-            db, "add_baggage", **args(user, code, extra_bags=1, payment_method_id=None)
-        ).message
-    )
+    over = fails(db, "add_baggage", **args(user, code, extra_bags=1, payment_method_id=None))
+    assert "At most 5" in over.message and over.code == "baggage_rules"
 
 
 def test_seats_need_a_free_seat_in_the_fare_cabin(db) -> None:
@@ -327,14 +330,10 @@ def test_seats_need_a_free_seat_in_the_fare_cabin(db) -> None:
     basic = book(db, user, [f], "basic_economy")["reservation_code"]
     code = book(db, user, [f], "economy")["reservation_code"]
     where = {"flight_number": number, "date": day}
-    assert (
-        "check-in"
-        in fails(
-            db,
-            "assign_seat",
-            **args(user, basic, ticket_number=f"{basic}-1", seat_no="12A", **where),
-        ).message
+    err = fails(
+        db, "assign_seat", **args(user, basic, ticket_number=f"{basic}-1", seat_no="12A", **where)
     )
+    assert "check-in" in err.message and err.code == "seat_not_allowed"
     assert (
         "business cabin"
         in fails(
@@ -347,14 +346,10 @@ def test_seats_need_a_free_seat_in_the_fare_cabin(db) -> None:
         )
     ).first()
     if taken:
-        assert (
-            "taken"
-            in fails(
-                db,
-                "assign_seat",
-                **args(user, code, ticket_number=f"{code}-1", seat_no=taken, **where),
-            ).message
+        err = fails(
+            db, "assign_seat", **args(user, code, ticket_number=f"{code}-1", seat_no=taken, **where)
         )
+        assert "taken" in err.message and err.code == "seat_not_allowed"
     free = run(db, "get_seat_map", cabin="economy", **where)["free_seats"]
     run(db, "assign_seat", **args(user, code, ticket_number=f"{code}-1", seat_no=free[0], **where))
     moved = run(
@@ -370,21 +365,41 @@ def test_compensation_only_for_eligible_members_once(db) -> None:
     plain = book(db, regular, [delayed], "economy")["reservation_code"]
     err = fails(db, "issue_compensation_certificate", **args(regular, plain))
     assert "no compensation certificate is allowed" in err.message
+    assert err.code == "not_eligible_compensation"
     code = book(db, silver, [delayed], "economy", n=3)["reservation_code"]
     result = run(db, "issue_compensation_certificate", **args(silver, code))
     assert result == {
         "certificate_id": f"certificate_{code.lower()}",
-        "amount": "150.00",
+        "amount": 150.0,
         "reason": "flight_delayed",
     }
     cert = db.scalars(select(Certificate)).one()
     assert cert.payment_method_id is not None and cert.amount == 150.0
-    assert (
-        "already issued"
-        in fails(db, "issue_compensation_certificate", **args(silver, code)).message
-    )
+    err = fails(db, "issue_compensation_certificate", **args(silver, code))
+    assert "already issued" in err.message and err.code == "compensation_already_issued"
     fine = book(db, silver, [a_flight(db, "scheduled")], "business")["reservation_code"]
     assert (
         "no compensation is due"
         in fails(db, "issue_compensation_certificate", **args(silver, fine)).message
     )
+
+
+def test_every_rule_error_is_named_by_its_decline_reason() -> None:
+    """A tool refusing on a rule answers with the code decline_request names that rule by;
+    the only other codes are bad arguments and unknown entities (no generic rule_violation)."""
+    import ast
+    from pathlib import Path
+
+    from envs.airline.policy import DECLINE_REASONS
+
+    calls = [
+        node
+        for path in Path(__file__).resolve().parents[1].glob("*.py")
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "ToolError"
+    ]
+    codes = [next((k.value for k in c.keywords if k.arg == "code"), None) for c in calls]
+    assert len(calls) > 30 and None not in codes  # none falls back to rule_violation
+    named = {c.value for c in codes if isinstance(c, ast.Constant)}
+    assert named - {"invalid_arguments", "not_found"} <= set(DECLINE_REASONS)
+    assert {"cabin_full", "already_departed", "other_member", "baggage_rules"} <= named

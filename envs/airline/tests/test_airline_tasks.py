@@ -29,7 +29,8 @@ def test_enough_tasks_with_unique_ids_and_every_difficulty() -> None:
     ids = [t["task_id"] for t in TASKS]
     assert len(ids) == len(set(ids))
     assert ids == [f"airline-{n:03d}" for n in range(1, len(ids) + 1)]
-    assert {t["difficulty"] for t in TASKS} == set(range(1, 9))
+    difficulties = {t["difficulty"] for t in TASKS}
+    assert set(range(1, 9)) <= difficulties and max(difficulties) >= 12  # the hard tier
     for t in TASKS:
         assert t["env"] == "airline"
         # The steps of work: the closing submit_answer/decline_request is not one.
@@ -74,6 +75,8 @@ def test_seeds_insert_only_task_range_ids() -> None:
             for row in rows:
                 if table == "flight_cabins":  # inventory of base flights: updates only
                     assert set(row) == {"id", "seats_left"}
+                elif table == "flights":  # this world's delays and cancellations of base flights
+                    assert set(row) == {"id", "status", "delay_minutes"} and row["id"] < 100_000
                 elif table == "seats":  # seat assignments on base seat maps
                     assert set(row) == {"id", "passenger_id"} and row["passenger_id"] >= 100_000
                 else:
@@ -81,15 +84,22 @@ def test_seeds_insert_only_task_range_ids() -> None:
 
 
 def test_questions_and_refusals_end_with_their_typed_submission() -> None:
-    """A lookup's gold ends submitting its expected answer; a refusal's (and the partial
+    """A lookup's gold ends submitting its expected answer; a refusal's (and a partial
     refusal's, after its writes) ends declining with its expected code, one the airline declares;
-    an action task submits nothing. No row keeps the text-matched expected_outputs."""
-    kinds = {"lookup": "answer", "multi_partial_refusal": "decline"}
+    an action task submits nothing. No row keeps the text-matched expected_outputs. The data,
+    not the family, decides: refusal families have allowed twins, action families forbidden ones."""
+    partial = {"multi_partial_refusal", "hard_cancel_trips"}
+    outcomes: dict[str, set[bool]] = {}
     for t in TASKS:
         assert "expected_outputs" not in t and "answer_kind" not in t, t["task_id"]
         last = t["ground_truth"][-1]
-        want = kinds.get(t["family"], "decline" if t["family"].startswith("refuse_") else None)
+        want = "answer" if t["family"] in ("lookup", "hard_bag_fee_quote") else None
+        if "expected_decline" in t:
+            want = "decline"
         writes = any(c["name"] in WRITE_TOOLS for c in t["ground_truth"])
+        group = "refuse" if t["family"].startswith("refuse_") else "act"
+        if t["family"] not in partial and want != "answer":
+            outcomes.setdefault(group, set()).add(want == "decline")
         if want == "answer":
             assert not writes and "expected_decline" not in t, t["task_id"]
             assert last == {
@@ -101,12 +111,13 @@ def test_questions_and_refusals_end_with_their_typed_submission() -> None:
             assert t["expected_decline"] in DECLINE_REASONS, t["task_id"]
             assert last["name"] == "decline_request", t["task_id"]
             assert last["arguments"]["reason"] == t["expected_decline"]
-            assert writes == (t["family"] == "multi_partial_refusal"), t["task_id"]
+            assert writes <= (t["family"] in partial), t["task_id"]
         else:
             assert writes, t["task_id"]
             assert "expected_answer" not in t and "expected_decline" not in t, t["task_id"]
         submits = [c for c in t["ground_truth"] if c["name"] in SUBMIT_TOOLS]
         assert len(submits) == (want is not None), t["task_id"]
+    assert outcomes == {"refuse": {True, False}, "act": {True, False}}  # twins both ways
 
 
 def test_policy_lists_every_reason_code_and_how_to_answer() -> None:

@@ -12,28 +12,28 @@ from functools import cache
 from typing import Any
 
 from app.sdk.replay import open_task_db
-from app.sdk.taskgen import TaskGenerator, build_row
+from app.sdk.taskgen import TaskGenerator, build_row, name_grid
 from envs.ledger import ENVIRONMENT
-from envs.ledger.taskgen import multi, reads, writes
+from envs.ledger.taskgen import hard, multi, reads, writes
 from envs.ledger.taskgen.details import omissions
 from envs.ledger.taskgen.kit import NAMES, PHRASING, Ctx, Draft, Internal, Story
 
 Family = Callable[[Ctx], Draft]
-# (family, how many variants k = 0..n-1), in file order: reads and refusals, writes, multi-step.
+# (family, how many variants k = 0..n-1), in file order: lookups, requests the data decides
+# (allowed or refused by one of the family's rules: writes.py), multi-step.
 PLAN: list[tuple[Family, int]] = [
     (reads.lookup_balance, 2), (reads.lookup_available, 2), (reads.lookup_fees, 1),
-    (reads.lookup_transfer, 1), (reads.refuse_kyc, 1), (reads.refuse_currency, 1),
-    (reads.refuse_not_beneficiary, 1), (reads.refuse_unfreeze, 2), (reads.refuse_insufficient, 2),
-    (reads.refuse_close_loan, 1), (reads.refuse_daily_limit, 1), (reads.refuse_hold, 1),
-    (reads.refuse_reverse_twice, 1), (reads.refuse_reverse_payee, 1),
+    (reads.lookup_transfer, 1),
     (writes.deposit, 2), (writes.withdraw, 2), (writes.transfer_own, 3),
-    (writes.pay_beneficiary, 2), (writes.add_and_pay, 2), (writes.lost_card, 2),
-    (writes.freeze, 2), (writes.unfreeze, 2), (writes.reverse_fee, 2), (writes.release_hold, 1),
-    (writes.repay_loan, 1),
+    (writes.send_money, 2), (writes.pay_beneficiary, 2), (writes.add_and_pay, 2),
+    (writes.lost_card, 2), (writes.freeze, 2), (writes.unfreeze, 2), (writes.reverse_fee, 2),
+    (writes.release_hold, 2), (writes.repay_loan, 2), (writes.close_loan, 2),
+    (writes.reverse_transaction, 2),
     (multi.close_savings, 2), (multi.reverse_duplicate_transfer, 1), (multi.payoff_loan, 1),
     (multi.close_with_hold, 1), (multi.secure_and_replace, 2), (multi.travel_prep, 1),
     (multi.loan_from_savings, 1), (multi.consolidate, 1), (multi.month_end, 1),
     (multi.repay_refuse_close, 1),
+    (hard.fee_cleanup, 1), (hard.move_out, 1), (hard.budget_day, 1),
 ]  # fmt: skip
 
 
@@ -60,7 +60,17 @@ def build_task(
 
 # The shared driver (stategym tasks generate) draws from these; the shipped set is every PLAN
 # variant once (docs/generating_tasks.md).
+# The shipped set draws every story's people from one list: every pairing of the pool's first
+# and last names (stories now hold households, payees and spouses: more than the pool).
+SHIPPED_NAMES = name_grid(
+    sorted({first for first, _ in NAMES}), sorted({last for _, last in NAMES}), shuffle="ledger"
+)
 TASKGEN = TaskGenerator(
-    env=ENVIRONMENT, plan=PLAN, names=NAMES, build=build_task, phrasing=PHRASING
+    env=ENVIRONMENT,
+    plan=PLAN,
+    names=NAMES,
+    build=build_task,
+    phrasing=PHRASING,
+    shipped_names=SHIPPED_NAMES,
 )
 task_lines = TASKGEN.shipped

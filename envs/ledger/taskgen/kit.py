@@ -91,13 +91,14 @@ class Story:
         self.b = SeedBuilder(index, SEED_TABLES, NOW)
         self.rows = self.b.rows
         self.internal_delta: dict[str, float] = defaultdict(float)
+        self.accounts: list[Acct] = []  # every account the story opened, in order
 
     def _ts(self, days_ago: float) -> str:
         return (NOW - timedelta(days=days_ago)).isoformat()
 
     def person(self, first: str, last: str, kyc: str = "verified") -> Person:
         dob = date(self.rng.randint(1955, 2003), self.rng.randint(1, 12), self.rng.randint(1, 28))
-        email = f"{first}.{last}{self.index}@example.org".lower()
+        email = f"{first}.{last}{self.b.code(5)}@example.org".lower()  # the world's number
         row = self.b.add(
             "customers",
             email=email,
@@ -140,6 +141,7 @@ class Story:
             closed_at=None,
         )
         acct = Acct(aid, row["number"], kind, currency, row)
+        self.accounts.append(acct)
         p.accounts[label or kind] = acct
         if opening:
             memo = "Loan disbursement" if kind == "loan" else "Opening deposit"
@@ -164,8 +166,8 @@ class Story:
         reverses: str | None = None,
     ) -> str:
         """A balanced transaction; returns its reference."""
-        n = self.b.count("transactions")
-        ref = f"RV9{self.index:03d}{n:05d}" if kind == "reversal" else f"TX9{self.index:03d}{n:05d}"
+        # References are the world's numbers; a reversal's is its original's, as the tool makes.
+        ref = f"RV{reverses[2:]}" if kind == "reversal" and reverses else f"TX{self.b.code(9)}"
         rev_id = next(
             (t["id"] for t in self.rows["transactions"] if t["reference"] == reverses), None
         )
@@ -201,7 +203,7 @@ class Story:
     def hold(
         self, acct: Acct, amount: float, merchant: str, hours_ago: float, hours_valid: float
     ) -> str:
-        code = f"HD9{self.index:03d}{self.b.count('holds'):02d}"
+        code = f"HD{self.b.code(7)}"
         created = NOW - timedelta(hours=hours_ago)
         self.b.add(
             "holds",
@@ -290,3 +292,86 @@ def refused(family: str, prompt: str, gold: list[dict[str, Any]], code: str, mes
     """A request the policy forbids: the gold reads, then declines it with reason `code`
     (envs/ledger/policy.py DECLINE_REASONS)."""
     return Draft(family, prompt, gold, False, decline=code, decline_message=message)
+
+
+OK = "ok"
+# Share of draws whose data permits the request (the rest: one of the family's rules forbids it),
+# so the request's wording predicts the outcome no better than a coin.
+ALLOWED_SHARE = 0.5
+
+
+def outcome(c: Ctx, *rules: str) -> str:
+    """What the data will decide for this draw: OK, or one of `rules` (a decline reason code,
+    envs/ledger/policy.py), drawn from the story's seed."""
+    rng = c.s.rng
+    return OK if rng.random() < ALLOWED_SHARE else rules[rng.randrange(len(rules))]
+
+
+# Rules every request can break through its world: the date of birth the customer gives is not
+# the one on record, or the account they name is a household member's, not theirs.
+NOT_IDENTIFIED, OTHER_CUSTOMER = "not_identified", "other_customer"
+
+
+def misidentified(c: Ctx, p: Person) -> None:
+    """The record's date of birth differs from the one the customer states (`p.dob`)."""
+    row = next(r for r in c.s.rows["customers"] if r["id"] == p.id)
+    born = date.fromisoformat(p.dob)
+    shift = (timedelta(days=365), timedelta(days=-1), timedelta(days=31))[c.s.rng.randrange(3)]
+    row["date_of_birth"] = (born + shift).isoformat()
+
+
+def someone_elses(c: Ctx, p: Person, acct: Acct) -> Person:
+    """`acct` belongs to a household member (same last name), not to `p`."""
+    first, _ = c.names.pop()
+    q = c.s.person(first, p.last)
+    acct.row["customer_id"] = q.id
+    return q
+
+
+def decided(
+    family: str,
+    prompt: str,
+    checks: list[dict[str, Any]],
+    acts: list[dict[str, Any]],
+    verdict: str,
+    why: str,
+    *,
+    done: list[dict[str, Any]] | None = None,
+) -> Draft:
+    """A request the data decides: the gold checks the facts (`checks`, the same in both twins),
+    then acts when `verdict` is OK, else declines with the rule's code. `done` are allowed parts
+    of the request carried out first (a partial refusal when the rest is forbidden)."""
+    done = done or []
+    if verdict == OK:
+        return Draft(family, prompt, [*checks, *done, *acts], True)
+    if verdict == NOT_IDENTIFIED:  # find_customer finds no one: nothing else can be done
+        why = "The email and date of birth you gave do not match our records."
+        return Draft(family, prompt, [], False, decline=verdict, decline_message=why)
+    if verdict == OTHER_CUSTOMER:  # identified; the account is not theirs to look at
+        checks, done = checks[:1], []
+        why = "That account is not one of yours; I cannot act on another customer's account."
+    # The self-check replays the refused call on the gold's final state: the tool itself must
+    # refuse it with the rule's code, so the data really decides (one rule broken, not two).
+    return Draft(
+        family,
+        prompt,
+        [*checks, *done],
+        bool(done),
+        forbidden=(acts[0], verdict),
+        decline=verdict,
+        decline_message=why,
+    )
+
+
+def pick(c: Ctx, *texts: str) -> str:
+    """One wording of the family's pool (drawn, never by outcome)."""
+    return texts[c.s.rng.randrange(len(texts))]
+
+
+def world_rule(c: Ctx, p: Person, verdict: str, acct: Acct | None = None) -> None:
+    """Make the world break `verdict` when it is one of the rules every request can break."""
+    if verdict == NOT_IDENTIFIED:
+        misidentified(c, p)
+    elif verdict == OTHER_CUSTOMER:
+        assert acct is not None
+        someone_elses(c, p, acct)

@@ -2,34 +2,52 @@
 
 from __future__ import annotations
 
-from envs.ledger.taskgen.kit import GO, C, Ctx, Draft, find, look, money
+from envs.ledger.taskgen.kit import (
+    GO,
+    NOT_IDENTIFIED,
+    OK,
+    C,
+    Ctx,
+    Draft,
+    decided,
+    find,
+    look,
+    money,
+    outcome,
+    world_rule,
+)
 from envs.ledger.taskgen.reads import history
 
 
 def close_savings(c: Ctx) -> Draft:
+    """Sweep savings into checking, then close it: allowed, or refused because savings is
+    frozen by the fraud team (no posting can leave it) or the customer is not identified."""
+    verdict = outcome(c, "account_frozen", NOT_IDENTIFIED)
     p = c.person()
     history(c, p, c.amount(200, 500), c.amount(100, 600))
     chk, sav = p.accounts["checking"], p.accounts["savings"]
     c.s.cash(sav, c.amount(20, 90), "deposit", 15, "Interest")
+    if verdict == "account_frozen":
+        sav.row["status"], sav.row["freeze_reason"] = "frozen", "suspected_fraud"
+    world_rule(c, p, verdict)
     prompt = (
         f"{p.hello()} I want to close my savings account {sav.number}. Move whatever is "
         f"left in it to my checking {chk.number} first. {GO}"
     )
-    gold = [
-        find(p),
-        look(p, sav),
+    acts = [
         C("transfer", customer_id=p.id, from_account=sav.number, to_account=chk.number,
           amount=sav.balance),
         C("close_account", customer_id=p.id, account_number=sav.number),
     ]  # fmt: skip
-    return Draft("multi_close_savings", prompt, gold, True)
+    why = f"Savings {sav.number} is frozen (suspected_fraud): nothing can leave it or close it."
+    return decided("multi_close_savings", prompt, [find(p), look(p, sav)], acts, verdict, why)
 
 
 def reverse_duplicate_transfer(c: Ctx) -> Draft:
     p = c.person()
     history(c, p, c.amount(600, 900), c.amount(100, 300))
     chk, sav = p.accounts["checking"], p.accounts["savings"]
-    amount = float(c.s.rng.randint(2, 8) * 25)
+    amount = c.amount(40, 200)
     c.s.transfer(chk, sav, amount, 1, "To savings")
     dup = c.s.transfer(chk, sav, amount, 1 - 0.002, "To savings")
     prompt = (
@@ -49,7 +67,7 @@ def payoff_loan(c: Ctx) -> Draft:
     p = c.person()
     history(c, p, c.amount(800, 990))
     chk = p.accounts["checking"]
-    loan = c.s.account(p, "loan", float(c.s.rng.randint(10, 16) * 50))
+    loan = c.s.account(p, "loan", c.amount(500, 800))
     c.s.transfer(chk, loan, c.amount(100, 300), 25, "Loan repayment")
     prompt = (
         f"{p.hello()} Please pay off the rest of my loan {loan.number} from my checking and "
@@ -90,7 +108,7 @@ def secure_and_replace(c: Ctx) -> Draft:
     p = c.person()
     history(c, p, c.amount(400, 900), c.amount(100, 400))
     chk, sav = p.accounts["checking"], p.accounts["savings"]
-    amount = float(int(chk.balance) // 100 * 50)
+    amount = c.amount(20, int(chk.balance) - 20)
     prompt = (
         f"{p.hello()} My debit card for checking {chk.number} was stolen. First move "
         f"{money(amount)} from checking to my savings {sav.number}, then freeze the checking "
@@ -116,7 +134,7 @@ def travel_prep(c: Ctx) -> Draft:
         p, "savings", c.amount(500, 900), status="frozen", freeze_reason="customer_request"
     )
     code = c.s.hold(chk, c.amount(30, 90), "Avis Rent-A-Car", 160, 120)
-    move, cash = float(c.s.rng.randint(3, 8) * 50), float(c.s.rng.randint(2, 5) * 20)
+    move, cash = c.amount(100, 400), float(c.s.rng.randint(2, 5) * 20)
     prompt = (
         f"{p.hello()} Before my trip: remove the expired Avis hold on my checking "
         f"{chk.number}, unfreeze my savings {sav.number} (I froze it myself), move "
@@ -139,7 +157,7 @@ def loan_from_savings(c: Ctx) -> Draft:
     p = c.person()
     history(c, p, c.amount(100, 300), c.amount(900, 990))
     sav = p.accounts["savings"]
-    loan = c.s.account(p, "loan", float(c.s.rng.randint(6, 12) * 50))
+    loan = c.s.account(p, "loan", c.amount(300, 600))
     cash = c.amount(50, 200)
     prompt = (
         f"{p.hello()} Please pay off my loan {loan.number} completely from my savings "
@@ -162,7 +180,7 @@ def consolidate(c: Ctx) -> Draft:
     p = c.person()
     history(c, p, c.amount(100, 300), c.amount(700, 990))
     chk, sav = p.accounts["checking"], p.accounts["savings"]
-    loan = c.s.account(p, "loan", float(c.s.rng.randint(4, 10) * 50))
+    loan = c.s.account(p, "loan", c.amount(200, 500))
     rest = round(sav.balance + loan.balance, 2)
     prompt = (
         f"{p.hello()} I'm simplifying my banking. Use my savings {sav.number} to pay off my "
@@ -190,7 +208,7 @@ def month_end(c: Ctx) -> Draft:
     c.s.fee(chk, 12.0, 1, "Fee: monthly maintenance")
     dup = c.s.fee(chk, 12.0, 1 - 0.003, "Fee: monthly maintenance")
     landlord = c.s.account(q, "checking", c.amount(100, 300))
-    rent, top_up = float(c.s.rng.randint(12, 16) * 50), 700.0
+    rent, top_up = c.amount(400, 600), c.amount(500, 750)
     prompt = (
         f"{p.hello()} Month-end errands, you have my confirmation for all of them. 1) "
         f"Yesterday's monthly "
@@ -217,32 +235,27 @@ def month_end(c: Ctx) -> Draft:
 
 
 def repay_refuse_close(c: Ctx) -> Draft:
-    """A partial refusal: the repayment is allowed, closing the loan it leaves open is not."""
+    """Pay X into the loan, then close it: allowed when X is exactly what is owed, a partial
+    refusal (the payment made, the close declined) when X leaves something outstanding."""
+    verdict = outcome(c, "balance_not_zero")
     p = c.person()
     history(c, p, c.amount(500, 900))
     chk = p.accounts["checking"]
-    loan = c.s.account(p, "loan", float(c.s.rng.randint(8, 19) * 50))
-    amount = float(c.s.rng.randint(2, 6) * 25)
+    loan = c.s.account(p, "loan", c.amount(400, 950))
+    if c.s.rng.random() < 0.5:
+        c.s.transfer(chk, loan, c.amount(20, 90), 20, "Loan repayment")
+    owed = -loan.balance
+    amount = owed if verdict == OK else c.amount(30, int(owed) - 20)
+    if amount > chk.balance - 5:
+        c.s.cash(chk, round(amount - chk.balance + 100, 2), "deposit", 6, "Bonus")
     prompt = (
         f"{p.hello()} Please pay {money(amount)} towards my loan {loan.number} from my "
         f"checking {chk.number}, and then close the loan account. {GO}"
     )
-    gold = [
-        find(p),
-        look(p, loan),
-        C("transfer", customer_id=p.id, from_account=chk.number, to_account=loan.number,
-          amount=amount),
-    ]  # fmt: skip
-    left = money(-loan.balance - amount)
-    why = f"Loan {loan.number} still has {left} USD outstanding after the payment; it stays open."
-    # The close the customer asked for, refused on the gold's final state.
+    pay = C("transfer", customer_id=p.id, from_account=chk.number, to_account=loan.number,
+            amount=amount)  # fmt: skip
     close = C("close_account", customer_id=p.id, account_number=loan.number)
-    return Draft(
-        "multi_partial_refusal",
-        prompt,
-        gold,
-        True,
-        forbidden=(close, "nonzero_balance"),
-        decline="balance_not_zero",
-        decline_message=why,
-    )
+    left = money(owed - amount)
+    why = f"Loan {loan.number} still has {left} USD outstanding after the payment; it stays open."
+    checks = [find(p), look(p, loan), look(p, chk)]
+    return decided("repay_and_close", prompt, checks, [close], verdict, why, done=[pay])

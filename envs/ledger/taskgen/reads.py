@@ -1,24 +1,37 @@
-"""Answer-only stories: lookups and policy-says-no requests (gold = the reads, state unchanged)."""
+"""Answer-only stories: lookups whose answers come from the task's own world (gold = the reads,
+then the answer; state unchanged). Histories hold look-alike records (other fees, other
+transfers, holds) so an answer is found by reading, not by pattern."""
 
 from __future__ import annotations
 
-from envs.ledger.taskgen.kit import GO, C, Ctx, Draft, Person, asked, find, look, money, refused
+from envs.ledger.taskgen.kit import Acct, C, Ctx, Draft, Person, asked, find, look, money
 
 
-def history(c: Ctx, p: Person, opening: float, savings: float | None = None) -> None:
-    """A checking account (and savings) with a few weeks of ordinary postings."""
-    chk = c.s.account(p, "checking", opening)
-    c.s.cash(chk, c.amount(300, 600), "deposit", 12, "Payroll")
-    c.s.cash(chk, float(c.s.rng.randint(2, 12) * 20), "withdrawal", 6, "ATM withdrawal")
-    c.s.fee(chk, 12.0, 20, "Fee: monthly maintenance")
+def history(
+    c: Ctx, p: Person, opening: float, savings: float | None = None, *, overdraft: float = 0.0
+) -> Acct:
+    """A checking account (and savings) with a few weeks of ordinary postings: paydays, cash
+    withdrawals and a maintenance fee, a varying number of each (never on the clock's day)."""
+    rng = c.s.rng
+    chk = c.s.account(p, "checking", opening, overdraft=overdraft)
+    paydays = rng.randint(1, 3)
+    for i in range(paydays):
+        c.s.cash(chk, c.amount(300, 600), "deposit", 12 + 14 * i + rng.random(), "Payroll")
+    for _ in range(rng.randint(1, paydays)):
+        atm = float(rng.randint(2, 12) * 20)
+        c.s.cash(chk, atm, "withdrawal", rng.randint(2, 40) + rng.random(), "ATM withdrawal")
+    c.s.fee(chk, 12.0, 20 + rng.random(), "Fee: monthly maintenance")
     if savings is not None:
         c.s.account(p, "savings", savings)
+    return chk
 
 
 def lookup_balance(c: Ctx) -> Draft:
     p = c.person()
     history(c, p, c.amount(100, 300), c.amount(200, 900))
     sav = p.accounts["savings"]
+    if c.s.rng.random() < 0.5:  # interest or a transfer in: the balance is the world's own
+        c.s.cash(sav, c.amount(5, 90), "deposit", c.s.rng.randint(2, 25), "Interest")
     prompt = f"{p.hello()} How much money is in my savings account right now?"
     return asked("lookup_balance", prompt, [find(p)], "amount", money(sav.balance))
 
@@ -27,8 +40,13 @@ def lookup_available(c: Ctx) -> Draft:
     p = c.person()
     history(c, p, c.amount(300, 500))
     chk = p.accounts["checking"]
-    held = c.amount(60, 150)
-    c.s.hold(chk, held, ("Hilton Downtown", "Avis Rent-A-Car")[c.k % 2], 20, 96)
+    held = 0.0
+    merchants = ["Hilton Downtown", "Avis Rent-A-Car", "Shell Station 114", "Delta Air Lines"]
+    c.s.rng.shuffle(merchants)
+    for merchant in merchants[: c.s.rng.randint(1, 3)]:  # one to three holds, all counted
+        amount = c.amount(20, 120)
+        held += amount
+        c.s.hold(chk, amount, merchant, c.s.rng.randint(2, 40), 96)
     available = round(chk.balance - held, 2)
     prompt = (
         f"{p.hello()} A hotel put something on my card. How much can I actually spend from "
@@ -41,10 +59,15 @@ def lookup_fees(c: Ctx) -> Draft:
     p = c.person()
     history(c, p, c.amount(200, 400))
     chk = p.accounts["checking"]
-    wire = c.s.fee(chk, 25.0, 3, "Fee: wire transfer")
+    rng = c.s.rng
+    days = rng.randint(2, 6)
+    wire = c.s.fee(chk, 25.0, days + rng.random(), "Fee: wire transfer")
+    # Look-alikes: an older wire fee and a recent fee of another kind.
+    c.s.fee(chk, 25.0, days + rng.randint(12, 30), "Fee: wire transfer")
+    c.s.fee(chk, 3.0, rng.randint(1, 9) + 0.5, "Fee: paper statement")
     prompt = (
-        f"{p.hello()} I see a 25.00 fee on my checking account {chk.number} a few days ago. "
-        "What is the reference of that transaction? I need it for my records."
+        f"{p.hello()} I see a 25.00 fee on my checking account {chk.number} from {days} days "
+        "ago. What is the reference of that transaction? I need it for my records."
     )
     gold = [find(p), C("list_transactions", customer_id=p.id, account_number=chk.number,
                        kind="fee")]  # fmt: skip
@@ -53,12 +76,18 @@ def lookup_fees(c: Ctx) -> Draft:
 
 def lookup_transfer(c: Ctx) -> Draft:
     p = c.person()
-    history(c, p, c.amount(500, 900), c.amount(100, 300))
+    history(c, p, c.amount(600, 900), c.amount(100, 300))
     chk, sav = p.accounts["checking"], p.accounts["savings"]
-    amount = float(c.s.rng.randint(3, 9) * 40)
-    ref = c.s.transfer(chk, sav, amount, 2, "Moving money")
+    rng = c.s.rng
+    other = c.s.account(p, "savings", c.amount(50, 200), label="savings2")
+    to, decoy = (sav, other) if rng.random() < 0.5 else (other, sav)
+    amount = c.amount(100, 360)
+    days = rng.randint(2, 5)
+    ref = c.s.transfer(chk, to, amount, days + 0.3, "Moving money")
+    # A look-alike: another transfer out, to the other account, another day and amount.
+    c.s.transfer(chk, decoy, amount + 20 * rng.randint(1, 4), days + 1.4, "Moving money")
     prompt = (
-        f"{p.hello()} Two days ago {money(amount)} left my checking account {chk.number} by "
+        f"{p.hello()} {days} days ago {money(amount)} left my checking account {chk.number} by "
         "transfer. Which account did it go to?"
     )
     gold = [
@@ -66,148 +95,4 @@ def lookup_transfer(c: Ctx) -> Draft:
         C("list_transactions", customer_id=p.id, account_number=chk.number, kind="transfer"),
         C("get_transaction", customer_id=p.id, reference=ref),
     ]
-    return asked("lookup_transaction", prompt, gold, "id", sav.number)
-
-
-def refuse_kyc(c: Ctx) -> Draft:
-    p = c.person(kyc="pending")
-    history(c, p, c.amount(400, 800))
-    chk = p.accounts["checking"]
-    prompt = (
-        f"{p.hello()} Please withdraw 100.00 in cash from my checking account {chk.number}. {GO}"
-    )
-    why = "Your identity verification is not complete, so cash withdrawals are not possible."
-    return refused("refuse_kyc", prompt, [find(p)], "kyc_incomplete", why)
-
-
-def refuse_currency(c: Ctx) -> Draft:
-    p = c.person()
-    history(c, p, c.amount(400, 800))
-    chk = p.accounts["checking"]
-    eur = c.s.account(p, "savings", c.amount(100, 500), currency="EUR")
-    prompt = (
-        f"{p.hello()} Please transfer 150.00 from my checking {chk.number} to my savings "
-        f"account {eur.number}. {GO}"
-    )
-    why = f"{eur.number} is in EUR and {chk.number} in USD; transfers need one currency."
-    return refused("refuse_currency", prompt, [find(p)], "currency_mismatch", why)
-
-
-def refuse_not_beneficiary(c: Ctx) -> Draft:
-    p, q = c.person(), c.person()
-    history(c, p, c.amount(400, 800))
-    other = c.s.account(q, "checking", c.amount(100, 300))
-    prompt = (
-        f"{p.hello()} Send 80.00 from my checking to account {other.number} please, it's "
-        f"a friend's. Just the transfer, don't save anything. {GO}"
-    )
-    why = f"{other.number} is not one of your saved beneficiaries, so I cannot send to it."
-    return refused("refuse_not_beneficiary", prompt, [find(p)], "not_a_beneficiary", why)
-
-
-def refuse_unfreeze(c: Ctx) -> Draft:
-    p = c.person()
-    history(c, p, c.amount(200, 600))
-    reason = ("suspected_fraud", "legal_order")[c.k % 2]
-    sav = c.s.account(p, "savings", c.amount(100, 500), status="frozen", freeze_reason=reason)
-    prompt = f"{p.hello()} My savings account {sav.number} is blocked. Unfreeze it now, please."
-    team = "fraud" if reason == "suspected_fraud" else "legal"
-    why = f"{sav.number} is frozen for {reason}; only the {team} team can lift that freeze."
-    return refused("refuse_unfreeze", prompt, [find(p), look(p, sav)], "freeze_not_liftable", why)
-
-
-def refuse_insufficient(c: Ctx) -> Draft:
-    p = c.person()
-    history(c, p, c.amount(150, 300))
-    chk = p.accounts["checking"]
-    if c.k % 2:
-        c.s.hold(chk, c.amount(40, 90), "Shell Station 114", 10, 72)
-    available = round(chk.balance - sum(h["amount"] for h in c.s.rows["holds"]), 2)
-    want = float((int(available) // 50 + 3) * 50)
-    prompt = (
-        f"{p.hello()} I need to withdraw {money(want)} in cash from my checking account "
-        f"{chk.number}. {GO}"
-    )
-    why = f"{chk.number} has {money(available)} USD available, less than {money(want)}."
-    gold = [find(p), look(p, chk)]
-    return refused("refuse_insufficient_funds", prompt, gold, "insufficient_funds", why)
-
-
-def refuse_close_loan(c: Ctx) -> Draft:
-    p = c.person()
-    history(c, p, c.amount(200, 400))
-    loan = c.s.account(p, "loan", float(c.s.rng.randint(8, 19) * 50))
-    c.s.transfer(p.accounts["checking"], loan, 50.0, 10, "Loan repayment")
-    prompt = (
-        f"{p.hello()} I'm done with my loan {loan.number}, please close that account. "
-        "I don't want to make any payment today."
-    )
-    why = f"Loan {loan.number} still has {money(-loan.balance)} USD outstanding."
-    gold = [find(p), look(p, loan)]
-    return refused("refuse_close_nonzero", prompt, gold, "balance_not_zero", why)
-
-
-def refuse_daily_limit(c: Ctx) -> Draft:
-    p = c.person()
-    history(c, p, c.amount(200, 400), 0.0)
-    chk, sav = p.accounts["checking"], p.accounts["savings"]
-    c.s.cash(sav, 2900.0, "deposit", 30, "Bonus")
-    c.s.transfer(sav, chk, 2300.0, 0.05, "Rent money")
-    prompt = (
-        f"{p.hello()} Please move another 400.00 from my savings {sav.number} to my "
-        f"checking {chk.number} today. {GO}"
-    )
-    why = f"{sav.number} has 200.00 USD of today's daily limit left, less than 400.00."
-    return refused("refuse_daily_limit", prompt, [find(p), look(p, sav)], "daily_limit", why)
-
-
-def refuse_hold(c: Ctx) -> Draft:
-    p = c.person()
-    history(c, p, c.amount(300, 600))
-    chk = p.accounts["checking"]
-    amount = c.amount(50, 200)
-    c.s.hold(chk, amount, "Marriott Bayfront", 30, 72)
-    prompt = (
-        f"{p.hello()} There's a hold from Marriott Bayfront on my checking {chk.number}. "
-        "I already checked out, please release it right away."
-    )
-    why = f"The {money(amount)} USD Marriott hold has not expired yet; it cannot be released."
-    gold = [find(p), look(p, chk)]
-    return refused("refuse_hold_not_expired", prompt, gold, "hold_not_expired", why)
-
-
-def refuse_reverse_twice(c: Ctx) -> Draft:
-    p = c.person()
-    history(c, p, c.amount(300, 600))
-    chk = p.accounts["checking"]
-    ref = c.s.fee(chk, 12.0, 5, "Fee: monthly maintenance")
-    c.s.rows["transactions"][-1]["status"] = "reversed"
-    c.s.post("reversal", 4, [(chk, 12.0), ("INT-USD-FEES", -12.0)], "Fee refund", reverses=ref)
-    prompt = (
-        f"{p.hello()} The monthly maintenance fee {ref} on my checking was charged by "
-        f"mistake. Please reverse it. {GO}"
-    )
-    gold = [find(p), C("get_transaction", customer_id=p.id, reference=ref)]
-    why = f"{ref} has already been reversed; nothing is reversed twice."
-    return refused("refuse_reverse_twice", prompt, gold, "already_reversed", why)
-
-
-def refuse_reverse_payee(c: Ctx) -> Draft:
-    p, q = c.person(), c.person()
-    history(c, p, c.amount(500, 900))
-    chk = p.accounts["checking"]
-    other = c.s.account(q, "checking", c.amount(100, 300))
-    c.s.payee(p, other, q.first)
-    amount = float(c.s.rng.randint(3, 9) * 25)
-    ref = c.s.transfer(chk, other, amount, 1, f"To {q.first}")
-    prompt = (
-        f"{p.hello()} Yesterday I sent {money(amount)} to {q.first} from my checking by "
-        f"mistake. Please reverse that transfer. {GO}"
-    )
-    gold = [
-        find(p),
-        C("list_transactions", customer_id=p.id, account_number=chk.number, kind="transfer"),
-        C("get_transaction", customer_id=p.id, reference=ref),
-    ]
-    why = f"The {money(amount)} USD transfer went to another customer; {q.first} must send it back."
-    return refused("refuse_reverse_payee", prompt, gold, "reversal_not_allowed", why)
+    return asked("lookup_transaction", prompt, gold, "id", to.number)

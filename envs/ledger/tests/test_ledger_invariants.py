@@ -137,16 +137,21 @@ async def _rollout_then_tamper(tmp_path: Path, task: dict[str, Any], sql: str) -
                 return verified.json()
 
 
+def _first(family: str) -> dict[str, Any]:
+    """The first shipped task of `family` whose gold acts (not a twin the data forbids)."""
+    return next(t for t in TASKS.values() if t["family"] == family and "expected_decline" not in t)
+
+
 async def test_gold_rollout_keeps_invariants(tmp_path: Path) -> None:
-    result = await _rollout_then_tamper(tmp_path, TASKS["ledger-050"], "SELECT 1")
+    result = await _rollout_then_tamper(tmp_path, _first("multi_month_end"), "SELECT 1")
     assert result["reward"] == 1.0
     assert result["reward_components"]["invariants_ok"] == 1.0
     assert "invariant_violations" not in result["verification"]
 
 
 async def test_tampered_balance_earns_zero_with_the_violation(tmp_path: Path) -> None:
-    task = TASKS["ledger-019"]  # a deposit into 11101900
-    number = task["ground_truth"][1]["arguments"]["account_number"]
+    task = _first("deposit")  # a deposit into the account the gold names
+    number = task["ground_truth"][-1]["arguments"]["account_number"]
     sql = f"UPDATE accounts SET balance = balance + 100 WHERE number = '{number}'"
     result = await _rollout_then_tamper(tmp_path, task, sql)
     assert result["reward"] == 0.0
@@ -157,8 +162,8 @@ async def test_tampered_balance_earns_zero_with_the_violation(tmp_path: Path) ->
 
 
 async def test_unbalanced_entry_earns_zero(tmp_path: Path) -> None:
-    task = TASKS["ledger-019"]
-    number = task["ground_truth"][1]["arguments"]["account_number"]
+    task = _first("deposit")
+    number = task["ground_truth"][-1]["arguments"]["account_number"]
     # Inflate the account's opening entry: its transaction no longer sums to zero.
     sql = (
         "UPDATE entries SET amount = amount + 5 WHERE id = (SELECT min(e.id) FROM entries e "

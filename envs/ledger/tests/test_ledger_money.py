@@ -229,6 +229,7 @@ def test_kyc_must_be_verified_to_send_or_withdraw_but_not_to_deposit(db: Session
     ):
         err = fails(db, name, customer_id=c.id, amount=10.0, **extra)
         assert "KYC" in err.message and "pending" in err.message
+        assert err.code == "kyc_incomplete"  # the rule's decline code
     run(db, "deposit", customer_id=c.id, account_number=chk.number, amount=10.0)
     assert chk.balance == 210.0
 
@@ -264,7 +265,7 @@ def test_other_customers_account_needs_a_saved_beneficiary(db: Session) -> None:
         to_account=mine.number,
         amount=1.0,
     )
-    assert err.code == "forbidden"
+    assert err.code == "other_customer"
     saved = db.scalars(select(Beneficiary).where(Beneficiary.customer_id == me.id)).one()
     assert (saved.nickname, saved.created_at) == ("Pal", NOW)
 
@@ -289,7 +290,7 @@ def test_loans_are_repaid_up_to_what_is_owed_and_never_debited(db: Session) -> N
         to_account=chk.number,
         amount=10.0,
     )
-    assert "loan" in err.message
+    assert "loan" in err.message and err.code == "loan_rules"
     fails(db, "withdraw", customer_id=c.id, account_number=loan.number, amount=10.0)
     run(db, "deposit", customer_id=c.id, account_number=loan.number, amount=100.0)
     run(
@@ -378,7 +379,7 @@ def test_reversal_refused_when_too_old_to_a_payee_or_uncovered(db: Session) -> N
         reference=opening.reference,
         reason="posted_in_error",
     )
-    assert err.code == "too_old"
+    assert err.code == "reversal_window"
     theirs = account(db, friend)
     run(db, "add_beneficiary", customer_id=me.id, account_number=theirs.number, nickname="F")
     sent = run(
@@ -390,7 +391,7 @@ def test_reversal_refused_when_too_old_to_a_payee_or_uncovered(db: Session) -> N
         amount=30.0,
     )["transaction"]["reference"]
     err = fails(db, "reverse_transaction", customer_id=me.id, reference=sent, reason="duplicate")
-    assert err.code == "forbidden"
+    assert err.code == "reversal_not_allowed"
     # The friend cannot see, let alone reverse, a deposit of mine.
     fresh = account(db, me, balance=40.0, days_ago=1)
     dep = db.scalars(select(Entry).where(Entry.account_id == fresh.id)).one().transaction

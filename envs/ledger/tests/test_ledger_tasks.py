@@ -27,7 +27,8 @@ def test_enough_tasks_with_unique_ids_and_every_difficulty() -> None:
     assert len(TASKS) >= 45
     ids = [t["task_id"] for t in TASKS]
     assert len(ids) == len(set(ids)) and ids[0] == "ledger-001"
-    assert {t["difficulty"] for t in TASKS} == set(range(1, 9))
+    levels = {t["difficulty"] for t in TASKS}
+    assert set(range(1, 9)) <= levels and max(levels) >= 9  # the hard tier's long golds
     for t in TASKS:
         assert t["env"] == "ledger"
         # The steps of work: the closing submit_answer/decline_request is not one.
@@ -49,8 +50,12 @@ def test_families_cover_every_write_tool_and_refusals() -> None:
     used = {c["name"] for t in TASKS for c in t["ground_truth"]}
     assert used == {t.name for t in ENVIRONMENT.tools}
     families = {t["family"] for t in TASKS}
-    assert sum(f.startswith("refuse_") for f in families) >= 8
     assert sum(f.startswith("multi_") for f in families) >= 5
+    # Refusals are decided by the data: many rules, and families seen both allowed and refused.
+    assert len({t["expected_decline"] for t in TASKS if "expected_decline" in t}) >= 8
+    refused = {t["family"] for t in TASKS if "expected_decline" in t}
+    allowed = {t["family"] for t in TASKS if "expected_decline" not in t}
+    assert len(refused & allowed) >= 4
 
 
 def test_seeds_use_task_range_ids_and_only_rebalance_internal_accounts() -> None:
@@ -75,12 +80,12 @@ def test_questions_and_refusals_end_with_their_typed_submission() -> None:
             assert not writes and "expected_decline" not in t, t["task_id"]
             answer = {"answer": t["expected_answer"]["value"]}
             assert submits == [gold[-1]] == [{"name": "submit_answer", "arguments": answer}]
-        elif family.startswith("refuse_"):
-            assert not writes and "expected_answer" not in t, t["task_id"]
+        elif "expected_decline" in t and not writes:  # a request the data forbids
+            assert "expected_answer" not in t, t["task_id"]
             assert t["expected_decline"] in DECLINE_REASONS, t["task_id"]
             assert submits == [gold[-1]] and gold[-1]["name"] == "decline_request"
             assert gold[-1]["arguments"]["reason"] == t["expected_decline"]
-        elif family == "multi_partial_refusal":  # acts, then declines the rest
+        elif "expected_decline" in t:  # acts, then declines the rest
             assert writes and "expected_answer" not in t, t["task_id"]
             assert submits == [gold[-1]] and gold[-1]["name"] == "decline_request"
             assert gold[-1]["arguments"]["reason"] == t["expected_decline"] in DECLINE_REASONS

@@ -65,7 +65,7 @@ def _stategym_root_fallback() -> None:
         if exc.name != "app":
             raise  # StateGym is there but a dependency is missing: show that
         root = os.environ.get("STATEGYM_ROOT") or str(HERE.parents[2])
-        if not (Path(root) / "app" / "api.py").is_file():
+        if not (Path(root) / "app" / "server" / "api.py").is_file():
             raise ShimConfigError(
                 "StateGym is not importable: install it (see requirements.txt) or set "
                 "STATEGYM_ROOT to its checkout"
@@ -192,6 +192,57 @@ def settings_environment(block: Mapping[str, Any], instance: str) -> dict[str, s
         environ["STATEGYM_EXPOSE_TOOLS_OVER_MCP"] = "true"
         environ.setdefault("STATEGYM_MCP_SERVER_NAME", instance)
     return environ
+
+
+def gym_module(name: str) -> Any:
+    """NeMo Gym's module `name` (e.g. `base_resources_server`, `testing.session_conformance`):
+    from `nemo_gym.server_runtime`, where Gym's main moved the server bases after 0.7.0, or from
+    0.7.0's `nemo_gym.<name>`, whichever this install has. Raises ImportError without Gym."""
+    import importlib
+
+    try:
+        return importlib.import_module(f"nemo_gym.server_runtime.{name}")
+    except ImportError as exc:
+        if exc.name not in (None, "nemo_gym.server_runtime", f"nemo_gym.server_runtime.{name}"):
+            raise  # the new module is there but broken: show that
+        return importlib.import_module(f"nemo_gym.{name}")
+
+
+def _verifier_fixture() -> Any:
+    """Gym's onboarding check (`gym env test`) imports this file and runs `VERIFIER_FIXTURE`:
+    every StateGym environment's verifier cases, in Gym's format
+    (`verifier_fixture.jsonl` here, written by `scripts/gen_nemo_gym_configs.py --export`,
+    app/integrations/gym_fixture.py), verified in process. None when Gym is not installed."""
+    try:
+        from nemo_gym.verifier_fixture import VerifierFixture
+        from pydantic import BaseModel, ConfigDict
+    except ImportError:
+        return None
+
+    class VerifyRequest(BaseModel):
+        """A verify body as StateGym takes it: a task row and `response`, fields kept as sent."""
+
+        model_config = ConfigDict(extra="allow")
+
+    def fresh_server() -> Any:
+        _isolate_from_this_folder()
+        _stategym_root_fallback()
+        from app.integrations.gym_fixture import FixtureServer
+
+        return FixtureServer()
+
+    async def reseed(server: Any, request: Any) -> None:
+        """Nothing to seed: a verify without a session replays the request's calls."""
+
+    return VerifierFixture(
+        server_factory=fresh_server,
+        request_model=VerifyRequest,
+        cases_path=HERE / "verifier_fixture.jsonl",
+        reseed=reseed,
+    )
+
+
+VERIFIER_FIXTURE = _verifier_fixture()
 
 
 def main() -> None:
