@@ -103,8 +103,13 @@ class Story:
         return Person(pid, first, last, email)
 
     def user(self, dept: str = "Sales") -> Person:
+        """The employee the assistant acts for (the profile row points at them). A distractor's
+        story (another index, inside a world: app/taskgen/draw.py) acts for nobody: its "user"
+        is one more colleague with look-alike deals, events and mail, and it leaves the base
+        profile alone, so the framework can merge it into the task's seed."""
         p = self.person(dept)
-        self.b.update("assistant_profile", 1, employee_id=p.id)
+        if self.index == 1 or self.b.world is None:
+            self.b.update("assistant_profile", 1, employee_id=p.id)
         return p
 
     # ---- CRM -------------------------------------------------------------------------------
