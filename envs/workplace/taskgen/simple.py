@@ -50,9 +50,9 @@ NOTES = ("they asked for a revised timeline", "legal is reviewing the contract",
 
 
 def with_note(s: Story, code: str, prompt: str, gold: list[dict[str, Any]]) -> tuple[str, bool]:
-    """Half the draws also ask for a note on the deal (allowed in both twins: notes may go on
+    """Most draws (7 in 10) also ask for a note on the deal (allowed in both twins: notes may go on
     any deal), appended to `gold`; returns the prompt and whether the note was asked for."""
-    if not s.coin():
+    if s.rng.random() >= 0.7:
         return prompt, False
     note = s.choose(*NOTES)
     gold.append(C("log_activity", code=code, kind="note", summary=note.capitalize() + "."))
