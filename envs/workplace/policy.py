@@ -62,9 +62,9 @@ DECLINE_REASONS: dict[str, str] = {
     "a time, never back",
     # amount_required
     "won_needs_amount": "a deal can only be won once it has an amount",
-    # forbidden (reassign_deal)
+    # not_owner (reassign_deal)
     "not_owner": "only a deal's owner can reassign it",
-    # forbidden (reschedule_event, cancel_event)
+    # not_organizer (reschedule_event, cancel_event)
     "not_organizer": "only an event's organizer can reschedule or cancel it",
     # inactive_employee
     "inactive_employee": "tasks, deals, invitations and email go only to active employees",
@@ -79,7 +79,7 @@ DECLINE_REASONS: dict[str, str] = {
     "project_frozen": "tasks of on-hold and closed projects cannot change",
     # in_the_past
     "in_the_past": "events and due dates cannot be in the past",
-    # invalid_arguments (create_event, reschedule_event)
+    # event_too_long (create_event, reschedule_event)
     "event_too_long": "events last at most 8 hours",
     # wrong_contact
     "wrong_contact": "a contact named on an activity must work at the deal's company",

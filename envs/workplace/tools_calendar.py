@@ -96,7 +96,7 @@ def _check_times(start: datetime, end: datetime, ctx: ToolContext) -> None:
     if end <= start:
         raise ToolError("The event must end after it starts.", code="invalid_arguments")
     if end - start > MAX_LENGTH:
-        raise ToolError("Events can last at most 8 hours.", code="invalid_arguments")
+        raise ToolError("Events can last at most 8 hours.", code="event_too_long")
     if start < ctx.now:
         raise ToolError(
             f"{start.isoformat()} is in the past (now is {ctx.now.isoformat()}).",
@@ -217,7 +217,7 @@ def _organized(db: Session, code: str, doing: str) -> Event:
             f"Only the organizer can {doing} event {event.code}; "
             f"{user.email} is not its organizer.",
             hint="Ask the organizer, or decline the invitation with respond_to_event.",
-            code="forbidden",
+            code="not_organizer",
         )
     if event.status != "confirmed":
         raise ToolError(f"Event {event.code} is already cancelled.", code="cancelled")

@@ -303,7 +303,7 @@ def reassign_deal(db: Session, args: ReassignDealArgs, ctx: ToolContext) -> dict
             f"Only the owner of deal {deal.code} ({owner.email if owner else '?'}) can reassign "
             "it; the user does not own it.",
             hint="Ask the owner to hand it over.",
-            code="forbidden",
+            code="not_owner",
         )
     _open(deal)
     new_owner = employee_by_email(db, args.new_owner_email)

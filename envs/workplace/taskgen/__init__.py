@@ -12,7 +12,7 @@ from typing import Any
 
 from app.sdk.taskgen import TaskGenerator, build_row
 from envs.workplace import ENVIRONMENT
-from envs.workplace.taskgen import multi, simple
+from envs.workplace.taskgen import hard, multi, simple
 from envs.workplace.taskgen.details import omissions
 from envs.workplace.taskgen.kit import NAMES, PHRASING, Draft, Story
 
@@ -30,6 +30,8 @@ PLAN: list[tuple[Family, int]] = [
     (simple.lookup_pipeline, 1), (simple.lookup_free_time, 1),
     (simple.refuse_won_without_amount, 1), (simple.lookup_open_deals, 1),
     (simple.refuse_not_organizer, 1), (simple.refuse_closed_deal, 1),
+    # The hard tier (difficulty 5): several intents that interact (hard.py).
+    (hard.account_handover, 2), (hard.quote_close, 2),
 ]  # fmt: skip
 
 
@@ -44,6 +46,7 @@ def build_task(
     code, and the gold declines it with the rule's reason code; a lookup submits its answer);
     without `rng`/`names` the story draws them from its index."""
     story = Story(index, rng, names)
+    story.shipped_outcome = not fn.__name__.startswith(("refuse", "conflict"))
     draft = fn(story, k)
     seed = story.seed()
     draft = replace(draft, omissions=omissions(draft.prompt, draft.gold, seed))

@@ -10,8 +10,8 @@ from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
 
+from app.sdk.taskgen import PEOPLE, Phrasing, SeedBuilder, name_grid, sentence_starting
 from app.sdk.taskgen import Draft as Draft  # re-exported: what the families return
-from app.sdk.taskgen import Phrasing, SeedBuilder, name_pool, sentence_starting
 from app.sdk.taskgen import call as shared_call
 from envs.workplace import ENVIRONMENT
 from envs.workplace.data import AS_OF
@@ -24,12 +24,27 @@ SEED_TABLES = (
     "employees", "assistant_profile", "companies", "contacts", "deals", "deal_stage_history",
     "projects", "tasks", "events", "event_attendees", "messages", "mailbox_items",
 )  # fmt: skip
-NAMES = name_pool(33)
-COMPANIES = (
-    "Halvorsen Marine", "Quillfeather Press", "Tidewater Energy", "Brightloom Textiles",
-    "Copperleaf Farms", "Northstar Clinics", "Vantage Freight", "Silverpine Studios",
+# Every pairing of the SDK's first and last names (3,721): a name recurs in few tasks, and
+# none is a base employee's (the base draws from other lists, envs/workplace/data.py).
+NAMES = name_grid([f for f, _ in PEOPLE], [last for _, last in PEOPLE], shuffle="workplace")
+# Customer names: every pairing (none is a base company's: those end in CO_B's words).
+CO_HEAD = (
+    "Halvorsen", "Quillfeather", "Tidewater", "Brightloom", "Copperleaf", "Northstar",
+    "Vantage", "Silverpine", "Marlowe", "Oakhurst", "Bellwether", "Redfern", "Stonebridge",
+    "Windrose", "Ashcombe", "Greyhaven", "Larkspur", "Moorfield", "Pemberton", "Rosedale",
+    "Thornbury", "Wexford", "Calloway", "Everett", "Kingsley", "Lockhart", "Mayfair", "Nettleton",
 )  # fmt: skip
-PROJECT_WORDS = ("NOVA", "ORBIT", "PULSE", "RIDGE", "SPARK", "TIDE", "VAULT", "WAVE")
+CO_TAIL = (
+    "Marine", "Press", "Energy", "Textiles", "Farms", "Clinics", "Freight", "Studios",
+    "Brewing", "Optics", "Dental", "Aviation", "Furniture", "Mills", "Labs", "Partners",
+)  # fmt: skip
+PROJECT_WORDS = (
+    "NOVA", "ORBIT", "PULSE", "RIDGE", "SPARK", "TIDE", "VAULT", "WAVE", "CREST", "DELTA",
+    "EMBER", "FJORD", "GROVE", "HAVEN", "LUMEN", "MESA", "NIMBUS", "PRISM", "QUARTZ", "SUMMIT",
+)  # fmt: skip
+WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+# Names a story may draw (namesakes reuse one): more than any family needs.
+STORY_NAMES = 24
 
 
 @dataclass
@@ -57,17 +72,24 @@ class Story:
         self.rng = rng or random.Random(f"workplace-{index}")
         self.b = SeedBuilder(index, SEED_TABLES, NOW)
         self.rows = self.b.rows
-        # Names are drawn without repetition, so a name always means one person in a story.
+        # Names are drawn without repetition, so a name means one person in a story unless a
+        # family adds a namesake on purpose (`person(name=...)`, told apart by department).
         pool = NAMES if names is None else names
-        self.names = self.rng.sample(pool, len(pool))
+        self.names = self.rng.sample(pool, min(STORY_NAMES, len(pool)))
+        self._companies: set[str] = set()
+        self._task_numbers: dict[str, int] = {}
+        self.shipped_outcome: bool | None = None
 
     def _add(self, table: str, **row: Any) -> int:
         return int(self.b.add(table, **row)["id"])
 
     # ---- people ----------------------------------------------------------------------------
-    def person(self, dept: str = "Sales", active: bool = True) -> Person:
-        first, last = self.names.pop()
-        email = f"{first}.{last}{self.index}@{INTERNAL_DOMAIN}".lower()
+    def person(
+        self, dept: str = "Sales", active: bool = True, name: tuple[str, str] | None = None
+    ) -> Person:
+        """A colleague (a new name, or `name`: a namesake), with an address of the world's own."""
+        first, last = name or self.names.pop()
+        email = f"{first}.{last}{self.b.code(5)}@{INTERNAL_DOMAIN}".lower()
         pid = self._add(
             "employees",
             email=email,
@@ -81,15 +103,25 @@ class Story:
         return Person(pid, first, last, email)
 
     def user(self, dept: str = "Sales") -> Person:
+        """The employee the assistant acts for (the profile row points at them). A distractor's
+        story (another index, inside a world: app/taskgen/draw.py) acts for nobody: its "user"
+        is one more colleague with look-alike deals, events and mail, and it leaves the base
+        profile alone, so the framework can merge it into the task's seed."""
         p = self.person(dept)
-        self.b.update("assistant_profile", 1, employee_id=p.id)
+        if self.index == 1 or self.b.world is None:
+            self.b.update("assistant_profile", 1, employee_id=p.id)
         return p
 
     # ---- CRM -------------------------------------------------------------------------------
     def company(self, n: int = 0) -> tuple[int, str, list[Person]]:
-        """A customer with two contacts; returns (id, name, contacts)."""
-        name = COMPANIES[(self.index + n) % len(COMPANIES)]
-        domain = name.split()[0].lower() + ".com"
+        """A customer (a name drawn from the grid, new in this story) with two contacts; returns
+        (id, name, contacts). `n` is kept for the callers' readability only."""
+        while True:
+            name = f"{self.rng.choice(CO_HEAD)} {self.rng.choice(CO_TAIL)}"
+            if name not in self._companies:
+                break
+        self._companies.add(name)
+        domain = name.replace(" ", "").lower() + ".com"
         cid = self._add("companies", name=name, industry="Services", domain=domain)
         contacts = []
         for title in ("Head of Procurement", "CFO"):
@@ -115,7 +147,7 @@ class Story:
         amount: float | None,
         name: str = "Annual subscription",
     ) -> str:
-        code = f"D-{7000 + 10 * self.index + self.b.count('deals')}"
+        code = f"D-{self.b.code(5)}"
         self._add(
             "deals",
             code=code,
@@ -130,7 +162,12 @@ class Story:
 
     # ---- projects --------------------------------------------------------------------------
     def project(self, owner: Person, status: str = "active") -> str:
-        key = f"{PROJECT_WORDS[self.index % len(PROJECT_WORDS)]}{self.index}"
+        """A project whose key is a word and a number drawn by the story."""
+        taken = {p["key"] for p in self.rows["projects"]}
+        while True:
+            key = f"{self.rng.choice(PROJECT_WORDS)}{self.rng.randrange(10, 100)}"
+            if key not in taken:
+                break
         self._add(
             "projects", key=key, name=f"{key.title()} launch", owner_id=owner.id, status=status
         )
@@ -146,7 +183,10 @@ class Story:
         due_days: int = 7,
     ) -> str:
         pid = next(p["id"] for p in self.rows["projects"] if p["key"] == key)
-        code = f"{key}-{sum(t['project_id'] == pid for t in self.rows['tasks']) + 1}"
+        # Numbers continue from a drawn start (a project's earlier tasks are not seeded).
+        number = self._task_numbers.get(key) or self.rng.randrange(3, 80)
+        self._task_numbers[key] = number + 1 + self.rng.randrange(3)
+        code = f"{key}-{number}"
         self._add(
             "tasks",
             code=code,
@@ -170,7 +210,7 @@ class Story:
         attendees: list[Person],
         status: str = "confirmed",
     ) -> str:
-        code = f"EV-S{self.index:03d}{self.b.count('events'):02d}"
+        code = f"EV-{self.b.code(6)}"
         eid = self._add(
             "events",
             code=code,
@@ -199,7 +239,7 @@ class Story:
         folder: str = "inbox",
     ) -> str:
         """A message from `sender` (an address) delivered to each of `to`'s inboxes."""
-        mid = f"<s{self.index:03d}{self.b.count('messages'):02d}@{INTERNAL_DOMAIN}>"
+        mid = f"<{self.b.code(9)}.mail@{INTERNAL_DOMAIN}>"
         sent = NOW - timedelta(hours=hours_ago)
         msg = self._add(
             "messages",
@@ -226,6 +266,39 @@ class Story:
     def seed(self) -> dict[str, Any]:
         return self.b.seed()
 
+    # ---- drawn values ----------------------------------------------------------------------
+    def amount(self, low: int = 5_000, high: int = 150_000) -> float:
+        """A deal amount in dollars: whole fifties, a quarter of them with cents."""
+        value = self.rng.randrange(low // 50, high // 50) * 50
+        return float(value) + (
+            self.rng.choice((0.25, 0.5, 0.75)) if self.rng.random() < 0.25 else 0
+        )
+
+    def day(self, first: int = 1, last: int = 4) -> tuple[int, str]:
+        """A working day in the next three weeks (its weekday first..last, 1 = Tuesday), as an
+        offset from today (Monday) and how a request names it."""
+        offset = 7 * self.rng.randrange(3) + self.rng.randint(first, last)
+        when = NOW.date() + timedelta(days=offset)
+        if offset == 1:
+            return offset, "tomorrow"
+        if offset < 7:
+            return offset, f"on {WEEKDAYS[offset]}"
+        return offset, f"on {WEEKDAYS[offset % 7]} {when:%B} {when.day}"
+
+    def choose(self, *options: Any) -> Any:
+        return self.rng.choice(options)
+
+    def coin(self) -> bool:
+        """A twin's draw: True, the data permits the request; False, a rule forbids it.
+
+        A shipped story (built outside a world) keeps its family's outcome on the first draw
+        (`shipped_outcome`: refuse_* and conflict refuse, the others act), so the fixed evaluation
+        set covers every tool; generated draws are a fair coin."""
+        if self.b.world is None and self.shipped_outcome is not None:
+            outcome, self.shipped_outcome = self.shipped_outcome, None
+            return outcome
+        return self.rng.random() < 0.5
+
 
 # What a draw may reword (app/sdk/phrasing.py): the "Please ..." request; the requests carry
 # no greeting and no consent sentence.
@@ -245,3 +318,19 @@ def at(day_offset: int, hour: int, minute: int = 0) -> datetime:
 
 def iso(value: datetime) -> str:
     return value.isoformat()
+
+
+def first_free(
+    busy: list[tuple[datetime, int]], day_offset: int, minutes: int, earliest: int = 9
+) -> datetime:
+    """The slot find_free_slot answers: the first half hour from 09:00 (never before now) whose
+    `minutes` overlap none of the `busy` (start, minutes) spans, ending by 17:00."""
+    start, stop = at(day_offset, earliest), at(day_offset, 17)
+    length = timedelta(minutes=minutes)
+    while start + length <= stop:
+        end = start + length
+        clash = any(s < end and s + timedelta(minutes=m) > start for s, m in busy)
+        if start >= NOW and not clash:
+            return start
+        start += timedelta(minutes=30)
+    raise ValueError("no free slot")

@@ -5,25 +5,29 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from envs.workplace.taskgen.kit import NOW, TUESDAY, C, Draft, Story, at, iso
+from envs.workplace.taskgen.kit import NOW, C, Draft, Story, at, first_free, iso
 
 
 def triage(s: Story, k: int) -> Draft:
     user, mate = s.user("Engineering"), s.person("Operations")
     cid, company, contacts = s.company()
     c = contacts[0]
-    p1 = s.email(mate.email, [user], "Parking garage closed Friday", "Use the north lot.", 20)
-    p2 = s.email(mate.email, [user], "Parking garage reopening", "Open again Monday.", 2)
-    ren = s.email(c.email, [user], "Renewal terms for 2027", "Here are our terms.", 5)
-    s.email(mate.email, [user], "Fire drill Wednesday", "At 11:00.", 1)
+    _, _, others = s.company(1)
+    topic = s.choose("parking garage", "fire drill", "office move", "badge reader")
+    p1 = s.email(mate.email, [user], f"{topic.capitalize()} closed Friday", "Heads up.", 20)
+    p2 = s.email(mate.email, [user], f"{topic.capitalize()} update", "Open again Monday.", 2)
+    ren = s.email(c.email, [user], f"Renewal terms for {s.choose(2027, 2028)}", "Our terms.", 5)
+    # Look-alikes: the same topic from another sender, renewal terms from another customer.
+    s.email(others[0].email, [user], f"Re: {topic}", "Is it affecting deliveries?", 1)
+    s.email(others[1].email, [user], "Renewal terms question", "A quick question.", 3)
     prompt = (
-        f"Inbox cleanup: archive both parking garage emails from {mate.name}, and label the "
+        f"Inbox cleanup: archive both {topic} emails from {mate.name}, and label the "
         f"renewal terms email from {c.name} ({company}) as 'renewals'."
     )
     gold = [
-        C("search_emails", query="parking garage"),
-        C("archive_email", message_id=p1),
+        C("search_emails", query=topic),
         C("archive_email", message_id=p2),
+        C("archive_email", message_id=p1),
         C("search_emails", query="renewal"),
         C("label_email", message_id=ren, add=["renewals"]),
     ]
@@ -39,9 +43,10 @@ def handover(s: Story, k: int) -> Draft:
     user, heir = s.user(), s.person()
     cid, company, _ = s.company()
     cid2, company2, _ = s.company(1)
-    d1 = s.deal(cid, user, "qualified", 30000.0)
+    d1 = s.deal(cid, user, s.choose("qualified", "proposal"), s.amount())
     d2 = s.deal(cid2, user, "lead", None)
-    s.deal(cid, user, "won", 12000.0, "Pilot")  # closed: stays with the user
+    s.deal(cid, user, s.choose("won", "lost"), s.amount(), "Pilot")  # closed: stays
+    s.deal(cid2, heir, "qualified", s.amount(), "Expansion")  # already theirs
     prompt = f"I'm going on parental leave tomorrow. Hand all my open deals over to {heir.name}."
     gold = [
         C("get_current_user"),
@@ -52,7 +57,7 @@ def handover(s: Story, k: int) -> Draft:
     ]
     if k == 1:
         key = s.project(user)
-        t1 = s.task(key, "Prepare renewal deck", user, "in_progress")
+        t1 = s.task(key, "Prepare renewal deck", user, s.choose("todo", "in_progress"))
         s.task(key, "Close Q1 books", user, "done")
         prompt += " Also give them my unfinished tasks in the project tracker."
         gold += [
@@ -63,12 +68,15 @@ def handover(s: Story, k: int) -> Draft:
 
 
 def customer_call(s: Story, k: int) -> Draft:
-    """k=0: log + stage + amount; k=1: + email; k=2: + follow-up task; k=3: + review meeting."""
+    """k=0: log + stage + amount; k=1: + email; k=2: + follow-up task; k=3: + review meeting.
+    Twins: the deal is qualified (moved to proposal) or still a lead (the move is declined,
+    everything else is done)."""
     user, mate = s.user(), s.person()
     cid, company, contacts = s.company()
-    c = contacts[0]
-    code = s.deal(cid, user, "qualified", None)
-    amount = (64000.0, 58000.0, 71500.0, 99000.0)[k]
+    c = contacts[s.rng.randrange(2)]
+    ok = s.coin()
+    code = s.deal(cid, user, "qualified" if ok else "lead", None)
+    amount = s.amount()
     prompt = (
         f"I just had a call with {c.name} from {company}: they want a proposal for "
         f"{amount:.2f} dollars. Log the call on my deal with them (with {c.first} as the "
@@ -79,9 +87,10 @@ def customer_call(s: Story, k: int) -> Draft:
         C("search_customers", query=company),
         C("log_activity", code=code, kind="call", summary="Customer asked for a proposal.",
           contact_email=c.email),
-        C("update_deal_stage", code=code, stage="proposal"),
-        C("update_deal_amount", code=code, amount=amount),
     ]  # fmt: skip
+    stage = C("update_deal_stage", code=code, stage="proposal")
+    gold += [stage] if ok else []
+    gold.append(C("update_deal_amount", code=code, amount=amount))
     if k >= 1:
         subject = f"Proposal for {company}"
         prompt += f" Then email {c.first} that the proposal is coming, subject '{subject}'."
@@ -100,28 +109,47 @@ def customer_call(s: Story, k: int) -> Draft:
         prompt += f" And create a high-priority task '{title}' in {key}, due {due}, unassigned."
         gold.append(C("create_task", project_key=key, title=title, priority="high", due_date=due))
     if k == 3:
-        s.event(mate, "Interview", at(1, 9), 90, [mate])
+        day, when = s.day()
+        minutes = s.choose(60, 90, 120)
+        s.event(mate, "Interview", at(day, 9), minutes, [mate])
+        start = first_free([(at(day, 9), minutes)], day, 60)
         title = f"{company} proposal review"
         prompt += (
-            f" Finally, book a 60-minute '{title}' with {mate.email} tomorrow at the first time "
+            f" Finally, book a 60-minute '{title}' with {mate.email} {when} at the first time "
             "we're both free."
         )
         gold += [
             C(
                 "find_free_slot",
                 attendee_emails=[mate.email],
-                day=TUESDAY.isoformat(),
+                day=start.date().isoformat(),
                 duration_minutes=60,
             ),
             C(
                 "create_event",
                 title=title,
-                start=iso(at(1, 10, 30)),
-                end=iso(at(1, 11, 30)),
+                start=iso(start),
+                end=iso(start + timedelta(hours=1)),
                 attendee_emails=[mate.email],
             ),
         ]
-    return Draft("customer_call", prompt, gold, True)
+    if ok:
+        return Draft("customer_call", prompt, gold, True)
+    why = f"Deal {code} is a lead; it must be qualified before it can go to proposal."
+    return Draft(
+        "customer_call",
+        prompt,
+        gold,
+        True,
+        forbidden=(stage, "stage_order"),
+        decline="cannot_skip_stage",
+        decline_message=why,
+    )
+
+
+KICKOFF_TASKS = ("Draft project plan", "Set up tracking board", "Write risk register",
+                 "Collect requirements", "Plan first sprint", "Map stakeholders",
+                 "Draft test strategy", "Book design review")  # fmt: skip
 
 
 def kickoff(s: Story, k: int) -> Draft:
@@ -129,27 +157,34 @@ def kickoff(s: Story, k: int) -> Draft:
     user, a, b = s.user("Engineering"), s.person("Engineering"), s.person("Engineering")
     key = s.project(user)
     charter = s.task(key, "Write project charter", user, "in_progress")
-    s.event(a, "Dentist", at(1, 9), 60, [a])
-    s.event(b, "Code review", at(1, 10), 60, [b])
-    due_a = (NOW + timedelta(days=7)).date().isoformat()
-    due_b = (NOW + timedelta(days=4)).date().isoformat()
+    day, when = s.day()
+    busy = []
+    for who, title in ((a, "Dentist"), (b, "Code review"), (user, "Focus time")):
+        start, minutes = at(day, s.rng.randint(9, 12), s.choose(0, 30)), s.choose(30, 60, 90)
+        s.event(who, title, start, minutes, [who])
+        busy.append((start, minutes))
+    slot = first_free(busy, day, 60)
+    due_a = (NOW + timedelta(days=s.rng.randint(5, 20))).date().isoformat()
+    due_b = (NOW + timedelta(days=s.rng.randint(3, 12))).date().isoformat()
     title = f"{key} kickoff"
+    first, second = s.rng.sample(KICKOFF_TASKS, 2)
     prompt = (
         f"Let's kick off project {key}. Book a 60-minute '{title}' with {a.name} and {b.name} "
-        "tomorrow at the first time all three of us are free. Then create two tasks in "
-        f"{key}: 'Draft project plan' for {a.first}, high priority, due {due_a}; and 'Set up "
-        f"tracking board' for {b.first}, due {due_b}."
+        f"{when} at the first time all three of us are free. Then create two tasks in "
+        f"{key}: '{first}' for {a.first}, high priority, due {due_a}; and '{second}' for "
+        f"{b.first}, due {due_b}."
     )
     emails = [a.email, b.email]
     gold = [
         C("search_employees", query=a.name),
         C("search_employees", query=b.name),
-        C("find_free_slot", attendee_emails=emails, day=TUESDAY.isoformat(), duration_minutes=60),
-        C("create_event", title=title, start=iso(at(1, 11)), end=iso(at(1, 12)),
+        C("find_free_slot", attendee_emails=emails, day=slot.date().isoformat(),
+          duration_minutes=60),
+        C("create_event", title=title, start=iso(slot), end=iso(slot + timedelta(hours=1)),
           attendee_emails=emails),
-        C("create_task", project_key=key, title="Draft project plan", assignee_email=a.email,
+        C("create_task", project_key=key, title=first, assignee_email=a.email,
           priority="high", due_date=due_a),
-        C("create_task", project_key=key, title="Set up tracking board", assignee_email=b.email,
+        C("create_task", project_key=key, title=second, assignee_email=b.email,
           due_date=due_b),
     ]  # fmt: skip
     if k >= 1:

@@ -57,7 +57,7 @@ def test_a_deal_is_won_only_with_an_amount(w: World) -> None:
 
 def test_only_the_owner_reassigns_and_only_to_active_people(w: World) -> None:
     err = fails(
-        w.db, "reassign_deal", "forbidden", code=w.deals["theirs"], new_owner_email=w.boss.email
+        w.db, "reassign_deal", "not_owner", code=w.deals["theirs"], new_owner_email=w.boss.email
     )
     assert w.mate.email in err.message
     fails(
@@ -102,7 +102,9 @@ def test_tasks_are_numbered_and_refuse_former_employees_and_past_dates(w: World)
         assignee_email=w.mate.email,
         due_date="2026-03-20",
     )
-    assert out["code"] == f"{w.project}-4" and out["priority"] == "medium"
+    # The next number after the project's highest (seeded numbers start where the story drew).
+    highest = max(int(c.rsplit("-", 1)[1]) for c in w.tasks.values() if c.startswith(w.project))
+    assert out["code"] == f"{w.project}-{highest + 1}" and out["priority"] == "medium"
     fails(
         w.db,
         "create_task",

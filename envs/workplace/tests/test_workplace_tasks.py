@@ -21,7 +21,9 @@ ANSWER_TOOLS = ("submit_answer", "decline_request")
 def test_enough_tasks_with_unique_ids_and_every_difficulty() -> None:
     assert len(TASKS) >= 45
     assert [t["task_id"] for t in TASKS] == [f"workplace-{n:03d}" for n in range(1, len(TASKS) + 1)]
-    assert {t["difficulty"] for t in TASKS} == set(range(1, 9))
+    # Every length from 1 to 8 steps, and the hard tier's longer golds (hard.py).
+    assert set(range(1, 9)) <= {t["difficulty"] for t in TASKS}
+    assert max(t["difficulty"] for t in TASKS) >= 10
     for t in TASKS:
         assert t["env"] == "workplace"
         # The steps before the final answer or decline (the kit's rule for shipped tasks).
@@ -62,8 +64,14 @@ def test_answer_only_tasks_check_the_answer() -> None:
             codes.add(code)
     for t in TASKS:
         assert "expected_outputs" not in t, t["task_id"]
-        if t not in reads_only:  # an action task submits nothing
-            assert not {c["name"] for c in t["ground_truth"]} & set(ANSWER_TOOLS), t["task_id"]
+        if t not in reads_only:  # an action task answers nothing; it may decline one part
+            names = [c["name"] for c in t["ground_truth"]]
+            assert "submit_answer" not in names, t["task_id"]
+            if "decline_request" in names:  # the allowed part done, the forbidden one declined
+                assert names[-1] == "decline_request", t["task_id"]
+                reason = t["ground_truth"][-1]["arguments"]["reason"]
+                assert reason == t["expected_decline"], t["task_id"]
+                codes.add(reason)
     assert {"name", "amount", "datetime", "id"} <= kinds
     assert len(codes) >= 7
     assert sum(t["family"].startswith("refuse_") for t in TASKS) >= 5
