@@ -59,10 +59,14 @@ def _stats(samples: list[float]) -> dict[str, Any]:
 
 def _heavy_body(task: dict[str, Any], calls: int) -> dict[str, Any]:
     output = [
-        {"type": "function_call", "call_id": f"c{i}", "name": "run_sql",
-         "arguments": json.dumps({"sql": HEAVY})}
+        {
+            "type": "function_call",
+            "call_id": f"c{i}",
+            "name": "run_sql",
+            "arguments": json.dumps({"sql": HEAVY}),
+        }
         for i in range(calls)
-    ]  # fmt: skip
+    ]
     return {**task, "response": {"output": output}}
 
 

@@ -114,14 +114,14 @@ def hedged_answers(kind: str, value: Any) -> list[Any]:
 
 
 def test_the_shipped_set_has_every_kind_of_task():
-    assert len(LOOKUPS) >= 8 and len(REFUSALS) >= 8 and len(ACTIONS) >= 25
-    assert {t["expected_answer"]["kind"] for t in LOOKUPS} == {"amount", "name"}
+    assert len(LOOKUPS) >= 8 and len(REFUSALS) >= 8 and len(ACTIONS) >= 20
+    assert {t["expected_answer"]["kind"] for t in LOOKUPS} >= {"amount", "name"}
     assert {t["expected_decline"] for t in REFUSALS} >= {
         "not_authenticated",
         "other_customer",
         "order_not_pending",
-        "order_not_delivered",
-        "out_of_stock",
+        "already_returned",
+        "refund_method",
         "insufficient_balance",
     }
 

@@ -170,14 +170,20 @@ def test_the_command_against_a_served_stategym_writes_rows_report_and_reverify_r
     assert calibration["mixed_band"] == []
     report = subprocess.run(
         [sys.executable, "-m", "app", "report", str(out), "--json"],
-        capture_output=True, text=True, env=environ, timeout=120,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        env=environ,
+        timeout=120,
+    )
     assert report.returncode == 0, report.stderr
     assert json.loads(report.stdout)["mean_reward"] == 1.0
     reverified = subprocess.run(
         [sys.executable, "-m", "app", "reverify", str(out), "--data-dir", str(tmp_path / "re")],
-        capture_output=True, text=True, env=environ, timeout=300,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        env=environ,
+        timeout=300,
+    )
     assert reverified.returncode == 0, reverified.stdout + reverified.stderr
     assert f"{3 * len(tasks)} agree, 0 disagree" in reverified.stdout
 

@@ -57,7 +57,7 @@ async def test_the_cache_keeps_at_most_its_bytes_and_scores_stay_right(tmp_path:
     # The template's dump (~1.5 MB, estimated) and a few snapshots' (~0.1 MB each: weighed
     # without the template tables they share).
     patching.keep_at_most(256, 2 * 2**20)
-    tasks = [t for t in env_tasks("retail") if t["ground_truth"]][:6]
+    tasks = [t for t in env_tasks("retail") if t["ground_truth"]][:12]
     try:
         first = [await _rollout(manager, t) for t in tasks]
         assert 1 <= len(patching._pristine) < len(tasks)

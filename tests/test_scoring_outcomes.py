@@ -137,12 +137,15 @@ async def test_a_row_only_in_gold_is_missing_not_added_and_removed(retail) -> No
 
 def _refused_cancel() -> list[dict[str, Any]]:
     """retail-011 (cancel a delivered order: refuse it), played by a policy that tries first."""
-    gold = TASKS["retail-011"]["ground_truth"]
+    task = TASKS["retail-011"]
+    gold = task["ground_truth"]
+    email = gold[0]["arguments"]["email"]
+    [customer] = [c for c in task["seed"]["rows"]["customers"] if c["email"] == email]
     attempt = {
         "name": "cancel_pending_order",
         "arguments": {
-            "order_number": "#W9011001",
-            "customer_id": 101100,
+            "order_number": gold[1]["arguments"]["order_number"],
+            "customer_id": customer["id"],
             "reason": "no_longer_needed",
         },
     }
@@ -154,7 +157,7 @@ async def test_a_refused_forbidden_write_is_named_and_free_by_default(retail) ->
     assert result["reward"] == 1.0, result.get("failure_reason")
     [violation] = result["verification"]["policy_violations"]
     assert violation["tool"] == "cancel_pending_order" and violation["step"] == 3
-    assert violation["code"] == "rule_violation" and "delivered" in violation["message"]
+    assert violation["code"] == "order_not_pending" and "pending" in violation["message"]
     assert result["reward_components"]["policy_ok"] == 0.0
     assert "refused attempt" in result["failure_reason"]
     clean = await _run(retail, TASKS["retail-011"], TASKS["retail-011"]["ground_truth"])
@@ -174,7 +177,7 @@ async def test_the_deployments_penalty_charges_each_refused_forbidden_write(tmp_
             "name": "cancel_pending_order",
             "arguments": {
                 "order_number": "#W0000000",
-                "customer_id": 101100,
+                "customer_id": _refused_cancel()[2]["arguments"]["customer_id"],
                 "reason": "no_longer_needed",
             },
         }

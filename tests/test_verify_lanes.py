@@ -42,10 +42,14 @@ HOG, OTHER = "10.0.0.1", "10.0.0.2"
 
 def _calls(sql: str, n: int) -> dict[str, Any]:
     output = [
-        {"type": "function_call", "call_id": f"c{i}", "name": "run_sql",
-         "arguments": json.dumps({"sql": sql})}
+        {
+            "type": "function_call",
+            "call_id": f"c{i}",
+            "name": "run_sql",
+            "arguments": json.dumps({"sql": sql}),
+        }
         for i in range(n)
-    ]  # fmt: skip
+    ]
     return {"output": output}
 
 

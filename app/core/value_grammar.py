@@ -56,11 +56,25 @@ CURRENCY_CODES = (
 )  # fmt: skip
 CURRENCY_WORDS = ("dollars", "dollar", "euros", "euro", "pounds", "pound", "yen")
 _CURRENCY_OF = {
-    "$": "USD", "us$": "USD", "€": "EUR", "£": "GBP", "¥": "JPY", "₹": "INR", "ca$": "CAD",
-    "c$": "CAD", "a$": "AUD", "au$": "AUD", "dollars": "USD", "dollar": "USD", "euros": "EUR",
-    "euro": "EUR", "pounds": "GBP", "pound": "GBP", "yen": "JPY",
+    "$": "USD",
+    "us$": "USD",
+    "€": "EUR",
+    "£": "GBP",
+    "¥": "JPY",
+    "₹": "INR",
+    "ca$": "CAD",
+    "c$": "CAD",
+    "a$": "AUD",
+    "au$": "AUD",
+    "dollars": "USD",
+    "dollar": "USD",
+    "euros": "EUR",
+    "euro": "EUR",
+    "pounds": "GBP",
+    "pound": "GBP",
+    "yen": "JPY",
     **{code: code.upper() for code in CURRENCY_CODES},
-}  # fmt: skip
+}
 DEFAULT_CURRENCY = "USD"  # an amount written without a mark is in the environment's currency
 ZONE = "UTC"  # every environment's clock (the session clock) is UTC
 

@@ -153,9 +153,12 @@ async def run(spec: RunSpec, progress: Progress | None = None) -> list[dict[str,
                 task = spec.tasks[index]
                 tools = list((task.get("responses_create_params") or {}).get("tools") or [])
                 conversation = Conversation(
-                    client, spec.model.name, spec.model.api, tools,
+                    client,
+                    spec.model.name,
+                    spec.model.api,
+                    tools,
                     temperature=spec.model.temperature,
-                )  # fmt: skip
+                )
                 async with gate:
                     row = await play(
                         transport, base_url, task, conversation, max_steps=spec.max_steps

@@ -111,25 +111,48 @@ def build_app(server: PolicyServer, tasks: Sequence[Mapping[str, Any]]) -> FastA
                 "message": message,
             }
             return JSONResponse(
-                {"id": f"chatcmpl-{n}", "object": "chat.completion", "created": 0,
-                 "model": model, "choices": [choice]}
-            )  # fmt: skip
+                {
+                    "id": f"chatcmpl-{n}",
+                    "object": "chat.completion",
+                    "created": 0,
+                    "model": model,
+                    "choices": [choice],
+                }
+            )
         output: list[dict[str, Any]] = []
         if call is not None:
             output.append(
-                {"type": "function_call", "id": f"fc_{n}", "call_id": f"call_{n}",
-                 "status": "completed", **call}
-            )  # fmt: skip
+                {
+                    "type": "function_call",
+                    "id": f"fc_{n}",
+                    "call_id": f"call_{n}",
+                    "status": "completed",
+                    **call,
+                }
+            )
         else:
             output.append(
-                {"type": "message", "role": "assistant", "id": f"msg_{n}", "status": "completed",
-                 "content": [{"type": "output_text", "text": text, "annotations": []}]}
-            )  # fmt: skip
+                {
+                    "type": "message",
+                    "role": "assistant",
+                    "id": f"msg_{n}",
+                    "status": "completed",
+                    "content": [{"type": "output_text", "text": text, "annotations": []}],
+                }
+            )
         return JSONResponse(
-            {"id": f"resp_{n}", "object": "response", "created_at": 0, "model": model,
-             "status": "completed", "output": output, "tools": [], "tool_choice": "auto",
-             "parallel_tool_calls": True}
-        )  # fmt: skip
+            {
+                "id": f"resp_{n}",
+                "object": "response",
+                "created_at": 0,
+                "model": model,
+                "status": "completed",
+                "output": output,
+                "tools": [],
+                "tool_choice": "auto",
+                "parallel_tool_calls": True,
+            }
+        )
 
     @app.post("/v1/chat/completions")
     async def chat(request: Request) -> JSONResponse:

@@ -61,9 +61,12 @@ def cancel_trips_to(c: Ctx) -> Draft:
         ok = forbidden != "cancel" or i == 0 or (i > 1 and rng.random() < 0.5)
         if ok:
             fare, days, ins = c.choose(
-                [("economy", rng.uniform(0.2, 0.9), False), ("economy", rng.uniform(3, 40), True),
-                 ("business", rng.uniform(3, 40), False)]
-            )  # fmt: skip
+                [
+                    ("economy", rng.uniform(0.2, 0.9), False),
+                    ("economy", rng.uniform(3, 40), True),
+                    ("business", rng.uniform(3, 40), False),
+                ]
+            )
         else:
             fare, days, ins = c.choose(["economy", "basic_economy"]), rng.uniform(2, 40), False
         targets.append((book(c.choose(to_dest), fare, days, ins), ok))
@@ -87,11 +90,15 @@ def cancel_trips_to(c: Ctx) -> Draft:
     gold = [*ident(p, by), C("get_user_details", user_id=p.user_code)]
     gold += [C("get_reservation_details", reservation_code=b.code) for b, _ in history]
     gold += [
-        C("cancel_reservation", user_id=p.user_code, reservation_code=b.code,
-          reason="change_of_plan")
+        C(
+            "cancel_reservation",
+            user_id=p.user_code,
+            reservation_code=b.code,
+            reason="change_of_plan",
+        )
         for b, ok in targets
         if ok
-    ]  # fmt: skip
+    ]
     gold.append(C("get_flight_status", flight_number=xf.number, date=xf.date))
     owed = tier in ("silver", "gold") or eligible
     if owed:

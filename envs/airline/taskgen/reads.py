@@ -24,8 +24,11 @@ from envs.airline.taskgen.kit import (
 def lookup_flight_status(c: Ctx) -> Draft:
     # The world decides the flight's state: on time, delayed by its own minutes, or cancelled.
     f = c.pick([x for x in c.net.future() if x.departure.hour < 19], c.k)
-    state = c.choose(["scheduled", "delayed", "delayed", "cancelled"] if c.k == 2 else
-                     ["scheduled", "delayed", "delayed"])  # fmt: skip
+    state = c.choose(
+        ["scheduled", "delayed", "delayed", "cancelled"]
+        if c.k == 2
+        else ["scheduled", "delayed", "delayed"]
+    )
     delay = c.s.rng.randrange(15, 300, 5) if state == "delayed" else 0
     if state != "scheduled":
         c.s.set_status(f, state, delay)
@@ -148,8 +151,14 @@ def refuse_cancel(c: Ctx) -> Draft:
     prompt = f"{hello(p, by)} My plans changed, please cancel reservation {b.code}. {GO}"
     gold = [*ident(p, by), C("get_reservation_details", reservation_code=b.code)]
     if allowed:
-        gold.append(C("cancel_reservation", user_id=p.user_code, reservation_code=b.code,
-                      reason="change_of_plan"))  # fmt: skip
+        gold.append(
+            C(
+                "cancel_reservation",
+                user_id=p.user_code,
+                reservation_code=b.code,
+                reason="change_of_plan",
+            )
+        )
         return Draft("refuse_cancel", prompt, gold, True)
     why = f"Reservation {b.code} cannot be cancelled ({rule.replace('_', ' ')})."
     return refused("refuse_cancel", prompt, gold, rule, why)
@@ -172,9 +181,14 @@ def refuse_basic_change(c: Ctx) -> Draft:
         up = later.cabins[fare]["price"] > f.cabins[fare]["price"]
         gold += [
             C("search_flights", origin=f.origin, destination=f.destination, date=later.date),
-            C("change_flights", user_id=p.user_code, reservation_code=b.code,
-              flights=[later.ref()], payment_method_id=p.methods["visa"] if up else None),
-        ]  # fmt: skip
+            C(
+                "change_flights",
+                user_id=p.user_code,
+                reservation_code=b.code,
+                flights=[later.ref()],
+                payment_method_id=p.methods["visa"] if up else None,
+            ),
+        ]
         return Draft("refuse_basic_change", prompt, gold, True)
     why = f"Reservation {b.code} is basic economy: its flights cannot be changed."
     return refused("refuse_basic_change", prompt, gold, "basic_economy_no_change", why)
@@ -206,10 +220,14 @@ def refuse_departed(c: Ctx) -> Draft:
         up = moved.cabins["economy"]["price"] > back.cabins["economy"]["price"]
         gold += [
             C("search_flights", origin=back.origin, destination=back.destination, date=moved.date),
-            C("change_flights", user_id=p.user_code, reservation_code=b.code,
-              flights=[out.ref(), moved.ref()],
-              payment_method_id=p.methods["visa"] if up else None),
-        ]  # fmt: skip
+            C(
+                "change_flights",
+                user_id=p.user_code,
+                reservation_code=b.code,
+                flights=[out.ref(), moved.ref()],
+                payment_method_id=p.methods["visa"] if up else None,
+            ),
+        ]
         return Draft("refuse_departed", prompt, gold, True)
     why = f"Flight {out.text()} of reservation {b.code} has departed: nothing can be changed."
     return refused("refuse_departed", prompt, gold, "already_departed", why)
@@ -238,8 +256,9 @@ def refuse_compensation(c: Ctx) -> Draft:
     gold = [C("get_user_details", user_id=p.user_code),
             C("get_reservation_details", reservation_code=b.code)]  # fmt: skip
     if allowed:
-        gold.append(C("issue_compensation_certificate", user_id=p.user_code,
-                      reservation_code=b.code))  # fmt: skip
+        gold.append(
+            C("issue_compensation_certificate", user_id=p.user_code, reservation_code=b.code)
+        )
         return Draft("refuse_compensation", prompt, gold, True)
     why = f"Reservation {b.code} (regular member, economy, no insurance) gets no compensation."
     return refused("refuse_compensation", prompt, gold, "not_eligible_compensation", why)
@@ -262,8 +281,14 @@ def refuse_other_member(c: Ctx) -> Draft:
     )
     gold = [C("get_reservation_details", reservation_code=theirs.code)]
     if allowed:
-        gold.append(C("cancel_reservation", user_id=p.user_code, reservation_code=theirs.code,
-                      reason="change_of_plan"))  # fmt: skip
+        gold.append(
+            C(
+                "cancel_reservation",
+                user_id=p.user_code,
+                reservation_code=theirs.code,
+                reason="change_of_plan",
+            )
+        )
         return Draft("refuse_other_member", prompt, gold, True)
     why = f"Reservation {theirs.code} belongs to another member; only they can cancel it."
     return refused("refuse_other_member", prompt, gold, "other_member", why)
@@ -280,9 +305,16 @@ def refuse_seat_basic(c: Ctx) -> Draft:
     if allowed:
         gold += [
             C("get_seat_map", flight_number=f.number, date=f.date, cabin="economy"),
-            C("assign_seat", user_id=p.user_code, reservation_code=b.code,
-              ticket_number=b.tickets[0], flight_number=f.number, date=f.date, seat_no=seat),
-        ]  # fmt: skip
+            C(
+                "assign_seat",
+                user_id=p.user_code,
+                reservation_code=b.code,
+                ticket_number=b.tickets[0],
+                flight_number=f.number,
+                date=f.date,
+                seat_no=seat,
+            ),
+        ]
         return Draft("refuse_seat_basic", prompt, gold, True)
     why = f"Reservation {b.code} is basic economy: seats are assigned at check-in."
     return refused("refuse_seat_basic", prompt, gold, "seat_not_allowed", why)
@@ -305,9 +337,14 @@ def refuse_full_cabin(c: Ctx) -> Draft:
     if allowed:
         gold += [
             C("get_user_details", user_id=p.user_code),
-            C("change_cabin", user_id=p.user_code, reservation_code=b.code,
-              fare_class="business", payment_method_id=p.methods["visa"]),
-        ]  # fmt: skip
+            C(
+                "change_cabin",
+                user_id=p.user_code,
+                reservation_code=b.code,
+                fare_class="business",
+                payment_method_id=p.methods["visa"],
+            ),
+        ]
         return Draft("refuse_full_cabin", prompt, gold, True)
     why = f"Business on {f.text()} is sold out, so {b.code} cannot be upgraded."
     return refused("refuse_full_cabin", prompt, gold, "cabin_full", why)

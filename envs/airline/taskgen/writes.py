@@ -138,8 +138,11 @@ def book_round_trip(c: Ctx) -> Draft:
     if full:
         why = f"Economy on the return flight {back.text()} is sold out: no round trip to book."
         return refused("book", prompt, gold, "cabin_full", why)
-    gold += [book_call(p, "round_trip", out.origin, out.destination, "economy", [out, back], pax,
-                      False, 0, pay)]  # fmt: skip
+    gold += [
+        book_call(
+            p, "round_trip", out.origin, out.destination, "economy", [out, back], pax, False, 0, pay
+        )
+    ]
     return Draft("book", prompt, gold, True)
 
 
@@ -200,13 +203,21 @@ def cancel_allowed(c: Ctx) -> Draft:
         rule = c.choose(["cancellation_not_allowed", "already_departed", "already_cancelled"])
     if rule == "cancellation_not_allowed" and forbidden:
         days_ago, ins, fare, status = (
-            (3.0, ins, fare, status), (days_ago, False, fare, status),
-            (days_ago, ins, "economy", status), (days_ago, ins, fare, "scheduled"),
-        )[c.k]  # fmt: skip
+            (3.0, ins, fare, status),
+            (days_ago, False, fare, status),
+            (days_ago, ins, "economy", status),
+            (days_ago, ins, fare, "scheduled"),
+        )[c.k]
     flights = c.net.future(status, 0 if status == "cancelled" else 12)
     f = c.pick(c.net.departed() if rule == "already_departed" else flights, c.k)
-    b = c.s.booking(p, [f], fare, days_ago=max(days_ago, 20) if rule == "already_departed"
-                    else days_ago, insurance=ins, bags=1)  # fmt: skip
+    b = c.s.booking(
+        p,
+        [f],
+        fare,
+        days_ago=max(days_ago, 20) if rule == "already_departed" else days_ago,
+        insurance=ins,
+        bags=1,
+    )
     if rule == "already_cancelled":
         c.s.cancelled(b)
     reason = "airline_cancelled_flight" if status == "cancelled" else "change_of_plan"
@@ -252,8 +263,11 @@ def change_flights(c: Ctx) -> Draft:
     # The forbidden twin: the new flight has no seat left in the fare, or (economy trips) the
     # reservation turns out to be basic economy, whose flights never change.
     full = c.coin()
-    rule = c.choose(["cabin_full", "basic_economy_no_change"] if fare == "economy" else
-                    ["cabin_full"]) if full else ""  # fmt: skip
+    rule = (
+        c.choose(["cabin_full", "basic_economy_no_change"] if fare == "economy" else ["cabin_full"])
+        if full
+        else ""
+    )
     booked_fare = "basic_economy" if rule == "basic_economy_no_change" else fare
     b = c.s.booking(p, booked, booked_fare, days_ago=8)
     if rule == "cabin_full":
@@ -350,8 +364,9 @@ def update_passengers(c: Ctx) -> Draft:
     if rule:
         why = f"{b.code} cannot be changed any more ({rule.replace('_', ' ')})."
         return refused("update_passengers", prompt, gold, rule, why)
-    gold.append(C("update_passengers", user_id=p.user_code, reservation_code=b.code,
-                  passengers=fixed))  # fmt: skip
+    gold.append(
+        C("update_passengers", user_id=p.user_code, reservation_code=b.code, passengers=fixed)
+    )
     return Draft("update_passengers", prompt, gold, True)
 
 

@@ -77,28 +77,46 @@ def fee_cleanup(c: Ctx) -> Draft:
     gold = [
         find(p),
         look(p, chk),
-        C("list_transactions", customer_id=p.id, account_number=chk.number, kind="fee",
-          limit=100),
-        *(C("reverse_transaction", customer_id=p.id, reference=ref, reason="duplicate")
-          for ref, _ in recent),
+        C("list_transactions", customer_id=p.id, account_number=chk.number, kind="fee", limit=100),
+        *(
+            C("reverse_transaction", customer_id=p.id, reference=ref, reason="duplicate")
+            for ref, _ in recent
+        ),
         *(C("release_hold", customer_id=p.id, hold_code=code) for code in expired),
         look(p, chk),
-        C("transfer", customer_id=p.id, from_account=chk.number, to_account=sav.number,
-          amount=move),
+        C(
+            "transfer",
+            customer_id=p.id,
+            from_account=chk.number,
+            to_account=sav.number,
+            amount=move,
+        ),
         look(p, loan),
-    ]  # fmt: skip
+    ]
     if owed:
-        gold.append(C("transfer", customer_id=p.id, from_account=sav.number,
-                      to_account=loan.number, amount=owed))  # fmt: skip
+        gold.append(
+            C(
+                "transfer",
+                customer_id=p.id,
+                from_account=sav.number,
+                to_account=loan.number,
+                amount=owed,
+            )
+        )
     gold.append(C("close_account", customer_id=p.id, account_number=loan.number))
     if not old:
         return Draft("hard_fee_cleanup", prompt, gold, True)
     refuse = C("reverse_transaction", customer_id=p.id, reference=stale, reason="duplicate")
     why = f"{stale} was charged more than 30 days ago; it can no longer be reversed."
     return Draft(
-        "hard_fee_cleanup", prompt, gold, True,
-        forbidden=(refuse, "reversal_window"), decline="reversal_window", decline_message=why,
-    )  # fmt: skip
+        "hard_fee_cleanup",
+        prompt,
+        gold,
+        True,
+        forbidden=(refuse, "reversal_window"),
+        decline="reversal_window",
+        decline_message=why,
+    )
 
 
 def move_out(c: Ctx) -> Draft:
@@ -136,8 +154,9 @@ def move_out(c: Ctx) -> Draft:
         "savings account. 4) I'd like a paper statement of my checking, charged to checking."
     )
     sweep = round(sav.balance - owed - (hold_amount if blocked else 0.0), 2)
-    statement = C("charge_fee", customer_id=p.id, account_number=chk.number,
-                  fee_type="paper_statement")  # fmt: skip
+    statement = C(
+        "charge_fee", customer_id=p.id, account_number=chk.number, fee_type="paper_statement"
+    )
     gold = [
         find(p),
         look(p, chk),
@@ -151,8 +170,15 @@ def move_out(c: Ctx) -> Draft:
     ]  # fmt: skip
     if not blocked:
         gold.append(C("release_hold", customer_id=p.id, hold_code=hold))
-    gold.append(C("transfer", customer_id=p.id, from_account=sav.number, to_account=chk.number,
-                  amount=sweep))  # fmt: skip
+    gold.append(
+        C(
+            "transfer",
+            customer_id=p.id,
+            from_account=sav.number,
+            to_account=chk.number,
+            amount=sweep,
+        )
+    )
     close = C("close_account", customer_id=p.id, account_number=sav.number)
     if not blocked:
         return Draft("hard_move_out", prompt, [*gold, close, statement], True)
@@ -162,9 +188,14 @@ def move_out(c: Ctx) -> Draft:
         "expired; it stays open until the hold ends."
     )
     return Draft(
-        "hard_move_out", prompt, gold, True,
-        forbidden=(close, "active_holds"), decline="active_holds", decline_message=why,
-    )  # fmt: skip
+        "hard_move_out",
+        prompt,
+        gold,
+        True,
+        forbidden=(close, "active_holds"),
+        decline="active_holds",
+        decline_message=why,
+    )
 
 
 def budget_day(c: Ctx) -> Draft:
@@ -214,27 +245,47 @@ def budget_day(c: Ctx) -> Draft:
     gold = [
         find(p),
         look(p, chk),
-        *(C("transfer", customer_id=p.id, from_account=chk.number, to_account=acct.number,
-            amount=amount) for _, acct, amount in paid),
+        *(
+            C(
+                "transfer",
+                customer_id=p.id,
+                from_account=chk.number,
+                to_account=acct.number,
+                amount=amount,
+            )
+            for _, acct, amount in paid
+        ),
         look(p, chk),
         look(p, sav),
-    ]  # fmt: skip
+    ]
     if top_up:
-        gold.append(C("transfer", customer_id=p.id, from_account=sav.number,
-                      to_account=chk.number, amount=top_up))  # fmt: skip
+        gold.append(
+            C(
+                "transfer",
+                customer_id=p.id,
+                from_account=sav.number,
+                to_account=chk.number,
+                amount=top_up,
+            )
+        )
     gold += [
         C("withdraw", customer_id=p.id, account_number=chk.number, amount=cash),
         C("charge_fee", customer_id=p.id, account_number=sav.number, fee_type="paper_statement"),
-        C("freeze_account", customer_id=p.id, account_number=sav.number,
-          reason="customer_request"),
-    ]  # fmt: skip
+        C("freeze_account", customer_id=p.id, account_number=sav.number, reason="customer_request"),
+    ]
     if not closed:
         return Draft("hard_budget_day", prompt, gold, True)
     nick, gone, amount = next(x for x in payees if x[1].row["status"] == "closed")
-    refuse = C("transfer", customer_id=p.id, from_account=chk.number, to_account=gone.number,
-               amount=amount)  # fmt: skip
+    refuse = C(
+        "transfer", customer_id=p.id, from_account=chk.number, to_account=gone.number, amount=amount
+    )
     why = f"'{nick}' ({gone.number}) is closed and accepts no payment; {money(amount)} not sent."
     return Draft(
-        "hard_budget_day", prompt, gold, True,
-        forbidden=(refuse, "account_frozen"), decline="account_frozen", decline_message=why,
-    )  # fmt: skip
+        "hard_budget_day",
+        prompt,
+        gold,
+        True,
+        forbidden=(refuse, "account_frozen"),
+        decline="account_frozen",
+        decline_message=why,
+    )

@@ -252,8 +252,9 @@ def repay_refuse_close(c: Ctx) -> Draft:
         f"{p.hello()} Please pay {money(amount)} towards my loan {loan.number} from my "
         f"checking {chk.number}, and then close the loan account. {GO}"
     )
-    pay = C("transfer", customer_id=p.id, from_account=chk.number, to_account=loan.number,
-            amount=amount)  # fmt: skip
+    pay = C(
+        "transfer", customer_id=p.id, from_account=chk.number, to_account=loan.number, amount=amount
+    )
     close = C("close_account", customer_id=p.id, account_number=loan.number)
     left = money(owed - amount)
     why = f"Loan {loan.number} still has {left} USD outstanding after the payment; it stays open."

@@ -60,9 +60,14 @@ def person(c: Ctx, verdict: str) -> Person:
 
 def withdraw(c: Ctx) -> Draft:
     verdict = outcome(
-        c, "kyc_incomplete", "insufficient_funds", "daily_limit", "account_frozen",
-        NOT_IDENTIFIED, OTHER_CUSTOMER,
-    )  # fmt: skip
+        c,
+        "kyc_incomplete",
+        "insufficient_funds",
+        "daily_limit",
+        "account_frozen",
+        NOT_IDENTIFIED,
+        OTHER_CUSTOMER,
+    )
     p = person(c, verdict)
     overdraft = 300.0 if c.k % 2 else 0.0
     chk = history(c, p, c.amount(200, 400), overdraft=overdraft)
@@ -93,16 +98,26 @@ def withdraw(c: Ctx) -> Draft:
 
 def transfer_own(c: Ctx) -> Draft:
     verdict = outcome(
-        c, "currency_mismatch", "insufficient_funds", "daily_limit", "account_frozen",
-        "kyc_incomplete", NOT_IDENTIFIED,
-    )  # fmt: skip
+        c,
+        "currency_mismatch",
+        "insufficient_funds",
+        "daily_limit",
+        "account_frozen",
+        "kyc_incomplete",
+        NOT_IDENTIFIED,
+    )
     p = person(c, verdict)
     chk = history(c, p, c.amount(400, 900))
     currency = "EUR" if verdict == "currency_mismatch" else "USD"
     sav = c.s.account(p, "savings", c.amount(100, 500), currency=currency)
     if c.s.rng.random() < 0.4:  # a look-alike savings account in the other currency
-        c.s.account(p, "savings", c.amount(50, 300), label="other",
-                    currency="USD" if currency == "EUR" else "EUR")  # fmt: skip
+        c.s.account(
+            p,
+            "savings",
+            c.amount(50, 300),
+            label="other",
+            currency="USD" if currency == "EUR" else "EUR",
+        )
     src, dst = (chk, sav) if c.k % 2 == 0 else (sav, chk)
     limit = 5000.0 if src is chk else 2500.0
     if verdict == "daily_limit":
@@ -125,8 +140,9 @@ def transfer_own(c: Ctx) -> Draft:
         f"{p.hello()} Please transfer {money(amount)} from my {src.type} account {src.number} "
         f"into my {dst.type} account {dst.number}. {GO}",
     )
-    act = C("transfer", customer_id=p.id, from_account=src.number, to_account=dst.number,
-            amount=amount)  # fmt: skip
+    act = C(
+        "transfer", customer_id=p.id, from_account=src.number, to_account=dst.number, amount=amount
+    )
     why = f"The transfer of {money(amount)} from {src.number} to {dst.number} breaks {verdict}."
     return decided("transfer_own", prompt, [find(p), look(p, src)], [act], verdict, why)
 
@@ -164,8 +180,13 @@ def send_money(c: Ctx) -> Draft:
         f"{p.hello()} Please transfer {money(amount)} from my checking account {chk.number} to "
         f"{q.first}'s account {other.number}. Nothing else, just that transfer. {GO}",
     )
-    act = C("transfer", customer_id=p.id, from_account=chk.number, to_account=other.number,
-            amount=amount)  # fmt: skip
+    act = C(
+        "transfer",
+        customer_id=p.id,
+        from_account=chk.number,
+        to_account=other.number,
+        amount=amount,
+    )
     why = f"Sending {money(amount)} to {other.number} breaks the {verdict} rule."
     return decided("send_money", prompt, [find(p), look(p, chk)], [act], verdict, why)
 
@@ -194,8 +215,13 @@ def pay_beneficiary(c: Ctx) -> Draft:
         f"{p.hello()} Send {money(amount)} from my checking account to my saved payee "
         f"'{nick}'. {GO}"
     )
-    act = C("transfer", customer_id=p.id, from_account=chk.number, to_account=other.number,
-            amount=amount)  # fmt: skip
+    act = C(
+        "transfer",
+        customer_id=p.id,
+        from_account=chk.number,
+        to_account=other.number,
+        amount=amount,
+    )
     why = f"Sending {money(amount)} to '{nick}' ({other.number}) breaks the {verdict} rule."
     return decided("transfer_beneficiary", prompt, [find(p), look(p, chk)], [act], verdict, why)
 
@@ -217,8 +243,13 @@ def add_and_pay(c: Ctx) -> Draft:
         f"'{nick}' and then send {money(amount)} to it from my checking. {GO}"
     )
     add = C("add_beneficiary", customer_id=p.id, account_number=other.number, nickname=nick)
-    pay = C("transfer", customer_id=p.id, from_account=chk.number, to_account=other.number,
-            amount=amount)  # fmt: skip
+    pay = C(
+        "transfer",
+        customer_id=p.id,
+        from_account=chk.number,
+        to_account=other.number,
+        amount=amount,
+    )
     checks = [find(p), look(p, chk)]
     why = f"Sending {money(amount)} to {other.number} breaks the {verdict} rule."
     if verdict == "insufficient_funds":  # the payee is saved (allowed), the payment is not
@@ -261,8 +292,12 @@ def unfreeze(c: Ctx) -> Draft:
     verdict = outcome(c, "freeze_not_liftable", NOT_IDENTIFIED, OTHER_CUSTOMER)
     p = c.person()
     history(c, p, c.amount(200, 600))
-    sav = c.s.account(p, ("savings", "checking")[c.k % 2] if c.k else "savings",
-                      c.amount(100, 500), label="blocked")  # fmt: skip
+    sav = c.s.account(
+        p,
+        ("savings", "checking")[c.k % 2] if c.k else "savings",
+        c.amount(100, 500),
+        label="blocked",
+    )
     pool = FREEZES["liftable"] if verdict == OK else FREEZES["team"]
     frozen(c, sav, pool)
     world_rule(c, p, verdict, sav)
@@ -331,8 +366,9 @@ def repay_loan(c: Ctx) -> Draft:
         f"{p.hello()} Please pay {money(amount)} towards my loan {loan.number} from my "
         f"checking account {chk.number}. {GO}"
     )
-    act = C("transfer", customer_id=p.id, from_account=chk.number, to_account=loan.number,
-            amount=amount)  # fmt: skip
+    act = C(
+        "transfer", customer_id=p.id, from_account=chk.number, to_account=loan.number, amount=amount
+    )
     why = f"Paying {money(amount)} into loan {loan.number} breaks the {verdict} rule."
     checks = [find(p), look(p, loan), look(p, chk)]
     return decided("repay_loan", prompt, checks, [act], verdict, why)
@@ -368,8 +404,13 @@ def reverse_fee(c: Ctx) -> Draft:
     dup = c.s.fee(chk, 12.0, days - 0.01, "Fee: monthly maintenance")
     if verdict != OK:  # refunded already (by a colleague, a day later)
         c.s.rows["transactions"][-1]["status"] = "reversed"
-        c.s.post("reversal", days - 1, [(chk, 12.0), ("INT-USD-FEES", -12.0)],
-                 f"Reversal of {dup} (duplicate)", reverses=dup)  # fmt: skip
+        c.s.post(
+            "reversal",
+            days - 1,
+            [(chk, 12.0), ("INT-USD-FEES", -12.0)],
+            f"Reversal of {dup} (duplicate)",
+            reverses=dup,
+        )
     reason = ("duplicate", "posted_in_error")[c.k % 2]
     world_rule(c, p, verdict)
     prompt = (
@@ -438,8 +479,11 @@ def reverse_transaction(c: Ctx) -> Draft:
     if verdict == "already_reversed":
         tx = next(t for t in c.s.rows["transactions"] if t["reference"] == ref)
         tx["status"] = "reversed"
-        legs = [(e["account_id"], e["amount"]) for e in c.s.rows["entries"]
-                if e["transaction_id"] == tx["id"]]  # fmt: skip
+        legs = [
+            (e["account_id"], e["amount"])
+            for e in c.s.rows["entries"]
+            if e["transaction_id"] == tx["id"]
+        ]
         back = [(_acct_or_internal(c, aid), -amt) for aid, amt in legs]
         c.s.post("reversal", days - 0.5, back, f"Reversal of {ref}", reverses=ref)
     world_rule(c, p, verdict)

@@ -72,9 +72,10 @@ def test_every_draw_is_its_own_world() -> None:
                 str(v)
                 for call in task["ground_truth"]
                 for v in values(call["arguments"])
-                if isinstance(v, int | str) and not isinstance(v, bool)
+                if isinstance(v, int | str)
+                and not isinstance(v, bool)
                 and IDENTIFIER.search(str(v))
-            }  # fmt: skip
+            }
             seen.update(found)  # (none when the customer is not identified: no call made)
     shared = {v: n for v, n in seen.items() if n > 1}
     assert len(seen) > 100 and not shared, shared

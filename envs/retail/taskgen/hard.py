@@ -88,10 +88,16 @@ def account_cleanup(c: Ctx) -> Draft:
         C("list_customer_orders", customer_id=p.id),
         C("get_order_details", order_number=returned.number),
         C("get_customer_details", customer_id=p.id),
-        C("return_delivered_order_items", order_number=returned.number, customer_id=p.id,
-          skus=[target["sku"]], reason="defective", refund_method_id=gift),
+        C(
+            "return_delivered_order_items",
+            order_number=returned.number,
+            customer_id=p.id,
+            skus=[target["sku"]],
+            reason="defective",
+            refund_method_id=gift,
+        ),
         C("get_order_details", order_number=doomed.number),
-    ]  # fmt: skip
+    ]
     if not rule:
         gold.append(
             C(
@@ -99,7 +105,7 @@ def account_cleanup(c: Ctx) -> Draft:
                 order_number=doomed.number,
                 customer_id=p.id,
                 reason="no_longer_needed",
-            )  # fmt: skip
+            )
         )
     gold.append(C("get_order_details", order_number=switch.number))
     if pays:
@@ -109,7 +115,7 @@ def account_cleanup(c: Ctx) -> Draft:
                 order_number=switch.number,
                 customer_id=p.id,
                 payment_method_id=gift,
-            )  # fmt: skip
+            )
         )
     gold.append(C("update_customer_default_address", customer_id=p.id, **new))
     for o in (switch, stay):

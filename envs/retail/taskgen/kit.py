@@ -338,9 +338,15 @@ class Story:
         others = [i for i, (_, _, z3) in enumerate(TASK_CITIES) if z3 != p.zip[:3]]
         address = self.new_address(self.rng.choice(others))
         email = f"{p.first}.{p.last}{self.b.code(5)}@example.net".lower()
-        cid = self._add("customers", email=email, first_name=p.first, last_name=p.last,
-                        phone=f"+1-212-555-{self.rng.randint(0, 9999):04d}",
-                        membership="regular", created_at=self._ts(700))  # fmt: skip
+        cid = self._add(
+            "customers",
+            email=email,
+            first_name=p.first,
+            last_name=p.last,
+            phone=f"+1-212-555-{self.rng.randint(0, 9999):04d}",
+            membership="regular",
+            created_at=self._ts(700),
+        )
         self._add("addresses", customer_id=cid, is_default=True, **address)
 
     def mark_returned(self, o: OrderInfo, line: int = 0) -> None:
@@ -364,8 +370,13 @@ class Story:
                 taken.add(name)
                 break
         slug = name.lower().replace(" ", "-")
-        self._add("products", name=name, slug=slug, category=category,
-                  description=f"New in {category}: the {name}.")  # fmt: skip
+        self._add(
+            "products",
+            name=name,
+            slug=slug,
+            category=category,
+            description=f"New in {category}: the {name}.",
+        )
         return name
 
     def set_stock(self, variant: dict[str, Any], stock: int) -> None:

@@ -47,7 +47,7 @@ def cancel_two(c: Ctx) -> Draft:
             order_number=b.number,
             customer_id=p.id,
             reason="no_longer_needed",
-        )  # fmt: skip
+        )
     )
     return Draft("multi_cancel", prompt, gold, True)
 
@@ -259,7 +259,7 @@ def return_and_repay(c: Ctx) -> Draft:
             order_number=b.number,
             customer_id=p.id,
             payment_method_id=gift,
-        )  # fmt: skip
+        )
     )
     return Draft("multi_return_payment", prompt, gold, True)
 

@@ -154,8 +154,9 @@ def lookup_spend(c: Ctx) -> Draft:
 # rule's code (the write is checked to be refused with that code).
 
 
-def _twin(family: str, prompt: str, gold: list[dict[str, Any]], write: dict[str, Any],
-          ok: bool, code: str) -> Draft:  # fmt: skip
+def _twin(
+    family: str, prompt: str, gold: list[dict[str, Any]], write: dict[str, Any], ok: bool, code: str
+) -> Draft:
     if ok:
         return Draft(family, prompt, [*gold, write], True)
     return Draft(family, prompt, gold, False, decline=code, forbidden=(write, code))
@@ -179,8 +180,9 @@ def refuse_unauthenticated(c: Ctx) -> Draft:
     if rule == "not_authenticated":  # no account found: nothing else may be looked at
         return Draft("refuse_unauthenticated", prompt, gold, False, decline=rule)
     gold.append(C("get_order_details", order_number=o.number))
-    write = C("cancel_pending_order", order_number=o.number, customer_id=p.id,
-              reason="ordered_by_mistake")  # fmt: skip
+    write = C(
+        "cancel_pending_order", order_number=o.number, customer_id=p.id, reason="ordered_by_mistake"
+    )
     return _twin("refuse_unauthenticated", prompt, gold, write, not rule, rule)
 
 
@@ -198,9 +200,11 @@ def refuse_status(c: Ctx) -> Draft:
     if not ok and c.s.rng.random() < 1 / 2:
         code = "refund_method" if kind == "return_pending" else "other_customer"
     q = c.owner(p, code)
-    status = allowed if ok or code not in (
-        "order_not_pending", "order_not_delivered"
-    ) else c.s.rng.choice(forbidden)  # fmt: skip
+    status = (
+        allowed
+        if ok or code not in ("order_not_pending", "order_not_delivered")
+        else c.s.rng.choice(forbidden)
+    )
     pay = q.methods["visa"] if code != "refund_method" else c.s.card(q, "mastercard")
     o = c.s.order(q, status, [c.cat.item(c.s.rng, c.s.used)], pay, 3)
     v = o.lines[0][0]
@@ -218,16 +222,30 @@ def refuse_status(c: Ctx) -> Draft:
         gold.append(C("list_customer_orders", customer_id=p.id))
     gold.append(C("get_order_details", order_number=o.number))
     write = {
-        "cancel_delivered": C("cancel_pending_order", order_number=o.number, customer_id=p.id,
-                              reason="no_longer_needed"),
-        "address_shipped": C("modify_pending_order_address", order_number=o.number,
-                             customer_id=p.id, **new),
-        "return_pending": C("return_delivered_order_items", order_number=o.number,
-                            customer_id=p.id, skus=[v["sku"]], reason="no_longer_needed",
-                            refund_method_id=p.methods["visa"]),
-        "cancel_processed": C("cancel_pending_order", order_number=o.number, customer_id=p.id,
-                              reason="ordered_by_mistake"),
-    }[kind]  # fmt: skip
+        "cancel_delivered": C(
+            "cancel_pending_order",
+            order_number=o.number,
+            customer_id=p.id,
+            reason="no_longer_needed",
+        ),
+        "address_shipped": C(
+            "modify_pending_order_address", order_number=o.number, customer_id=p.id, **new
+        ),
+        "return_pending": C(
+            "return_delivered_order_items",
+            order_number=o.number,
+            customer_id=p.id,
+            skus=[v["sku"]],
+            reason="no_longer_needed",
+            refund_method_id=p.methods["visa"],
+        ),
+        "cancel_processed": C(
+            "cancel_pending_order",
+            order_number=o.number,
+            customer_id=p.id,
+            reason="ordered_by_mistake",
+        ),
+    }[kind]
     prompt = f"{hello(p, 'email')} {ask} {GO}"
     return _twin(f"refuse_{kind}", prompt, gold, write, ok, code)
 
@@ -245,8 +263,9 @@ def refuse_other_customer(c: Ctx) -> Draft:
         f"{q.first}, who no longer needs it. {GO}"
     )
     gold = [auth(p, "email"), C("get_order_details", order_number=o.number)]
-    write = C("cancel_pending_order", order_number=o.number, customer_id=p.id,
-              reason="no_longer_needed")  # fmt: skip
+    write = C(
+        "cancel_pending_order", order_number=o.number, customer_id=p.id, reason="no_longer_needed"
+    )
     return _twin("refuse_other_customer", prompt, gold, write, not rule, rule)
 
 
@@ -271,9 +290,14 @@ def refuse_out_of_stock(c: Ctx) -> Draft:
         C("get_order_details", order_number=o.number),
         C("get_product_details", product_id=new["product_id"]),
     ]
-    write = C("exchange_delivered_order_items", order_number=o.number, customer_id=p.id,
-              from_skus=[old["sku"]], to_skus=[new["sku"]],
-              payment_method_id=p.methods["visa"])  # fmt: skip
+    write = C(
+        "exchange_delivered_order_items",
+        order_number=o.number,
+        customer_id=p.id,
+        from_skus=[old["sku"]],
+        to_skus=[new["sku"]],
+        payment_method_id=p.methods["visa"],
+    )
     return _twin("refuse_out_of_stock", prompt, gold, write, not rule, rule)
 
 
@@ -281,8 +305,11 @@ def refuse_gift_balance(c: Ctx) -> Draft:
     """Forbidden: the gift card holds less than the price difference; or the variant is out of
     stock, the order no longer pending, or someone else's."""
     rule = c.rule(
-        "insufficient_balance", "out_of_stock", "order_not_pending", "other_customer",
-    )  # fmt: skip
+        "insufficient_balance",
+        "out_of_stock",
+        "order_not_pending",
+        "other_customer",
+    )
     p = c.person()
     q = c.owner(p, rule)
     old, new = c.cat.swap(c.s.rng, c.s.used, "up")
@@ -304,7 +331,12 @@ def refuse_gift_balance(c: Ctx) -> Draft:
         C("get_order_details", order_number=o.number),
         C("get_product_details", product_id=new["product_id"]),
     ]
-    write = C("modify_pending_order_items", order_number=o.number, customer_id=p.id,
-              from_skus=[old["sku"]], to_skus=[new["sku"]],
-              payment_method_id=gift)  # fmt: skip
+    write = C(
+        "modify_pending_order_items",
+        order_number=o.number,
+        customer_id=p.id,
+        from_skus=[old["sku"]],
+        to_skus=[new["sku"]],
+        payment_method_id=gift,
+    )
     return _twin("refuse_gift_card_balance", prompt, gold, write, not rule, rule)

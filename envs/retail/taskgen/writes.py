@@ -25,8 +25,9 @@ from envs.retail.taskgen.kit import (
 )
 
 
-def refused(family: str, prompt: str, gold: list[dict[str, Any]], write: dict[str, Any],
-            code: str) -> Draft:  # fmt: skip
+def refused(
+    family: str, prompt: str, gold: list[dict[str, Any]], write: dict[str, Any], code: str
+) -> Draft:
     """The forbidden twin: the reads, then the decline; `write` must be refused with `code`."""
     return Draft(family, prompt, gold, False, decline=code, forbidden=(write, code))
 
@@ -82,8 +83,10 @@ def cancel(c: Ctx) -> Draft:
     items = [c.cat.item(c.s.rng, avoid) for _ in range(1 + c.k % 2)]
     if c.k == 1:  # split payment: part gift card, part card
         part = round(min(25.0, sum(v["price"] for v in items) * 0.4), 2)
-        pay: Any = [(c.s.gift_card(q, round(c.s.rng.uniform(5, 60), 2)), part),
-                    (q.methods["visa"], 0.0)]  # fmt: skip
+        pay: Any = [
+            (c.s.gift_card(q, round(c.s.rng.uniform(5, 60), 2)), part),
+            (q.methods["visa"], 0.0),
+        ]
     else:
         pay = c.s.gift_card(q, round(c.s.rng.uniform(20, 90), 2)) if c.k == 0 else q.methods["visa"]
     o = c.s.order(q, status, items, pay, c.s.rng.choice((1, 3, 5)))
@@ -162,8 +165,12 @@ def modify_payment(c: Ctx) -> Draft:
         C("get_customer_details", customer_id=p.id),
         C("get_order_details", order_number=o.number),
     ]
-    write = C("modify_pending_order_payment", order_number=o.number, customer_id=p.id,
-              payment_method_id=target)  # fmt: skip
+    write = C(
+        "modify_pending_order_payment",
+        order_number=o.number,
+        customer_id=p.id,
+        payment_method_id=target,
+    )
     if not ok:
         return refused("modify_payment", prompt, gold, write, rule)
     return Draft("modify_payment", prompt, [*gold, write], True)

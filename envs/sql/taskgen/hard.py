@@ -68,9 +68,11 @@ def hard_quarter_close(c: Ctx) -> Draft:
     next(r for r in c.s.rows["invoices"] if r["id"] == draft_id)["amount"] = billed_hours * rate
     forbidden = rng.random() < FORBIDDEN
     _, paid_no = c.s.invoice(
-        proj, float(rng.randrange(4_000, 20_000, 40)), "paid" if forbidden else "sent",
+        proj,
+        float(rng.randrange(4_000, 20_000, 40)),
+        "paid" if forbidden else "sent",
         date(2025, 10, 6),
-    )  # fmt: skip
+    )
     c.s.invoice(proj, float(rng.randrange(4_000, 20_000, 40)), "paid", date(2025, 9, 8))
     paid_on = c.s.day(date(2026, 3, 2), date(2026, 3, 13)).isoformat()
     number = c.s.invoice_no()
@@ -241,10 +243,13 @@ def hard_payroll_review(c: Ctx) -> Draft:
     code = "salary_rewrite_forbidden" if in_effect else "raise_over_limit"
     why = (
         "I recorded the allowed raises; "
-        + (f"the {row_day.isoformat()} row of {fixed_p.no} is in effect and cannot be changed"
-           if in_effect else "")
+        + (
+            f"the {row_day.isoformat()} row of {fixed_p.no} is in effect and cannot be changed"
+            if in_effect
+            else ""
+        )
         + ("; " if in_effect and over else "")
         + (f"{named.no}'s raise is above 10% and needs the CFO's approval" if over else "")
         + "."
-    )  # fmt: skip
+    )
     return Draft("hard_payroll_review", prompt, gold, True, decline=code, decline_message=why)

@@ -128,7 +128,7 @@ def account_handover(s: Story, k: int) -> Draft:
             start=iso(slot),
             end=iso(slot + timedelta(hours=1)),
             attendee_emails=[heir.email],
-        )  # fmt: skip
+        )
     )
     return _draft("account_handover", prompt, gold, forbidden)
 

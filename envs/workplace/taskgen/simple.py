@@ -126,8 +126,13 @@ def advance_deal(s: Story, k: int) -> Draft:
     # Another deal one step short of the target: the customer's (the code tells them apart),
     # or another customer's (then the request may name the deal by its customer alone).
     other = cid if s.coin() else s.company(1)[0]
-    s.deal(other, user, STAGES[STAGES.index(target) - 1] if target != "lost" else "lead",
-           s.amount(), "Support plan")  # fmt: skip
+    s.deal(
+        other,
+        user,
+        STAGES[STAGES.index(target) - 1] if target != "lost" else "lead",
+        s.amount(),
+        "Support plan",
+    )
     why = " They went with a competitor." if target == "lost" else ""
     gold = [C("get_deal", code=code)]
     prompt, noted = with_note(
@@ -214,9 +219,15 @@ def refuse_not_owner(s: Story, k: int) -> Draft:
     if gone:
         why = f"{other.name} is no longer an active employee, so deal {code} cannot go to them."
         return refusal(
-            "refuse_not_owner", prompt, gold, hand, "inactive_employee", "inactive_employee",
-            why, noted,
-        )  # fmt: skip
+            "refuse_not_owner",
+            prompt,
+            gold,
+            hand,
+            "inactive_employee",
+            "inactive_employee",
+            why,
+            noted,
+        )
     why = f"Only the owner of deal {code}, {owner.name}, can hand it over; please ask them."
     return refusal("refuse_not_owner", prompt, gold, hand, "not_owner", "not_owner", why, noted)
 
@@ -304,9 +315,15 @@ def reassign_task(s: Story, k: int) -> Draft:
     if gone:
         why = f"{mate.name} (Engineering) has left the company, so {code} cannot go to them."
         return refusal(
-            "reassign_task", prompt, gold, give, "inactive_employee", "inactive_employee", why,
+            "reassign_task",
+            prompt,
+            gold,
+            give,
+            "inactive_employee",
+            "inactive_employee",
+            why,
             extra,
-        )  # fmt: skip
+        )
     why = f"Task {code} is done; done tasks keep their assignee."
     return refusal("reassign_task", prompt, gold, give, "task_closed", "task_done", why, extra)
 
@@ -335,9 +352,15 @@ def refuse_inactive(s: Story, k: int) -> Draft:
         )
     why = f"{mate.name} (Engineering) is no longer an active employee, so {code} cannot go to them."
     return refusal(
-        "refuse_inactive", prompt, gold, give, "inactive_employee", "inactive_employee", why,
+        "refuse_inactive",
+        prompt,
+        gold,
+        give,
+        "inactive_employee",
+        "inactive_employee",
+        why,
         extra,
-    )  # fmt: skip
+    )
 
 
 # ---- mail -----------------------------------------------------------------------------------
@@ -392,9 +415,15 @@ def refuse_external(s: Story, k: int) -> Draft:
         return Draft("refuse_external", prompt, [*gold, send], True)
     why = f"{outsider} is not a CRM contact; external email may only go to recorded contacts."
     return refusal(
-        "refuse_external", prompt, gold, send, "external_recipient", "external_recipient", why,
+        "refuse_external",
+        prompt,
+        gold,
+        send,
+        "external_recipient",
+        "external_recipient",
+        why,
         labelled,
-    )  # fmt: skip
+    )
 
 
 def reply(s: Story, k: int) -> Draft:
@@ -468,11 +497,20 @@ def schedule(s: Story, k: int) -> Draft:
     gold = [] if k == 0 else [C("search_employees", query=p.name) for p in people]
     emails = [p.email for p in people]
     gold += [
-        C("find_free_slot", attendee_emails=emails, day=at(day, 0).date().isoformat(),
-          duration_minutes=30),
-        C("create_event", title=title, start=iso(start), end=iso(start + timedelta(minutes=30)),
-          attendee_emails=emails),
-    ]  # fmt: skip
+        C(
+            "find_free_slot",
+            attendee_emails=emails,
+            day=at(day, 0).date().isoformat(),
+            duration_minutes=30,
+        ),
+        C(
+            "create_event",
+            title=title,
+            start=iso(start),
+            end=iso(start + timedelta(minutes=30)),
+            attendee_emails=emails,
+        ),
+    ]
     who = a.email if k == 0 else " and ".join(p.name for p in people)
     prompt = (
         f"Set up a 30-minute meeting called '{title}' with {who} {when}, at the first time "
@@ -496,8 +534,7 @@ def conflict(s: Story, k: int) -> Draft:
     title = s.choose("Contract review", "Deal review", "Forecast call")
     gold = [C("search_employees", query=a.name)]
     prompt = f"Book '{title}' with {a.name} {when} from {hour}:00 to {hour + 1}:00 UTC."
-    book = C("create_event", title=title, start=iso(start), end=iso(end),
-             attendee_emails=[a.email])  # fmt: skip
+    book = C("create_event", title=title, start=iso(start), end=iso(end), attendee_emails=[a.email])
     if k == 1:
         prompt += " I know it clashes with something of theirs; book it anyway, they'll move it."
         book["arguments"]["allow_conflicts"] = True
@@ -539,10 +576,17 @@ def reschedule(s: Story, k: int) -> Draft:
         )
         prompt += " And accept the Team lunch invite that day." if rsvp else ""
         new = first_free([(at(day + 1, 9), minutes)], day + 1, 60)
-        gold.append(C("find_free_slot", attendee_emails=[a.email],
-                      day=new.date().isoformat(), duration_minutes=60))  # fmt: skip
-    move = C("reschedule_event", code=code, new_start=iso(new),
-             new_end=iso(new + timedelta(hours=1)))  # fmt: skip
+        gold.append(
+            C(
+                "find_free_slot",
+                attendee_emails=[a.email],
+                day=new.date().isoformat(),
+                duration_minutes=60,
+            )
+        )
+    move = C(
+        "reschedule_event", code=code, new_start=iso(new), new_end=iso(new + timedelta(hours=1))
+    )
     if ok:
         return Draft("reschedule", prompt, [*gold, move], True)
     if k == 1:
@@ -584,8 +628,15 @@ def cancel_and_notify(s: Story, k: int) -> Draft:
     prompt, extra = with_rsvp(s, a, user, day, prompt, gold)
     cancel = C("cancel_event", code=code)
     if ok:
-        gold += [cancel, C("send_email", to=sorted([a.email, b.email]), subject=subject,
-                           body=f"The {title.lower()} is cancelled.")]  # fmt: skip
+        gold += [
+            cancel,
+            C(
+                "send_email",
+                to=sorted([a.email, b.email]),
+                subject=subject,
+                body=f"The {title.lower()} is cancelled.",
+            ),
+        ]
         return Draft("cancel_and_notify", prompt, gold, True)
     why = f"Only the organizer, {a.name}, can cancel the {title} ({code}); ask them."
     return refusal(
@@ -603,8 +654,13 @@ def lookup_pipeline(s: Story, k: int) -> Draft:
     total = 0.0
     for i in range(s.rng.randint(2, 4)):
         amount = s.amount()
-        s.deal((cid, cid2)[i % 2], user, "proposal", amount, ("Subscription", "Support plan",
-               "Expansion", "Training")[i])  # fmt: skip
+        s.deal(
+            (cid, cid2)[i % 2],
+            user,
+            "proposal",
+            amount,
+            ("Subscription", "Support plan", "Expansion", "Training")[i],
+        )
         total += amount
     s.deal(cid, user, "qualified", s.amount(), "Pilot")
     s.deal(cid2, mate, "proposal", s.amount())
@@ -657,9 +713,15 @@ def refuse_won_without_amount(s: Story, k: int) -> Draft:
         return Draft("refuse_won_without_amount", prompt, [*gold, win], True)
     why = f"Deal {code} has no amount, and a deal can only be won with one; tell me the number."
     return refusal(
-        "refuse_won_without_amount", prompt, gold, win, "amount_required", "won_needs_amount",
-        why, noted,
-    )  # fmt: skip
+        "refuse_won_without_amount",
+        prompt,
+        gold,
+        win,
+        "amount_required",
+        "won_needs_amount",
+        why,
+        noted,
+    )
 
 
 def lookup_open_deals(s: Story, k: int) -> Draft:
@@ -698,8 +760,9 @@ def refuse_not_organizer(s: Story, k: int) -> Draft:
         chat = s.event(a, "Coffee chat", at(day, 9), 30, [a, user])
         prompt += " Also accept the Coffee chat invite that morning."
         gold.append(C("respond_to_event", code=chat, response="accepted"))
-    move = C("reschedule_event", code=code, new_start=iso(at(day, hour)),
-             new_end=iso(at(day, hour + 1)))  # fmt: skip
+    move = C(
+        "reschedule_event", code=code, new_start=iso(at(day, hour)), new_end=iso(at(day, hour + 1))
+    )
     if ok:
         return Draft("refuse_not_organizer", prompt, [*gold, move], True)
     why = f"Only the organizer, {a.name}, can move the {title} ({code}); you can ask them."

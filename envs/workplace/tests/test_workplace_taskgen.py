@@ -102,11 +102,15 @@ def _request_words(t: dict[str, Any]) -> set[str]:
 def _response(calls: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "output": [
-            {"type": "function_call", "call_id": f"c{i}", "name": c["name"],
-             "arguments": json.dumps(c["arguments"])}
+            {
+                "type": "function_call",
+                "call_id": f"c{i}",
+                "name": c["name"],
+                "arguments": json.dumps(c["arguments"]),
+            }
             for i, c in enumerate(calls)
         ]
-    }  # fmt: skip
+    }
 
 
 @pytest.mark.slow
@@ -134,8 +138,11 @@ def test_shortcut_policies_that_never_read_a_tool_output_earn_next_to_nothing(
         similar.append(score(near["ground_truth"]))
         if t.get("expected_decline"):
             code = near.get("expected_decline") or "deal_closed"
-            declined.append(score([{"name": "decline_request",
-                                    "arguments": {"reason": code, "message": "No."}}]))  # fmt: skip
+            declined.append(
+                score(
+                    [{"name": "decline_request", "arguments": {"reason": code, "message": "No."}}]
+                )
+            )
     # 300 + 300 tasks measure 0.04 and 0.03; this smaller sample allows for its noise.
     assert sum(replay) / len(replay) <= 0.1
     assert sum(similar) / len(similar) <= 0.1
