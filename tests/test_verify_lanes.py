@@ -55,7 +55,7 @@ def _calls(sql: str, n: int) -> dict[str, Any]:
 
 def _heavy_gold_row(task_id: str) -> dict[str, Any]:
     heavy = {"name": "run_sql", "arguments": {"sql": HEAVY}}
-    return {**ROW, "task_id": task_id, "ground_truth": [heavy, heavy, heavy]}
+    return {**ROW, "task_id": task_id, "ground_truth": [heavy] * 6}
 
 
 Clients = Callable[[str], httpx.AsyncClient]
@@ -101,7 +101,8 @@ async def test_another_clients_rollout_does_not_wait_for_heavy_replays(settings)
     async for sessions, client in _serve(config):
         async with client(HOG) as hog, client(OTHER) as other:
             replays = [
-                asyncio.create_task(hog.post("/verify", json={**ROW, "response": _calls(HEAVY, 3)}))
+                # Six calls of ~0.8 s each (the console's step budget) against a 2.5 s budget.
+                asyncio.create_task(hog.post("/verify", json={**ROW, "response": _calls(HEAVY, 6)}))
                 for _ in range(4)
             ]
             gold = asyncio.create_task(
@@ -125,7 +126,10 @@ async def test_another_clients_rollout_does_not_wait_for_heavy_replays(settings)
             answers = await asyncio.gather(*replays, gold)
         for answer in answers[:-1]:
             assert answer.status_code == 200
-            assert answer.json()["failure_kind"] == "replay_budget"
+            got = answer.json()
+            assert got.get("failure_kind") == "replay_budget", {
+                k: got.get(k) for k in ("reward", "failure_reason", "replayed_calls", "mask_sample")
+            }
         assert answers[-1].json()["failure_kind"] == "gold_budget"
 
 
