@@ -335,10 +335,10 @@ async def test_the_server_prunes_only_records_whose_database_is_gone(client_fact
         failed = [(await run_rollout(c, task_number(n), [], "nothing")) for n in range(3, 5)]
         assert {v["reward"] for v in passed} == {1.0} and {v["reward"] for v in failed} == {0.0}
         async with fresh_client(c) as late:  # closed unverified (kept), verified 1.0, closed
-            await late.post("/seed_session", json=task_number(5))
+            seeded = await late.post("/seed_session", json=task_number(5))
             call = await late.post(f"/{GOLD[0]['name']}", json=GOLD[0]["arguments"])
             await late.post("/close_session", json={})
-            late_id = sessions.control.list("warehouse", limit=1)[0].id
+            late_id = seeded.headers["X-StateGym-Session"]
             assert sessions.control.get(late_id).dropped_at is None
             outputs = [
                 {
