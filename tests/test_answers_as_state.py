@@ -130,7 +130,7 @@ def test_the_shipped_set_has_every_kind_of_task():
 async def test_hedged_and_repeated_answers_earn_nothing(client, scope):
     tried: Counter[str] = Counter()
     lookups = pick(LOOKUPS, scope, 2)
-    assert {t["expected_answer"]["kind"] for t in lookups} == {"amount", "name"}
+    assert {t["expected_answer"]["kind"] for t in lookups} >= {"amount", "name"}
     for task in lookups:
         kind, value = task["expected_answer"]["kind"], task["expected_answer"]["value"]
         right, _ = await rollout(client, task, gold(task))

@@ -73,7 +73,26 @@ def test_kind_follows_the_gold_not_the_family_name() -> None:
     assert kind(gen, [lookup, answer], "refuse_status") == "read"
 
 
-@pytest.mark.parametrize("env", ENVS)
+# Where the framework's merged distractor (another story's people and rows beside the task's)
+# is still rarely kept: the draw keeps it only when the gold's results do not change, and these
+# stories' own look-alikes (envs/<env>/README.md: a second card, other trips, other merchants'
+# holds, older fees) are what a lookup must tell apart there. A strict xfail: it fails the day
+# the share passes, so the mark goes then.
+FEW_MERGED_DISTRACTORS = {
+    "airline": "its stories' look-alikes are their own; a merged story changes the golds",
+    "ledger": "its stories' look-alikes are their own; a merged story changes the golds",
+}
+
+
+@pytest.mark.parametrize(
+    "env",
+    [
+        pytest.param(env, marks=pytest.mark.xfail(strict=True, reason=FEW_MERGED_DISTRACTORS[env]))
+        if env in FEW_MERGED_DISTRACTORS
+        else env
+        for env in ENVS
+    ],
+)
 def test_most_tasks_hold_a_distractor(env: str) -> None:
     rows = _generated(env, "train")
     share = sum(bool(r["distractors"]) for r in rows) / len(rows)
