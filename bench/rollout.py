@@ -147,8 +147,13 @@ def latency(url: str, env_name: str, passes: int, limit: int | None = None) -> d
 
 def burst(url: str, env_name: str, n: int, timeout: float) -> dict[str, Any]:
     """n sessions (seeded at c=64, bounded), then n reads in flight at once on n connections."""
-    task = next(t for t in env_tasks(env_name) if T.seeded_rows(t) and t["ground_truth"])
-    call = next(c for c in task["ground_truth"] if c["name"].startswith(("get_", "find_")))
+
+    def read_of(t: dict[str, Any]) -> dict[str, Any] | None:
+        return next((c for c in t["ground_truth"] if c["name"].startswith(("get_", "find_"))), None)
+
+    task = next(t for t in env_tasks(env_name) if T.seeded_rows(t) and read_of(t) is not None)
+    call = read_of(task)
+    assert call is not None
 
     async def main() -> dict[str, Any]:
         seeding, cookies = Samples(), []

@@ -24,8 +24,10 @@ from app.registry import load_environment
 from tests.support import chaos
 from tests.support.rollouts import load_tasks, response_object
 
-CANCEL_TASKS = [
-    t for t in load_tasks(load_environment("retail").tasks_path) if t["family"] == "cancel"
+CANCEL_TASKS = [  # tasks whose gold cancels (a cancel family's forbidden twin declines)
+    t
+    for t in load_tasks(load_environment("retail").tasks_path)
+    if any(c["name"] == "cancel_pending_order" for c in t["ground_truth"])
 ]
 ROLLOUTS = 40
 CALLS_PER_ROUND = 40  # per rollout: bounds a round even if the kill trigger were never reached
