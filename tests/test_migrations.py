@@ -78,7 +78,7 @@ async def _played_session(client_factory, settings):
 async def test_downgrade_then_upgrade_keeps_the_data(client_factory, settings):
     path, _ = await _played_session(client_factory, settings)
     orders_before = _rows(path, "orders")
-    downgrade_file(path, "retail", "retail@-2")
+    downgrade_file(path, "retail", "retail@-3")
     assert "slug" not in _columns(path, "products")
     assert _rows(path, "orders") == orders_before
     upgrade_file(path, "retail")
@@ -119,7 +119,7 @@ async def test_session_at_previous_revision_is_upgraded_and_verifies_the_same(
         handle = sessions._open.pop(session_id)
         handle.close()
         path = sessions.backend.store.session_path(session_id)
-        downgrade_file(path, "retail", "retail@-2")
+        downgrade_file(path, "retail", "retail@-3")
         again = (await client.post("/verify", json=body)).json()
     assert first["reward"] == again["reward"] == 1.0
     conn = sqlite3.connect(path)
@@ -150,7 +150,7 @@ async def test_bulk_session_upgrade_reports_counts_and_a_corrupt_file_fails_alon
     for i in range(6):
         shutil.copy(path, folder / f"{i:032x}.sqlite")
     for i in range(3):
-        downgrade_file(folder / f"{i:032x}.sqlite", "retail", "retail@-2")
+        downgrade_file(folder / f"{i:032x}.sqlite", "retail", "retail@-3")
     corrupt = folder / f"{99:032x}.sqlite"
     corrupt.write_bytes(b"this is not a database" * 100)
     runner = CliRunner()
@@ -190,7 +190,7 @@ def test_plain_alembic_upgrade_heads(tmp_path):
 
     Store(tmp_path, RETAIL).template_image()
     template = Store(tmp_path, RETAIL).template_path
-    downgrade_file(template, "retail", "retail@-2")
+    downgrade_file(template, "retail", "retail@-3")
     env = {**os.environ, "STATEGYM_DATA_DIR": str(tmp_path)}
     subprocess.run(
         [sys.executable, "-m", "alembic", "upgrade", "heads"],
@@ -207,7 +207,7 @@ def test_plain_alembic_upgrade_heads(tmp_path):
 
 async def test_failed_upgrade_leaves_the_file_as_it_was(client_factory, settings):
     path, _ = await _played_session(client_factory, settings)
-    downgrade_file(path, "retail", "retail@-2")
+    downgrade_file(path, "retail", "retail@-3")
     conn = sqlite3.connect(path)
     # Two names whose slugs collide: the backfill violates the new unique constraint.
     conn.execute("UPDATE products SET name = 'Zq Item' WHERE id = 1")
@@ -219,7 +219,7 @@ async def test_failed_upgrade_leaves_the_file_as_it_was(client_factory, settings
         upgrade_file(path, "retail")
     conn = sqlite3.connect(path)
     assert list(conn.iterdump()) == before
-    assert revision_of(conn) == branch_revisions("retail")[2]  # before products.slug
+    assert revision_of(conn) == branch_revisions("retail")[3]  # before products.slug
     conn.close()
 
 

@@ -154,7 +154,7 @@ def test_migrate_sessions_upgrades_a_pack_and_packs_it_again(packed, tmp_path):
     shutil.copytree(data_dir, copy)
     pack = copy / "sessions" / "retail" / f"{ids['gold']}.sqlite.pack"
     with packing.unpacked(pack) as file:  # as an older run left it: two revisions back
-        downgrade_file(file, "retail", "retail@-2")
+        downgrade_file(file, "retail", "retail@-3")
     assert file_revision(pack) != head_revision("retail")
     before = pack.read_bytes()
     dry = sg_json("migrate", "sessions", "--env", "retail", "--dry-run", "--data-dir", str(copy))

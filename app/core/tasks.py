@@ -25,6 +25,7 @@ from pydantic import (
 
 from app.core import values
 from app.core.checks import parse_checks
+from app.core.conversation import USER_TABLE, UserScript, script_seed
 from app.errors import InvalidTask, validation_message
 
 # Keys NeMo Gym adds for its own bookkeeping; they are not part of the task.
@@ -68,6 +69,9 @@ class TaskSpec:
     expected_decline: str | None = None
     # What the decline must be about: one of these identifiers (none: the code alone decides).
     expected_decline_subjects: tuple[str, ...] = ()
+    # The simulated user of a conversational task (app/core/conversation.py); its script is
+    # also in `seed`, as the row message_user reads.
+    user: UserScript | None = None
 
     @property
     def checks_only(self) -> bool:
@@ -173,6 +177,11 @@ class TaskRow(BaseModel):
         "`subject` must be one of them (a task's own ids, so a decline copied from another "
         "task does not match)",
     )
+    user: UserScript | None = Field(
+        default=None,
+        description="the simulated user of a conversational task: the goal, what the user "
+        "knows and how they reveal it (docs/conversations.md)",
+    )
     _checks: tuple[Mapping[str, Any], ...] = PrivateAttr(default=())
 
     @model_validator(mode="after")
@@ -186,6 +195,12 @@ class TaskRow(BaseModel):
             )
         if self.expected_decline_subject and self.expected_decline is None:
             raise InvalidTask("task: expected_decline_subject needs expected_decline")
+        rows = (self.seed or {}).get("rows")
+        if isinstance(rows, Mapping) and USER_TABLE in rows:
+            raise InvalidTask(
+                f"seed.rows: {USER_TABLE} is written from the task's `user` block; give the "
+                "user there"
+            )
         if self.answer_kind is not None and self._answer_kind_countable():
             # refused at seed, not first at verify
             values.check_answer_kind(self.answer_kind, len(self.outputs()))
@@ -202,7 +217,7 @@ class TaskRow(BaseModel):
         """The TaskSpec of this row; `data` is the row it was validated from."""
         return TaskSpec(
             task_id=None if self.task_id is None else str(self.task_id),
-            seed=self.seed,
+            seed=self.seed if self.user is None else script_seed(self.seed, self.user),
             ground_truth=tuple(_tool_call(c) for c in self.ground_truth or ()),
             expected_outputs=self.outputs(),
             reward_mode=self.reward_mode,
@@ -213,6 +228,7 @@ class TaskRow(BaseModel):
             answer_via=self.answer_via,
             expected_decline=self.expected_decline,
             expected_decline_subjects=tuple(self.expected_decline_subject or ()),
+            user=self.user,
             data={k: v for k, v in data.items() if k not in _NG_KEYS and not k.startswith("_ng_")},
         )
 

@@ -10,6 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from app.core.conversation import USER_TABLE
+
 
 @dataclass(frozen=True)
 class TableSpec:
@@ -51,9 +53,9 @@ class CompareSpec:
     ignore_everywhere: tuple[str, ...] = ("id",)
 
     def for_table(self, name: str) -> TableSpec:
-        # The framework's answer table is scored on its own (app/verify/submitted.py), never as
-        # a state change, whatever an environment's spec says about it.
-        if name == ANSWER_TABLE:
+        # The framework's tables are scored on their own (the answer: app/verify/submitted.py;
+        # the conversation: app/verify/confirmation.py), never as a state change.
+        if name in FRAMEWORK_TABLES:
             return _ANSWER_TABLE
         # Called dozens of times a verify: one shared (immutable) spec for unnamed tables.
         return self.tables.get(name, _UNNAMED_TABLE)
@@ -61,5 +63,9 @@ class CompareSpec:
 
 # The framework's answer table (app/sdk/answer.py), named here so this module stays a leaf.
 ANSWER_TABLE = "stategym_answer"
+# The simulated user's script (seeded from the task's `user` block) and the conversation with it
+# (app/sdk/user.py).
+CONVERSATION_TABLE = "stategym_conversation"
+FRAMEWORK_TABLES = frozenset({ANSWER_TABLE, USER_TABLE, CONVERSATION_TABLE})
 _UNNAMED_TABLE = TableSpec(references=MappingProxyType({}))
 _ANSWER_TABLE = TableSpec(references=MappingProxyType({}), compared=False)

@@ -37,6 +37,7 @@ from app.sdk.tool import (
     make_metadata,
     tool,
 )
+from app.sdk.user import MESSAGE_USER, message_user_tool, user_tables
 
 __all__ = [
     "NAMING_CONVENTION",
@@ -56,6 +57,10 @@ __all__ = [
 BaseBuilder = Callable[[Session, random.Random], None]
 # A rule every final state must satisfy (e.g. "every transfer balances"): returns violations.
 Invariant = Callable[[Session], list[str]]
+
+
+# Names an environment's own tools may not take: the framework builds these for every one.
+FRAMEWORK_TOOL_NAMES = RESERVED_TOOL_NAMES | {MESSAGE_USER}
 
 
 @dataclass(frozen=True)
@@ -104,15 +109,16 @@ class Environment:
         # The framework's answer tools come last; an environment may not define its own of
         # those names (refused here, at import). `dataclasses.replace` rebuilds them.
         own = tuple(t for t in self.tools if not t.framework)
-        clash = sorted(t.name for t in own if t.name in RESERVED_TOOL_NAMES)
+        clash = sorted(t.name for t in own if t.name in FRAMEWORK_TOOL_NAMES)
         if clash:
             raise ValueError(
                 f"environment {self.name}: tool name(s) {clash} are reserved for the framework's "
-                "answer tools; rename them"
+                "tools (answers and the user); rename them"
             )
         answer_table(self.metadata)
+        user_tables(self.metadata)
         built = framework_tools(self.metadata, self.answer_instructions, self.decline_reasons)
-        object.__setattr__(self, "tools", own + built)
+        object.__setattr__(self, "tools", own + (message_user_tool(self.metadata),) + built)
 
     @property
     def decline_codes(self) -> tuple[str, ...]:

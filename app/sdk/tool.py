@@ -92,6 +92,9 @@ class ToolContext:
     now: datetime
     session_id: str
     task_id: str | None = None
+    # Who plays the user for `message_user` (an app.sdk.user.UserSimulator; None: the scripted
+    # user). Typed loosely: the protocol lives above this module.
+    user: Any = None
 
 
 ToolFunction = Callable[[Session, Any, ToolContext], Any]

@@ -36,7 +36,7 @@ from sqlalchemy import (
 from sqlalchemy.exc import StatementError
 from sqlalchemy.orm import Session
 
-from app.sdk.compare_spec import ANSWER_TABLE
+from app.sdk.compare_spec import ANSWER_TABLE, CONVERSATION_TABLE
 
 
 class SeedError(ValueError):
@@ -132,6 +132,11 @@ def apply_seed(db: Session, metadata: MetaData, seed: Mapping[str, Any] | None) 
     if ANSWER_TABLE in rows_by_table:
         # The agent's answer is the agent's to write (app/sdk/answer.py), never a seed's.
         raise SeedError(f"seed.rows: {ANSWER_TABLE} is the framework's answer table; seed omits it")
+    if CONVERSATION_TABLE in rows_by_table:
+        # Likewise the conversation: message_user writes it (app/sdk/user.py).
+        raise SeedError(
+            f"seed.rows: {CONVERSATION_TABLE} is the framework's conversation table; seed omits it"
+        )
     written = 0
     # Core statements on the session's connection (its transaction): seed rows are no ORM
     # objects, and the ORM's execution path cost as much again per statement.

@@ -20,6 +20,7 @@ from sqlalchemy.orm import Session
 
 from app.sdk import sqlite as sqlite_db
 from app.sdk.answer import ANSWER_TABLE
+from app.sdk.compare_spec import FRAMEWORK_TABLES
 from app.sdk.environment import ToolContext
 from app.sdk.sqlite import apply_seed, parse_now, run_tool
 from envs.sql import ENVIRONMENT
@@ -67,7 +68,7 @@ class TaskDb:
         out = {}
         with Session(bind=self.engine) as db, db.begin():
             for name, table in ENVIRONMENT.metadata.tables.items():
-                if name == ANSWER_TABLE:
+                if name in FRAMEWORK_TABLES:
                     continue
                 rows = db.execute(select(table).order_by(*table.primary_key.columns)).all()
                 out[name] = [tuple(r) for r in rows]

@@ -31,6 +31,7 @@ from sqlalchemy.orm import Session
 
 from app.sdk import sqlite as sqlite_db
 from app.sdk.answer import ANSWER_TABLE
+from app.sdk.compare_spec import CONVERSATION_TABLE, USER_TABLE
 from app.sdk.environment import ToolError
 from app.sdk.sqlite import install_bounded_functions, install_frozen_clock
 from envs.sql.models import rule_code
@@ -178,6 +179,11 @@ class Guard:
                 f"the table {ANSWER_TABLE} holds the submitted answer: use the "
                 "submit_answer or decline_request tool"
             )
+        talk = next((n for n in names if n in (USER_TABLE, CONVERSATION_TABLE)), None)
+        if talk and not (_src or "").lower().startswith(PLATFORM_PREFIX):
+            # The user's script and the conversation: message_user's alone (the script would
+            # tell the user's later wishes).
+            return self._deny(f"the table {talk} belongs to the user: use the message_user tool")
         if "sqlite_dbpage" in names:  # raw page access, where SQLite is built with it
             return self._deny("raw database pages (sqlite_dbpage) are out of reach")
         if action in (sqlite3.SQLITE_ATTACH, sqlite3.SQLITE_DETACH):

@@ -34,7 +34,7 @@ def list_tables(db: Session, args: NoArgs, ctx: ToolContext) -> dict[str, Any]:
     """List the company database's tables with their row counts and what each holds."""
     tables = []
     for name, table in Base.metadata.tables.items():
-        if name not in TABLE_NOTES:  # the framework's answer table (submit_answer writes it)
+        if name not in TABLE_NOTES:  # the framework's tables (answer, user, conversation)
             continue
         count = db.scalar(select(func.count()).select_from(table))
         tables.append({"table": name, "rows": count, "holds": TABLE_NOTES[name]})
@@ -49,11 +49,14 @@ class DescribeTableArgs(ToolArgs):
 def describe_table(db: Session, args: DescribeTableArgs, ctx: ToolContext) -> dict[str, Any]:
     """Describe one table: columns (type, nullable, key), foreign keys, CHECK rules and the
     business rules (triggers) that guard it."""
-    table = Base.metadata.tables.get(args.table.lower())
+    # The company's tables only: the framework's (answer, user, conversation) are no business data.
+    table = (
+        Base.metadata.tables.get(args.table.lower()) if args.table.lower() in TABLE_NOTES else None
+    )
     if table is None:
         raise ToolError(
             f"There is no table {args.table!r}.",
-            hint=f"Tables: {', '.join(Base.metadata.tables)}.",
+            hint=f"Tables: {', '.join(TABLE_NOTES)}.",
             code="not_found",
         )
     columns = [

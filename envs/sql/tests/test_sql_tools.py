@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from app.sdk.answer import ANSWER_TABLE
+from app.sdk.compare_spec import FRAMEWORK_TABLES
 from envs.sql import ENVIRONMENT
 from envs.sql.models import TRIGGERS
 from envs.sql.replay import TaskDb, open_task_db
@@ -47,6 +47,7 @@ def test_every_tool_and_argument_is_described() -> None:
         "list_tables",
         "describe_table",
         "run_sql",
+        "message_user",
         "submit_answer",
         "decline_request",
     ]
@@ -67,7 +68,7 @@ def test_compare_spec_names_real_tables_and_columns() -> None:
             assert col in cols, f"{name}.{col}"
         for target in spec.references.values():
             assert ENVIRONMENT.compare.for_table(target).key, target
-    assert set(ENVIRONMENT.compare.tables) == set(tables) - {ANSWER_TABLE}
+    assert set(ENVIRONMENT.compare.tables) == set(tables) - FRAMEWORK_TABLES
 
 
 # ---- read tools -----------------------------------------------------------------------------
@@ -77,7 +78,7 @@ def test_read_tools_describe_and_write_nothing(db: TaskDb) -> None:
     before = db.dump()
     listed = db.call("list_tables")["output"]["tables"]
     # The framework's answer table is not the company's: not listed (the console cannot reach it).
-    assert {t["table"] for t in listed} == set(ENVIRONMENT.metadata.tables) - {ANSWER_TABLE}
+    assert {t["table"] for t in listed} == set(ENVIRONMENT.metadata.tables) - FRAMEWORK_TABLES
     assert next(t for t in listed if t["table"] == "employees")["rows"] == 240
     desc = db.call("describe_table", table="Timesheets")["output"]
     cols = {c["name"]: c for c in desc["columns"]}
