@@ -43,6 +43,18 @@ CONFIRM_CUES = (
     "sounds good?",
     "approve",
 )
+# Words by which a message asks the user for something (besides a question mark).
+ASK_CUES = (
+    "please",
+    "could you",
+    "can you",
+    "provide",
+    "tell me",
+    "share",
+    "let me know",
+    "what",
+    "which",
+)
 Act = Literal["confirm", "correct", "change_of_mind", "fact", "done", "unclear"]
 
 
@@ -137,6 +149,11 @@ def names(message: str, identifier: str) -> bool:
     return re.search(rf"(?<![a-z0-9]){re.escape(core)}(?![a-z0-9])", _normal(message)) is not None
 
 
+def asks(message: str) -> bool:
+    text = _normal(message)
+    return "?" in text or any(cue in text for cue in ASK_CUES)
+
+
 def asks_to_confirm(message: str) -> bool:
     text = _normal(message)
     return any(cue in text for cue in CONFIRM_CUES)
@@ -150,7 +167,8 @@ def reply_to(script: UserScript, history: Sequence[Turn], message: str) -> Turn:
         named_any = any(names(message, i) for c in pending for i in (*c.identifiers, *c.wrong))
         if named_any:
             return _proposal(script, stage, message)
-    asked = [f for f in script.facts if any(p in _normal(message) for p in f.asked_by)]
+    text = _normal(message)
+    asked = [f for f in script.facts if asks(message) and any(p in text for p in f.asked_by)]
     if asked:
         return Turn(" ".join(f.reply for f in asked), "fact", (), stage)
     if not pending:

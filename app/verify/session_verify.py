@@ -15,6 +15,7 @@ from app.sdk.environment import Environment
 from app.storage.steplog import StepLog, step_log
 from app.verify.answers import hedged_outputs
 from app.verify.checks import checked_tables, compile_checks, run_checks
+from app.verify.confirmation import FAILURE_KIND, Conversation, check_conversation
 from app.verify.diff import against_gold, diff_states, split_extra_log_records
 from app.verify.evidence import Known, cap_evidence
 from app.verify.gold import GoldCache
@@ -131,6 +132,7 @@ def verify_state(
             else None
         )
         refused = refused_writes(env, log_steps)
+        talk = check_conversation(task.user, conn, tables, log_steps, counts, log_ is not None)
         # Records of writes the outcome does not hold (a retry's, a corrected mistake's).
         superseded = split_extra_log_records(gold_vs_final) if gold_vs_final else {}
         verdict = score(
@@ -150,7 +152,7 @@ def verify_state(
             violations=refused,
             penalty=policy_penalty,
         )
-        reward = 0.0 if violations else verdict.reward
+        reward = 0.0 if violations or (talk is not None and talk.voids) else verdict.reward
         if with_steps and log_ is not None:
             # No budget (direct callers, tests): every state is scored, however long it takes.
             meter = (step_budget or UNLIMITED).meter()
@@ -226,6 +228,8 @@ def verify_state(
             result["trajectory_mismatch"] = True
     if env.invariants:
         result["reward_components"]["invariants_ok"] = float(not violations)
+    if talk is not None:
+        _conversation_verdict(result, talk)
     if violations:
         # A broken invariant (money created from nothing, ...) is never a success.
         result["reward"] = 0.0
@@ -244,6 +248,26 @@ def verify_state(
             "fix the task"
         )
     return result
+
+
+def _conversation_verdict(result: dict[str, Any], talk: Conversation) -> None:
+    """The conversation's part of the verify result (app/verify/confirmation.py)."""
+    result["verification"]["conversation"] = talk.evidence
+    if talk.requires_confirmation:
+        result["reward_components"]["confirmed_ok"] = float(not talk.unconfirmed)
+    if talk.voids:
+        result["reward"] = 0.0
+        first = talk.unconfirmed[0]
+        reason = (
+            f"step {first['step']} ({first['tool']}) changed the data before the user confirmed "
+            "that change"
+        )
+        result["failure_reason"] = "; ".join(filter(None, [result.get("failure_reason"), reason]))
+    if talk.failure is not None:
+        # The simulator's fault, not the agent's: masked, never scored 0.
+        result["mask_sample"] = True
+        result["failure_kind"] = FAILURE_KIND
+        result["failure_reason"] = f"the user simulator failed ({talk.failure}); sample masked"
 
 
 def reward_potential(

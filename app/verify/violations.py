@@ -61,7 +61,7 @@ def refused_writes(env: Environment, steps: Sequence[StepRow]) -> list[dict[str,
         if step.outcome == "ok" or step.outcome in NOT_VIOLATIONS:
             continue
         tool = env.tool_named(step.tool)
-        if tool is None or tool.read_only:
+        if tool is None or tool.read_only or tool.framework:  # message_user's limit, ...
             continue
         found.append(
             {"step": step.idx, "tool": step.tool, "code": step.outcome, "message": _message(step)}
