@@ -119,7 +119,7 @@ def read_exchanges(db: Any, table: Table) -> list[Exchange]:
         ).order_by(table.c.turn)
     ).all()
     return [
-        Exchange(m, Turn(r, a, tuple(json.loads(c)), s))  # type: ignore[arg-type]  # act is stored from Act
+        Exchange(m, Turn(r, a, tuple(json.loads(c)), s))
         for m, r, a, c, s in rows
     ]
 
