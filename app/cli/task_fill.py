@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from app.sdk.environment import Environment
+from app.taskgen.conversation import system_prompt
 from app.taskgen.kit import InvalidRow, request_params, validated
 
 SYSTEM_ROLES = ("system", "developer")
@@ -39,7 +40,7 @@ def stale_problems(env: Environment, row: dict[str, Any], tools: list[dict[str, 
         for m in (messages if isinstance(messages, list) else [])
         if isinstance(m, dict) and m.get("role") in SYSTEM_ROLES
     ]
-    if messages is not None and system != [env.policy]:
+    if messages is not None and system != [system_prompt(env, row)]:
         problems.append(f"its system prompt is not the environment's policy: {fix}")
     return problems
 
@@ -69,7 +70,7 @@ def fill_row(env: Environment, row: dict[str, Any], tools: list[dict[str, Any]])
     if "prompt" in row:
         if not isinstance(row["prompt"], str) or not row["prompt"].strip():
             raise ValueError("prompt must be the user's request, a non-empty string")
-        new = request_params(env, row["prompt"], tools)
+        new = request_params(env, row["prompt"], tools, conversation=row.get("user") is not None)
     elif isinstance(params, dict) and isinstance(params.get("input"), list):
         kept = [
             m
@@ -78,7 +79,7 @@ def fill_row(env: Environment, row: dict[str, Any], tools: list[dict[str, Any]])
         ]
         new = {
             **params,
-            "input": [{"role": "system", "content": env.policy}, *kept],
+            "input": [{"role": "system", "content": system_prompt(env, row)}, *kept],
             "tools": tools,
         }
     else:

@@ -3,7 +3,9 @@
 - answer tasks: the gold's calls with the answer replaced by a hedge (the expected value plus a
   rival, as a list and as "A or B");
 - every task that is not a refusal: the gold's calls without their submission, then a decline;
-- refusal tasks: the gold's calls, the decline naming another code.
+- refusal tasks: the gold's calls, the decline naming another code;
+- conversational tasks whose user requires confirmation: the gold's calls without its messages
+  to the user (acting without asking).
 A decline is scored only as "the expected code or not", so by default each task tries ONE code,
 picked by its id so a file spreads over every code (`all_codes`, `--all-codes`: each on each).
 Each runs through the same runner as a session's calls, on a fresh clone of the task's snapshot,
@@ -21,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from app.core.tasks import TaskSpec, ToolCall
 from app.sdk.answer import DECLINE_REQUEST, RESERVED_TOOL_NAMES, SUBMIT_ANSWER
 from app.sdk.environment import Environment
+from app.sdk.user import MESSAGE_USER
 from app.verify.gold import GoldCache, replay
 from app.verify.hedges import hedges
 from app.verify.session_verify import verify_state
@@ -48,6 +51,10 @@ def probes(env: Environment, task: TaskSpec, all_codes: bool = False) -> Iterato
     if not gold:
         return
     plain = tuple(c for c in gold if c.name not in RESERVED_TOOL_NAMES)
+    if task.user is not None and task.user.requires_confirmation and task.user.changes:
+        silent = tuple(c for c in gold if c.name != MESSAGE_USER)
+        if len(silent) < len(gold):
+            yield Probe("the gold's calls without asking the user", silent)
     expected = task.expected_answer
     if expected is not None and task.answer_via == "tool":
         for hedge in hedges(expected.kind, expected.value):

@@ -118,10 +118,7 @@ def read_exchanges(db: Any, table: Table) -> list[Exchange]:
             table.c.message, table.c.reply, table.c.act, table.c.confirms, table.c.stage
         ).order_by(table.c.turn)
     ).all()
-    return [
-        Exchange(m, Turn(r, a, tuple(json.loads(c)), s))
-        for m, r, a, c, s in rows
-    ]
+    return [Exchange(m, Turn(r, a, tuple(json.loads(c)), s)) for m, r, a, c, s in rows]
 
 
 def message_user_tool(metadata: MetaData) -> Tool:

@@ -15,7 +15,7 @@ from typing import Any
 
 from app.sdk.seed_builder import STORY_ID_FLOOR  # rows below it update base rows
 from app.taskgen.gold_run import gold_outcomes
-from app.taskgen.kit import TaskGenerator, without_self_check
+from app.taskgen.kit import TaskGenerator, run_seed, without_self_check
 
 
 def similar_names(
@@ -38,7 +38,7 @@ def gold_results(gen: TaskGenerator, task: dict[str, Any]) -> str | None:
     """The gold calls' outputs on base + the task's seed (the self-check's run when the seed is
     the story's own: app/taskgen/gold_run.py), or None when a call or the seed fails."""
     try:
-        outcomes, _changed = gold_outcomes(gen.env, task["seed"], task["ground_truth"])
+        outcomes, _changed = gold_outcomes(gen.env, run_seed(task), task["ground_truth"])
     except Exception:  # the merged seed breaks a constraint (a unique name): no distractor
         return None
     if any("error" in outcome for outcome in outcomes):

@@ -18,12 +18,14 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
+from app.core.conversation import UserScript
 from app.core.tasks import task_from_data
 from app.errors import InvalidTask
 from app.sdk.answer import DECLINE_REQUEST, RESERVED_TOOL_NAMES, SUBMIT_ANSWER
 from app.sdk.environment import Environment
 from app.sdk.people import Name, PersonColumns
 from app.sdk.phrasing import Phrasing
+from app.taskgen.conversation import check_gold_conversation, run_seed, system_prompt
 from app.taskgen.details import Omission, omit
 from app.taskgen.gold_run import bound, forget, gold_outcomes, gold_run, run_calls
 from app.verify.submitted import subject_key
@@ -57,6 +59,9 @@ class Draft:
     decline: str | None = None
     # What the gold's decline_request tells the user (not scored).
     decline_message: str = "I'm sorry, I cannot do that under our policy."
+    # A conversational task's simulated user (the row's `user` block): the gold talks to it
+    # with message_user, and every write of the gold must follow the user's yes.
+    user: UserScript | None = None
 
 
 def submission(
@@ -159,12 +164,13 @@ def check_task(
     `invariants`, the seeded and final states satisfy every invariant of the environment.
     """
     label = f"{task['task_id']} ({task['family']})"
+    seed = run_seed(task)
     if not invariants and draft.forbidden is None:  # the outcomes are all that is read
-        outcomes, changed = gold_outcomes(env, task["seed"], task["ground_truth"])
+        outcomes, changed = gold_outcomes(env, seed, task["ground_truth"])
         _check_calls(label, task, outcomes)
         _check_writes(label, changed, draft)
         return [outcome["output"] for outcome in outcomes]
-    run = gold_run(env, task["seed"], task["ground_truth"])
+    run = gold_run(env, seed, task["ground_truth"])
     _check_calls(label, task, run.outcomes)
     if invariants:
         with bound(run.seeded) as c:
@@ -177,7 +183,7 @@ def check_task(
         outcome = run_calls(env, run.final, [forbidden], run.now)[0]
         error = outcome.get("error") or {}
         if error.get("code") != code:
-            forget(env, task["seed"], task["ground_truth"])
+            forget(env, seed, task["ground_truth"])
         assert error.get("code") == code, f"{label}: {forbidden['name']} gave {outcome}"
     _check_writes(label, run.changed, draft)
     return [outcome["output"] for outcome in run.outcomes]
@@ -214,13 +220,19 @@ def _tool_schemas(env: Environment) -> list[dict[str, Any]]:
 
 
 def request_params(
-    env: Environment, prompt: str, tools: list[dict[str, Any]] | None = None
+    env: Environment,
+    prompt: str,
+    tools: list[dict[str, Any]] | None = None,
+    *,
+    conversation: bool = False,
 ) -> dict[str, Any]:
-    """A task row's `responses_create_params`: the environment's policy as the system message,
-    the user's request, and the served tool schemas (`tools`, else the process's cached ones)."""
+    """A task row's `responses_create_params`: the environment's policy as the system message
+    (with the conversation rule when the task has a user to talk to), the user's request, and
+    the served tool schemas (`tools`, else the process's cached ones)."""
+    system = system_prompt(env, {"user": {}} if conversation else {})
     return {
         "input": [
-            {"role": "system", "content": env.policy},
+            {"role": "system", "content": system},
             {"role": "user", "content": prompt},
         ],
         "tools": _tool_schemas(env) if tools is None else tools,
@@ -278,7 +290,9 @@ def build_row(
         "env": env.name,
         "difficulty": len(draft.gold),
         "family": draft.family,
-        "responses_create_params": request_params(env, draft.prompt),
+        "responses_create_params": request_params(
+            env, draft.prompt, conversation=draft.user is not None
+        ),
         "seed": seed,
         # The gold ends with its answer or decline (an answer computed from the gold's outputs
         # is appended once they are known, below).
@@ -286,10 +300,14 @@ def build_row(
     }
     # Checked as it will be read back: JSON keeps the seed's table order (parents first),
     # which apply_seed relies on, so keys are never sorted.
+    if draft.user is not None:
+        task["user"] = draft.user.model_dump(exclude_defaults=True)
     task = read_back(task)
     if not _self_check.get():
         return task  # a distractor's story: only its seed and people are used (distract.py)
     outputs = check_task(env, task, draft, invariants=invariants)
+    if draft.user is not None:
+        check_gold_conversation(env, task, draft.user)
     expected = list(draft.expected or [])
     if draft.expect_from is not None:
         expected += draft.expect_from(outputs)

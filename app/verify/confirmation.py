@@ -54,8 +54,13 @@ def check_conversation(
     steps: Sequence[StepRow],
     counts: Mapping[int, Mapping[str, int]],
     logged: bool,
+    changed_data: bool,
 ) -> Conversation | None:
-    """The conversation's verdict; None for a task without a user (nothing to check)."""
+    """The conversation's verdict; None for a task without a user (nothing to check).
+
+    `changed_data`: whether the final state differs from the seeded one. Without a step log
+    (an unlogged replay: `tasks check`'s probes) the order of writes and replies is unknown;
+    then data changed while the user confirmed nothing is the one unconfirmed write seen."""
     if script is None:
         return None
     turns = _turns(conn, tables)
@@ -69,10 +74,15 @@ def check_conversation(
     failures = [t[3] for t in turns if t[3]]
     if failures:
         evidence["simulator_failures"] = failures[:5]
-    if not logged:
-        # No step log (an unlogged replay): the order of writes and replies is unknown.
-        evidence["confirmation_checked"] = False
-        return Conversation(evidence, failure=failures[0] if failures else None)
+    failure = failures[0] if failures else None
+    if not logged or not steps:
+        confirmed = any(json.loads(t[0]) for t in turns)
+        unseen: list[dict[str, Any]] = (
+            [{"step": None, "tool": None}] if changed_data and not confirmed else []
+        )
+        evidence["confirmation_checked"] = "unordered"
+        evidence["unconfirmed_writes"] = unseen
+        return Conversation(evidence, unseen, failure, script.requires_confirmation)
     tool_of = {s.idx: s.tool for s in steps}
     allowed: set[str] = set()
     turn_steps = sorted(step for step, per in counts.items() if CONVERSATION_TABLE in per)
@@ -84,13 +94,8 @@ def check_conversation(
         if not set(counts[step]) - FRAMEWORK_TABLES:
             continue  # changed only the framework's tables (a message, an answer)
         tool = tool_of.get(step)
-        if tool is not None and tool not in allowed:
+        if tool not in allowed:  # None: a change no logged call made
             unconfirmed.append({"step": step, "tool": tool})
     evidence["confirmation_checked"] = True
     evidence["unconfirmed_writes"] = unconfirmed[:20]
-    return Conversation(
-        evidence,
-        unconfirmed,
-        failures[0] if failures else None,
-        script.requires_confirmation,
-    )
+    return Conversation(evidence, unconfirmed, failure, script.requires_confirmation)

@@ -132,7 +132,9 @@ def verify_state(
             else None
         )
         refused = refused_writes(env, log_steps)
-        talk = check_conversation(task.user, conn, tables, log_steps, counts, log_ is not None)
+        talk = check_conversation(
+            task.user, conn, tables, log_steps, counts, log_ is not None, bool(seed_to_final)
+        )
         # Records of writes the outcome does not hold (a retry's, a corrected mistake's).
         superseded = split_extra_log_records(gold_vs_final) if gold_vs_final else {}
         verdict = score(
