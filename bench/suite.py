@@ -1,4 +1,5 @@
-"""`python -m bench`: every phase against real servers over HTTP, then a table, JSON and a PNG."""
+"""`python -m bench suite` (`make bench`): every phase against real servers over HTTP, then a table,
+JSON and a PNG (figures: bench/history/suite.md)."""
 
 from __future__ import annotations
 
@@ -250,7 +251,7 @@ def run_all(cfg: Config, out_dir: Path, keep: bool) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
-    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m bench suite", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="a few requests per phase (smoke)")
     parser.add_argument("--out", type=Path, default=RESULTS, help="folder for JSON and PNG")
     parser.add_argument("--keep", action="store_true", help="keep the servers' data folders")

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import rollout
-from bench.__main__ import LoadGen, log
+from bench.suite import LoadGen, log
 from bench.servers import ServerProcess, start_lean, start_stategym, template_of
 
 RESULTS = Path(__file__).resolve().parent / "results"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.__main__ import main
+from bench.suite import main
 
 
 @pytest.mark.slow  # load test: make test-slow (CI runs it)
