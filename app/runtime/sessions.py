@@ -74,7 +74,7 @@ log = logging.getLogger("stategym.sessions")
 
 GOLD_AHEAD_DELAY_S = 0.005
 # Replays and gold builds run at a lower CPU priority than tool calls and verifies
-# (bench/README.md, "The verify stall").
+# (bench/history/attacks.md, "The verify stall").
 BACKGROUND_NICENESS = 10
 
 
