@@ -43,6 +43,7 @@ from envs.airline.taskgen.reads import (
     refuse_other_member,
     refuse_seat_basic,
 )
+from envs.airline.taskgen.talk import talk_add_bags, talk_cancel, talk_change_cabin
 from envs.airline.taskgen.writes import (
     add_baggage,
     assign_seat,
@@ -69,6 +70,7 @@ PLAN: list[tuple[Family, int]] = [
     (cancel_and_compensate, 1), (cancel_one_refuse_other, 1), (upgrade_and_seats, 2),
     (book_with_seats, 1), (change_and_bags, 1), (fix_upgrade_seat, 1), (trip_overhaul, 1),
     (compensate_and_rebook, 1), (cancel_trips_to, 2), (bag_fee_quote, 1),
+    (talk_cancel, 3), (talk_add_bags, 3), (talk_change_cabin, 3),
 ]  # fmt: skip
 
 
