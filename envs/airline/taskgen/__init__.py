@@ -16,7 +16,7 @@ from app.sdk.taskgen import TaskGenerator, build_row
 from envs.airline import ENVIRONMENT
 from envs.airline.taskgen.details import omissions
 from envs.airline.taskgen.hard import bag_fee_quote, cancel_trips_to
-from envs.airline.taskgen.kit import NAMES, PHRASING, Ctx, Draft, Network, Story
+from envs.airline.taskgen.kit import NAMES, PHRASING, SHIPPED_NAMES, Ctx, Draft, Network, Story
 from envs.airline.taskgen.multi import (
     book_with_seats,
     cancel_and_compensate,
@@ -98,6 +98,11 @@ def build_task(
 # The shared driver (stategym tasks generate) draws from these; the shipped set is every PLAN
 # variant once (docs/generating_tasks.md).
 TASKGEN = TaskGenerator(
-    env=ENVIRONMENT, plan=PLAN, names=NAMES, build=build_task, phrasing=PHRASING
+    env=ENVIRONMENT,
+    plan=PLAN,
+    names=NAMES,
+    build=build_task,
+    phrasing=PHRASING,
+    shipped_names=SHIPPED_NAMES[::-1],
 )
 task_lines = TASKGEN.shipped

@@ -365,6 +365,9 @@ C = partial(call, ENVIRONMENT)
 
 
 NAMES = name_pool(57, replace={53: ("Vera", "Lindgren"), 54: ("Wes", "Okonkwo")})
+# The shipped set pops NAMES in order, then these (its stories outnumber NAMES' members).
+MORE_NAMES = [("Imke", "Haddad"), ("Tomas", "Riedel"), ("Ines", "Farrow"), ("Lars", "Okafor")]
+SHIPPED_NAMES = [*NAMES, *name_pool()[57:], *MORE_NAMES]
 
 
 @dataclass

@@ -6,7 +6,7 @@ gold then declines with the rule's code, proposes nothing and writes nothing.
 
 from __future__ import annotations
 
-from app.core.conversation import UserChange, UserFact, UserScript
+from app.sdk.taskgen import UserChange, UserFact, UserScript
 from envs.airline.taskgen.kit import C, Ctx, Draft, FlightInfo, Person, hello, money
 from envs.airline.taskgen.writes import later
 

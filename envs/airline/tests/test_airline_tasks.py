@@ -11,6 +11,7 @@ import pytest
 
 from app.sdk.compare_spec import ANSWER_TABLE
 from app.sdk.replay import dump, open_task_db, replay
+from app.taskgen.conversation import system_prompt
 from envs.airline import ENVIRONMENT
 from envs.airline.policy import DECLINE_REASONS, POLICY
 from envs.airline.taskgen import task_lines
@@ -44,7 +45,9 @@ def test_rows_offer_exactly_the_tools_and_the_policy() -> None:
         params = t["responses_create_params"]
         assert params["tools"] == schemas
         system, user = params["input"]
-        assert system == {"role": "system", "content": POLICY}
+        # A task with a member on the line adds the conversation rule to the policy.
+        assert system == {"role": "system", "content": system_prompt(ENVIRONMENT, t)}
+        assert system["content"].startswith(POLICY)
         assert user["role"] == "user" and len(user["content"]) > 40
 
 

@@ -42,6 +42,7 @@ def test_every_tool_and_argument_is_described() -> None:
     assert {t.name for t in ENVIRONMENT.tools if t.framework} == {
         "submit_answer",
         "decline_request",
+        "message_user",
     }
     for t in ENVIRONMENT.tools:
         assert len(t.description) > 40, t.name
