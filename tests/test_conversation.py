@@ -300,3 +300,70 @@ async def test_the_conversation_is_a_table_of_the_session_database(client, tmp_p
     ).fetchall()
     db.close()
     assert rows == [(1, "fact", "[]"), (2, "confirm", '["move_stock"]')]
+
+
+# ---- the LLM user -------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def user_model() -> Any:
+    from tests.support.user_model_server import running_user_model
+
+    with running_user_model() as served:
+        yield served
+
+
+async def _llm_rollout(tmp_path, user_model, model: str, calls: list[tuple[str, dict]]) -> Any:
+    from app.server.api import create_app
+
+    url, _seen = user_model
+    settings = backend_settings("sqlite", tmp_path / model, None).model_copy(
+        update={"user_model_url": url, "user_model": model, "user_model_timeout_s": 1.0}
+    )
+    app = create_app(settings, WAREHOUSE)
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://stategym") as c:
+            return await _rollout(c, TASK, calls)
+
+
+async def test_the_llm_user_speaks_its_own_words_on_the_scripts_structure(tmp_path, user_model):
+    result, bodies = await _llm_rollout(tmp_path, user_model, "faithful", _gold(TASK))
+    assert bodies[0] == {"output": {"reply": "Sure: SKU-9001."}}
+    assert bodies[1] == {"output": {"reply": "Yes, please do that."}}
+    assert result["reward"] == 1.0, result.get("failure_reason")
+    assert result["verification"]["conversation"]["simulator"] == ["llm:faithful"]
+    system = user_model[1][-1]["messages"][0]["content"]
+    assert SCRIPT.goal in system and "SKU-9001" in system
+    # A wrong proposal gets the script's correction, whatever the model said.
+    wrong, bodies = await _llm_rollout(
+        tmp_path,
+        user_model,
+        "faithful",
+        [("message_user", {"text": PROPOSE.replace("9001", "9002")}), MOVE],
+    )
+    assert bodies[0]["output"]["reply"] == SCRIPT.changes[0].correction
+    assert wrong["reward"] == 0.0
+
+
+async def test_a_model_that_does_not_see_a_proposal_confirms_nothing(tmp_path, user_model):
+    result, _ = await _llm_rollout(tmp_path, user_model, "stubborn", _gold(TASK))
+    assert result["reward"] == 0.0
+    assert result["verification"]["conversation"]["unconfirmed_writes"]
+
+
+@pytest.mark.parametrize(
+    ("model", "kind"),
+    [
+        ("leaky", "stated_a_fact_not_declared"),
+        ("quitter", "ended_with_a_change_pending"),
+        ("garbage", "malformed"),
+        ("broken", "http_error"),
+        ("slow", "timeout"),
+    ],
+)
+async def test_a_failing_simulator_masks_the_sample(tmp_path, user_model, model, kind):
+    result, bodies = await _llm_rollout(tmp_path, user_model, model, _gold(TASK))
+    assert bodies[0] == {"output": {"reply": "(the user did not answer)"}}
+    assert result["mask_sample"] is True and result["failure_kind"] == "user_simulator"
+    assert result["verification"]["conversation"]["simulator_failures"][0] == kind

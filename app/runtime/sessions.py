@@ -12,6 +12,7 @@ concurrently.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import secrets
 import time
@@ -38,6 +39,7 @@ from app.errors import (
 from app.runtime.claims import same_task_data, tombstone_lapsed
 from app.runtime.inline import InlinePolicy
 from app.runtime.lanes import Lane, client_of, shared_lane
+from app.runtime.llm_user import llm_user_of
 from app.runtime.open_sessions import OpenSessions
 from app.runtime.ownership import check_closer, owned_session_id
 from app.runtime.replay_cache import ReplayFiles
@@ -406,8 +408,13 @@ class SessionManager:
 
     # --- open handles ------------------------------------------------------------------------
     def _open_sessions(self) -> OpenSessions:
+        user = llm_user_of(self.settings)  # None: the scripted user (ToolContext.user)
+
         async def opener(session_id: str, ahead: bool) -> SessionHandle:
-            return await self._run(partial(self.backend.open, session_id, ahead=ahead))
+            handle = await self._run(partial(self.backend.open, session_id, ahead=ahead))
+            if user is not None:
+                handle.ctx = dataclasses.replace(handle.ctx, user=user)
+            return handle
 
         return OpenSessions(
             self.settings.max_open_sessions,
