@@ -367,3 +367,49 @@ async def test_a_failing_simulator_masks_the_sample(tmp_path, user_model, model,
     assert bodies[0] == {"output": {"reply": "(the user did not answer)"}}
     assert result["mask_sample"] is True and result["failure_kind"] == "user_simulator"
     assert result["verification"]["conversation"]["simulator_failures"][0] == kind
+
+
+# ---- the explorer shows the conversation ---------------------------------------------------------
+
+
+async def test_the_explorer_shows_the_conversation(tmp_path):
+    from app.cli.browse import browse_app, explorer_for
+    from app.registry import load_environment
+    from app.server.api import create_app
+    from tests.support.explorer_runs import CANCEL, PENDING, gold_calls
+
+    task = {
+        **CANCEL,
+        "user": {
+            "goal": f"Cancel order {PENDING}.",
+            "changes": [
+                {
+                    "tools": ["cancel_pending_order"],
+                    "identifiers": [PENDING],
+                    "yes": "Yes, cancel it.",
+                    "correction": f"No: {PENDING}.",
+                }
+            ],
+            "unclear": "I want an order cancelled.",
+        },
+    }
+    proposal = f"I will cancel order {PENDING}. Do you confirm?"
+    settings = backend_settings("sqlite", tmp_path / "data", None)
+    app = create_app(settings, load_environment("retail"))
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://sg") as c:
+            result, _ = await _rollout(
+                c, task, [("message_user", {"text": proposal}), *gold_calls(CANCEL)]
+            )
+    assert result["reward"] == 1.0, result.get("failure_reason")
+    with explorer_for(settings) as (x, _ds):
+        transport = httpx.ASGITransport(app=browse_app(x, None, settings))
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as c:
+            page = await c.get(f"/rollouts/{result['session_id']}")
+            data = (await c.get(f"/rollouts/{result['session_id']}?format=json")).json()
+    assert page.status_code == 200 and "Conversation with the user" in page.text
+    assert proposal in page.text and "Yes, cancel it." in page.text
+    assert [(t["act"], t["confirms"]) for t in data["conversation"]] == [
+        ("confirm", '["cancel_pending_order"]')
+    ]

@@ -175,6 +175,9 @@ _ROLLOUT = (
 <h2 id="prompt">Prompt</h2>"""
     + _PROMPT
     + """
+{% if conversation %}<h2 id="conversation">Conversation with the user</h2>
+{% for t in conversation %}<div class="msg"><div class="role">agent, turn {{ t.turn }}</div><pre>{{ t.message }}</pre></div>
+<div class="msg"><div class="role">user ({{ t.simulator }}; {{ t.act }}{% if t.confirms != '[]' %}, confirms {{ t.confirms }}{% endif %}{% if t.failure %}, <span class="error">failed: {{ t.failure }}</span>{% endif %})</div><pre>{{ t.reply }}</pre></div>{% endfor %}{% endif %}
 <h2 id="steps">Steps</h2>
 {% if not s.present %}<p class="notice">This session's database is gone (retention); its record and verify result remain.</p>
 {% elif not step_log %}<p class="notice">This session keeps no step log (seeded before step logging).</p>
