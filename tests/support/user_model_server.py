@@ -34,7 +34,11 @@ def _answer(model: str, system: str, message: str) -> str:
     proposal = any(w in message.lower() for w in ("proceed", "confirm"))
     if model == "leaky":
         return json.dumps(
-            {"reply": "It's " + ", ".join(facts.values()), "message_kind": "other", "facts_told": []}
+            {
+                "reply": "It's " + ", ".join(facts.values()),
+                "message_kind": "other",
+                "facts_told": [],
+            }
         )
     if model == "quitter":
         return json.dumps({"reply": "Thanks, goodbye!", "message_kind": "other", "facts_told": []})

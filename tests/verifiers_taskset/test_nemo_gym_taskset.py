@@ -157,6 +157,16 @@ async def test_gold_scores_one_and_noop_zero(server: Server, index: int):
     assert noop == 0.0
 
 
+async def test_a_conversational_task_scores_one(server: Server):
+    """The user is a tool: verifiers' toolset talks to it with `message_user` like any other."""
+    talk = [t for t in tasks(server.url) if t.data.row.get("user")]
+    assert talk, "the shipped retail set has conversational tasks"
+    gold, trace = await rollout(talk[0], gold=True)
+    assert gold == 1.0, trace.info["nemo_gym"].get("failure_reason")
+    noop, _ = await rollout(talk[0], gold=False)
+    assert noop == 0.0
+
+
 def test_no_session_is_left_open(server: Server):
     assert server.open_sessions() == []
 
