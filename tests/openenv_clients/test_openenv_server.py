@@ -254,7 +254,9 @@ async def test_a_conversational_task_scores_one_and_acting_without_asking_zero(s
     (run,) = await play_all(server.url, [row], gold=True)
     assert run["end"].reward == 1.0, run["end"].metadata
     replies = [
-        r for c, r in zip(row["ground_truth"], run["results"]) if c["name"] == "message_user"
+        r
+        for c, r in zip(row["ground_truth"], run["results"], strict=True)
+        if c["name"] == "message_user"
     ]
     assert replies and all(isinstance(r, dict) and r.get("reply") for r in replies), replies
     silent = {
