@@ -34,7 +34,8 @@ _OPS = {
 def _cases() -> list:
     params = []
     for env in sorted(ENVIRONMENTS):
-        path = REPO / "envs" / env / "verifier_cases.jsonl"
+        # Beside the environment's tasks (an installed plugin's too: tests/test_plugins.py).
+        path = load_environment(env).tasks_path.parent / "verifier_cases.jsonl"
         if not path.exists():
             continue
         for n, line in enumerate(path.read_text().splitlines(), 1):
