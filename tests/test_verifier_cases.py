@@ -19,7 +19,7 @@ import pytest
 from app.registry import ENVIRONMENTS, load_environment
 from app.server.api import create_app
 from app.settings import Settings
-from tests.conftest import REPO, TEST_SECRET
+from tests.conftest import TEST_SECRET
 from tests.support.rollouts import fresh_client, gold_answer, load_tasks, run_rollout
 
 _OPS = {
