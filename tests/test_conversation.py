@@ -413,3 +413,27 @@ async def test_the_explorer_shows_the_conversation(tmp_path):
     assert [(t["act"], t["confirms"]) for t in data["conversation"]] == [
         ("confirm", '["cancel_pending_order"]')
     ]
+
+
+async def test_a_replay_scores_the_conversation_as_the_session_did(client):
+    """NeMo Gym's stateless reverify: the response's calls replayed on the task's snapshot."""
+    for calls in (
+        _gold(TASK),
+        [MOVE, ("message_user", {"text": PROPOSE})],  # acted first, asked after
+        [("message_user", {"text": PROPOSE.replace("9001", "9002")}), MOVE],
+    ):
+        live, bodies = await _rollout(client, TASK, calls)
+        items: list[dict[str, Any]] = []
+        for i, ((name, args), body) in enumerate(zip(calls, bodies, strict=True)):
+            items += [
+                {"type": "function_call", "call_id": f"c{i}", "name": name},
+                {"type": "function_call_output", "call_id": f"c{i}", "output": json.dumps(body)},
+            ]
+            items[-2]["arguments"] = json.dumps(args)
+        async with fresh_client(client) as c:  # no session cookie: a replay
+            replayed = (
+                await c.post("/verify", json={**TASK, "response": response_object(items, "")})
+            ).json()
+        assert replayed["verified_by"] == "replay"
+        assert replayed["reward"] == live["reward"], (calls, replayed.get("failure_reason"))
+        assert replayed["reward_components"] == live["reward_components"]
