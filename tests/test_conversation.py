@@ -437,3 +437,29 @@ async def test_a_replay_scores_the_conversation_as_the_session_did(client):
         assert replayed["verified_by"] == "replay"
         assert replayed["reward"] == live["reward"], (calls, replayed.get("failure_reason"))
         assert replayed["reward_components"] == live["reward_components"]
+
+
+async def test_the_sql_console_cannot_read_the_script_nor_write_the_conversation(tmp_path):
+    from app.registry import load_environment
+    from app.server.api import create_app
+
+    env = load_environment("sql")
+    task = {"task_id": "sql-talk", "user": SCRIPT.model_dump(), "ground_truth": []}
+    settings = backend_settings("sqlite", tmp_path / "data", None)
+    app = create_app(settings, env)
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://sg") as c:
+            assert (await c.post("/seed_session", json=task)).status_code == 200
+            for sql in (
+                f"SELECT script FROM {USER_TABLE}",
+                f"SELECT * FROM {CONVERSATION_TABLE}",
+                f"INSERT INTO {CONVERSATION_TABLE} (turn, message, reply, act, confirms, stage, "
+                "simulator) VALUES (1, 'x', 'yes', 'confirm', '[\"run_sql\"]', 1, 'scripted')",
+            ):
+                body = (await c.post("/run_sql", json={"sql": sql})).json()
+                assert "error" in body and "message_user" in body["error"]["message"], body
+            listed = (await c.post("/list_tables", json={})).json()["output"]["tables"]
+            assert not {t["table"] for t in listed} & {USER_TABLE, CONVERSATION_TABLE}
+            described = (await c.post("/describe_table", json={"table": USER_TABLE})).json()
+            assert described["error"]["code"] == "not_found"
