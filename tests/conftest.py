@@ -23,6 +23,8 @@ from app.settings import Settings
 from tests.support.warehouse_env import ENVIRONMENT as WAREHOUSE
 
 REPO = Path(__file__).resolve().parent.parent
+# Shared data of the suite and the docs that belongs to no one environment (fixtures/README.md).
+FIXTURES = REPO / "fixtures"
 # Every registered environment, and those that run on every backend (all but the SQLite-only
 # sql console): tests take their lists from the registry, never by hand.
 ENV_NAMES = tuple(environment_names())
