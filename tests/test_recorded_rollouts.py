@@ -1,6 +1,7 @@
 """Recorded NeMo Gym rollout rows (fixtures/nemo_gym/, both session flows) still score and report
 as they did when recorded: a verify without a session replays each row's calls on the task's
 snapshot, as `gym eval reverify` does, and must give the recorded reward and failure reason.
+Recorded OpenEnv episodes (fixtures/openenv/) play again step for step on the episode core.
 
 A change that moves a recorded reward on purpose records the rows again
 (`python -m tests.support.record_rollouts`) and says why in its commit.
@@ -17,10 +18,13 @@ import pytest
 from typer.testing import CliRunner
 
 from app.cli.main import cli
+from app.integrations.episodes import Episode
 from app.registry import load_environment
+from app.runtime.sessions import SessionManager
 from app.server.api import create_app
 from app.settings import Settings
 from tests.conftest import FIXTURES, TEST_SECRET
+from tests.support.record_rollouts import TASKS, step_record
 
 FLOWS = ("legacy", "typed")
 # What verify adds to the body it echoes, and NeMo Gym's bookkeeping: not part of a request.
@@ -72,3 +76,21 @@ def test_report_on_recorded_rows(flow: str, tmp_path: Path) -> None:
     assert all(f["diff_command"] for f in summary["failed"])  # each row names its session
     html = page.read_text()
     assert all(f["session_id"] in html for f in summary["failed"])
+
+
+async def test_recorded_openenv_episodes_play_again_step_for_step(tmp_path: Path) -> None:
+    episodes = json.loads((FIXTURES / "openenv" / "episodes.json").read_text(encoding="utf-8"))
+    settings = Settings(data_dir=tmp_path, secret_key=TEST_SECRET)
+    sessions = SessionManager(settings, load_environment("retail"))
+    try:
+        for recorded in episodes:
+            episode = Episode(sessions)
+            await episode.start(TASKS[recorded["task_id"]])
+            for step in recorded["steps"]:
+                outcome = await episode.call(step["tool"], step["arguments"])
+                assert {"arguments": step["arguments"], **step_record(outcome)} == step
+            await episode.close()
+    finally:
+        await sessions.aclose()
+    ends = [[s["reward"] for s in e["steps"] if s["done"]] for e in episodes]
+    assert ends == [[1.0], [0.0], [0.0]]  # a gold refusal, finish alone, a failed lookup

@@ -1,12 +1,12 @@
-"""Record NeMo Gym rollout rows, in both session flows, into fixtures/nemo_gym/.
+"""Record fixtures/nemo_gym/ (NeMo Gym rollout rows, both session flows) and fixtures/openenv/.
 
-Each row is what NeMo Gym's collector writes: the verify response (the body echoed, `reward`,
-`failure_reason`, `verification`, ...) plus `_ng_task_index` and `_ng_rollout_index`. The legacy
-flow seeds with the task row and closes by cookie; the typed (0.7.0) flow seeds with
-`resources_session_id`, `episode_id`, `task_id`, `task_data` and closes by id and episode. Both
-play the same plan on retail: two gold rollouts, a no-op, a no-op with an apology, and a lookup
-that submits a wrong figure. The system prompt is cut from `responses_create_params` (nothing
-scores it; it would be 20 KB a row). Run again after a change of the verify payload:
+A row is what NeMo Gym's collector writes: the verify response plus `_ng_task_index` and
+`_ng_rollout_index`. Legacy flow: seed with the task row, close by cookie; typed (0.7.0): seed
+with `resources_session_id`, `episode_id`, `task_id`, `task_data`, close by id and episode. Both
+play one plan on retail (two gold rollouts, two no-ops, a wrong figure submitted); the system
+prompt is cut from `responses_create_params` (nothing scores it; 20 KB a row). The OpenEnv
+transcripts are episodes as the OpenEnv server's core plays them (app/integrations/episodes.py):
+each step's exact result, error kind, end and reward. Run again after a meant change:
 
     python -m tests.support.record_rollouts
 """
@@ -21,15 +21,19 @@ from typing import Any
 
 import httpx
 
+from app.integrations.episodes import Episode, StepOutcome
 from app.registry import load_environment
+from app.runtime.sessions import SessionManager
 from app.server.api import create_app
 from app.settings import Settings
 from tests.support.rollouts import gold_answer, load_tasks, response_object
 
 REPO = Path(__file__).resolve().parents[2]
 OUT = REPO / "fixtures" / "nemo_gym"
+OPENENV_OUT = REPO / "fixtures" / "openenv"
 SECRET = "record-secret-0123456789-abcdefghijklmnopqrstuvwxyz"
-TASKS = {t["task_id"]: t for t in load_tasks(load_environment("retail").tasks_path)}
+RETAIL = load_environment("retail")
+TASKS = {t["task_id"]: t for t in load_tasks(RETAIL.tasks_path)}
 WRONG_FIGURE = {"name": "submit_answer", "arguments": {"answer": "78.45"}}
 
 
@@ -117,6 +121,64 @@ async def record(flow: str) -> list[dict[str, Any]]:
         return rows
 
 
+def episode_plans() -> list[dict[str, Any]]:
+    """What each OpenEnv episode does: a gold refusal, `finish` alone, a failed call then an
+    unknown tool then `finish`, and a call after the episode ended."""
+    refusal = TASKS["retail-011"]
+    return [
+        {
+            "about": "the gold calls of a refusal task: decline_request ends it",
+            "task_id": "retail-011",
+            "calls": calls_of(refusal),
+        },
+        {
+            "about": "finish alone: nothing done, reward 0",
+            "task_id": "retail-001",
+            "calls": [{"name": "finish", "arguments": {}}],
+        },
+        {
+            "about": "a failed call and an unknown tool are results; the episode goes on",
+            "task_id": "retail-001",
+            "calls": [
+                {"name": "get_order_details", "arguments": {"order_number": "#W0000000"}},
+                {"name": "nope", "arguments": {}},
+                {"name": "finish", "arguments": {"message": "I could not find it."}},
+                {"name": "list_products", "arguments": {}},
+            ],
+        },
+    ]
+
+
+def step_record(outcome: StepOutcome) -> dict[str, Any]:
+    return {
+        "tool": outcome.tool_name,
+        "result": outcome.result,
+        "error_kind": outcome.error_kind,
+        "error": outcome.error,
+        "done": outcome.done,
+        "reward": outcome.reward,
+    }
+
+
+async def record_episodes(data_dir: Path) -> list[dict[str, Any]]:
+    """Play `episode_plans` on the episode core; each step as `step_record`."""
+    sessions = SessionManager(Settings(data_dir=data_dir, secret_key=SECRET), RETAIL)
+    try:
+        episodes = []
+        for plan_ in episode_plans():
+            episode = Episode(sessions)
+            await episode.start(TASKS[plan_["task_id"]], episode_id="recorded")
+            steps = []
+            for call in plan_["calls"]:
+                outcome = await episode.call(call["name"], call["arguments"])
+                steps.append({"arguments": call["arguments"], **step_record(outcome)})
+            await episode.close()
+            episodes.append({"about": plan_["about"], "task_id": plan_["task_id"], "steps": steps})
+        return episodes
+    finally:
+        await sessions.aclose()
+
+
 def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     for flow in ("legacy", "typed"):
@@ -124,6 +186,12 @@ def main() -> None:
         path = OUT / f"rollouts_{flow}.jsonl"
         path.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in rows))
         print(f"{path.relative_to(REPO)}: {len(rows)} rows, {path.stat().st_size} bytes")
+    with tempfile.TemporaryDirectory() as tmp:
+        episodes = asyncio.run(record_episodes(Path(tmp)))
+    path = OPENENV_OUT / "episodes.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(episodes, indent=1, ensure_ascii=False) + "\n")
+    print(f"{path.relative_to(REPO)}: {len(episodes)} episodes, {path.stat().st_size} bytes")
 
 
 if __name__ == "__main__":
