@@ -170,10 +170,9 @@ class Settings(BaseSettings):
         3600,
         ge=0,
         description=(
-            "A live session with no write for this long (every tool call is one where the step "
-            "log is on; a verify is not) is closed by the reaper, as a close would: a client "
-            "that never closes (verifiers) leaks nothing. 0 or unset: sessions stay open until "
-            "closed."
+            "A live session no tool call or verify touched for this long is closed by the "
+            "reaper, as a close would: a client that never closes (verifiers) leaks nothing. "
+            "0 or unset: sessions stay open until closed."
         ),
     )
     metrics: bool = Field(

@@ -14,7 +14,7 @@ from pydantic import ValidationError
 
 from app.runtime.lifecycle import reap_idle
 from app.settings import Settings
-from tests.conftest import TEST_SECRET
+from tests.conftest import TEST_SECRET, backend_settings, drop_pg_schemas, new_pg_prefix
 from tests.support.rollouts import fresh_client
 from tests.support.warehouse_env import ENVIRONMENT as WAREHOUSE
 from tests.test_typed_sessions import RESPONSE, TASK, typed_close, typed_seed
@@ -30,6 +30,21 @@ def _settings(tmp_path, ttl: int) -> Settings:
         session_idle_ttl_seconds=ttl,
         reaper_interval_seconds=1,
     )
+
+
+@pytest.fixture
+def idle_settings(tmp_path, backend, request):
+    """`ttl -> Settings` on the test's backend (a PostgreSQL schema prefix dropped after)."""
+    prefix = None
+    if backend == "postgres":
+        prefix = new_pg_prefix()
+        request.addfinalizer(lambda: drop_pg_schemas(prefix))
+
+    def make(ttl: int) -> Settings:
+        extra = {"session_idle_ttl_seconds": ttl, "reaper_interval_seconds": 1}
+        return backend_settings(backend, tmp_path / "data", prefix, **extra)
+
+    return make
 
 
 def _status(client: httpx.AsyncClient, session_id: str) -> str | None:
@@ -48,8 +63,8 @@ async def _closed_within(client: httpx.AsyncClient, session_id: str, seconds: fl
     return False
 
 
-async def test_an_untouched_typed_session_is_closed_as_a_close_would(client_factory, tmp_path):
-    async with client_factory(WAREHOUSE, _settings(tmp_path, ttl=1)) as c:
+async def test_an_untouched_typed_session_is_closed_as_a_close_would(client_factory, idle_settings):
+    async with client_factory(WAREHOUSE, idle_settings(1)) as c:
         seeded = await c.post("/seed_session", json=typed_seed("rs-idle"))
         assert seeded.status_code == 200
         session_id = seeded.headers["x-stategym-session"]
@@ -68,8 +83,8 @@ async def test_an_untouched_typed_session_is_closed_as_a_close_would(client_fact
         assert body["reward"] == live["reward"]
 
 
-async def test_a_session_in_use_is_kept(client_factory, tmp_path):
-    async with client_factory(WAREHOUSE, _settings(tmp_path, ttl=2)) as c:
+async def test_a_session_in_use_is_kept(client_factory, idle_settings):
+    async with client_factory(WAREHOUSE, idle_settings(2)) as c:
         async with fresh_client(c) as busy, fresh_client(c) as idle:
             busy_id = (await busy.post("/seed_session", json=TASK)).json()["session_id"]
             idle_id = (await idle.post("/seed_session", json=TASK)).json()["session_id"]

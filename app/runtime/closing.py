@@ -123,6 +123,7 @@ class Closing:
                 hint="Retry /close_session.",
             ) from exc
         closed_now = self.w.control.mark_closed(record.id, dropped=delete)
+        self.w.touched.pop(record.id, None)
         if delete and not closed_now:  # closed before, its database deleted only now
             self.w.control.mark_dropped(record.id)
         return closed_now

@@ -29,11 +29,18 @@ log = logging.getLogger("stategym.lifecycle")
 async def reap_idle(sessions: SessionManager, ttl_seconds: int) -> int:
     """Close every live session idle for longer than the TTL, as `/close_session` would (a
     typed one's id is left closed: a later seed of it is 409); returns how many it closed.
-    One worker hop finds them; a session with a call in flight right now is left for the
-    next pass, and a close that fails is retried there too."""
+    Idle: no write (the backend's clock, every worker's) and no call or verify on this worker
+    (`touched`) within the TTL. One worker hop finds them; a session with a call in flight
+    right now is left for the next pass, and a close that fails is retried there too."""
     idle = await sessions._run(idle_sessions, sessions, ttl_seconds)
+    cutoff = time.time() - ttl_seconds
+    touched = sessions.touched
+    for session_id in [s for s, at in touched.items() if at < cutoff]:
+        del touched[session_id]  # idle for the TTL, or closed: the backend's clock decides
     closed = 0
     for session_id in idle:
+        if session_id in touched:
+            continue  # a call or verify on this worker within the TTL
         handle = sessions._open.get(session_id)
         if handle is not None and handle.lock.locked():
             continue  # touched right now

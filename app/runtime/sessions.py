@@ -89,6 +89,7 @@ class SessionManager(SessionWorkers):
     async def verify(self, session_id: str, body: Mapping[str, Any]) -> dict[str, Any]:
         """Verify the cookie's session (a closed or gone one by replay); a task whose gold
         cannot be built within its budget is a masked sample saying why."""
+        self.touch(session_id)
         return await self.verifying.verify(session_id, body)
 
     async def reverify(self, body: Mapping[str, Any]) -> dict[str, Any]:
@@ -97,6 +98,7 @@ class SessionManager(SessionWorkers):
 
     # --- tool calls --------------------------------------------------------------------------
     async def call_tool(self, session_id: str, tool: Tool, raw_args: Any) -> dict[str, Any]:
+        self.touch(session_id)
         handle = await self._handle(session_id)
         async with handle.lock:
             if self.inline is not None and self.inline.allows(tool.name):

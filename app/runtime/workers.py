@@ -10,6 +10,7 @@ here on every use rather than keeping their own references.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
@@ -95,9 +96,20 @@ class SessionWorkers:
         # them, a burst on an LRU full of other sessions held twice the connections at its peak.
         self._closer = _closer()
         self._open = self._open_sessions()
+        # When this worker last served a call or verify of each session (Unix time): the idle
+        # reaper's clock beside the backend's last write, which a read-only call on PostgreSQL
+        # does not stamp. Kept only while the reaper runs; an entry goes at the session's close
+        # here, or once older than the TTL (closed by another worker).
+        self.touched: dict[str, float] = {}
+        self._touching = bool(settings.session_idle_ttl_seconds)
         # LLM-as-judge for tasks with a rubric (STATEGYM_JUDGE_*); unconfigured, a rubric task
         # is masked rather than scored on its state alone.
         self.judge: Judge | None = Judge(JudgeSettings())
+
+    def touch(self, session_id: str) -> None:
+        """Note that a request used the session now (app/runtime/lifecycle.py reads it)."""
+        if self._touching:
+            self.touched[session_id] = time.time()
 
     async def _run(self, fn: Callable[..., T], *args: Any) -> T:
         return await asyncio.get_running_loop().run_in_executor(self.executor, fn, *args)
