@@ -115,23 +115,28 @@ lint: install
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
+# One benchmark by name, the full HTTP suite unless BENCH names another (`make bench BENCH=cpu_split
+# BENCH_ARGS='--env sql'`); `python -m bench --list` names them, bench/README.md indexes them.
+BENCH ?= suite
+BENCH_ARGS ?=
 bench: install
 	$(BIN)/python -m pip install --quiet -e '.[bench]'
-	$(BIN)/python -m bench
+	$(BIN)/python -m bench $(BENCH) $(BENCH_ARGS)
 
-# Issue 20's targets in one table: rollout traffic vs the lean baseline per environment, server-side
+# The targets in one table: rollout traffic vs the lean baseline per environment, server-side
 # p50/p90/p99, the 2,000-request burst, PostgreSQL vs SQLite (bench/targets.py, bench/README.md).
 bench-targets: install
 	$(BIN)/python -m pip install --quiet -e '.[bench]'
-	$(BIN)/python -m bench.targets
+	$(BIN)/python -m bench targets
 
-# Where each ms of seed, tool call, verify and close goes (bench/profile_ops.py, bench/PROFILE.md).
+# Where each ms of seed, tool call, verify and close goes (bench/profile_ops.py,
+# bench/history/profile_ops.md).
 bench-profile: install
-	$(BIN)/python -m bench.profile_ops
+	$(BIN)/python -m bench profile_ops
 
-# Validated generated tasks per second per environment (bench/taskgen.py, bench/README.md).
+# Validated generated tasks per second per environment (bench/taskgen.py, bench/history/taskgen.md).
 bench-taskgen: install
-	$(BIN)/python -m bench.taskgen
+	$(BIN)/python -m bench taskgen
 
 # Rewrite the shipped evaluation sets (byte-identical every run; docs/generating_tasks.md): each
 # environment package of this repository keeps its own (envs/<name>/tasks.jsonl, its tasks_path).

@@ -46,9 +46,9 @@ class Settings(BaseSettings):
     )
     # Unset, the backend's own number (Capabilities.threads). SQLite: two, not more: its calls are
     # CPU-bound Python under one GIL, so extra threads only add GIL hand-offs (4 threads: -15 %
-    # read and -20 % write throughput at c=64, bench/README.md); two keep one lane free while
+    # read and -20 % write throughput at c=64, bench/history/suite.md); two keep one lane free while
     # another call runs long (up to tool_time_limit_ms). PostgreSQL: six, since a thread waits
-    # out each statement's round trip without the GIL (bench/README.md, round 8).
+    # out each statement's round trip without the GIL (bench/history/rounds.md, round 8).
     tool_threads: int | None = Field(
         None,
         ge=1,

@@ -1,1 +1,2 @@
-"""The StateGym benchmark harness (`python -m bench`, `make bench`); see bench/README.md."""
+"""StateGym's benchmarks: `python -m bench NAME [args]`, `python -m bench --list`, `make bench`;
+the index of what each measures and its latest figure is bench/README.md."""

@@ -214,7 +214,8 @@ def grpo(args: argparse.Namespace, rows: list[dict[str, Any]]) -> dict[str, Any]
 def grpo_alternated(args: argparse.Namespace, rows: list[dict[str, Any]]) -> dict[str, Any]:
     """`grpo` with both servers up and the traffic alternated in `args.alternate` rounds (a warm
     chunk, a never-seen chunk, the order swapped each round): the machine's drift over a run
-    (+-15 % between two runs minutes apart, bench/README.md) then falls on both sides alike."""
+    (+-15 % between two runs minutes apart, bench/history/cold_path.md) then falls on both sides
+    alike."""
     shipped = [json.loads(x) for x in (ROOT / "envs" / "retail" / "tasks.jsonl").open()]
     n_warm = args.warm_n or len(rows)
     warm_rows = (shipped * (n_warm // len(shipped) + 1))[:n_warm]

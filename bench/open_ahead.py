@@ -24,10 +24,10 @@ from typing import Any
 
 from bench import phases, rollout
 from bench import tasks as T
-from bench.__main__ import LoadGen
 from bench.pg_ab import parse_config
 from bench.rollout import env_tasks
 from bench.servers import start_stategym
+from bench.suite import LoadGen
 
 SESSIONS, IN_FLIGHT = 10_000, 2_000
 

@@ -1,6 +1,8 @@
 """Where each ms of seed, tool call, verify and close goes (issue 20): cProfile, in process.
 
-    python -m bench.profile_ops [passes] [--top N]      # all retail tasks, warm (bench/PROFILE.md)
+    python -m bench profile_ops [passes] [--top N]   # all retail tasks, warm
+
+Figures: bench/history/profile_ops.md.
 
 `SessionManager` driven without HTTP over every retail task: one warm-up pass (snapshots and golds
 built), then `passes` passes of seed → gold calls → verify → close. Two measurements per kind:

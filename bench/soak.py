@@ -222,7 +222,7 @@ async def drive(
 
     # One client, one connection, per concurrency slot: httpcore's pool scans every connection
     # for every request, so one shared pool of 64 cost the load generator more CPU than the
-    # server (bench/README.md, "The soak's load generator").
+    # server (bench/history/soak.md, "The soak's load generator").
     slots = [
         httpx.AsyncClient(base_url=server.url, timeout=120, limits=limits)
         for _ in range(args.concurrency)

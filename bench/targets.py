@@ -29,8 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from bench import rollout
-from bench.__main__ import LoadGen, log
 from bench.servers import ServerProcess, start_lean, start_stategym, template_of
+from bench.suite import LoadGen, log
 
 RESULTS = Path(__file__).resolve().parent / "results"
 ALL_ENVS = ("retail", "airline", "ledger", "sql", "workplace")

@@ -7,11 +7,16 @@ the harness drives are scored as the gold solution (reward 1) by both servers.
 from __future__ import annotations
 
 import json
+import os
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from bench.__main__ import main
+from bench.suite import main
+from tests.conftest import REPO
 
 
 @pytest.mark.slow  # load test: make test-slow (CI runs it)
@@ -176,3 +181,92 @@ def test_cpu_split_ab_runs_each_checkout_in_turn(capsys: pytest.CaptureFixture[s
         line = next(x for x in out.splitlines() if x.startswith(f"round 1 {label}:"))
         assert "ms server CPU per rollout" in line and "errors 0" in line, line
         assert f"{label}: mean " in out
+
+
+# --- the entry point and the index ------------------------------------------------------------
+def _bench(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.run(
+        [sys.executable, "-m", "bench", *args],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_python_m_bench_lists_every_benchmark() -> None:
+    from bench.__main__ import RUNNABLE
+
+    listed = _bench("--list")
+    assert listed.returncode == 0, listed.stderr
+    names = {line.split()[0] for line in listed.stdout.splitlines() if line.startswith("  ")}
+    assert names == set(RUNNABLE)
+    unknown = _bench("no_such_benchmark")
+    assert unknown.returncode == 2 and "no benchmark named" in unknown.stderr
+
+
+def test_python_m_bench_runs_a_benchmark_by_name() -> None:
+    """The smallest benchmark there is: one pruner pass over 1,200 control records."""
+    ran = _bench("control_growth", "--prune-cost", "1200")
+    assert ran.returncode == 0, ran.stderr
+    assert "500 to prune (pruned 500)" in ran.stdout, ran.stdout
+
+
+def test_every_bench_module_is_listed_or_support_and_in_the_index() -> None:
+    from bench.__main__ import RUNNABLE, SUPPORT
+
+    modules = {p.stem for p in (REPO / "bench").glob("*.py")} - {"__init__", "__main__"}
+    assert modules == set(RUNNABLE) | set(SUPPORT)
+    assert len(RUNNABLE) + len(SUPPORT) == len(modules)  # none in both
+    index = (REPO / "bench" / "README.md").read_text()
+    assert len(index.splitlines()) <= 120, "bench/README.md is an index: runs go to bench/history/"
+    assert [m for m in RUNNABLE if f"`{m}`" not in index] == []
+    linked = set(re.findall(r"\]\((history/[\w.-]+\.md)\)", index))
+    history = {f"history/{p.name}" for p in (REPO / "bench" / "history").glob("*.md")}
+    assert linked == history  # every link resolves, every history file is indexed
+
+
+_OLD_SECTION = re.compile(r"bench/README\.md`?,? \(?(\"[^\"]+\"|round \d+)")
+_CITED_FILE = re.compile(r"bench/history/([\w.-]+\.md)")
+_CITED_TITLE = re.compile(r"bench/history/([\w.-]+\.md)`?,? \(?\"([^\"]+)\"")
+_CITED_ROUND = re.compile(r"bench/history/rounds\.md`?,? \(?\"?round (\d+)")
+
+
+def test_citations_of_bench_history_name_a_file_and_a_heading_it_has() -> None:
+    """Code and docs cite a run as (bench/history/<topic>.md, "part of a heading") or
+    (..., round N); the notebook they cited before, bench/README.md's sections, is gone."""
+    bad = []
+    for top in ("app", "envs", "tests", "bench", "docs", "scripts"):
+        for path in sorted((REPO / top).rglob("*")):
+            if path.suffix not in (".py", ".md") or "history" in path.parts:
+                continue
+            bad += _bad_citations(path)
+    bad += _bad_citations(REPO / "README.md") + _bad_citations(REPO / "Makefile")
+    assert bad == []
+
+
+def _bad_citations(path: Path) -> list[str]:
+    # Comment and docstring lines wrap: join them, dropping the comment marks.
+    text = re.sub(r"\s*\n\s*(?:#\s*)?", " ", path.read_text())
+    name = path.relative_to(REPO)
+    bad = [f"{name}: bench/README.md section {m!r}" for m in _OLD_SECTION.findall(text)]
+    for cited in _CITED_FILE.findall(text):
+        if not (REPO / "bench" / "history" / cited).exists():
+            bad.append(f"{name}: no bench/history/{cited}")
+    for cited, title in _CITED_TITLE.findall(text):
+        headings = _headings(cited)
+        if headings and not any(title.lower() in h for h in headings):
+            bad.append(f"{name}: bench/history/{cited} has no heading {title!r}")
+    for number in _CITED_ROUND.findall(text):
+        if not any(f"round {number}" in h for h in _headings("rounds.md")):
+            bad.append(f"{name}: bench/history/rounds.md has no round {number}")
+    return bad
+
+
+def _headings(history_file: str) -> list[str]:
+    path = REPO / "bench" / "history" / history_file
+    if not path.exists():
+        return []
+    return [line.lower() for line in path.read_text().splitlines() if line.startswith("#")]

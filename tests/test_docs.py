@@ -154,7 +154,7 @@ MAX_MODULE_DOCSTRING_LINES = 12
 
 def test_module_docstrings_are_short():
     """A module docstring says what the module is for and what it keeps true, in a few lines;
-    measurements and history live in bench/README.md and docs/."""
+    measurements and history live in bench/history/ and docs/."""
     too_long = []
     for path in sorted((REPO / "app").rglob("*.py")):
         doc = ast.get_docstring(ast.parse(path.read_text()))

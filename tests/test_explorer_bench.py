@@ -1,5 +1,5 @@
 """The explorer's page-load bench (bench/explorer_pages.py) runs end to end at a small size:
-every page it times answers 200 (figures are in bench/README.md, never asserted here)."""
+every page it times answers 200 (figures are in bench/history/explorer.md, never asserted here)."""
 
 from __future__ import annotations
 

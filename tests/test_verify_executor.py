@@ -3,7 +3,7 @@ or held here on purpose) never queues another rollout's seed, tool call or close
 
 Two verifies are held inside the environment's invariant (run by verify on the final state)
 until the other rollout is done; on a pool shared with seeds they held every thread and the
-seed waited for them (the verify toggle attack: seeds stalled up to 25 s, bench/README.md).
+seed waited for them (the verify toggle attack: seeds stalled up to 25 s, bench/history/attacks.md).
 """
 
 from __future__ import annotations

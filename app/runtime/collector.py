@@ -6,7 +6,7 @@ walked all of it every ~10 s under load, 0.1-0.25 s with the GIL held (every req
 and the three generations together cost ~1.4 ms of CPU a rollout. Requests make almost no
 cyclic garbage, so what start-up built is frozen out of the generations and the young one is
 collected after 20,000 net allocations instead of 700 (the task generator's workers do the
-same, app/taskgen/driver.py). Figures: bench/README.md, "The collector at training scale".
+same, app/taskgen/driver.py). Figures: bench/history/soak.md, "The collector at training scale".
 """
 
 from __future__ import annotations

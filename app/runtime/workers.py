@@ -35,7 +35,7 @@ from app.verify.patching import keep_at_most
 from app.verify.step_budget import StepBudget
 
 # Replays and gold builds run at a lower CPU priority than tool calls and verifies
-# (bench/README.md, "The verify stall").
+# (bench/history/attacks.md, "The verify stall").
 BACKGROUND_NICENESS = 10
 
 T = TypeVar("T")

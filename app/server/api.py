@@ -81,8 +81,8 @@ class JSONResponse(StarletteJSONResponse):
 class ProtocolRoute(APIRoute):
     """A route whose endpoint takes only the Request and parses its body itself (to answer
     in our words): its handler awaits the endpoint directly, without FastAPI's dependency
-    solving and response serialisation (~30 us a request, bench/README.md, "server CPU per
-    rollout"). OpenAPI still comes from the route's declaration; errors reach the same
+    solving and response serialisation (~30 us a request, bench/history/cpu.md, "server CPU
+    per rollout"). OpenAPI still comes from the route's declaration; errors reach the same
     handlers (tests/test_protocol_route.py compares both handlers' answers)."""
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
@@ -456,8 +456,8 @@ def _lifespan(proto: Protocol) -> Any:
 
 
 # FastAPI's native OpenTelemetry, off unless `Settings.opentelemetry`: with every signal off it
-# does not look the global providers up on each request (bench/README.md, "FastAPI's native
-# telemetry").
+# does not look the global providers up on each request (bench/history/cpu.md, "FastAPI's
+# native telemetry").
 _NO_TELEMETRY: TelemetryConfig = {"tracing": False, "metrics": False, "logs": False}
 
 

@@ -148,7 +148,8 @@ def _weight(state: DbState, indexes: Mapping[str, RowIndex], over: Pristine | No
 # its changes (app.storage.meta) reuses these for every table neither it nor its references wrote,
 # and patches them with the rows it wrote. A snapshot's entry is weighed without its template's
 # tables (kept once, by the template's entry): 128 MiB held 157 retail snapshots when each was
-# weighed as a whole copy, while the gold cache kept 512 (bench/README.md, "Revisited tasks").
+# weighed as a whole copy, while the gold cache kept 512 (bench/history/cold_path.md, "Revisited
+# tasks").
 def _pristine_bytes(entry: Pristine) -> int:
     return entry.bytes
 

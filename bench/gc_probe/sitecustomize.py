@@ -5,7 +5,7 @@ collections so far per generation, their CPU seconds and the longest one (wall, 
     PYTHONPATH=bench/gc_probe STATEGYM_GC_PROBE_OUT=/tmp/gc.jsonl stategym serve ...
 
 Python imports `sitecustomize` at start-up from the first folder on sys.path that has one; the
-server itself is unchanged. Used for bench/README.md, "The collector at training scale".
+server itself is unchanged. Used for bench/history/soak.md, "The collector at training scale".
 """
 
 import gc

@@ -202,7 +202,7 @@ def active_lines(order: AnyRow, items: list[AnyRow], skus: list[str]) -> list[An
 
 
 # --- write paths ---------------------------------------------------------------------------
-# Core statements built once (hot write paths; see bench/README.md). Each rule has this one
+# Core statements built once (hot write paths; see bench/history/suite.md). Each rule has this one
 # implementation, for the Core tools and the ORM ones alike: a statement run through the Session
 # first flushes the ORM changes pending, so the rows come out as a single ORM flush wrote them.
 # Like the ORM's unit of work, they UPDATE only the columns whose value changes.
@@ -381,7 +381,7 @@ def settle(
 
 
 # --- the order view, read with Core ----------------------------------------------------------
-# Core, not ORM lazy loads: this is the hottest read; see bench/README.md. The statements are
+# Core, not ORM lazy loads: this is the hottest read; see bench/history/suite.md. The statements are
 # built once, with bind parameters: building and cache-keying a select per call costs more than
 # running it. Each list keeps the order of the ORM relationship it replaces (items by line_no,
 # the others by id).
@@ -492,7 +492,7 @@ def order_view_by_number(db: Session, order_number: str) -> dict[str, Any]:
 
 
 def _order_view(db: Session, o: AnyRow) -> dict[str, Any]:
-    """Core, not ORM lazy loads: this is the hottest read; see bench/README.md."""
+    """Core, not ORM lazy loads: this is the hottest read; see bench/history/suite.md."""
     key = {"order_id": o.id}
     return {
         "order_number": o.order_number,

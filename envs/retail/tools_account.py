@@ -30,7 +30,7 @@ class DefaultAddressArgs(AddressFields, CustomerRef):
 
 ADDRESS_COLUMNS = ("line1", "line2", "city", "state", "zip", "country")
 
-# Core, not ORM: hot write path; see bench/README.md. One row: the customer's email and their
+# Core, not ORM: hot write path; see bench/history/suite.md. One row: the customer's email and their
 # first default address (by id, like the ORM relationship), or NULLs when they have none.
 _CUSTOMER_AND_DEFAULT = (
     select(
@@ -58,7 +58,7 @@ def update_customer_default_address(
     Existing orders keep their shipping address; change a pending order's address with
     modify_pending_order_address.
     """
-    # Core, not ORM: hot write path; see bench/README.md.
+    # Core, not ORM: hot write path; see bench/history/suite.md.
     row = db.execute(_CUSTOMER_AND_DEFAULT, {"customer_id": args.customer_id}).first()
     if row is None:
         raise no_such_customer(args.customer_id)

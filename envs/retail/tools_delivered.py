@@ -1,6 +1,6 @@
 """Write tools for delivered orders: return items for a refund, or exchange them for a variant.
 
-Core, not ORM: hot write paths (a generated task replays them twice; bench/README.md). The
+Core, not ORM: hot write paths (a generated task replays them twice; bench/history/taskgen.md). The
 statements keep the order of the ORM versions they replaced: the new rows, then the order, the
 variants and the lines, then the audit row.
 """

@@ -56,7 +56,7 @@ def cancel_pending_order(db: Session, args: CancelArgs, ctx: ToolContext) -> dic
 
     Only pending orders can be cancelled; delivered ones are returned instead.
     """
-    # Core, not ORM: hot write path; see bench/README.md.
+    # Core, not ORM: hot write path; see bench/history/suite.md.
     order = owned_order(db, args.order_number, args.customer_id)
     require_status(order, "pending", "cancelled")
     for method_id, amount in net_paid(order_payments(db, order.id)).items():
@@ -244,7 +244,7 @@ def modify_pending_order_address(
 
     Only pending orders can be modified; processed and shipped orders are already on their way.
     """
-    # Core, not ORM: hot write path; see bench/README.md.
+    # Core, not ORM: hot write path; see bench/history/suite.md.
     order = owned_order(db, args.order_number, args.customer_id)
     require_status(order, "pending", "modified")
     new = {
@@ -278,7 +278,7 @@ def modify_pending_order_payment(
 
     Only for pending orders paid by a single method; the new method must be a different one.
     """
-    # Core, not ORM: hot write path; see bench/README.md.
+    # Core, not ORM: hot write path; see bench/history/suite.md.
     order = owned_order(db, args.order_number, args.customer_id)
     require_status(order, "pending", "modified")
     paid = net_paid(order_payments(db, order.id))

@@ -1,8 +1,8 @@
 """Read-only tools: authenticate a customer, look at accounts, orders and the catalogue.
 
 The tools agents call most read with Core column selects built once at import (a few joins
-each), not ORM entities and their lazy loads: see bench/README.md. Lists keep the order of the
-ORM relationships they replace.
+each), not ORM entities and their lazy loads: see bench/history/suite.md. Lists keep the order of
+the ORM relationships they replace.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ class FindByEmailArgs(ToolArgs):
     email: str = Field(description="The email address the customer gives, e.g. 'jane@example.com'.")
 
 
-# Core, not ORM: the authentication every rollout starts with; see bench/README.md.
+# Core, not ORM: the authentication every rollout starts with; see bench/history/suite.md.
 _CUSTOMER_BY_EMAIL = select(CUSTOMERS.c.id, CUSTOMERS.c.first_name, CUSTOMERS.c.last_name).where(
     func.lower(CUSTOMERS.c.email) == bindparam("email")
 )

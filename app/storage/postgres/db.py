@@ -122,7 +122,7 @@ def make_engine(
     lock, status) in one round trip, where psycopg would send BEGIN alone first. SQLAlchemy
     begins a transaction before any statement (autobegin), so nothing runs outside one; COMMIT
     and ROLLBACK are psycopg's own (sent whenever a transaction is open). One round trip less
-    per session transaction: ~6 a rollout (bench/README.md, round 8)."""
+    per session transaction: ~6 a rollout (bench/history/rounds.md, round 8)."""
     # A few connections beyond the pool for bursts (the default pool has one per worker thread
     # already): per worker at most pool_size + 4 count against max_connections.
     engine = create_engine(
@@ -131,7 +131,7 @@ def make_engine(
         max_overflow=min(pool_size, MAX_OVERFLOW),
         # A backend never evicts the plans and relation entries of the schemas it touched, and
         # every schema rename (two a rollout) walks them all: a young backend has few. 15 s: +13 %
-        # rollouts, -23 % CPU a rollout in a soak against 1800 (bench/README.md).
+        # rollouts, -23 % CPU a rollout in a soak against 1800 (bench/history/postgres.md).
         pool_recycle=max_age_s,
     )
 
@@ -151,7 +151,7 @@ def make_engine(
             # The tool limit bounds a tool call's SQL (the transactions that read the status);
             # the server's own work on a session (verify, close, recycle, a fork's replay) is
             # bounded by the session's size, and only a backstop guards it: cancelling a
-            # verify at a tool's limit under load lost a rollout (bench/README.md).
+            # verify at a tool's limit under load lost a rollout (bench/history/postgres.md).
             limit = statement_timeout_ms if options.get(STATUS) else SERVER_WORK_TIMEOUT_MS
             parts.append(f"SET LOCAL statement_timeout = {int(limit)}")
         # The durability SQLite sessions have (WAL + synchronous=NORMAL): a killed StateGym
@@ -292,8 +292,8 @@ def step_logged(metadata: MetaData) -> dict[str, str | None]:
 # (not one per schema: PostgreSQL keeps a compiled copy of each function a backend ran, and every
 # schema rename, two per rollout, resets every cached plan of every backend, so hundreds of
 # per-schema copies made each rename cost every backend a walk over all of them, and each seed
-# re-created the function, a recompile in every backend; bench/README.md, round 7). A row change
-# is logged as the step being run, max(idx) + 1, as on SQLite; the row images are
+# re-created the function, a recompile in every backend; bench/history/rounds.md, round 7). A row
+# change is logged as the step being run, max(idx) + 1, as on SQLite; the row images are
 # row_to_json(OLD/NEW), PostgreSQL's own text of every value (read back exactly by
 # json_populate_record). Where the row's schema is the transaction's search path (every session
 # transaction pins it: make_engine) the INSERT names the log unqualified, a plan PostgreSQL

@@ -85,7 +85,7 @@ class SchemaPool:
                 self._doomed.extend(evicted)
             # The schema returned last (LIFO): a few schemas per template stay in use, so each
             # PostgreSQL backend keeps their catalog entries, foreign-key plans and open files
-            # warm; FIFO rotated through every pooled schema (bench/README.md, round 7).
+            # warm; FIFO rotated through every pooled schema (bench/history/rounds.md, round 7).
             name = ready.pop() if ready else None
             self._start_locked()
         self._wake.set()
@@ -117,7 +117,7 @@ class SchemaPool:
         # alone. Only returned schemas go beyond the target, so at most as many wait as were in
         # use at once; dropping them instead meant cloning new ones at the next burst, and every
         # new schema left its foreign-key plans in every backend, which each rename walks: the
-        # backends' CPU per rollout grew with every drop-and-clone (bench/README.md).
+        # backends' CPU per rollout grew with every drop-and-clone (bench/history/postgres.md).
         ready = self._ready.get(template)
         return not self._stopped and ready is not None and len(ready) < self.keep
 

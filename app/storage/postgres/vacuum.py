@@ -2,14 +2,14 @@
 
 Every rollout leaves dead row versions: the control tables' updates and prunes, a recycled
 schema's undo and seed-row revert, each schema rename in `pg_namespace`. Autovacuum clears them;
-with it off (this project's own CI server runs so) they pile up for ever (bench/README.md,
+with it off (this project's own CI server runs so) they pile up for ever (bench/history/postgres.md,
 "PostgreSQL soak, 20,000 rollouts"). Then each pass vacuums the tables of the catalog
 (`pg_catalog`), then of this deployment's schemas, over autovacuum's own threshold, most
 dead first, within a time budget (at least one table a pass), one worker at a time. The catalog
 goes first: its dead versions slow every name lookup of every session (`pg_namespace` gains two
 per rollout, a rename at seed and at close), a session table's only its own schema; ordered
 after ours, it never got its turn once 64 pooled schemas' tables filled the budget
-(bench/README.md, "PostgreSQL soak of the vacuuming server").
+(bench/history/postgres.md, "PostgreSQL soak of the vacuuming server").
 """
 
 from __future__ import annotations

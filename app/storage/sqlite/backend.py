@@ -144,8 +144,8 @@ class SqliteBackend:
     def release(self, handle: SessionHandle | None, session_id: str, *, delete: bool) -> None:
         """Mark the session closed in its file (committed before this returns), then close its
         connection. Closing the last connection of a WAL file checkpoints it and fsyncs (~10 ms
-        of a 10.5 ms close, bench/README.md): a file about to be deleted skips the fsync, a kept
-        one is closed by a background thread, off the request path. A kill before that thread
+        of a 10.5 ms close, bench/history/rounds.md): a file about to be deleted skips the fsync,
+        a kept one is closed by a background thread, off the request path. A kill before that thread
         ran leaves a WAL that the next open replays, so the close mark is never lost."""
         path = self.store.session_path(session_id)
         if isinstance(handle, OpenSession):

@@ -21,8 +21,8 @@ def value_processor(column: ColumnElement[Any], dialect: Dialect) -> Callable[[A
 
 # SQL text of the dump's statements, per (kind, table objects, columns): they run on the DB-API
 # cursor, with no statement built, cache-keyed and compiled per verify (~41 % of a verify
-# before, bench/README.md). Their values come back as SQLAlchemy returns them, as every column
-# that SQLAlchemy would convert is selected raw (`value_processor`), and the rest it passes
+# before, bench/history/rounds.md). Their values come back as SQLAlchemy returns them, as every
+# column that SQLAlchemy would convert is selected raw (`value_processor`), and the rest it passes
 # through on SQLite.
 _sql_text: dict[tuple[Any, ...], str] = {}
 

@@ -33,7 +33,7 @@ BASES_DIR = ".bases"
 MAGIC = b"SGPACK1\n"
 _LENGTH = struct.Struct(">I")
 # zlib level 1: 42 KB for a retail session against level 6's 39, in 2.8 ms against 4.0 (the
-# whole pack, read and checksum included; bench/README.md).
+# whole pack, read and checksum included; bench/history/soak.md).
 ZLIB_LEVEL = 1
 _PAGE_SIZES = {512 << shift for shift in range(8)}  # what SQLite allows: 512 to 65536
 # Bases read back for unpacking, bounded by bytes (a few templates at most in practice).

@@ -42,7 +42,7 @@ __all__ += ["snapshot_image", "template_image"]
 SNAPSHOT_CACHE_BYTES = 256 * 2**20
 # Where releases before 2026-12-05 kept seed files (`snapshots/<env>/.seed/`, sessions copied
 # from them by the kernel): a write from the image in memory costs what the copy did, and each
-# file cost a 0.8 ms hash and a write (bench/README.md, "Seed files dropped").
+# file cost a 0.8 ms hash and a write (bench/history/cold_path.md, "Seed files dropped").
 LEGACY_SEED_DIR = ".seed"
 # Built snapshots' connections kept for their task's seed state and gold (`Store.clone`), which
 # the gold built at the seed takes within milliseconds: a hand-off, not a cache. Each holds its
