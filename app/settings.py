@@ -168,10 +168,11 @@ class Settings(BaseSettings):
     )
     session_idle_ttl_seconds: int | None = Field(
         3600,
-        ge=1,
+        ge=0,
         description=(
-            "A live session with no write for this long is closed by the reaper (reads do not "
-            "count as activity). Unset: sessions stay open until closed."
+            "A live session no tool call or verify touched for this long is closed by the "
+            "reaper, as a close would: a client that never closes (verifiers) leaks nothing. "
+            "0 or unset: sessions stay open until closed."
         ),
     )
     metrics: bool = Field(
