@@ -24,16 +24,18 @@ def decline_code_lines(
 
 
 def policy_text(
-    package: str,
+    package: str | None,
     reasons: Mapping[str, str],
     *,
     filename: str = "policy.md",
     indent: str = "",
     full_stop: bool = False,
 ) -> str:
-    """The policy file `filename` of `package` (shipped as package data), its `{decline_codes}`
-    marker replaced by `decline_code_lines(reasons, ...)`. Only that marker is replaced, so the
-    file may hold any other braces."""
+    """The policy file `filename` of `package` (pass the policy module's `__package__`; the file
+    ships as package data), its `{decline_codes}` marker replaced by `decline_code_lines(reasons,
+    ...)`. Only that marker is replaced, so the file may hold any other braces."""
+    if not package:
+        raise ValueError("policy_text needs the package the policy file is in (`__package__`)")
     text = resources.files(package).joinpath(filename).read_text(encoding="utf-8")
     if CODES_MARKER not in text and reasons:
         raise ValueError(f"{package}/{filename} has no {CODES_MARKER} marker for its codes")

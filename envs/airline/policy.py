@@ -38,4 +38,4 @@ ANSWER_INSTRUCTIONS = (
     "scored; a second submission is refused."
 )
 
-POLICY = policy_text("envs.airline", DECLINE_REASONS)
+POLICY = policy_text(__package__, DECLINE_REASONS)

@@ -37,4 +37,4 @@ ANSWER_INSTRUCTIONS = (
     "of them, nothing else). Only the submitted value is scored; a second submission is refused."
 )
 
-POLICY = policy_text("envs.ledger", DECLINE_REASONS)
+POLICY = policy_text(__package__, DECLINE_REASONS)

@@ -30,4 +30,4 @@ ANSWER_INSTRUCTIONS = (
     "Only the submitted value is scored; a second submission (answer or decline) is refused."
 )
 
-POLICY = policy_text("envs.retail", DECLINE_REASONS, indent="  ")
+POLICY = policy_text(__package__, DECLINE_REASONS, indent="  ")

@@ -27,4 +27,4 @@ ANSWER_INSTRUCTIONS = (
     "second submission is refused."
 )
 
-POLICY = policy_text("envs.sql", DECLINE_REASONS, indent="  ", full_stop=True)
+POLICY = policy_text(__package__, DECLINE_REASONS, indent="  ", full_stop=True)

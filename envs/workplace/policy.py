@@ -47,4 +47,4 @@ ANSWER_INSTRUCTIONS = (
     "scored; a second submission is refused."
 )
 
-POLICY = policy_text("envs.workplace", DECLINE_REASONS, indent="  ", full_stop=True)
+POLICY = policy_text(__package__, DECLINE_REASONS, indent="  ", full_stop=True)
