@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from app.sdk.replay import dump, memory_engine
+from app.authoring.replay import dump, memory_engine
 from envs.airline import ENVIRONMENT
 from envs.airline.models import (
     FLIGHT_STATUSES,

@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from app.sdk.replay import memory_engine
+from app.authoring.replay import memory_engine
 from envs.ledger import ENVIRONMENT
 from envs.ledger.models import Account, Beneficiary, Customer, Entry, Hold, Transaction
 from envs.ledger.testing import violations

@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from app.sdk.replay import dump, memory_engine
+from app.authoring.replay import dump, memory_engine
 from envs.retail import ENVIRONMENT
 from envs.retail.models import (
     ORDER_STATUSES,

@@ -8,7 +8,7 @@ import random
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from app.sdk.replay import dump, memory_engine
+from app.authoring.replay import dump, memory_engine
 from envs.workplace import ENVIRONMENT
 from envs.workplace.models import Deal, DealStageChange, Employee, Event, EventAttendee
 
