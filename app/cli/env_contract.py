@@ -8,10 +8,13 @@ otherwise repeat in its own tests (tool schemas, a deterministic base and gold, 
 
 from __future__ import annotations
 
+import random
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+from sqlalchemy.orm import Session
 
 from app.sdk.environment import Environment
 
@@ -80,11 +83,8 @@ def template_failures(env: Environment, data_dir: Path) -> Iterator[str]:
 
 def base_data_failures(env: Environment) -> Iterator[str]:
     """`build_base` builds the same rows twice from the same seed: every template, replay and
-    gold state starts from it, so a base that drifts makes every reward a coin toss."""
-    import random
-
-    from sqlalchemy.orm import Session
-
+    gold state starts from it, so a base that differs between builds scores the same calls
+    differently from one process to the next."""
     from app.runtime.replay import dump, memory_engine
 
     dumps = []
