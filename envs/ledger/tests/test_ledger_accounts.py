@@ -8,7 +8,7 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.sdk.replay import dump
+from app.authoring.replay import dump
 from envs.ledger import ENVIRONMENT
 from envs.ledger.models import Account, Hold
 from envs.ledger.testing import (

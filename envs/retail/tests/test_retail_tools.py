@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.sdk.replay import dump, open_task_db
+from app.authoring.replay import dump, open_task_db
 from envs.retail import ENVIRONMENT
 from envs.retail.models import AuditLog, Customer, Variant
 from envs.retail.testing import NOW, an_order, fails, gift_card, run, swappable
