@@ -2,12 +2,14 @@
 
 Schema (`DeclarativeBase`, `make_metadata`, `Money`, `one_of`, `AnyRow`), tools (`tool`, `Tool`,
 `ToolArgs`, `ToolContext`, `ToolError`), the environment and its comparison spec, the policy's
-decline codes, money and a seed's id blocks. Every name here imports only app.core and the shared
+decline codes, money and a seed's id blocks, and a conversational task's user (`UserScript`,
+`UserFact`, `UserChange`: docs/conversations.md). Every name here imports only app.core and the shared
 modules, so importing the SDK never loads the engine; the facades over the engine (replay,
 testing, the generation kit, SQLite plumbing) are `app.authoring`. `__all__` is pinned by
 tests/test_sdk_front_door.py: a name added here is a promise to authors.
 """
 
+from app.core.conversation import UserChange, UserFact, UserScript
 from app.sdk.compare_spec import ANSWER_TABLE, CompareSpec, TableSpec
 from app.sdk.environment import (
     Environment,
@@ -39,6 +41,9 @@ __all__ = [
     "ToolArgs",
     "ToolContext",
     "ToolError",
+    "UserChange",
+    "UserFact",
+    "UserScript",
     "cents",
     "decline_code_lines",
     "make_metadata",
