@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.core.conversation import UserChange, UserFact, UserScript
+from app.sdk.taskgen import UserChange, UserFact, UserScript
 from envs.ledger.taskgen.kit import (
     OK,
     Acct,
