@@ -35,7 +35,7 @@ PLAN: list[tuple[Family, int]] = [
     (multi.loan_from_savings, 1), (multi.consolidate, 1), (multi.month_end, 1),
     (multi.repay_refuse_close, 1),
     (hard.fee_cleanup, 1), (hard.move_out, 1), (hard.budget_day, 1),
-    (talk.talk_transfer, 2), (talk.talk_fee, 2), (talk.talk_change_mind, 2),
+    (talk.talk_transfer, 3), (talk.talk_fee, 4), (talk.talk_change_mind, 3),
 ]  # fmt: skip
 
 

@@ -72,29 +72,33 @@ def identity(p: Person) -> UserFact:
 
 
 def talk_transfer(c: Ctx) -> Draft:
-    """Facts over turns: "move some money into my savings" from a customer who gave only their
-    name; who they are, which of their two savings accounts and how much come when asked."""
+    """Facts over turns: "move some money between my checking and one of my savings accounts"
+    (into savings for even variants, out of one for odd ones) from a customer who gave only
+    their name; who they are, which of their two savings accounts and how much come when asked."""
     verdict = outcome(c, "insufficient_funds", "account_frozen", "kyc_incomplete")
     p = c.person(kyc="pending" if verdict == "kyc_incomplete" else "verified")
     chk = history(c, p, c.amount(300, 800))
-    sav = c.s.account(p, "savings", c.amount(50, 400))
-    other = c.s.account(p, "savings", c.amount(50, 400), label="savings2")  # the look-alike
+    sav = c.s.account(p, "savings", c.amount(150, 500))
+    other = c.s.account(p, "savings", c.amount(150, 500), label="savings2")  # the look-alike
     if c.s.rng.random() < 0.5:
         sav, other = other, sav
-    room = chk.balance
+    into = c.k % 2 == 0
+    src, dst = (chk, sav) if into else (sav, chk)
+    room = src.balance
     if verdict == "insufficient_funds":
         amount = cents_up(room + c.amount(1, 200))
     else:
         amount = c.amount(20, int(min(600, room - 5)))
     if verdict == "account_frozen":
-        frozen(c, chk)
+        frozen(c, src)
+    where = "into" if into else "out of"
     facts = [
         identity(p),
         UserFact(
-            key="to_account",
+            key="savings_account",
             value=sav.number,
-            asked_by=["which savings", "which account", "account number", "which one", "where"],
-            reply=f"Into my savings account {sav.number}.",
+            asked_by=["which savings", "which account", "account number", "which one", "which of"],
+            reply=f"{where.capitalize()} my savings account {sav.number}.",
         ),
         UserFact(
             key="amount",
@@ -103,17 +107,21 @@ def talk_transfer(c: Ctx) -> Draft:
             reply=f"{money(amount)}, please.",
         ),
     ]
+    route = f"from my {src.type} account {src.number} to my {dst.type} account {dst.number}"
     move = UserChange(
         tools=["transfer"],
-        identifiers=[chk.number, sav.number, money(amount)],
+        identifiers=[src.number, dst.number, money(amount)],
         wrong=[other.number],
         yes=YES[c.s.rng.randrange(len(YES))],
-        correction=f"No, that's not right: {money(amount)} from my checking account into my "
-        f"savings account {sav.number}.",
+        correction=f"No, that's not right: {money(amount)} {route}.",
     )
-    need = "move some money from my checking account into one of my savings accounts"
+    need = (
+        "move some money from my checking account into one of my savings accounts"
+        if into
+        else "move some money from one of my savings accounts into my checking account"
+    )
     user = UserScript(
-        goal=f"Move {money(amount)} from checking {chk.number} into savings {sav.number}.",
+        goal=f"Move {money(amount)} {route}.",
         facts=facts,
         changes=[move],
         unclear=f"I'd just like to {need}.",
@@ -135,25 +143,26 @@ def talk_transfer(c: Ctx) -> Draft:
         say(
             pick(
                 c,
-                "Thank you. You have two savings accounts: which account should the money go "
-                "to (the account number), and how much would you like to move?",
-                "Thanks. How much would you like to move, and into which savings account? "
+                f"Thank you. You have two savings accounts: which account should the money go "
+                f"{'to' if into else 'out of'} (the account number), and how much would you "
+                "like to move?",
+                f"Thanks. How much would you like to move, and {where} which savings account? "
                 "Please give me the account number.",
             )
         ),
-        look(p, chk),
+        look(p, src),
     ]
     proposal = say(
-        f"To confirm: I will transfer {money(amount)} USD from your checking account "
-        f"{chk.number} to your savings account {sav.number}. Shall I proceed?"
+        f"To confirm: I will transfer {money(amount)} USD from your {src.type} account "
+        f"{src.number} to your {dst.type} account {dst.number}. Shall I proceed?"
     )
     act = C(
-        "transfer", customer_id=p.id, from_account=chk.number, to_account=sav.number, amount=amount
+        "transfer", customer_id=p.id, from_account=src.number, to_account=dst.number, amount=amount
     )
     why = {
-        "insufficient_funds": f"Your checking account {chk.number} does not have "
+        "insufficient_funds": f"Your {src.type} account {src.number} does not have "
         f"{money(amount)} available, so I cannot make this transfer.",
-        "account_frozen": f"Your checking account {chk.number} is frozen, so nothing can be "
+        "account_frozen": f"Your {src.type} account {src.number} is frozen, so nothing can be "
         "sent from it until the freeze is lifted.",
         "kyc_incomplete": "Your identity verification (KYC) is still pending, and transfers "
         "need it completed first.",
@@ -163,14 +172,15 @@ def talk_transfer(c: Ctx) -> Draft:
 
 def talk_fee(c: Ctx) -> Draft:
     """Confirm or correct: "reverse that fee" when the same fee was charged on both accounts and
-    twice on one; the customer's answer picks one, a proposal of another is corrected."""
+    twice on one (the checking account's for even variants, the savings account's for odd); the
+    customer's answer picks one, a proposal of another is corrected."""
     verdict = outcome(c, "already_reversed", "reversal_window")
     p = c.person()
     rng = c.s.rng
     history(c, p, c.amount(300, 700), c.amount(200, 600))
     chk, sav = p.accounts["checking"], p.accounts["savings"]
     label, fee = FEES[rng.randrange(len(FEES))]
-    acct, elsewhere = (chk, sav) if rng.random() < 0.5 else (sav, chk)
+    acct, elsewhere = (chk, sav) if c.k % 2 == 0 else (sav, chk)
     days = rng.randint(35, 60) if verdict == "reversal_window" else rng.randint(2, 9)
     ref = c.s.fee(acct, fee, days + 0.3, f"Fee: {label}")
     # Look-alikes: the same fee on the other account, and on this one another time.

@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
-from app.sdk.compare_spec import ANSWER_TABLE
+from app.sdk.compare_spec import FRAMEWORK_TABLES
 from app.sdk.replay import dump, open_task_db, replay
+from app.taskgen.conversation import system_prompt
 from envs.ledger import ENVIRONMENT
 from envs.ledger.policy import DECLINE_REASONS, POLICY
 from envs.ledger.taskgen import task_lines
@@ -42,7 +43,11 @@ def test_rows_offer_exactly_the_tools_and_the_policy() -> None:
         params = t["responses_create_params"]
         assert params["tools"] == schemas
         system, user = params["input"]
-        assert system == {"role": "system", "content": POLICY}
+        # A conversational row's policy adds the rule for talking to the customer.
+        assert system == {"role": "system", "content": system_prompt(ENVIRONMENT, t)}
+        assert system["content"].startswith(POLICY) and ("user" in t) == (
+            system["content"] != POLICY
+        )
         assert user["role"] == "user" and len(user["content"]) > 60
 
 
@@ -109,8 +114,9 @@ def test_gold_replays_balanced_and_changes_state_iff_it_writes(task: dict[str, A
         before = dump(db, ENVIRONMENT)
         replay(db, ENVIRONMENT, task["ground_truth"], now)
         after = dump(db, ENVIRONMENT)
-        # The answer row is scored apart from the state.
-        changed = {**after, ANSWER_TABLE: []} != {**before, ANSWER_TABLE: []}
+        # The answer row and the conversation are scored apart from the state.
+        bank = set(after) - FRAMEWORK_TABLES
+        changed = {k: after[k] for k in bank} != {k: before.get(k) for k in bank}
         assert violations(db) == []
     finally:
         db.close()
