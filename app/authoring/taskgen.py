@@ -8,6 +8,7 @@ with where its seeds hold people (`PersonColumns`) and how its requests may be r
 (`Phrasing`). docs/generating_tasks.md shows how to add a family.
 """
 
+from app.core.conversation import UserChange, UserFact, UserScript
 from app.sdk.people import PEOPLE, Name, PersonColumns, name_grid, name_pool
 from app.sdk.phrasing import Phrasing, Wordings, opening, sentence_starting, sentence_with
 from app.sdk.seed_builder import BLOCK, STORY_ID_CEIL, STORY_ID_FLOOR, SeedBuilder, own_world
@@ -18,6 +19,9 @@ from app.taskgen.splits import Split
 # A story's new rows take ids from STORY_ID_FLOOR up (BLOCK per story); the base data stays
 # below it, so stories never collide with it (or, drawn apart, with each other).
 __all__ = [
+    "UserChange",
+    "UserFact",
+    "UserScript",
     "BLOCK",
     "PEOPLE",
     "STORY_ID_CEIL",

@@ -45,13 +45,20 @@ def _codes(codes: list[str], task: TaskSpec, all_codes: bool) -> list[str]:
     return [codes[spread % len(codes)]]
 
 
+def _acts(env: Environment, calls: tuple[ToolCall, ...]) -> bool:
+    """Whether any of `calls` writes the environment's data (a tool not read-only)."""
+    tools = [env.tool_named(c.name) for c in calls]
+    return any(t is None or not (t.read_only or t.framework) for t in tools)
+
+
 def probes(env: Environment, task: TaskSpec, all_codes: bool = False) -> Iterator[Probe]:
     """The adversarial submissions for `task` (none for a task with no reference solution)."""
     gold = task.ground_truth
     if not gold:
         return
     plain = tuple(c for c in gold if c.name not in RESERVED_TOOL_NAMES)
-    if task.user is not None and task.user.requires_confirmation and task.user.changes:
+    # Acting without asking: only where the gold acts (a gold that declines writes nothing).
+    if task.user is not None and task.user.requires_confirmation and _acts(env, plain):
         silent = tuple(c for c in gold if c.name != MESSAGE_USER)
         if len(silent) < len(gold):
             yield Probe("the gold's calls without asking the user", silent)

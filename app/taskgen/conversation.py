@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from app.core.conversation import Turn, UserScript, reply_to, script_seed
+from app.sdk.answer import DECLINE_REQUEST
 from app.sdk.environment import Environment
 from app.sdk.user import MESSAGE_USER
 
@@ -42,7 +43,8 @@ def run_seed(task: dict[str, Any]) -> dict[str, Any]:
 
 def check_gold_conversation(env: Environment, task: dict[str, Any], user: UserScript) -> None:
     """The gold plays the conversation right: the scripted user confirms each change before the
-    gold's write that makes it, and every change the user wants is confirmed by the end."""
+    gold's write that makes it, and every change the user wants is confirmed by the end (unless
+    the gold declines: the data forbids a change the user wants, so it is never proposed)."""
     label = f"{task['task_id']} ({task['family']})"
     history: list[Turn] = []
     allowed: set[str] = set()
@@ -59,7 +61,8 @@ def check_gold_conversation(env: Environment, task: dict[str, Any], user: UserSc
                 f"{label}: gold call {i} ({name}) comes before the user's yes"
             )
     stage = history[-1].stage if history else 0
-    if stage < len(user.changes):
+    declines = any(c["name"] == DECLINE_REQUEST for c in task["ground_truth"])
+    if stage < len(user.changes) and not declines:
         raise GoldConversationFailed(
             f"{label}: the gold leaves change {stage} of the user's unconfirmed"
         )
