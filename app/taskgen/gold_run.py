@@ -30,6 +30,7 @@ from app.core.lru import LRU
 from app.core.tasks import task_from_data
 from app.sdk.answer import RESERVED_TOOL_NAMES
 from app.sdk.environment import Environment, ToolContext
+from app.sdk.user import MESSAGE_USER
 from app.storage import images
 from app.storage.runner import run_tool
 from app.storage.seeding import apply_seed, parse_seed_now
@@ -187,8 +188,9 @@ def gold_run(
         for call in gold:
             written = raw.total_changes
             outcomes += run_calls(env, c, [call], now)
-            # The answer row submit_answer/decline_request write is no change of the state.
-            if call["name"] not in RESERVED_TOOL_NAMES:
+            # The answer row submit_answer/decline_request write, and a message to the user,
+            # are no change of the state.
+            if call["name"] not in RESERVED_TOOL_NAMES and call["name"] != MESSAGE_USER:
                 env_writes += raw.total_changes - written
     except BaseException:
         c.close()
