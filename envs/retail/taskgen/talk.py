@@ -104,7 +104,9 @@ def talk_cancel(c: Ctx) -> Draft:
     if not ok:
         user = script(goal, unclear, [], [order_fact, reason_fact])
         draft = refused("talk_cancel", prompt, gold, write, rule)
-        return _with(draft, user, f"I'm sorry, I cannot cancel order {o.number}.")
+        why_not = "is no longer pending" if rule == "order_not_pending" else "is not yours"
+        sorry = f"I'm sorry, order {o.number} cannot be cancelled: it {why_not}."
+        return _with(draft, user, sorry)
     propose = (
         f"Thank you. Order {o.number} ({the(item)}, {money(o.total)}) is pending. I will cancel "
         f"order {o.number} with the reason '{reason}'; its payment goes back to the card it "
@@ -137,7 +139,7 @@ def talk_return(c: Ctx) -> Draft:
         c.s.mark_returned(right, 0)
     reason, why = c.s.rng.choice(
         (
-            ("defective", "it stopped working after a few days"),
+            ("defective", "it arrived damaged"),
             ("not_as_described", "it is not what the website described"),
         )
     )
