@@ -62,7 +62,7 @@ def talk_cancel(c: Ctx) -> Draft:
     was processed or shipped already, or (k=1) the number is another customer's order."""
     by_number = c.k == 1
     ok = c.allowed()
-    rule = "" if ok else c.s.rng.choice(("order_not_pending",) * 2 + ("other_customer",) * c.k)
+    rule = "" if ok else c.s.rng.choice(("order_not_pending", "other_customer")[: 1 + c.k])
     p = c.person()
     c.s.history(p, c.cat, 1)
     q = c.owner(p, rule)
