@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.core.conversation import UserChange, UserFact, UserScript
+from app.sdk.taskgen import UserChange, UserFact, UserScript
 from envs.retail.taskgen.kit import NOT_PENDING, C, Ctx, Draft, Person, hello, money, the
 from envs.retail.taskgen.writes import refused
 

@@ -8,7 +8,9 @@ from typing import Any
 
 import pytest
 
+from app.sdk.compare_spec import FRAMEWORK_TABLES
 from app.sdk.replay import dump, open_task_db, replay
+from app.taskgen.conversation import system_prompt
 from envs.retail import ENVIRONMENT
 from envs.retail.policy import POLICY
 from envs.retail.taskgen import task_lines
@@ -16,7 +18,8 @@ from envs.retail.taskgen import task_lines
 TASKS: list[dict[str, Any]] = [
     json.loads(line) for line in ENVIRONMENT.tasks_path.read_text(encoding="utf-8").splitlines()
 ]
-FRAMEWORK = {"submit_answer", "decline_request"}
+ANSWER_TOOLS = {"submit_answer", "decline_request"}
+FRAMEWORK = {*ANSWER_TOOLS, "message_user"}
 WRITE_TOOLS = {t.name for t in ENVIRONMENT.tools if not t.read_only} - FRAMEWORK
 
 
@@ -30,9 +33,10 @@ def test_enough_tasks_with_unique_ids_and_every_difficulty() -> None:
     assert hard and all(t["difficulty"] >= 10 for t in hard)
     for t in TASKS:
         assert t["env"] == "retail"
-        # Difficulty counts the shop's calls; the gold's last call may be its answer or decline.
-        shop_calls = [c for c in t["ground_truth"] if c["name"] not in FRAMEWORK]
-        assert t["difficulty"] == len(shop_calls)
+        # Difficulty counts the calls (a message to the customer too); the gold's last call may
+        # be its answer or decline.
+        steps = [c for c in t["ground_truth"] if c["name"] not in ANSWER_TOOLS]
+        assert t["difficulty"] == len(steps)
 
 
 def test_rows_offer_exactly_the_servers_tools_and_the_policy() -> None:
@@ -41,7 +45,10 @@ def test_rows_offer_exactly_the_servers_tools_and_the_policy() -> None:
         params = t["responses_create_params"]
         assert params["tools"] == schemas
         system, user = params["input"]
-        assert system == {"role": "system", "content": POLICY}
+        # A conversational row adds the rule of talking to the customer (message_user).
+        assert system == {"role": "system", "content": system_prompt(ENVIRONMENT, t)}
+        assert system["content"].startswith(POLICY)
+        assert ("user" in t) == (system["content"] != POLICY)
         assert user["role"] == "user" and len(user["content"]) > 40
 
 
@@ -60,6 +67,7 @@ def test_families_cover_every_kind_of_request() -> None:
         assert needed in families
     assert any(f.startswith("multi_") for f in families)
     assert sum(f.startswith("refuse_") for f in families) >= 4
+    assert {"talk_cancel", "talk_return", "talk_switch"} <= families
 
 
 def test_seeds_insert_only_task_range_ids() -> None:
@@ -106,8 +114,10 @@ def test_gold_replays_and_changes_state_iff_it_writes(task: dict[str, Any]) -> N
         before = dump(db, ENVIRONMENT)
         replay(db, ENVIRONMENT, task["ground_truth"], now)
         after = dump(db, ENVIRONMENT)
-        # The answer row is the submission, not a change of the shop's state.
-        changed = {**after, "stategym_answer": []} != {**before, "stategym_answer": []}
+        # The answer row is the submission, the conversation the customer's: no change of the
+        # shop's state.
+        apart = dict.fromkeys(FRAMEWORK_TABLES, [])
+        changed = {**after, **apart} != {**before, **apart}
     finally:
         db.close()
     writes = any(c["name"] in WRITE_TOOLS for c in task["ground_truth"])
