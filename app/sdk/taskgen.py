@@ -5,7 +5,8 @@ base rows), names its people from a pool (`PEOPLE`, `name_pool`, `name_grid`) an
 `Draft` (prompt, gold `call`s, answers, the details a draw may leave out: `Omission`, the
 simulated user of a conversational task: `UserScript`); the kit turns it into a validated task
 row (`build_row`). An environment declares one `TaskGenerator`, with where its seeds hold people
-(`PersonColumns`) and how its requests may be reworded (`Phrasing`). docs/generating_tasks.md shows how to add a family.
+(`PersonColumns`) and how its requests may be reworded (`Phrasing`). docs/generating_tasks.md
+shows how to add a family.
 """
 
 from app.core.conversation import UserChange, UserFact, UserScript
