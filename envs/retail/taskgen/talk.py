@@ -207,15 +207,18 @@ def talk_return(c: Ctx) -> Draft:
 def talk_switch(c: Ctx) -> Draft:
     """k=0: cancel order A, then (change of mind) keep A and cancel the other pending order B;
     k=1: pay order A with the gift card, then (change of mind) with the Mastercard. Forbidden
-    twins: order A is no longer pending, or (k=1) it was paid with two methods."""
+    twins: order A is no longer pending, or is another customer's (k=0), or was paid with two
+    methods (k=1)."""
     if c.k == 1:
         return _switch_payment(c)
     ok = c.allowed()
+    rule = "" if ok else c.s.rng.choice(("order_not_pending", "other_customer"))
     p = c.person()
     c.s.history(p, c.cat, 1)
     avoid = c.s.used
-    status = "pending" if ok else c.s.rng.choice(NOT_PENDING[:2])
-    a = c.s.order(p, status, [c.cat.item(c.s.rng, avoid)], p.methods["visa"], 2)
+    q = c.owner(p, rule)
+    status = c.s.rng.choice(NOT_PENDING[:2]) if rule == "order_not_pending" else "pending"
+    a = c.s.order(q, status, [c.cat.item(c.s.rng, avoid)], q.methods["visa"], 2)
     b_item = c.cat.item(c.s.rng, avoid)
     b = c.s.order(p, "pending", [b_item], p.methods["visa"], c.s.rng.choice((1, 4)))
     reason = c.s.rng.choice(tuple(WHY))
@@ -228,8 +231,10 @@ def talk_switch(c: Ctx) -> Draft:
     )
     unclear = f"I'd like to cancel my order {a.number}."
     if not ok:
-        draft = refused("talk_switch", prompt, gold, write_a, "order_not_pending")
-        return _with(draft, script(goal, unclear, []), f"I'm sorry, order {a.number} is {status}.")
+        draft = refused("talk_switch", prompt, gold, write_a, rule)
+        why_not = f"it is {status}" if rule == "order_not_pending" else "it is not yours"
+        sorry = f"I'm sorry, order {a.number} cannot be cancelled: {why_not}."
+        return _with(draft, script(goal, unclear, []), sorry)
     mind = (
         f"Hmm, wait. Actually, keep order {a.number}: I'd rather cancel my other order, the one "
         f"with {the(b_item)} in it. Same reason."
