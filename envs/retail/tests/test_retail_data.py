@@ -56,6 +56,8 @@ def test_sizes_and_spread() -> None:
 def test_ids_stay_below_the_task_range() -> None:
     db = build()
     for table in ENVIRONMENT.metadata.tables.values():
+        if "id" not in table.c:  # the conversation with the customer, keyed by turn
+            continue
         biggest = db.scalar(select(func.max(table.c.id)))
         assert biggest is None or biggest < 100_000, table.name
 

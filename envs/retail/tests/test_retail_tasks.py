@@ -12,7 +12,8 @@ from envs.retail.taskgen import task_lines
 TASKS: list[dict[str, Any]] = [
     json.loads(line) for line in ENVIRONMENT.tasks_path.read_text(encoding="utf-8").splitlines()
 ]
-FRAMEWORK = {"submit_answer", "decline_request"}
+ANSWER_TOOLS = {"submit_answer", "decline_request"}
+FRAMEWORK = {*ANSWER_TOOLS, "message_user"}
 WRITE_TOOLS = {t.name for t in ENVIRONMENT.tools if not t.read_only} - FRAMEWORK
 
 
@@ -26,9 +27,10 @@ def test_enough_tasks_with_unique_ids_and_every_difficulty() -> None:
     assert hard and all(t["difficulty"] >= 10 for t in hard)
     for t in TASKS:
         assert t["env"] == "retail"
-        # Difficulty counts the shop's calls; the gold's last call may be its answer or decline.
-        shop_calls = [c for c in t["ground_truth"] if c["name"] not in FRAMEWORK]
-        assert t["difficulty"] == len(shop_calls)
+        # Difficulty counts the calls (a message to the customer too); the gold's last call may
+        # be its answer or decline.
+        steps = [c for c in t["ground_truth"] if c["name"] not in ANSWER_TOOLS]
+        assert t["difficulty"] == len(steps)
 
 
 def test_each_row_asks_in_one_user_message() -> None:
@@ -54,6 +56,7 @@ def test_families_cover_every_kind_of_request() -> None:
         assert needed in families
     assert any(f.startswith("multi_") for f in families)
     assert sum(f.startswith("refuse_") for f in families) >= 4
+    assert {"talk_cancel", "talk_return", "talk_switch"} <= families
 
 
 def test_seeds_insert_only_task_range_ids() -> None:
