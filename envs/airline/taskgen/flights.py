@@ -4,8 +4,8 @@ The base network's 18 numbers (`SG110`, ...) would otherwise be in the gold of 6
 so a policy could learn them. Inside a world (every generated draw) each base number the story
 mentions (prompt, gold, answer, refusal) or seeds rows on (its bookings, a flight's status) is
 renamed on all its dates to a number drawn from the task's seed: the route, schedule and
-inventory stay the base's, the number is the task's own. The shipped set keeps the base
-numbers (its stories are built outside a world).
+inventory stay the base's, the number is the task's own. The shipped set (built outside a
+world) numbers each story's flights from its index, so its stories share none either.
 """
 
 from __future__ import annotations
@@ -23,16 +23,19 @@ BASE_NUMBERS = tuple(number for number, *_ in ROUTES)
 _BASE = re.compile(r"\b(" + "|".join(BASE_NUMBERS) + r")\b")
 # A world's numbers have four digits: never a base number's three (String(8) holds them).
 _LOW, _HIGH = 1000, 10_000
+# Outside a world, story `index` numbers its flights from _SHIPPED + _PER_STORY * index.
+_SHIPPED, _PER_STORY = 2000, 20
 
 
 def renumbered(
     draft: Draft, seed: dict[str, Any], net: Network, world: random.Random | None, index: int
 ) -> tuple[Draft, dict[str, Any]]:
-    """`draft` and `seed` with the flights the story uses renumbered from `world`. Unchanged
-    outside a world, and for a distractor's story (even `index`: the task's story is odd,
-    app/taskgen/draw.py): only its people and rows join the task's seed, and renaming base
-    flights would be a base-row update, which keeps a distractor out."""
-    if world is None or index % 2 == 0:
+    """`draft` and `seed` with the flights the story uses renumbered: drawn from `world`, or
+    outside one (the shipped set) numbered by story `index`, so no two shipped stories share
+    one. A distractor's story (in a world, an even `index`: the task's story is odd,
+    app/taskgen/draw.py) keeps the base numbers: only its people and rows join the task's
+    seed, and renaming base flights would be a base-row update, which keeps a distractor out."""
+    if world is not None and index % 2 == 0:
         return draft, seed
     texts = [getattr(draft, f.name) for f in dataclasses.fields(draft)]
     named = set(_BASE.findall(json.dumps([t for t in texts if not callable(t)], default=str)))
@@ -42,7 +45,12 @@ def renumbered(
     named.update(net.by_id[fid].number for fid in seeded if fid in net.by_id)
     if not named:
         return draft, seed
-    drawn = world.sample(range(_LOW, _HIGH), len(named))
+    if world is not None:
+        drawn = world.sample(range(_LOW, _HIGH), len(named))
+    else:
+        if len(named) > _PER_STORY or _SHIPPED + _PER_STORY * (index + 1) > _HIGH:
+            raise ValueError(f"shipped story {index} names {len(named)} flights: too many")
+        drawn = [_SHIPPED + _PER_STORY * index + j for j in range(len(named))]
     new = {old: f"SG{n}" for old, n in zip(sorted(named), drawn, strict=True)}
     fields = {
         f.name: _sub(getattr(draft, f.name), new)
