@@ -355,10 +355,10 @@ class Story:
         row = next(r for r in rows if r["order_id"] == o.id and r["line_no"] == line + 1)
         row["status"] = "returned"
 
-    def history(self, p: Person, catalog: Catalog, n: int = 2) -> None:
+    def history(self, p: Person, catalog: OwnCatalog, n: int = 2) -> None:
         """Older, settled orders, so the customer's order list is not just the task's orders."""
         for k in range(n):
-            items = [catalog.item(self.rng, self.used) for _ in range(self.rng.randint(1, 2))]
+            items = [catalog.background(self.rng, self.used) for _ in range(self.rng.randint(1, 2))]
             self.order(p, "delivered", items, next(iter(p.methods.values())), 60 + 30 * k)
 
     def new_product(self, category: str, taken: set[str]) -> str:
