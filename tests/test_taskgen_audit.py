@@ -36,22 +36,6 @@ from app.taskgen.driver import Request, Summary, generate
 
 REPO = Path(__file__).resolve().parents[1]
 ENVS = environment_names()
-# Environments whose tasks still share a BASE entity (not a story's) beyond the identifier
-# target: airline's flights come from an 18-route base network (a flight number is in 6-9 % of
-# golds), retail's products from a 40-product catalogue (2.7 % at 300 tasks). Story ids and
-# every reward figure meet the targets there too; the spread is checked apart, a strict xfail
-# that fails the day it passes (next: seed each task's own flights and products).
-BASE_SHARE_GAPS = {
-    "airline": "flights come from the 18-route base network",
-    "retail": "products come from the 40-product base catalogue",
-}
-
-
-def _spread_gap(env: str, count: int) -> None:
-    if env in BASE_SHARE_GAPS and (env == "airline" or count >= 300):
-        pytest.xfail(f"{env}: {BASE_SHARE_GAPS[env]}")
-
-
 # Looser limits for 60 + 60 tasks (one identifier in 2 of 60 tasks is already 3.3 %).
 SMALL = {
     "replay_family": 0.10,
@@ -231,24 +215,20 @@ def test_a_malformed_file_is_one_readable_error(tmp_path: Path) -> None:
 
 
 # --- every registered environment -------------------------------------------------------------
-def _check(report: AuditReport, limits: dict[str, float], env: str, count: int) -> None:
-    """Every reward figure within its limit; then the identifier spread (a strict xfail where
-    a base entity still recurs, BASE_SHARE_GAPS)."""
+def _check(report: AuditReport, limits: dict[str, float]) -> None:
+    """Every reward figure within its limit; then the identifier spread (base entities too:
+    airline's flights and retail's products are each task's own, envs/<env>/taskgen)."""
     rewards = {k: v for k, v in limits.items() if k != "identifier_share"}
     missed = report.missed(rewards)
     assert not missed, f"{missed}; {json.dumps(report.as_dict()['policies'])[:2000]}"
     spread = report.missed({"identifier_share": limits["identifier_share"]})
-    if spread:
-        _spread_gap(env, count)
     assert not spread, f"{spread}; top identifiers {report.top_identifiers[:5]}"
-    if env in BASE_SHARE_GAPS and (env == "airline" or count >= 300):
-        pytest.fail(f"{env} meets the identifier target now: drop it from BASE_SHARE_GAPS")
 
 
 @pytest.mark.parametrize("env", ENVS)
 def test_the_generator_meets_the_audit_on_60_and_60(env: str, data_dir: Path) -> None:
     train, test = generated(env, 60, "train", 9001), generated(env, 60, "test", 9002)
-    _check(_audit(env, train, test, data_dir), SMALL, env, 60)
+    _check(_audit(env, train, test, data_dir), SMALL)
 
 
 @pytest.mark.parametrize("env", ENVS)
@@ -259,11 +239,11 @@ def test_the_shipped_set_meets_the_audit_against_a_generated_training_set(
     recurs across the shipped set's tasks (each shipped story is its own world)."""
     train, test = generated(env, 60, "train", 9001), shipped(env)
     limits = {**SMALL, "identifier_share": 1 / len(test)}
-    _check(_audit(env, train, test, data_dir), limits, env, len(test))
+    _check(_audit(env, train, test, data_dir), limits)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("env", ENVS)
 def test_the_generator_meets_the_audit_targets_on_300_and_300(env: str, data_dir: Path) -> None:
     train, test = generated(env, 300, "train", 9001), generated(env, 300, "test", 9002)
-    _check(_audit(env, train, test, data_dir), TARGETS, env, 300)
+    _check(_audit(env, train, test, data_dir), TARGETS)

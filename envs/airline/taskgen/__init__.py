@@ -15,6 +15,7 @@ from app.sdk.replay import open_task_db
 from app.sdk.taskgen import TaskGenerator, build_row
 from envs.airline import ENVIRONMENT
 from envs.airline.taskgen.details import omissions
+from envs.airline.taskgen.flights import renumbered
 from envs.airline.taskgen.hard import bag_fee_quote, cancel_trips_to
 from envs.airline.taskgen.kit import NAMES, PHRASING, SHIPPED_NAMES, Ctx, Draft, Network, Story
 from envs.airline.taskgen.multi import (
@@ -90,7 +91,7 @@ def build_task(
     net = _network()
     story = Story(index, net, rng)
     draft = fn(Ctx(story, net, k, names))
-    seed = story.seed()
+    draft, seed = renumbered(draft, story.seed(), net, story.b.world, index)
     draft = replace(draft, omissions=omissions(draft.prompt, draft.gold, seed))
     return build_row(ENVIRONMENT, index, draft, seed)
 

@@ -65,7 +65,9 @@ class Network:
     def __init__(self, db: Session) -> None:
         codes = {a.id: a.code for a in db.scalars(select(Airport))}
         self.flights: dict[tuple[str, str], FlightInfo] = {}
-        by_id: dict[int, FlightInfo] = {}
+        self.by_id: dict[int, FlightInfo] = {}
+        self.ids_of: dict[str, list[int]] = defaultdict(list)  # number -> its flights' ids
+        by_id = self.by_id
         for f in db.scalars(select(Flight).order_by(Flight.id)):
             info = FlightInfo(
                 f.id,
@@ -80,6 +82,7 @@ class Network:
                 defaultdict(list),
             )
             self.flights[(info.number, info.date)] = by_id[f.id] = info
+            self.ids_of[info.number].append(f.id)
         for c in db.scalars(select(FlightCabin).order_by(FlightCabin.id)):
             by_id[c.flight_id].cabins[c.fare_class] = {
                 "id": c.id,

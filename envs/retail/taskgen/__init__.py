@@ -36,6 +36,7 @@ from envs.retail.taskgen.multi import (
     return_and_repay,
     rework_order,
 )
+from envs.retail.taskgen.products import OwnCatalog
 from envs.retail.taskgen.reads import (
     lookup_catalog,
     lookup_gift_balance,
@@ -92,7 +93,7 @@ def build_task(
     if cat.prefer_fresh and index == 1:
         cat.stale.clear()
         SHIPPED_CITIES.clear()
-    draft = fn(Ctx(story, cat, k, names))
+    draft = fn(Ctx(story, OwnCatalog(cat, story), k, names))
     if cat.prefer_fresh:
         cat.stale |= cat.named(draft.gold)
         SHIPPED_CITIES.update(

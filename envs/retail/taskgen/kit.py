@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 
 from app.sdk.taskgen import (
     PEOPLE,
+    STORY_ID_FLOOR,
     Phrasing,
     SeedBuilder,
     call,
@@ -27,6 +28,7 @@ from app.sdk.taskgen import (
 from app.sdk.taskgen import Draft as Draft  # re-exported: what the families return
 from envs.retail import ENVIRONMENT
 from envs.retail.models import Product, Variant
+from envs.retail.taskgen.products import PRODUCT_LINES, OwnCatalog
 
 # The seed's table order (parents first; a variant's row is a stock update of a base row).
 SEED_TABLES = (
@@ -59,11 +61,8 @@ STREETS = tuple(
     for name in STREET_NAMES
     for kind in ("St", "Ave", "Rd", "Blvd", "Ln", "Dr", "Way", "Ct", "Pl")
 )
-# New arrivals a story adds to a category: "<line> <kind>" (no base product is named so).
-PRODUCT_LINES = (
-    "Alpine", "Coastal", "Nordic", "Summit", "Meadow", "Cobalt", "Amber", "Juniper", "Granite",
-    "Harbor", "Willow", "Cedar", "Aurora", "Canyon", "Orchid", "Falcon", "Maple", "Sierra",
-)  # fmt: skip
+# New arrivals a story adds to a category: "<line> <kind>" (no base product is named so; the
+# lines are PRODUCT_LINES, envs/retail/taskgen/products.py).
 PRODUCT_KINDS = {
     "audio": ("Speaker", "Soundbar", "Earbuds", "Turntable"),
     "electronics": ("Tablet", "Charger", "Webcam", "Monitor"),
@@ -103,6 +102,7 @@ class Catalog:
 
     def __init__(self, db: Session) -> None:
         names = {p.id: (p.name, p.category) for p in db.scalars(select(Product))}
+        self.descriptions = {p.id: p.description for p in db.scalars(select(Product))}
         self.variants: list[dict[str, Any]] = []
         self.by_product: dict[int, list[dict[str, Any]]] = defaultdict(list)
         for v in db.scalars(select(Variant).order_by(Variant.id)):
@@ -355,10 +355,10 @@ class Story:
         row = next(r for r in rows if r["order_id"] == o.id and r["line_no"] == line + 1)
         row["status"] = "returned"
 
-    def history(self, p: Person, catalog: Catalog, n: int = 2) -> None:
+    def history(self, p: Person, catalog: OwnCatalog, n: int = 2) -> None:
         """Older, settled orders, so the customer's order list is not just the task's orders."""
         for k in range(n):
-            items = [catalog.item(self.rng, self.used) for _ in range(self.rng.randint(1, 2))]
+            items = [catalog.background(self.rng, self.used) for _ in range(self.rng.randint(1, 2))]
             self.order(p, "delivered", items, next(iter(p.methods.values())), 60 + 30 * k)
 
     def new_product(self, category: str, taken: set[str]) -> str:
@@ -380,7 +380,16 @@ class Story:
         return name
 
     def set_stock(self, variant: dict[str, Any], stock: int) -> None:
-        self.b.update("variants", variant["id"], stock=stock)
+        self.set_variant(variant, stock=stock)
+
+    def set_variant(self, variant: dict[str, Any], **columns: Any) -> None:
+        """This world's `columns` of a variant: an update of a base variant, an edit of the
+        story's own (envs/retail/taskgen/products.py)."""
+        if variant["id"] < STORY_ID_FLOOR:
+            self.b.update("variants", variant["id"], **columns)
+            return
+        row = next(r for r in self.rows["variants"] if r["id"] == variant["id"])
+        row.update(columns)
 
     def seed(self) -> dict[str, Any]:
         return self.b.seed()
@@ -397,7 +406,7 @@ class Ctx:
     """What a family function gets: its story (seed builder), the catalogue, its variant k."""
 
     s: Story
-    cat: Catalog
+    cat: OwnCatalog  # the base catalogue as the story sees it
     k: int
     names: list[tuple[str, str]]
 

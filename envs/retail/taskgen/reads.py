@@ -40,7 +40,7 @@ def lookup_catalog(c: Ctx) -> Draft:
     pids = sorted(c.cat.by_product)
     if c.cat.prefer_fresh:
         pids = [pid for pid in pids if pid not in c.cat.stale] or pids
-    variants = c.cat.by_product[c.s.rng.choice(pids)]
+    variants = c.cat.product(c.s.rng.choice(pids))
     while True:
         stocks = [c.s.rng.choice((0, 0, c.s.rng.randint(1, 40))) for _ in variants]
         wanted = [v["sku"] for v, n in zip(variants, stocks, strict=True) if n and v["available"]]
@@ -65,9 +65,9 @@ def lookup_price(c: Ctx) -> Draft:
     choices = [x for x in c.cat.variants if x["available"]]
     if c.cat.prefer_fresh:
         choices = [x for x in choices if x["product_id"] not in c.cat.stale] or choices
-    v = c.s.rng.choice(choices)
+    v = c.cat.own(c.s.rng.choice(choices))
     price = round(v["price"] * c.s.rng.uniform(0.6, 1.4), 2)
-    c.s.b.update("variants", v["id"], price=price, stock=c.s.rng.randint(1, 30))
+    c.s.set_variant(v, price=price, stock=c.s.rng.randint(1, 30))
     prompt = (
         f"How much does the {v['product']} cost in {nice(v['options'])} today? "
         "I don't have an account yet."
