@@ -56,6 +56,8 @@ def storage(env: ModuleType) -> ModuleType:
 def run_call(env: ModuleType, db: Db, name: str, args: dict[str, Any], now: str) -> dict[str, Any]:
     if name in ANSWER_TOOLS:  # no state: the session keeps the submission (Sessions.submit)
         return {"output": args}
+    if name == "message_user":  # what a first server does without a user simulator: agree
+        return {"output": {"reply": "Yes, go ahead."}}
     try:
         return {"output": env.TOOLS[name](db, args, now)}
     except (ToolFailed, KeyError, ValueError, TypeError, AttributeError) as exc:
@@ -179,7 +181,7 @@ def create_app(env_name: str, template_path: str, secret: str) -> FastAPI:
 
         app.add_api_route(f"/{name}", call, methods=["POST"], name=name)
 
-    for name in (*env.TOOLS, *ANSWER_TOOLS):
+    for name in (*env.TOOLS, *ANSWER_TOOLS, "message_user"):
         add_tool(name)
     app.add_middleware(ProcessTimeMiddleware)
     return app

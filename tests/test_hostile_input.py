@@ -19,7 +19,7 @@ from hypothesis import settings as hypothesis_settings
 from starlette.testclient import TestClient
 
 from app.registry import load_environment
-from app.sdk.answer import RESERVED_TOOL_NAMES
+from app.sdk.environment import FRAMEWORK_TOOL_NAMES
 from app.server.api import create_app
 from app.settings import Settings
 from tests.conftest import FIXTURES, TEST_SECRET
@@ -117,8 +117,9 @@ async def test_sql_metacharacters_and_unicode_in_every_string_argument(retail):
     session_id = retail.app.state.protocol.sessions.control.list()[0].id
     before = _dump_of(retail, session_id)
     tried = 0
-    # The answer tools take any text by design (it is stored as data, verified by value).
-    for tool in [t for t in RETAIL.tools if t.name not in RESERVED_TOOL_NAMES]:
+    # The answer tools and message_user take any text by design (stored as data: the answer is
+    # verified by value, a message is the conversation; tests/test_conversation.py).
+    for tool in [t for t in RETAIL.tools if t.name not in FRAMEWORK_TOOL_NAMES]:
         for field in _string_fields(tool):
             for value in SQL_METACHARACTERS + UNICODE_EDGES:
                 r = await retail.post(f"/{tool.name}", json={field: value})

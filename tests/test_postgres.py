@@ -235,7 +235,7 @@ async def test_session_schema_at_an_older_revision_is_upgraded_on_open(tmp_path,
     ids = [(await first.seed(parse_seed_body(task))).session_id for _ in range(3)]
     await first.aclose()
     engine, names = first.backend.store.engine, first.backend.names
-    previous = branch_revisions("retail")[2]  # before products.slug
+    previous = branch_revisions("retail")[3]  # before products.slug
     for session_id in ids:
         migrate_schema(engine, names.session(session_id), "retail", previous, down=True)
     with engine.connect() as conn:

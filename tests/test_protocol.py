@@ -80,11 +80,13 @@ async def test_health_and_root(warehouse):
 
 async def test_tools_lists_typed_schemas(warehouse):
     tools = (await warehouse.get("/tools")).json()["tools"]
-    # The environment's own tools, then the framework's answer tools every environment gets.
+    # The environment's own tools, then the framework's tools every environment gets (the user,
+    # then the answer tools).
     assert [t["name"] for t in tools] == [
         "get_item",
         "move_stock",
         "set_price",
+        "message_user",
         "submit_answer",
         "decline_request",
     ]
@@ -166,6 +168,7 @@ async def test_unknown_tool_lists_known_tools(warehouse):
         "get_item",
         "move_stock",
         "set_price",
+        "message_user",
         "submit_answer",
         "decline_request",
     ]

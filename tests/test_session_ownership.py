@@ -226,10 +226,10 @@ async def _grow(client: httpx.AsyncClient, backend: str, target: int) -> None:
 
 
 async def test_a_fork_bomb_is_refused_whole(make_settings, backend: str) -> None:
-    async for server in _server(make_settings(session_max_db_mb=1, fork_max_mb=4)):
+    async for server in _server(make_settings(session_max_db_mb=2, fork_max_mb=8)):
         owner = fresh_client(server)
         assert (await owner.post("/seed_session", json=TASK)).status_code == 200
-        await _grow(owner, backend, 900 * 1024)
+        await _grow(owner, backend, 1900 * 1024)
         rows, databases = _rows(server), _session_databases(server)
         bomb = await owner.post("/fork_session", json={"n": 64})
         assert bomb.status_code == 413, bomb.text

@@ -120,7 +120,7 @@ def test_a_conversational_task_scores_one_through_the_user_tool(retail):
         answer = json.loads(tools[call["name"]](**call["arguments"]))
         assert "error" not in answer, answer
         if call["name"] == "message_user":
-            replies.append(answer["reply"])
+            replies.append(answer["output"]["reply"])
     tools["finish"](message=gold_answer(row))
     assert replies and env.get_reward() == 1.0
 
