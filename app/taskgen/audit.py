@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.sdk.answer import DECLINE_REQUEST
+from app.sdk.user import MESSAGE_USER
 
 Calls = list[dict[str, Any]]
 # (test task row, the calls a policy makes) -> the verifier's reward for them.
@@ -100,8 +101,10 @@ def gold_identifiers(row: Mapping[str, Any]) -> set[str]:
         args = c.get("arguments") if isinstance(c, Mapping) else None
         if not isinstance(args, Mapping):
             continue
-        if c.get("name") == DECLINE_REQUEST:
-            continue  # a reason code and a message to the user: no entity
+        if c.get("name") in (DECLINE_REQUEST, MESSAGE_USER):
+            # A reason code and a message to the user, or words to the user: no entity (the ids
+            # a message proposes are the ones the write then passes).
+            continue
         first, last = args.get("first_name"), args.get("last_name")
         if isinstance(first, str) and isinstance(last, str):
             out.add(f"{first} {last}")
