@@ -4,8 +4,8 @@
   rival, as a list and as "A or B");
 - every task that is not a refusal: the gold's calls without their submission, then a decline;
 - refusal tasks: the gold's calls, the decline naming another code;
-- conversational tasks whose user requires confirmation: the gold's calls without its messages
-  to the user (acting without asking).
+- conversational tasks whose user requires confirmation (and whose gold does not decline): the
+  gold's calls without its messages to the user (acting without asking).
 A decline is scored only as "the expected code or not", so by default each task tries ONE code,
 picked by its id so a file spreads over every code (`all_codes`, `--all-codes`: each on each).
 Each runs through the same runner as a session's calls, on a fresh clone of the task's snapshot,
@@ -51,7 +51,9 @@ def probes(env: Environment, task: TaskSpec, all_codes: bool = False) -> Iterato
     if not gold:
         return
     plain = tuple(c for c in gold if c.name not in RESERVED_TOOL_NAMES)
-    if task.user is not None and task.user.requires_confirmation and task.user.changes:
+    # A gold that declines asks no yes (the data forbids the change): nothing to probe.
+    asks_yes = task.expected_decline is None
+    if task.user is not None and task.user.requires_confirmation and task.user.changes and asks_yes:
         silent = tuple(c for c in gold if c.name != MESSAGE_USER)
         if len(silent) < len(gold):
             yield Probe("the gold's calls without asking the user", silent)

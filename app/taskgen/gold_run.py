@@ -187,8 +187,10 @@ def gold_run(
         for call in gold:
             written = raw.total_changes
             outcomes += run_calls(env, c, [call], now)
-            # The answer row submit_answer/decline_request write is no change of the state.
-            if call["name"] not in RESERVED_TOOL_NAMES:
+            # The answer row submit_answer/decline_request write, and the conversation row
+            # message_user writes, are no change of the state (the framework's own tables).
+            tool = env.tool_named(str(call["name"]))
+            if call["name"] not in RESERVED_TOOL_NAMES and not (tool and tool.framework):
                 env_writes += raw.total_changes - written
     except BaseException:
         c.close()
