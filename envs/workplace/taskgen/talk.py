@@ -223,7 +223,9 @@ def talk_reassign_mind(s: Story, k: int) -> Draft:
         )
         gold += [C("message_user", text=propose), change]
         return Draft("talk_reassign_mind", prompt, gold, True, user=script)
-    why = f"{final.name} (Engineering) is no longer an active employee, so {code} cannot go to them."
+    why = (
+        f"{final.name} (Engineering) is no longer an active employee, so {code} cannot go to them."
+    )
     draft = refusal(
         "talk_reassign_mind", prompt, gold, change, "inactive_employee", "inactive_employee", why
     )
