@@ -65,7 +65,8 @@ def test_base_data_obeys_the_rules() -> None:
 def test_every_tool_and_argument_is_described() -> None:
     own = [t.name for t in ENVIRONMENT.tools if not t.framework]
     assert 20 <= len(own) <= 27
-    assert [t.name for t in ENVIRONMENT.tools][len(own) :] == ["submit_answer", "decline_request"]
+    framework = [t.name for t in ENVIRONMENT.tools][len(own) :]
+    assert framework == ["message_user", "submit_answer", "decline_request"]
     for t in ENVIRONMENT.tools:
         schema = t.openai_schema()
         assert len(schema["description"]) > 30, t.name

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from app.taskgen.conversation import system_prompt
 from envs.workplace import ENVIRONMENT
 from envs.workplace.policy import POLICY
 from envs.workplace.taskgen import task_lines
@@ -38,7 +39,9 @@ def test_rows_offer_exactly_the_tools_and_the_policy() -> None:
         params = t["responses_create_params"]
         assert params["tools"] == schemas
         system, user = params["input"]
-        assert system == {"role": "system", "content": POLICY}
+        # A conversational task adds the rule of talking to the user to the policy.
+        assert system == {"role": "system", "content": system_prompt(ENVIRONMENT, t)}
+        assert system["content"].startswith(POLICY)
         assert user["role"] == "user" and len(user["content"]) > 30
 
 
