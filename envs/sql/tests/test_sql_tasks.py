@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from app.taskgen.conversation import system_prompt
 from envs.sql import ENVIRONMENT
 from envs.sql.policy import POLICY
 from envs.sql.replay import open_task_db
@@ -48,7 +49,9 @@ def test_rows_offer_exactly_the_tools_and_the_policy() -> None:
     for t in TASKS:
         system, user = t["responses_create_params"]["input"]
         assert t["responses_create_params"]["tools"] == schemas
-        assert system == {"role": "system", "content": POLICY}
+        # A conversational task adds the rule of talking to the user to the policy.
+        assert system == {"role": "system", "content": system_prompt(ENVIRONMENT, t)}
+        assert system["content"].startswith(POLICY)
         assert user["role"] == "user" and len(user["content"]) > 40
 
 
@@ -59,6 +62,7 @@ def test_gold_sql_is_deterministic_and_seeds_use_task_ids() -> None:
                 "run_sql",
                 "list_tables",
                 "describe_table",
+                "message_user",
                 "submit_answer",
                 "decline_request",
             )
