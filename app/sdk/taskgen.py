@@ -2,12 +2,14 @@
 
 A family draws a story, builds its seed with a `SeedBuilder` (id blocks, table order, updates of
 base rows), names its people from a pool (`PEOPLE`, `name_pool`, `name_grid`) and returns a
-`Draft` (prompt, gold `call`s, answers, the details a draw may leave out: `Omission`); the kit
+`Draft` (prompt, gold `call`s, answers, the details a draw may leave out: `Omission`, a user to
+talk to: `UserScript` of `UserFact`s and `UserChange`s); the kit
 turns it into a validated task row (`build_row`). An environment declares one `TaskGenerator`,
 with where its seeds hold people (`PersonColumns`) and how its requests may be reworded
 (`Phrasing`). docs/generating_tasks.md shows how to add a family.
 """
 
+from app.core.conversation import UserChange, UserFact, UserScript
 from app.sdk.people import PEOPLE, Name, PersonColumns, name_grid, name_pool
 from app.sdk.phrasing import Phrasing, Wordings, opening, sentence_starting, sentence_with
 from app.sdk.seed_builder import BLOCK, STORY_ID_CEIL, STORY_ID_FLOOR, SeedBuilder, own_world
@@ -30,6 +32,9 @@ __all__ = [
     "SeedBuilder",
     "Split",
     "TaskGenerator",
+    "UserChange",
+    "UserFact",
+    "UserScript",
     "Wordings",
     "build_row",
     "call",

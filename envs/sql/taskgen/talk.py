@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from datetime import date
 
-from app.core.conversation import UserChange, UserFact, UserScript
+from app.sdk.taskgen import UserChange, UserFact, UserScript
 from envs.sql.taskgen.kit import DEPT_NAMES, Ctx, Draft, Person, Proj, call, effective_day, sql
 from envs.sql.taskgen.refusals import FORBIDDEN, RAISE_REASONS
 

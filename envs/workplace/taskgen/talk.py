@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from app.core.conversation import UserChange, UserFact, UserScript
+from app.sdk.taskgen import UserChange, UserFact, UserScript
 from envs.workplace.taskgen.kit import C, Draft, Person, Story
 from envs.workplace.taskgen.simple import namesake, refusal
 
