@@ -149,7 +149,9 @@ def talk_raise_namesake(c: Ctx) -> Draft:
         ],
         unclear=f"I need {p.name}'s salary raised to {new:,.2f} from {when}.",
     )
-    found = sorted([(p.no, DEPT_NAMES[dept]), (twin.no, DEPT_NAMES[other_dept])])
+    # Departments in lower case in the gold's messages: a capitalised one ("Data Science") would
+    # be one identifier shared by many tasks' golds (app/taskgen/audit.py reads names in text).
+    found = sorted([(p.no, DEPT_NAMES[dept].lower()), (twin.no, DEPT_NAMES[other_dept].lower())])
     gold = [
         sql(f"""SELECT e.id, e.employee_no, d.name, e.title FROM employees e
                 JOIN departments d ON d.id = e.department_id
@@ -168,8 +170,8 @@ def talk_raise_namesake(c: Ctx) -> Draft:
         )
         return _decline("talk_raise_namesake", prompt, gold, "raise_over_limit", why, script)
     propose = (
-        f"{p.name} ({p.no}, {DEPT_NAMES[dept]}) earns {current:.2f} now. I will add a salary row "
-        f"of {new:.2f} a year effective {when} (reason: {reason}). Shall I proceed?"
+        f"{p.name} ({p.no}, {DEPT_NAMES[dept].lower()}) earns {current:.2f} now. I will add a "
+        f"salary row of {new:.2f} a year effective {when} (reason: {reason}). Shall I proceed?"
     )
     gold += [
         _message(propose),
