@@ -70,6 +70,9 @@ def test_conversational_tasks_pay_the_gold_and_not_acting_without_asking(
             assert t["kind"] == "write"
             silent = [c for c in gold if c["name"] != "message_user"]
             assert score(silent) == 0.0, t["task_id"]
+            # Asking, then acting without the proposal the user says yes to: 0 as well.
+            last = max(i for i, c in enumerate(gold) if c["name"] == "message_user")
+            assert score(gold[:last] + gold[last + 1 :]) == 0.0, t["task_id"]
         else:
             assert t["kind"] == "refusal" and gold[-1]["name"] == "decline_request"
 
