@@ -7,7 +7,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 DATA_DIR ?= var
 
-.PHONY: install run test test-browser test-nemo-gym test-nemo-gym-guide test-openenv test-verifiers lint bench bench-targets bench-profile bench-taskgen shipped-tasks clean
+.PHONY: install run test test-fast test-slow test-scale test-all test-browser test-nemo-gym test-nemo-gym-guide test-openenv test-verifiers lint bench bench-targets bench-profile bench-taskgen shipped-tasks clean
 
 $(BIN)/stategym-installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -32,6 +32,13 @@ TEST_WORKERS ?= auto
 XDIST = -n $(TEST_WORKERS) $(if $(filter 0,$(TEST_WORKERS)),,--dist worksteal)
 test: install
 	@$(BIN)/python -m pytest $(XDIST) $(PYTEST_ARGS); status=$$?; \
+	if [ $$status -eq 5 ]; then echo "pytest collected no tests" >&2; exit 1; fi; exit $$status
+
+# The edit-run loop: `make test` without what starts real servers or needs PostgreSQL (the
+# `server` and `postgres` markers, put on by tests/conftest.py). Not a CI target: CI runs both.
+test-fast: install
+	@$(BIN)/python -m pytest $(XDIST) -m 'not slow and not scale and not server and not postgres' \
+		$(PYTEST_ARGS); status=$$?; \
 	if [ $$status -eq 5 ]; then echo "pytest collected no tests" >&2; exit 1; fi; exit $$status
 
 # The marked sets `make test` leaves out (pyproject.toml): `slow` runs in CI, `scale` by hand.

@@ -168,10 +168,11 @@ class Settings(BaseSettings):
     )
     session_idle_ttl_seconds: int | None = Field(
         3600,
-        ge=1,
+        ge=0,
         description=(
-            "A live session with no write for this long is closed by the reaper (reads do not "
-            "count as activity). Unset: sessions stay open until closed."
+            "A live session no tool call or verify touched for this long is closed by the "
+            "reaper, as a close would: a client that never closes (verifiers) leaks nothing. "
+            "0 or unset: sessions stay open until closed."
         ),
     )
     metrics: bool = Field(
@@ -212,6 +213,25 @@ class Settings(BaseSettings):
         5000,
         ge=10,
         description="SQL work of one tool call is interrupted after this long (a tool error).",
+    )
+    user_model_url: str | None = Field(
+        None,
+        description="An OpenAI-compatible endpoint (base URL ending in /v1) whose model plays "
+        "the user of conversational tasks in its own words (docs/conversations.md); unset: the "
+        "deterministic scripted user. Its reply counts against tool_time_limit_ms (raise it).",
+    )
+    user_model: str = Field(
+        "gpt-4o-mini",
+        description="The model name sent to user_model_url; recorded with every turn.",
+    )
+    user_model_key: str | None = Field(
+        None, description="The API key for user_model_url (sent as a Bearer token)."
+    )
+    user_model_timeout_s: float = Field(
+        20.0,
+        gt=0,
+        description="Longest wait for the LLM user's reply (at most 80 % of tool_time_limit_ms "
+        "is used); a timeout masks the sample (`failure_kind: user_simulator`).",
     )
     session_max_db_mb: int = Field(
         64,

@@ -47,6 +47,7 @@ BENCHMARKS = (
     "openenv_overhead",
     "mcp_latency",
     "eval_overhead",
+    "message_user",
 )
 # Servers the benchmarks start as baselines; runnable on their own too.
 SERVERS = ("baseline_server", "lean_server")

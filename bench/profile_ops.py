@@ -41,7 +41,7 @@ AREAS = (  # first match wins: (label, substring of the file path or function na
     ("store/snapshots (app/storage/sqlite/store.py, seeding)", "app/storage/sqlite/store.py"),
     ("sqlite helpers (app/storage/sqlite/db.py, meta)", "app/storage/sqlite/db.py"),
     ("runner (app/storage/runner.py)", "app/storage/runner.py"),
-    ("sessions (app/runtime/sessions.py)", "app/runtime/sessions.py"),
+    ("runtime (app/runtime/: sessions, seeding, closing, verifying)", "app/runtime/"),
     ("environment tools (envs/)", "envs/"),
     ("other app/", "app/"),
     ("asyncio / threading / stdlib", "python3.11"),

@@ -1,5 +1,5 @@
 """A verify's CPU in process: every task of an environment, its gold calls run, then the verify's
-worker-thread part (`SessionManager._verify_open`: record read, verify, mark) timed with
+worker-thread part (`Verifying._verify_open`: record read, verify, mark) timed with
 `time.thread_time`, `rounds` times per session; the checkout on PYTHONPATH serves:
 
     PYTHONPATH=/path/to/checkout python -m bench.verify_cpu [--env retail] [--rounds 8]
@@ -98,7 +98,7 @@ def main() -> None:
     sessions = loop.run_until_complete(_prepare(mgr, env, args.kind))
     handles = {sid: loop.run_until_complete(mgr._handle(sid)) for sid, _ in sessions}
     for sid, body in sessions:  # warm: golds built, dumps kept
-        mgr._verify_open(sid, handles[sid], body)
+        mgr.verifying._verify_open(sid, handles[sid], body)
     prof = cProfile.Profile() if args.profile else None
     per_round = []
     samples = []
@@ -108,7 +108,7 @@ def main() -> None:
             t0 = time.thread_time()
             if prof:
                 prof.enable()
-            mgr._verify_open(sid, handles[sid], body)
+            mgr.verifying._verify_open(sid, handles[sid], body)
             if prof:
                 prof.disable()
             samples.append(time.thread_time() - t0)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import inspect
 import os
 import re
 import socket
@@ -22,6 +23,8 @@ from app.settings import Settings
 from tests.support.warehouse_env import ENVIRONMENT as WAREHOUSE
 
 REPO = Path(__file__).resolve().parent.parent
+# Shared data of the suite and the docs that belongs to no one environment (fixtures/README.md).
+FIXTURES = REPO / "fixtures"
 # Every registered environment, and those that run on every backend (all but the SQLite-only
 # sql console): tests take their lists from the registry, never by hand.
 ENV_NAMES = tuple(environment_names())
@@ -277,8 +280,68 @@ POSTGRES_HALF_IS_SLOW = {"test_answers_as_state.py"}
 SLOW_SWEEP_ENVS = re.compile(r"\[.*\b(airline|ledger|workplace)\b")
 
 
+# The `server` and `postgres` markers (pyproject.toml; `make test-fast` leaves both out) are put
+# on by what a test uses, so a new test is marked without anyone remembering to: `server` when
+# the test or a fixture it uses starts a real HTTP server (uvicorn in a process or a thread),
+# `postgres` when it is a PostgreSQL case (a `postgres` parameter, or the `pg_prefix` fixture or
+# PG_URL in its code).
+SERVER_STARTERS = re.compile(
+    r"\b(start_server|chaos\.start|running_policy_server|running_judge_server|live_server"
+    r"|start_browse|start_explorer|_start_shim)\(|\[\"serve\", \"--env\""
+)
+SERVER_FIXTURES = {"live_server"}
+POSTGRES_CODE = re.compile(r"\b(PG_URL|pg_unavailable_reason)\b")
+
+
+def _sources(item: pytest.Item) -> Iterator[str]:
+    """The code of the test function and of every fixture it uses that lives in this repo."""
+    funcs = [getattr(item, "function", None)]
+    info = getattr(item, "_fixtureinfo", None)  # pytest's fixture closure of the item
+    for defs in info.name2fixturedefs.values() if info is not None else ():
+        funcs += [d.func for d in defs]
+    for func in funcs:
+        source = _source_of(func)
+        if source:
+            yield source
+
+
+_SOURCES: dict[object, str] = {}
+
+
+def _source_of(func: object) -> str:
+    if func not in _SOURCES:
+        try:
+            path = inspect.getsourcefile(func)  # type: ignore[arg-type]
+            # This file's own fixtures are judged by name (SERVER_FIXTURES, pg_prefix, the
+            # `backend` parameter): their code names PostgreSQL for the SQLite cases too.
+            mine = (
+                path is not None
+                and Path(path).resolve().is_relative_to(REPO)
+                and Path(path).resolve() != Path(__file__).resolve()
+            )
+            _SOURCES[func] = inspect.getsource(func) if mine else ""  # type: ignore[arg-type]
+        except (TypeError, OSError):
+            _SOURCES[func] = ""
+    return _SOURCES[func]
+
+
+def _auto_markers(item: pytest.Item) -> None:
+    names = set(getattr(item, "fixturenames", ()))
+    spec = getattr(item, "callspec", None)
+    sources = list(_sources(item))
+    if names & SERVER_FIXTURES or any(SERVER_STARTERS.search(s) for s in sources):
+        item.add_marker(pytest.mark.server)
+    if (
+        "pg_prefix" in names
+        or (spec is not None and "postgres" in spec.params.values())
+        or any(POSTGRES_CODE.search(s) for s in sources)
+    ):
+        item.add_marker(pytest.mark.postgres)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
+        _auto_markers(item)
         if SLOW_SWEEP_ENVS.search(item.name):
             item.add_marker(pytest.mark.slow)
             continue

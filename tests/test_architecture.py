@@ -21,7 +21,11 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("cli", {"app.__main__", "app.cli", "app.scaffold"}),
     ("apps", {"app.explorer", "app.integrations", "app.evaluation"}),
     ("server", {"app.server"}),
-    ("sdk facades", {"app.sdk.replay", "app.sdk.testing", "app.sdk.taskgen", "app.sdk.sqlite"}),
+    # The facades over the engine an author uses (and their old paths: COMPAT_SHIMS).
+    (
+        "authoring",
+        {"app.authoring", "app.sdk.replay", "app.sdk.testing", "app.sdk.taskgen", "app.sdk.sqlite"},
+    ),
     ("runtime", {"app.runtime"}),
     ("taskgen", {"app.taskgen"}),
     ("verify", {"app.verify"}),
@@ -37,8 +41,13 @@ ROOT_PACKAGE = "app"
 # it, a backend is asked through app/storage/base.py, factory.py and images.py.
 BACKEND_PACKAGES = ("app.storage.sqlite", "app.storage.postgres")
 # What envs/ may import from app beyond app.sdk (envs/*/tests may import more): the shared
-# settings and errors; the engine only through the SDK's facades (taskgen, replay, testing, sqlite).
-ENV_IMPORTS = {"app.settings", "app.errors"}
+# settings and errors; the engine only through the authoring facades (taskgen, replay, testing,
+# sqlite).
+ENV_IMPORTS = {"app.settings", "app.errors", "app.authoring"}
+# The old paths of app.authoring's modules: thin re-exports kept for packages written against
+# them (envs/*/taskgen, plugins written from docs/generating_tasks.md). Nothing in app/ imports
+# them, and the package graph leaves them out: app.sdk itself points down.
+COMPAT_SHIMS = {"app.sdk.replay", "app.sdk.testing", "app.sdk.taskgen", "app.sdk.sqlite"}
 
 
 def module_name(path: Path) -> str:
@@ -156,6 +165,42 @@ def upward_imports(
             if rank_a is not None and rank_b is not None and rank_b < rank_a:
                 found.append(f"{a} -> {b}")
     return found
+
+
+def package_graph(edges: dict[str, set[str]]) -> dict[str, set[str]]:
+    """Module edges collapsed to packages (`app.sdk.tool` -> `app.sdk`; the root package and
+    the COMPAT_SHIMS left out)."""
+
+    def package(module: str) -> str:
+        return ".".join(module.split(".")[:2])
+
+    out: dict[str, set[str]] = {}
+    for a, targets in edges.items():
+        if a in COMPAT_SHIMS or a == ROOT_PACKAGE:
+            continue
+        out.setdefault(package(a), set()).update(
+            package(b) for b in targets if b != ROOT_PACKAGE and package(b) != package(a)
+        )
+    return out
+
+
+def test_packages_point_down_with_no_cycle():
+    packages = package_graph(graph(APP, "app"))
+    cycle = find_cycle(packages)
+    assert cycle is None, "a package cycle: " + " -> ".join(cycle or [])
+    upward = upward_imports(packages)
+    assert upward == [], "packages that import a package above them:\n" + "\n".join(upward)
+
+
+def test_the_old_facade_paths_only_re_export_and_nothing_in_app_uses_them():
+    for name in sorted(COMPAT_SHIMS):
+        path = ROOT / (name.replace(".", "/") + ".py")
+        modules = {".".join(i.split(".")[:3]) for i in imports_of(path)}
+        assert modules == {name.replace("app.sdk.", "app.authoring.")}, name
+        body = ast.parse(path.read_text()).body
+        assert all(isinstance(node, ast.ImportFrom | ast.Expr) for node in body), name
+    users = {m: sorted(e & COMPAT_SHIMS) for m, e in graph(APP, "app").items() if e & COMPAT_SHIMS}
+    assert users == {}, f"import app.authoring.* instead: {users}"
 
 
 def test_every_app_module_is_in_exactly_one_layer():

@@ -197,17 +197,12 @@ def test_a_new_environments_initial_revision_is_replaced_not_extended(library) -
     assert len(list(migrations.glob("*.py"))) == 2
 
 
-def test_a_revision_without_ruff_says_it_is_unformatted(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from app.storage.migrations import format_revision
+def test_a_revision_without_ruff_says_it_is_unformatted() -> None:
+    from app.storage.migrations import revision_formatter_missing
 
-    script = tmp_path / "rev.py"
-    script.write_text("x = {'a':1}\n")
-    monkeypatch.setattr(sys, "executable", str(tmp_path / "python"))
-    monkeypatch.setenv("PATH", str(tmp_path))
-    assert format_revision(script) == f"no ruff beside {tmp_path / 'python'} or on PATH"
-    assert script.read_text() == "x = {'a':1}\n"
+    assert revision_formatter_missing() is None  # the dev extra installs ruff
+    missing = revision_formatter_missing("no_such_formatter")
+    assert missing == f"no no_such_formatter installed for {sys.executable}"
 
 
 def _write(path: Path, rows: list[dict[str, Any]]) -> Path:

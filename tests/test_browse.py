@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from app.cli.browse import build_datasette
 from app.cli.main import cli
-from tests.conftest import REPO, free_port, stop_server
+from tests.conftest import REPO, TEST_SECRET, free_port, stop_server
 from tests.test_sessions_cli import build_rollouts
 
 
@@ -124,3 +124,22 @@ def test_browse_command_serves_on_localhost(made):
         assert {d["name"] for d in listed} == {ids["gold"], "control"}
     finally:
         stop_server(proc)
+
+
+async def test_without_the_datasette_extra_the_explorer_serves_alone(made, monkeypatch):
+    """Datasette is an extra (pyproject.toml): an install without it browses runs, no SQL view."""
+    from app.cli.browse import browse_app, explorer_for
+    from app.settings import Settings
+
+    data_dir, ids = made
+    monkeypatch.setitem(sys.modules, "datasette", None)  # what an install without it finds
+    settings = Settings(data_dir=data_dir, secret_key=TEST_SECRET)
+    with explorer_for(settings, [ids["gold"]]) as (x, ds):
+        assert ds is None and not x.datasette
+        app = browse_app(x, ds, settings)
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as c:
+            page = await c.get("/")
+            assert page.status_code == 200 and ids["gold"][:12] in page.text
+            assert "/-/datasette" not in page.text
+            assert (await c.get(f"/-/datasette/{ids['gold']}")).status_code == 404

@@ -300,3 +300,166 @@ async def test_the_conversation_is_a_table_of_the_session_database(client, tmp_p
     ).fetchall()
     db.close()
     assert rows == [(1, "fact", "[]"), (2, "confirm", '["move_stock"]')]
+
+
+# ---- the LLM user -------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def user_model() -> Any:
+    from tests.support.user_model_server import running_user_model
+
+    with running_user_model() as served:
+        yield served
+
+
+async def _llm_rollout(tmp_path, user_model, model: str, calls: list[tuple[str, dict]]) -> Any:
+    from app.server.api import create_app
+
+    url, _seen = user_model
+    settings = backend_settings("sqlite", tmp_path / model, None).model_copy(
+        update={"user_model_url": url, "user_model": model, "user_model_timeout_s": 1.0}
+    )
+    app = create_app(settings, WAREHOUSE)
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://stategym") as c:
+            return await _rollout(c, TASK, calls)
+
+
+async def test_the_llm_user_speaks_its_own_words_on_the_scripts_structure(tmp_path, user_model):
+    result, bodies = await _llm_rollout(tmp_path, user_model, "faithful", _gold(TASK))
+    assert bodies[0] == {"output": {"reply": "Sure: SKU-9001."}}
+    assert bodies[1] == {"output": {"reply": "Yes, please do that."}}
+    assert result["reward"] == 1.0, result.get("failure_reason")
+    assert result["verification"]["conversation"]["simulator"] == ["llm:faithful"]
+    system = user_model[1][-1]["messages"][0]["content"]
+    assert SCRIPT.goal in system and "SKU-9001" in system
+    # A wrong proposal gets the script's correction, whatever the model said.
+    wrong, bodies = await _llm_rollout(
+        tmp_path,
+        user_model,
+        "faithful",
+        [("message_user", {"text": PROPOSE.replace("9001", "9002")}), MOVE],
+    )
+    assert bodies[0]["output"]["reply"] == SCRIPT.changes[0].correction
+    assert wrong["reward"] == 0.0
+
+
+async def test_a_model_that_does_not_see_a_proposal_confirms_nothing(tmp_path, user_model):
+    result, _ = await _llm_rollout(tmp_path, user_model, "stubborn", _gold(TASK))
+    assert result["reward"] == 0.0
+    assert result["verification"]["conversation"]["unconfirmed_writes"]
+
+
+@pytest.mark.parametrize(
+    ("model", "kind"),
+    [
+        ("leaky", "stated_a_fact_not_declared"),
+        ("quitter", "ended_with_a_change_pending"),
+        ("garbage", "malformed"),
+        ("broken", "http_error"),
+        ("slow", "timeout"),
+    ],
+)
+async def test_a_failing_simulator_masks_the_sample(tmp_path, user_model, model, kind):
+    result, bodies = await _llm_rollout(tmp_path, user_model, model, _gold(TASK))
+    assert bodies[0] == {"output": {"reply": "(the user did not answer)"}}
+    assert result["mask_sample"] is True and result["failure_kind"] == "user_simulator"
+    assert result["verification"]["conversation"]["simulator_failures"][0] == kind
+
+
+# ---- the explorer shows the conversation ---------------------------------------------------------
+
+
+async def test_the_explorer_shows_the_conversation(tmp_path):
+    from app.cli.browse import browse_app, explorer_for
+    from app.registry import load_environment
+    from app.server.api import create_app
+    from tests.support.explorer_runs import CANCEL, PENDING, gold_calls
+
+    task = {
+        **CANCEL,
+        "user": {
+            "goal": f"Cancel order {PENDING}.",
+            "changes": [
+                {
+                    "tools": ["cancel_pending_order"],
+                    "identifiers": [PENDING],
+                    "yes": "Yes, cancel it.",
+                    "correction": f"No: {PENDING}.",
+                }
+            ],
+            "unclear": "I want an order cancelled.",
+        },
+    }
+    proposal = f"I will cancel order {PENDING}. Do you confirm?"
+    settings = backend_settings("sqlite", tmp_path / "data", None)
+    app = create_app(settings, load_environment("retail"))
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://sg") as c:
+            result, _ = await _rollout(
+                c, task, [("message_user", {"text": proposal}), *gold_calls(CANCEL)]
+            )
+    assert result["reward"] == 1.0, result.get("failure_reason")
+    with explorer_for(settings) as (x, _ds):
+        transport = httpx.ASGITransport(app=browse_app(x, None, settings))
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as c:
+            page = await c.get(f"/rollouts/{result['session_id']}")
+            data = (await c.get(f"/rollouts/{result['session_id']}?format=json")).json()
+    assert page.status_code == 200 and "Conversation with the user" in page.text
+    assert proposal in page.text and "Yes, cancel it." in page.text
+    assert [(t["act"], t["confirms"]) for t in data["conversation"]] == [
+        ("confirm", '["cancel_pending_order"]')
+    ]
+
+
+async def test_a_replay_scores_the_conversation_as_the_session_did(client):
+    """NeMo Gym's stateless reverify: the response's calls replayed on the task's snapshot."""
+    for calls in (
+        _gold(TASK),
+        [MOVE, ("message_user", {"text": PROPOSE})],  # acted first, asked after
+        [("message_user", {"text": PROPOSE.replace("9001", "9002")}), MOVE],
+    ):
+        live, bodies = await _rollout(client, TASK, calls)
+        items: list[dict[str, Any]] = []
+        for i, ((name, args), body) in enumerate(zip(calls, bodies, strict=True)):
+            items += [
+                {"type": "function_call", "call_id": f"c{i}", "name": name},
+                {"type": "function_call_output", "call_id": f"c{i}", "output": json.dumps(body)},
+            ]
+            items[-2]["arguments"] = json.dumps(args)
+        async with fresh_client(client) as c:  # no session cookie: a replay
+            replayed = (
+                await c.post("/verify", json={**TASK, "response": response_object(items, "")})
+            ).json()
+        assert replayed["verified_by"] == "replay"
+        assert replayed["reward"] == live["reward"], (calls, replayed.get("failure_reason"))
+        assert replayed["reward_components"] == live["reward_components"]
+
+
+async def test_the_sql_console_cannot_read_the_script_nor_write_the_conversation(tmp_path):
+    from app.registry import load_environment
+    from app.server.api import create_app
+
+    env = load_environment("sql")
+    task = {"task_id": "sql-talk", "user": SCRIPT.model_dump(), "ground_truth": []}
+    settings = backend_settings("sqlite", tmp_path / "data", None)
+    app = create_app(settings, env)
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://sg") as c:
+            assert (await c.post("/seed_session", json=task)).status_code == 200
+            for sql in (
+                f"SELECT script FROM {USER_TABLE}",
+                f"SELECT * FROM {CONVERSATION_TABLE}",
+                f"INSERT INTO {CONVERSATION_TABLE} (turn, message, reply, act, confirms, stage, "
+                "simulator) VALUES (1, 'x', 'yes', 'confirm', '[\"run_sql\"]', 1, 'scripted')",
+            ):
+                body = (await c.post("/run_sql", json={"sql": sql})).json()
+                assert "error" in body and "message_user" in body["error"]["message"], body
+            listed = (await c.post("/list_tables", json={})).json()["output"]["tables"]
+            assert not {t["table"] for t in listed} & {USER_TABLE, CONVERSATION_TABLE}
+            described = (await c.post("/describe_table", json={"table": USER_TABLE})).json()
+            assert described["error"]["code"] == "not_found"

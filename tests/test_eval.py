@@ -228,3 +228,61 @@ def test_pass_at_k_and_pass_hat_k_are_the_unbiased_estimators():
     assert summary["pass@1"] == 0.75 and summary["pass^2"] == 0.5 and summary["pass@2"] == 1.0
     assert summary["calibration"]["mixed_band"] == ["a"]
     assert summary["by_family"]["f"]["success"] == 0.5
+
+
+def _conversational() -> dict[str, Any]:
+    """retail-020 (cancel a pending order) with a user who must confirm the cancel first."""
+    from tests.support.explorer_runs import CANCEL, PENDING
+
+    proposal = f"I will cancel order {PENDING}. Do you confirm?"
+    return {
+        **CANCEL,
+        "task_id": "retail-020-talk",
+        "user": {
+            "goal": f"Cancel order {PENDING}.",
+            "changes": [
+                {
+                    "tools": ["cancel_pending_order"],
+                    "identifiers": [PENDING],
+                    "yes": "Yes, cancel it.",
+                    "correction": f"No: {PENDING}.",
+                }
+            ],
+            "unclear": "I want an order cancelled.",
+        },
+        "ground_truth": [
+            {"name": "message_user", "arguments": {"text": proposal}},
+            *CANCEL["ground_truth"],
+        ],
+    }
+
+
+@pytest.mark.parametrize("user", ["scripted", "faithful"])
+def test_a_conversational_task_with_the_scripted_or_an_llm_user(tmp_path, user):
+    from tests.support.user_model_server import running_user_model
+
+    task = _conversational()
+    with running_policy_server([task]) as server, running_user_model() as (user_url, _seen):
+        extra: dict[str, Any] = {"k": 1}
+        if user != "scripted":
+            extra["user_model"] = ModelSpec(base_url=user_url, name=user, timeout=5)
+        rows = asyncio.run(
+            run(
+                _spec(
+                    [task], tmp_path / "out.jsonl", "gold", tmp_path / "d", url=server.url, **extra
+                )
+            )
+        )
+        silent = asyncio.run(
+            run(
+                _spec(
+                    [task], tmp_path / "deviate.jsonl", "deviate", tmp_path / "d2", url=server.url
+                )
+            )
+        )
+    (row,) = rows
+    assert row["reward"] == 1.0, row.get("failure_reason")
+    talk = row["verification"]["conversation"]
+    assert talk["simulator"] == (["scripted"] if user == "scripted" else ["llm:faithful"])
+    assert talk["changes_confirmed"] == 1
+    assert silent[0]["reward"] == 0.0

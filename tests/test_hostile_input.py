@@ -22,10 +22,12 @@ from app.registry import load_environment
 from app.sdk.answer import RESERVED_TOOL_NAMES
 from app.server.api import create_app
 from app.settings import Settings
-from tests.conftest import TEST_SECRET
+from tests.conftest import FIXTURES, TEST_SECRET
 from tests.support.rollouts import load_tasks
 
 RETAIL = load_environment("retail")
+# The hostile parts of requests (fixtures/README.md): strings, cookies, arguments.
+HOSTILE = json.loads((FIXTURES / "hostile_requests.json").read_text(encoding="utf-8"))
 TASK = load_tasks(load_environment("retail").tasks_path)[3]
 _DATA_DIR = Path(tempfile.mkdtemp(prefix="stategym-fuzz-"))
 APP = create_app(Settings(data_dir=_DATA_DIR, secret_key=TEST_SECRET), RETAIL)
@@ -102,8 +104,8 @@ async def retail(client_factory):
         yield client
 
 
-SQL_METACHARACTERS = ["'; DROP TABLE orders; --", '" OR 1=1 --', "%_\\", "\x00", "' UNION SELECT *"]
-UNICODE_EDGES = ["\u202eevil", "😀" * 50, "e\u0301", "\ud7ff", "Ω" * 1000, ""]
+SQL_METACHARACTERS: list[str] = HOSTILE["sql_metacharacters"]
+UNICODE_EDGES: list[str] = HOSTILE["unicode_edges"]
 
 
 def _string_fields(tool) -> list[str]:
@@ -162,38 +164,21 @@ async def test_pathological_json_is_a_clear_answer(retail, content):
 
 
 async def test_huge_integers_and_wrong_types_are_tool_errors(retail):
-    for args in (
-        {"order_number": 10**400},
-        {"order_number": None},
-        {"order_number": [1]},
-        {"order_number": {"$gt": ""}},
-        {"customer_id": -1, "order_number": "#W1"},
-    ):
-        r = await retail.post("/get_order_details", json=args)
+    wrong = HOSTILE["wrong_type_arguments"]
+    assert {"order_number": 10**400} in wrong["bodies"]  # JSON keeps big integers exact
+    for args in wrong["bodies"]:
+        r = await retail.post(wrong["path"], json=args)
         assert r.status_code == 200 and "error" in r.json(), args
     # Integers past 64 bits never reach the database (SQLite cannot bind them), on any tool.
-    for path, args in (
-        ("/cancel_pending_order", {"order_number": "#W1", "customer_id": 2**70, "reason": "x"}),
-        ("/get_customer_details", {"customer_id": -(2**64)}),
-        ("/get_product_details", {"product_id": 2**63}),
-    ):
+    for case in HOSTILE["integers_past_64_bits"]:
+        path, args = case["path"], case["body"]
         r = await retail.post(path, json=args)
         error = r.json()["error"]
         assert r.status_code == 200 and error["code"] == "invalid_arguments", (path, r.text)
         assert "2**63" in error["message"]
 
 
-@pytest.mark.parametrize(
-    "cookie",
-    [
-        "../../control",
-        "..%2F..%2Fcontrol.1.x",
-        "a" * 5000,
-        "\u0000",
-        "0" * 32 + ".1.abc",
-        "/etc/passwd.1.sig",
-    ],
-)
+@pytest.mark.parametrize("cookie", HOSTILE["forged_cookies"])
 async def test_forged_cookies_with_path_characters_are_refused(retail, cookie):
     async with httpx.AsyncClient(transport=retail._transport, base_url="http://x") as other:
         r = await other.post(
@@ -218,7 +203,7 @@ async def test_replayed_cookie_of_closed_session_is_refused(retail):
 
 async def test_typed_seed_with_path_like_resources_session_id_is_harmless(retail):
     body = {
-        "resources_session_id": "../../../etc/passwd",
+        "resources_session_id": HOSTILE["path_like_resources_session_id"],
         "episode_id": {"rollout_id": "r1", "attempt": 0},
         "task_id": {"taskset": "retail", "task_id": str(TASK["task_id"])},
         "task_data": {k: v for k, v in TASK.items() if k != "responses_create_params"},

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from app.authoring.replay import dump, open_task_db, replay
 from app.registry import load_environment
-from app.sdk.replay import dump, open_task_db, replay
 from app.storage.sqlite.store import Store
 from bench.lean_server import COOKIE, ENVS, Sessions, create_app, run_call, storage
 from bench.rollout import env_tasks, verify_body

@@ -223,6 +223,19 @@ async def test_failed_upgrade_leaves_the_file_as_it_was(client_factory, settings
     conn.close()
 
 
+def test_alembic_ini_formats_revisions_as_stategym_does() -> None:
+    """The plain `alembic revision` and `stategym migrate revision` run the same post-write
+    hooks."""
+    from configparser import ConfigParser
+
+    from app.storage.migrations import REVISION_HOOKS
+
+    ini = ConfigParser(defaults={"here": str(REPO)})
+    ini.read(REPO / "alembic.ini")
+    hooks = {k: v for k, v in ini["post_write_hooks"].items() if k != "here"}
+    assert hooks == REVISION_HOOKS
+
+
 def test_the_alembic_command_finds_every_target_branch() -> None:
     """The shipped environments keep their branches inside their packages (`migrations_path`);
     alembic.ini lists exactly those for the plain `alembic` command, beside the control branch

@@ -76,12 +76,14 @@ def test_the_written_package_is_small_and_formatted(installed_clinic) -> None:
         for p in root.rglob("*")
         if p.is_file() and not skip & set(p.parts) and ".egg-info" not in str(p)
     ]
-    # A starter to read in one sitting, not a framework copy (the generated migration aside).
-    read = [p for p in written if "migrations" not in p.parts]
+    # A starter to read in one sitting, not a framework copy (the generated migration and the
+    # data files aside).
+    read = [p for p in written if "migrations" not in p.parts and p.suffix != ".jsonl"]
     lines = sum(len(p.read_text().splitlines()) for p in read)
     assert lines < 500, lines
     names = {p.relative_to(root).as_posix() for p in written}
     assert {"pyproject.toml", "README.md", "clinic_env/tasks.jsonl"} <= names
+    assert "clinic_env/verifier_cases.jsonl" in names
     [migration] = [n for n in names if n.startswith("clinic_env/migrations/")]
     ruff = Path(sys.executable).with_name("ruff")
     check = subprocess.run([str(ruff), "format", "--check", str(root / migration)])
@@ -130,6 +132,24 @@ def test_installed_it_serves_gold_1_and_noop_0(installed_clinic, tmp_path: Path)
         assert asyncio.run(scores()) == [(1.0, 0.0)] * len(tasks)
     finally:
         stop_server(proc)
+
+
+@pytest.mark.slow  # new-env, pip install, then the suite's verifier-case runner on it
+def test_the_scaffolds_verifier_cases_hold(installed_clinic) -> None:
+    """The cases NeMo Gym's `gym env test` fixture is built from (app/integrations/gym_fixture):
+    the suite's own runner plays them on the installed package, each twice."""
+    _, env = installed_clinic
+    ran = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:xdist", "-q", "-k", "clinic"]
+        + ["tests/test_verifier_cases.py", "-p", "no:cacheprovider"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-2000:]
+    assert "7 passed" in ran.stdout, ran.stdout[-2000:]
 
 
 class Bare(ToolArgs):

@@ -7,6 +7,7 @@ import json
 import shlex
 from pathlib import Path
 from typing import Any
+from xml.etree import ElementTree
 
 import httpx
 import pytest
@@ -98,16 +99,38 @@ def test_markdown_and_html_summaries_with_histogram(rollout_file, tmp_path):
     path, _data_dir, lines = rollout_file
     md = tmp_path / "report.md"
     assert sg("report", str(path), "--out", str(md)).exit_code == 0
-    png = tmp_path / "report-rewards.png"
-    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # The explorer's chart as a file of its own: parseable SVG with its styles, 10 bins whose
+    # counts are the rewards' (2 of 1.0, 3 of 0.0).
+    svg = ElementTree.parse(tmp_path / "report-rewards.svg").getroot()
+    assert svg.tag == "{http://www.w3.org/2000/svg}svg"
+    assert svg.find("{http://www.w3.org/2000/svg}style") is not None
+    bars = [r for r in svg.iter("{http://www.w3.org/2000/svg}rect") if r.get("class") == "bar"]
+    titles = [bar.findtext("{http://www.w3.org/2000/svg}title") for bar in bars]
+    assert (
+        len(bars) == 10 and titles[0].endswith(": 3 run(s)") and titles[-1].endswith(": 2 run(s)")
+    )
     text = md.read_text()
-    assert "](report-rewards.png)" in text and "| retail-020 | retail | 3 | 0.667 |" in text
+    assert "](report-rewards.svg)" in text and "| retail-020 | retail | 3 | 0.667 |" in text
     failed = next(line for line in lines if line["_ng_rollout_index"] == 4)
     assert f"stategym sessions diff {failed['session_id']} --against gold" in text
     page = tmp_path / "report.html"
     assert sg("report", str(path), "--out", str(page)).exit_code == 0
     html = page.read_text()
-    assert "data:image/png;base64," in html and failed["session_id"] in html
+    assert '<svg class="chart"' in html and failed["session_id"] in html
+    assert "<td>retail-020</td>" in html and "src=" not in html and "href=" not in html
+
+
+def test_html_report_escapes_what_the_rollouts_say(tmp_path):
+    # A rollout file is model output: a task id or failure reason is text, never markup.
+    path = tmp_path / "rollouts.jsonl"
+    hostile = "<script>alert(1)</script>"
+    row = {"task_id": hostile, "reward": 0.0, "failure_reason": f"{hostile} (x)", "env": "e&v"}
+    path.write_text(json.dumps(row) + "\n")
+    page = tmp_path / "report.html"
+    assert sg("report", str(path), "--out", str(page)).exit_code == 0
+    html = page.read_text()
+    assert "<script>" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert "e&amp;v" in html
 
 
 @pytest.mark.parametrize(

@@ -201,7 +201,7 @@ def test_workplace_requests_may_name_the_deal_by_its_company() -> None:
 def test_sql_requests_may_name_the_employee_without_their_number() -> None:
     from sqlalchemy import text
 
-    from app.sdk.replay import open_task_db
+    from app.authoring.replay import open_task_db
     from envs.sql import ENVIRONMENT
     from envs.sql.taskgen.kit import names_pool
 

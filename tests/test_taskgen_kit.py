@@ -120,7 +120,7 @@ def test_the_kit_modules_are_leaves_of_the_sdk() -> None:
 
 # --- the CLI, in a process of its own, as an author runs it ---------------------------------
 TWICE_NAMED_GENERATOR = """
-from app.sdk.taskgen import TaskGenerator
+from app.authoring.taskgen import TaskGenerator
 from tests.support.depot_env import ENVIRONMENT
 from brokengen.taskgen import other
 
@@ -139,7 +139,7 @@ TASKGEN = TaskGenerator(
 """
 
 BROKEN_GENERATOR = """
-from app.sdk.taskgen import TaskGenerator
+from app.authoring.taskgen import TaskGenerator
 from tests.support.depot_env import ENVIRONMENT
 
 

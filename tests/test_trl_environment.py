@@ -107,6 +107,24 @@ def test_gold_calls_score_one_and_the_session_is_closed(retail, index):
     assert open_sessions(data_dir) == []
 
 
+def test_a_conversational_task_scores_one_through_the_user_tool(retail):
+    """The simulated user is a tool method like any other (docs/conversations.md)."""
+    cls, _ = retail
+    row = next((r for r in RETAIL_ROWS if r.get("user")), None)
+    assert row is not None, "the shipped retail set has conversational tasks"
+    env = cls()
+    env.reset(**row)
+    tools = trl_tools(env)
+    replies = []
+    for call in row["ground_truth"]:
+        answer = json.loads(tools[call["name"]](**call["arguments"]))
+        assert "error" not in answer, answer
+        if call["name"] == "message_user":
+            replies.append(answer["reply"])
+    tools["finish"](message=gold_answer(row))
+    assert replies and env.get_reward() == 1.0
+
+
 def test_doing_nothing_scores_zero(retail):
     cls, data_dir = retail
     env = cls()

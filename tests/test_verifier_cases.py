@@ -19,7 +19,7 @@ import pytest
 from app.registry import ENVIRONMENTS, load_environment
 from app.server.api import create_app
 from app.settings import Settings
-from tests.conftest import REPO, TEST_SECRET
+from tests.conftest import TEST_SECRET
 from tests.support.rollouts import fresh_client, gold_answer, load_tasks, run_rollout
 
 _OPS = {
@@ -34,7 +34,8 @@ _OPS = {
 def _cases() -> list:
     params = []
     for env in sorted(ENVIRONMENTS):
-        path = REPO / "envs" / env / "verifier_cases.jsonl"
+        # Beside the environment's tasks (an installed plugin's too: tests/test_plugins.py).
+        path = load_environment(env).tasks_path.parent / "verifier_cases.jsonl"
         if not path.exists():
             continue
         for n, line in enumerate(path.read_text().splitlines(), 1):

@@ -5,7 +5,8 @@ real StateGym (verifiers/v1/tasksets/nemo_gym/taskset.py and toolset.py):
   `POST /<tool>` with the cookies, the body text as the result, `isError = not is_success`;
 - verify: the row plus `response`; `reward` popped, then `del result["responses_create_params"],
   result["response"]` (a KeyError if either is missing); numeric top-level fields become metrics;
-- it never calls `/close_session`: STATEGYM_CLOSE_ON_VERIFY=true closes the session at verify.
+- it never calls `/close_session`: STATEGYM_CLOSE_ON_VERIFY=true closes the session at verify,
+  and without it the idle timeout (STATEGYM_SESSION_IDLE_TTL_SECONDS) closes what is left open.
 
 verifiers itself needs mcp 2.x, StateGym mcp 1.x: the two cannot share a virtualenv, so the
 package's own run lives in tests/verifiers_taskset/ (docs/integrations.md says how to run it).
@@ -13,7 +14,9 @@ package's own run lives in tests/verifiers_taskset/ (docs/integrations.md says h
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -97,7 +100,8 @@ async def test_legacy_seed_answers_the_mcp_key_verifiers_reads(server):
         answer = (await http.post(f"{url}/seed_session", json=ROWS[0])).json()
         await http.post(f"{url}/close_session", json={})
     block = answer["resources_tools"]
-    assert answer["mcp"] == {"url_path": "/mcp", "headers": block["headers"]}
+    # verifiers refuses an `mcp` block without `transport: "http"`.
+    assert answer["mcp"] == {"url_path": "/mcp", "transport": "http", "headers": block["headers"]}
     assert set(answer["mcp"]["headers"]) == {TOKEN_HEADER}
 
 
@@ -134,6 +138,25 @@ async def test_direct_http_path_without_mcp(tmp_path):
             verified = await http.post(f"{url}/verify", json=body)
             verified.raise_for_status()
             assert verified.json()["reward"] == 1.0
+        assert open_sessions(tmp_path) == []
+    finally:
+        stop_server(proc)
+
+
+async def test_a_session_verifiers_leaves_open_is_closed_by_the_idle_timeout(tmp_path):
+    """Without close_on_verify nothing closes a verifiers rollout's session but the reaper:
+    a second of idleness here (an hour by default), the reaper's pass every second."""
+    idle = {"STATEGYM_SESSION_IDLE_TTL_SECONDS": "1", "STATEGYM_REAPER_INTERVAL_SECONDS": "1"}
+    proc, url = start_server(
+        "retail", tmp_path, extra_env={"STATEGYM_EXPOSE_TOOLS_OVER_MCP": "true", **idle}
+    )
+    try:
+        gold = await taskset_rollout(url, ROWS[7], gold=True)
+        assert gold["reward"] == 1.0, gold["info"].get("failure_reason")
+        # close_on_verify is off (its default): only the reaper closes the session.
+        deadline = time.monotonic() + 15
+        while open_sessions(tmp_path) and time.monotonic() < deadline:
+            await asyncio.sleep(0.2)
         assert open_sessions(tmp_path) == []
     finally:
         stop_server(proc)

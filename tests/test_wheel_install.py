@@ -1,5 +1,6 @@
-"""A wheel of this project carries what its environments need: each shipped environment's tasks
-and migration branch are package data, found through importlib.resources wherever it installs.
+"""A wheel of this project carries what its environments need: each shipped environment's tasks,
+policy and migration branch are package data, found through importlib.resources wherever it
+installs.
 
 How (the simplest way that is robust and bounded, ~15 s): `pip wheel --no-deps
 --no-build-isolation` of a copy of the sources the wheel is built from (pyproject.toml,
@@ -54,6 +55,7 @@ for name in environment_names():
         "task_ids": [r["task_id"] for r in rows],
         "migrations_path": str(branch) if branch else None,
         "revisions": sorted(p.name for p in branch.glob("*.py")) if branch else [],
+        "policy": env.policy,
     }
 json.dump(out, sys.stdout)
 """
@@ -131,6 +133,7 @@ def test_the_wheel_carries_each_environments_tasks_and_migration_branch(installe
         assert got["task_ids"] == [r["task_id"] for r in rows], name
         assert got["revisions"] == sorted(p.name for p in here.migrations_path.glob("*.py"))
         assert got["revisions"], f"{name}: no migration branch in the wheel"
+        assert got["policy"] == here.policy, f"{name}: the policy (policy.md) in the wheel differs"
 
 
 def _revision_at(path: Path) -> str | None:

@@ -1,11 +1,11 @@
 """`stategym browse`: the run explorer (app/explorer/) on 127.0.0.1, read-only, both backends.
 
-On SQLite files, Datasette's raw SQL view is mounted too (`/-/datasette/`): each session file is
-one Datasette database named by its session id, next to the control database. Datasette opens
-files with `mode=ro` (or `immutable=1`); nothing it serves can write. A file without a `-wal` is
-served as immutable (no connection holds it, and that mode creates no -wal/-shm next to it); a
-live one as `mode=ro`, so rows still in its WAL are shown. Sessions not named at start are added
-on their first request.
+On SQLite files, with the `datasette` extra installed, Datasette's raw SQL view is mounted too
+(`/-/datasette/`): each session file is one Datasette database named by its session id, next to
+the control database. Datasette opens files with `mode=ro` (or `immutable=1`); nothing it serves
+can write. A file without a `-wal` is served as immutable (no connection holds it, and that mode
+creates no -wal/-shm next to it); a live one as `mode=ro`, so rows still in its WAL are shown.
+Sessions not named at start are added on their first request.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import ipaddress
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
+from importlib.util import find_spec
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -115,13 +116,14 @@ def explorer_for(
         if view.capabilities.file_copy:
             for sid in sessions or []:
                 insp.record(sid)  # unknown or malformed ids end here, before serving
-            ds = build_datasette(
-                settings.data_dir,
-                sessions,
-                limit=limit,
-                base_url=DATASETTE_PREFIX + "/",
-                scratch=Path(scratch),
-            )
+            if find_spec("datasette") is not None:  # the `datasette` extra (pyproject.toml)
+                ds = build_datasette(
+                    settings.data_dir,
+                    sessions,
+                    limit=limit,
+                    base_url=DATASETTE_PREFIX + "/",
+                    scratch=Path(scratch),
+                )
         x = Explorer(
             insp,
             RunQueries(control),

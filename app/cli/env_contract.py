@@ -1,15 +1,20 @@
 """The environment contract, as one-line failures (`stategym envs check NAME`).
 
 Pure checks over the installed environment, in memory and a temporary folder: nothing is
-served and nothing outside the temporary folder is written.
+served and nothing outside the temporary folder is written. The checks an environment would
+otherwise repeat in its own tests (tool schemas, a deterministic base and gold, gold 1 and no-op
+0, rows offering the current tools and policy) live here, once for every environment.
 """
 
 from __future__ import annotations
 
+import random
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+from sqlalchemy.orm import Session
 
 from app.sdk.environment import Environment
 
@@ -31,6 +36,8 @@ def contract_failures(
         for line in template_failures(env, Path(tmp)):
             template_ok = False
             yield line
+        if template_ok:
+            yield from base_data_failures(env)
         yield from migration_failures(env)
         if template_ok:
             yield from task_failures(env, tasks or env.tasks_path, Path(tmp), limit)
@@ -72,6 +79,30 @@ def template_failures(env: Environment, data_dir: Path) -> Iterator[str]:
         Store(data_dir, env).template_image()
     except Exception as exc:  # noqa: BLE001 - the author's models or build_base are broken
         yield f"the template does not build (models or build_base): {type(exc).__name__}: {exc}"
+
+
+def base_data_failures(env: Environment) -> Iterator[str]:
+    """`build_base` builds the same rows twice from the same seed: every template, replay and
+    gold state starts from it, so a base that differs between builds scores the same calls
+    differently from one process to the next."""
+    from app.runtime.replay import dump, memory_engine
+
+    dumps = []
+    for _ in range(2):
+        engine = memory_engine(env)
+        try:
+            with Session(engine) as db:
+                env.build_base(db, random.Random(env.base_seed))
+                db.flush()
+                dumps.append(dump(db, env))
+        finally:
+            engine.dispose()
+    differing = sorted(t for t in dumps[0] if dumps[0][t] != dumps[1].get(t))
+    if differing:
+        yield (
+            f"the base data is not deterministic: two builds from seed {env.base_seed} differ in "
+            f"tables {differing} (build_base must draw every choice from the rng it is given)"
+        )
 
 
 def migration_failures(env: Environment) -> Iterator[str]:

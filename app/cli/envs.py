@@ -3,10 +3,10 @@ contract an author runs on their own environment, and this repository's tests ru
 registered one).
 
 Each contract failure is one line: what is wrong and what to fix. The checks, in order:
-import, template build, tool schemas, migration branch, task rows (gold 1, no-op 0, a
-deterministic gold, hedged/declined answers 0: the same checks as `stategym tasks check`), and
-adversarial nudges (each gold write repeated with one argument changed: a tool that refuses the
-nudge passes, one that accepts it must cost the reward).
+import, tool schemas, template build, a deterministic base, migration branch, task rows (gold 1,
+no-op 0, a deterministic gold, hedged/declined answers 0: the same checks as `stategym tasks
+check`), and adversarial nudges (each gold write repeated with one argument changed: a tool that
+refuses the nudge passes, one that accepts it must cost the reward).
 """
 
 from __future__ import annotations

@@ -56,6 +56,17 @@ def eval_command(
             help="Per-task success rates and the mixed band (default: OUT.calibration.json)."
         ),
     ] = None,
+    user_model_base_url: Annotated[
+        str | None,
+        typer.Option(
+            help="In process: an OpenAI-compatible endpoint whose model plays the user of "
+            "conversational tasks (default: the scripted user; docs/conversations.md)."
+        ),
+    ] = None,
+    user_model: Annotated[str, typer.Option(help="The user model's name.")] = "gpt-4o-mini",
+    user_model_key_env: Annotated[
+        str, typer.Option(help="Environment variable holding the user endpoint's key.")
+    ] = "STATEGYM_USER_MODEL_KEY",
     data_dir: DataDirOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -70,6 +81,12 @@ def eval_command(
         raise typer.Exit(2)
     if api not in ("chat", "responses"):
         err.print("[red]error:[/red] --api must be `chat` or `responses`")
+        raise typer.Exit(2)
+    if user_model_base_url is not None and url is not None:
+        err.print(
+            "[red]error:[/red] --user-model-base-url is for an in-process run; a served "
+            "StateGym takes STATEGYM_USER_MODEL_URL"
+        )
         raise typer.Exit(2)
     environment = environment_or_exit(env) if env is not None else None
     spec = RunSpec(
@@ -92,6 +109,15 @@ def eval_command(
         server_url=url,
         env=environment,
         data_dir=data_dir or Path(os.environ.get("STATEGYM_DATA_DIR", "var")),
+        user_model=None
+        if user_model_base_url is None
+        else ModelSpec(
+            base_url=user_model_base_url,
+            name=user_model,
+            api="chat",
+            api_key=os.environ.get(user_model_key_env),
+            timeout=20.0,
+        ),
     )
     with cli_errors():
         try:

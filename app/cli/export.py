@@ -187,7 +187,7 @@ def nemo_gym(
 
 def write_config(env: Environment, path: Path, sets: list[Dataset]) -> None:
     """The shipped config's blocks with these datasets (absolute paths: run it from anywhere)."""
-    import yaml  # datasette's dependency; only this option needs it
+    import yaml  # only this option needs it
 
     header = f"# Written by stategym export nemo-gym --config for {env.name}; datasets:\n"
     body = yaml.safe_dump(config_for(env, TYPED_SERVER, sets), sort_keys=False, width=100)

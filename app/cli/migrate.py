@@ -23,11 +23,11 @@ from app.storage.migrations import (
     downgrade_file,
     editable_file,
     file_revision,
-    format_revision,
     head_revision,
     new_revision,
     replace_initial_revision,
     retained_session_files,
+    revision_formatter_missing,
     revision_path,
     schema_differences,
     stamp_revision,
@@ -189,22 +189,23 @@ def revision(
     ] = False,
     data_dir: DataDirOption = None,
 ) -> None:
-    """Write the next revision of a branch from the models (autogenerate, then ruff format when
-    ruff is found); the first one starts the branch, in the environment's own `migrations_path`
-    if it has one. `--initial` rewrites a one-revision branch's initial revision instead. A
-    required column with no default or backfill is reported as a warning."""
+    """Write the next revision of a branch from the models (autogenerate, then Alembic's
+    post-write hooks run ruff when it is installed); the first one starts the branch, in the
+    environment's own `migrations_path` if it has one. `--initial` rewrites a one-revision
+    branch's initial revision instead. A required column with no default or backfill is reported
+    as a warning."""
     if env not in targets():
         raise typer.BadParameter(f"unknown target {env!r}; known: {', '.join(targets())}")
     try:
         if initial:
             _refuse_if_served(_settings(data_dir).data_dir, env)
-            path = replace_initial_revision(env, message, ruff=False)
+            path = replace_initial_revision(env, message)
         else:
-            path = new_revision(env, message, ruff=False)
+            path = new_revision(env, message)
     except NotReplaceable as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(1) from None
-    unformatted = format_revision(path)
+    unformatted = revision_formatter_missing()
     how = "ruff-formatted" if unformatted is None else f"left unformatted: {unformatted}"
     console.print(
         f"{env}: wrote {path} ({how}); read it, then `stategym migrate check --env {env}`"

@@ -65,8 +65,11 @@ def write_package(root: Path, name: str, package: str) -> None:
         target.write_text(Template(source.read_text()).substitute(values))
     (root / package / "migrations").mkdir(exist_ok=True)
     with _importable(root, name, package) as env:
-        rows = [json.dumps(row, ensure_ascii=False) for row in starter_tasks(env)]
+        tasks = starter_tasks(env)
+        rows = [json.dumps(row, ensure_ascii=False) for row in tasks]
         (root / package / "tasks.jsonl").write_text("\n".join(rows) + "\n")
+        cases = [json.dumps(case) for case in starter_cases(tasks)]
+        (root / package / "verifier_cases.jsonl").write_text("\n".join(cases) + "\n")
         from app.storage.migrations import new_revision
 
         new_revision(name, "initial schema")
@@ -157,3 +160,46 @@ def starter_tasks(env: Any) -> list[dict[str, Any]]:
     )
     refuse["expected_decline"] = "too_many_loans"
     return [lend, due, refuse]
+
+
+def starter_cases(tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The verifier cases of the starter tasks (`tests/test_verifier_cases.py`'s format, which
+    NeMo Gym's `gym env test` fixture is generated from: app/integrations/gym_fixture.py):
+    each gold earns 1; doing nothing, a hedged answer and a decline of a doable task earn 0; a
+    malformed body is a 400."""
+    lend, due, refuse = (t["task_id"] for t in tasks)
+    hedge = [
+        *tasks[1]["ground_truth"][:-1],
+        {"name": "submit_answer", "arguments": {"answer": "2026-03-16 or 2026-03-17"}},
+    ]
+    decline = [
+        {"name": "decline_request", "arguments": {"reason": "too_many_loans", "message": "No."}}
+    ]
+    one, zero = {"reward": 1.0}, {"reward": 0.0}
+    return [
+        {"case": "full_action", "task_id": lend, "calls": "gold", "answer": "gold", "expect": one},
+        {"case": "full_answer", "task_id": due, "calls": "gold", "answer": "gold", "expect": one},
+        {
+            "case": "full_refusal",
+            "task_id": refuse,
+            "calls": "gold",
+            "answer": "gold",
+            "expect": one,
+        },
+        {"case": "zero_noop", "task_id": lend, "calls": [], "answer": "", "expect": zero},
+        {
+            "case": "zero_hedged_answer",
+            "task_id": due,
+            "calls": hedge,
+            "answer": "",
+            "expect": zero,
+        },
+        {
+            "case": "zero_wrong_decline",
+            "task_id": lend,
+            "calls": decline,
+            "answer": "",
+            "expect": zero,
+        },
+        {"case": "malformed", "task_id": lend, "verify_body": [1, 2, 3], "expect": {"status": 400}},
+    ]

@@ -17,7 +17,9 @@ def report(
     rollouts: Annotated[Path, typer.Argument(help="NeMo Gym rollout output (JSONL).")],
     report_out: Annotated[
         Path | None,
-        typer.Option("--out", help="Also write a summary: report.md (+ PNG) or report.html."),
+        typer.Option(
+            "--out", help="Also write a summary: report.md (+ an SVG histogram) or report.html."
+        ),
     ] = None,
     top: Annotated[int, typer.Option(min=1, help="Failure reasons listed.")] = 10,
     tasks: Annotated[

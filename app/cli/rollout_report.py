@@ -7,9 +7,6 @@ Each line of the file is a verify response (the task row echoed, `reward`, `fail
 
 from __future__ import annotations
 
-import base64
-import html
-import io
 import json
 import math
 import re
@@ -19,6 +16,10 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
+
+from app.explorer import render as charts
+from app.explorer.render import reward_bins, svg_document
+from app.explorer.templates import CSS
 
 _DETAIL_RE = re.compile(r"\s*[(\[:].*$")  # the specifics after a reason's headline
 
@@ -198,21 +199,10 @@ def summarize(
     }
 
 
-def histogram_png(rewards: list[float]) -> bytes:
-    """A reward histogram as PNG bytes (matplotlib's Agg canvas, no pyplot global state)."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(6, 3.5), dpi=100)
-    FigureCanvasAgg(fig)
-    ax = fig.subplots()
-    ax.hist(rewards, bins=10, range=(0.0, 1.0), color="#4c72b0", edgecolor="white")
-    ax.set_xlabel("reward")
-    ax.set_ylabel("rollouts")
-    ax.set_title(f"Reward histogram ({len(rewards)} rollouts)")
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png")
-    return buffer.getvalue()
+def histogram_svg(rewards: list[float]) -> str:
+    """The reward histogram as a standalone SVG file, the explorer's chart (no plotting library)."""
+    label = f"Reward histogram ({len(rewards)} rollouts)"
+    return svg_document(charts.histogram_svg(reward_bins(rewards), label))
 
 
 def _md(value: Any) -> str:
@@ -284,100 +274,92 @@ def render_markdown(summary: dict[str, Any], image_name: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render_html(summary: dict[str, Any], png: bytes) -> str:
-    def table(headers: list[str], rows: list[list[Any]]) -> str:
-        head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
-        body = "".join(
-            "<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>"
-            for row in rows
-        )
-        return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+def _section(
+    title: str,
+    headers: list[str],
+    rows: list[list[Any]],
+    numeric: frozenset[int] = frozenset(),
+    code: frozenset[int] = frozenset(),
+) -> dict[str, Any]:
+    """One table of the HTML report: which columns are numbers (right-aligned) and commands."""
+    return {"title": title, "headers": headers, "rows": rows, "numeric": numeric, "code": code}
 
-    image = base64.b64encode(png).decode()
-    parts = [
-        "<!doctype html><html><head><meta charset='utf-8'><title>Rollout report</title>",
-        "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
-        "td,th{border:1px solid #ccc;padding:4px 8px;text-align:left}</style></head><body>",
-        "<h1>Rollout report</h1>",
-        f"<p>{summary['rollouts']} rollouts, mean reward {summary['mean_reward']:.3f}, "
-        f"success rate {summary['success_rate']:.1%}.</p>",
-        f"<img alt='reward histogram' src='data:image/png;base64,{image}'>",
-        "<h2>Reward by environment</h2>",
-        table(
-            ["env", "rollouts", "mean reward", "success"],
-            [
-                [g["env"], g["rollouts"], f"{g['mean_reward']:.3f}", f"{g['success_rate']:.0%}"]
-                for g in summary["by_env"]
-            ],
+
+def _rate_rows(groups: list[dict[str, Any]], key: str) -> list[list[Any]]:
+    return [
+        [g[key], g["rollouts"], f"{g['mean_reward']:.3f}", f"{g['success_rate']:.0%}"]
+        for g in groups
+    ]
+
+
+def render_html(summary: dict[str, Any]) -> str:
+    """One self-contained page: the explorer's stylesheet and histogram, Jinja2-autoescaped."""
+    rates = ["rollouts", "mean reward", "success"]
+    sections = [
+        _section(
+            "Reward by environment",
+            ["env", *rates],
+            _rate_rows(summary["by_env"], "env"),
+            numeric=frozenset({1, 2, 3}),
         ),
-        "<h2>Reward by task</h2>",
-        table(
-            ["task", "env", "rollouts", "mean reward", "success"],
-            [
-                [
-                    g["task"],
-                    g["env"],
-                    g["rollouts"],
-                    f"{g['mean_reward']:.3f}",
-                    f"{g['success_rate']:.0%}",
-                ]
-                for g in summary["by_task"]
-            ],
+        _section(
+            "Reward by task",
+            ["task", "env", *rates],
+            [[g["task"], *_rate_rows([g], "env")[0]] for g in summary["by_task"]],
+            numeric=frozenset({2, 3, 4}),
         ),
         *[
-            part
+            _section(
+                f"Reward by {key}",
+                [key, *rates],
+                _rate_rows(summary[f"by_{key}"], key),
+                numeric=frozenset({1, 2, 3}),
+            )
             for key in ("difficulty", "family")
             if summary[f"by_{key}"]
-            for part in (
-                f"<h2>Reward by {key}</h2>",
-                table(
-                    [key, "rollouts", "mean reward", "success"],
-                    [
-                        [
-                            g[key],
-                            g["rollouts"],
-                            f"{g['mean_reward']:.3f}",
-                            f"{g['success_rate']:.0%}",
-                        ]
-                        for g in summary[f"by_{key}"]
-                    ],
-                ),
-            )
         ],
-        "<h2>Most common failure reasons</h2>",
-        table(
+        _section(
+            "Most common failure reasons",
             ["reason", "rollouts", "example"],
             [[f["reason"], f["count"], f["example"]] for f in summary["failure_reasons"]],
+            numeric=frozenset({1}),
         ),
-        "<h2>Failed rollouts</h2>",
-        table(
+        _section(
+            "Failed rollouts",
             ["task", "rollout", "reward", "session", "diff"],
             [
                 [
                     f["task"],
-                    f["rollout_index"],
+                    "-" if f["rollout_index"] is None else f["rollout_index"],
                     f"{f['reward']:g}",
                     f["session_id"] or "-",
                     f["diff_command"] or "-",
                 ]
                 for f in summary["failed"]
             ],
+            numeric=frozenset({1, 2}),
+            code=frozenset({3, 4}),
         ),
-        "</body></html>",
     ]
-    return "\n".join(parts)
+    return charts.render(
+        "report",
+        css=CSS,
+        s=summary,
+        bins=reward_bins(summary["rewards"]),
+        sections=sections,
+    )
 
 
 def write_report(summary: dict[str, Any], out: Path) -> list[Path]:
-    """Write `out` (.md with a PNG next to it, or .html with the PNG inlined); returns files."""
-    png = histogram_png(summary["rewards"])
+    """Write `out` (.md with an SVG histogram next to it, or .html with the chart inline);
+    returns the files written."""
     suffix = out.suffix.lower()
     if suffix == ".html":
-        out.write_text(render_html(summary, png), encoding="utf-8")
+        out.write_text(render_html(summary), encoding="utf-8")
         return [out]
     if suffix != ".md":
         raise ReportError(f"--out must end in .md or .html, got {out.name!r}")
-    image = out.with_name(out.stem + "-rewards.png")
-    image.write_bytes(png)
+    image = out.with_name(out.stem + "-rewards.svg")
+    image.write_text(histogram_svg(summary["rewards"]), encoding="utf-8")
     out.write_text(render_markdown(summary, image.name), encoding="utf-8")
     return [out, image]

@@ -4,8 +4,8 @@
   rival, as a list and as "A or B");
 - every task that is not a refusal: the gold's calls without their submission, then a decline;
 - refusal tasks: the gold's calls, the decline naming another code;
-- conversational tasks whose user requires confirmation (and whose gold does not decline): the
-  gold's calls without its messages to the user (acting without asking).
+- conversational tasks whose user requires confirmation: the gold's calls without its messages
+  to the user (acting without asking).
 A decline is scored only as "the expected code or not", so by default each task tries ONE code,
 picked by its id so a file spreads over every code (`all_codes`, `--all-codes`: each on each).
 Each runs through the same runner as a session's calls, on a fresh clone of the task's snapshot,
@@ -45,15 +45,22 @@ def _codes(codes: list[str], task: TaskSpec, all_codes: bool) -> list[str]:
     return [codes[spread % len(codes)]]
 
 
+def _acts(env: Environment, calls: tuple[ToolCall, ...]) -> bool:
+    """Whether any of `calls` writes the environment's data (a tool not read-only)."""
+    tools = [env.tool_named(c.name) for c in calls]
+    return any(t is None or not (t.read_only or t.framework) for t in tools)
+
+
 def probes(env: Environment, task: TaskSpec, all_codes: bool = False) -> Iterator[Probe]:
     """The adversarial submissions for `task` (none for a task with no reference solution)."""
     gold = task.ground_truth
     if not gold:
         return
     plain = tuple(c for c in gold if c.name not in RESERVED_TOOL_NAMES)
-    # A gold that declines asks no yes (the data forbids the change): nothing to probe.
-    asks_yes = task.expected_decline is None
-    if task.user is not None and task.user.requires_confirmation and task.user.changes and asks_yes:
+    # Acting without asking: only where the gold acts (a gold that declines writes nothing).
+    # sql's run_sql is no read-only tool, so a gold that queries and declines also "acts" here.
+    acts = task.expected_decline is None and _acts(env, plain)
+    if task.user is not None and task.user.requires_confirmation and acts:
         silent = tuple(c for c in gold if c.name != MESSAGE_USER)
         if len(silent) < len(gold):
             yield Probe("the gold's calls without asking the user", silent)

@@ -55,6 +55,9 @@ class RunSpec:
     server_url: str | None = None
     env: Environment | None = None
     data_dir: Path | None = None
+    # In process: the model that plays the user of conversational tasks (None: the scripted
+    # user, or what STATEGYM_USER_MODEL_URL says). A served StateGym uses its own setting.
+    user_model: ModelSpec | None = None
 
 
 Progress = Callable[[Mapping[str, Any]], None]
@@ -117,6 +120,18 @@ async def environment(spec: RunSpec) -> AsyncIterator[tuple[httpx.AsyncBaseTrans
     settings = Settings(
         env=spec.env.name, data_dir=spec.data_dir, secret_key=secrets.token_urlsafe(48)
     )
+    if spec.user_model is not None:
+        user = spec.user_model
+        settings = settings.model_copy(
+            update={
+                "user_model_url": user.base_url,
+                "user_model": user.name,
+                "user_model_key": user.api_key,
+                "user_model_timeout_s": user.timeout,
+                # The user's reply counts against a tool call's time limit.
+                "tool_time_limit_ms": max(settings.tool_time_limit_ms, int(user.timeout * 1250)),
+            }
+        )
     app = create_app(settings, spec.env)
     async with app.router.lifespan_context(app):
         yield httpx.ASGITransport(app=app), "http://stategym"

@@ -84,6 +84,7 @@ class Explorer:
 
 
 ANSWER_TABLE = "stategym_answer"  # what submit_answer / decline_request write (one row)
+CONVERSATION_TABLE = "stategym_conversation"  # what message_user writes (a row per message)
 
 
 def submitted_answer(
@@ -97,6 +98,17 @@ def submitted_answer(
     with insp.connection(record) as conn:
         row = conn.execute(select(table)).first()
     return None if row is None else {k: jsonable(v) for k, v in row._mapping.items()}
+
+
+def conversation(insp: Inspector, record: SessionRecord, env: Environment) -> list[dict[str, Any]]:
+    """The session's messages to the simulated user and its replies (message_user's rows), in
+    order: what the user understood (`act`) and allowed (`confirms`) with each."""
+    table = env.metadata.tables.get(CONVERSATION_TABLE)
+    if table is None:
+        return []
+    with insp.connection(record) as conn:
+        rows = conn.execute(select(table).order_by(table.c.turn)).all()
+    return [{k: jsonable(v) for k, v in row._mapping.items()} for row in rows]
 
 
 def _messages(messages: list[dict[str, Any]] | None) -> list[dict[str, str]]:
@@ -189,6 +201,7 @@ def rollout_page(x: Explorer, session_id: str) -> dict[str, Any]:
     answer = verification.pop("answer", None) or verification.pop("decline", None)
     tables = x.insp.tables(record)["tables"] if present else {}
     submitted = submitted_answer(x.insp, record, env) if present else None
+    talk = conversation(x.insp, record, env) if present else []
     sid = record.id
     return {
         "session": {
@@ -199,6 +212,7 @@ def rollout_page(x: Explorer, session_id: str) -> dict[str, Any]:
         },
         "prompt": _messages(x.prompt(env, record.task_id)),
         "gold_calls": [{"name": c.name, "arguments": c.arguments} for c in task.ground_truth],
+        "conversation": talk,
         "step_log": step_log,
         "steps": steps,
         "step_rewards_from": rewards_from,

@@ -84,6 +84,39 @@ def histogram_svg(bins: list[int], label: str = "Reward histogram") -> Markup:
     return Markup("".join(parts))
 
 
+def reward_bins(rewards: list[float], bins: int = 10) -> list[int]:
+    """Rewards counted per bin over [0, 1], as the runs page counts them (app/explorer/queries.py):
+    1.0 falls in the last bin, a reward outside [0, 1] in the nearest end bin."""
+    counts = [0] * bins
+    for reward in rewards:
+        counts[min(bins - 1, max(0, int(reward * bins)))] += 1
+    return counts
+
+
+# The chart rules of CSS, for an SVG that is a file of its own (no page stylesheet around it).
+_SVG_STYLE = (
+    "text{font:10px system-ui,sans-serif;fill:#57606a}.bar{fill:#4c8dd6}.axis{stroke:#8c959f}"
+    ".gain{fill:#2da44e}.loss{fill:#cf222e}.zero{fill:#8c959f}"
+    ".running{fill:none;stroke:#0a58ca;stroke-width:2}"
+)
+
+
+def svg_document(chart: Markup) -> str:
+    """A chart of this module as a standalone .svg file: the SVG namespace and its styles inside,
+    so a Markdown viewer or a browser draws it as the explorer does."""
+    svg = str(chart)
+    if not svg.startswith("<svg "):
+        raise ValueError("not an SVG chart")
+    head, rest = svg.split(">", 1)
+    return (
+        '<?xml version="1.0" encoding="UTF-8"?>\n'
+        + head.replace("<svg ", '<svg xmlns="http://www.w3.org/2000/svg" ', 1)
+        + f"><style>{_SVG_STYLE}</style>"
+        + rest
+        + "\n"
+    )
+
+
 def steps_svg(rewards: list[float | None]) -> Markup:
     """Each step's reward as a bar (up: earned, down: lost) and their running sum as a line."""
     if not rewards:

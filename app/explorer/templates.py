@@ -175,6 +175,9 @@ _ROLLOUT = (
 <h2 id="prompt">Prompt</h2>"""
     + _PROMPT
     + """
+{% if conversation %}<h2 id="conversation">Conversation with the user</h2>
+{% for t in conversation %}<div class="msg"><div class="role">agent, turn {{ t.turn }}</div><pre>{{ t.message }}</pre></div>
+<div class="msg"><div class="role">user ({{ t.simulator }}; {{ t.act }}{% if t.confirms != '[]' %}, confirms {{ t.confirms }}{% endif %}{% if t.failure %}, <span class="error">failed: {{ t.failure }}</span>{% endif %})</div><pre>{{ t.reply }}</pre></div>{% endfor %}{% endif %}
 <h2 id="steps">Steps</h2>
 {% if not s.present %}<p class="notice">This session's database is gone (retention); its record and verify result remain.</p>
 {% elif not step_log %}<p class="notice">This session keeps no step log (seeded before step logging).</p>
@@ -280,6 +283,22 @@ _LOGIN = """{% extends "base" %}{% block main %}
 <form method="post" action="/-/login"><label>Admin token <input type="password" name="token" autocomplete="current-password" required></label>
 <input type="hidden" name="next" value="{{ next }}"> <button type="submit">Sign in</button></form>{% endblock %}"""
 
+# `stategym report --out report.html` (app/cli/rollout_report.py): one file that opens anywhere,
+# so the stylesheet is inlined and nothing links back to a running explorer.
+_REPORT = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Rollout report · StateGym</title><style>{{ css }}</style></head>
+<body><main id="main">
+<h1>Rollout report</h1>
+<p>{{ s.rollouts }} rollouts, mean reward {{ '%.3f'|format(s.mean_reward) }}, success rate {{ '%.1f'|format(100 * s.success_rate) }}%.</p>
+<figure>{{ histogram_svg(bins) }}<figcaption class="muted">Rollouts per reward bin (a reward outside [0, 1] is counted in the nearest end bin).</figcaption></figure>
+{% for t in sections %}<h2>{{ t.title }}</h2>
+<div class="wide"><table><thead><tr>{% for h in t.headers %}<th scope="col"{% if loop.index0 in t.numeric %} class="num"{% endif %}>{{ h }}</th>{% endfor %}</tr></thead><tbody>
+{% for row in t.rows %}<tr>{% for c in row %}<td{% if loop.index0 in t.numeric %} class="num"{% endif %}>{% if loop.index0 in t.code and c != '-' %}<code>{{ c }}</code>{% else %}{{ c }}{% endif %}</td>{% endfor %}</tr>
+{% else %}<tr><td colspan="{{ t.headers|length }}" class="muted">None.</td></tr>{% endfor %}</tbody></table></div>
+{% endfor %}</main></body></html>"""
+
 TEMPLATES = {
     "base": _BASE,
     "runs": _RUNS,
@@ -288,4 +307,5 @@ TEMPLATES = {
     "table": _TABLE,
     "error": _ERROR,
     "login": _LOGIN,
+    "report": _REPORT,
 }

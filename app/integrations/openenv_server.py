@@ -249,7 +249,7 @@ def create_openenv_app(settings: Settings, env: Environment | None = None) -> Fa
         # An OpenEnv session no WebSocket holds (one made over HTTP /mcp whose client died) is
         # destroyed after StateGym's idle TTL, which closes its StateGym session with it.
         concurrency_config=ConcurrencyConfig(
-            max_concurrent_envs=capacity, session_timeout=settings.session_idle_ttl_seconds
+            max_concurrent_envs=capacity, session_timeout=settings.session_idle_ttl_seconds or None
         ),
         state_cls=EpisodeState,
         reset_observation_cls=ResetObservation,

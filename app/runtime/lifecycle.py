@@ -1,8 +1,9 @@
 """Session lifecycle beyond close_session: an idle reaper, a pruner of old closed records and
 the live-session capacity limit.
 
-Nothing leaks when a rollout dies before verify: the reaper closes sessions with no write for
-`session_idle_ttl_seconds`, so their connections go and their files follow the retention policy.
+Nothing leaks when a rollout dies before verify, or a client never closes (verifiers): the reaper
+closes sessions with no write for `session_idle_ttl_seconds` as a close would, so their
+connections go, their files follow the retention policy and a typed id stays closed.
 The pruner keeps the control database flat over a long run: past `session_records_max` records
 of sessions whose database retention deleted, the oldest go. Every worker runs both; closing
 and pruning are idempotent, so they never conflict.
@@ -26,20 +27,44 @@ log = logging.getLogger("stategym.lifecycle")
 
 
 async def reap_idle(sessions: SessionManager, ttl_seconds: int) -> int:
-    """Close every live session idle for longer than the TTL; returns how many it closed."""
-    cutoff = naive_utcnow() - timedelta(seconds=ttl_seconds)
-    candidates = await sessions._run(
-        sessions.control.live_created_before, sessions.env.name, cutoff
-    )
-    now = time.time()
+    """Close every live session idle for longer than the TTL, as `/close_session` would (a
+    typed one's id is left closed: a later seed of it is 409); returns how many it closed.
+    Idle: no write (the backend's clock, every worker's) and no call or verify on this worker
+    (`touched`) within the TTL. One worker hop finds them; a session with a call in flight
+    right now is left for the next pass, and a close that fails is retried there too."""
+    idle = await sessions._run(idle_sessions, sessions, ttl_seconds)
+    cutoff = time.time() - ttl_seconds
+    touched = sessions.touched
+    for session_id in [s for s, at in touched.items() if at < cutoff]:
+        del touched[session_id]  # idle for the TTL, or closed: the backend's clock decides
     closed = 0
-    for session_id, created_at in candidates:
-        idle = now - await sessions._run(sessions.backend.last_activity, session_id, created_at)
-        if idle > ttl_seconds and await sessions.close(session_id):
-            closed += 1
+    for session_id in idle:
+        if session_id in touched:
+            continue  # a call or verify on this worker within the TTL
+        handle = sessions._open.get(session_id)
+        if handle is not None and handle.lock.locked():
+            continue  # touched right now
+        try:
+            if await sessions.close(session_id):
+                closed += 1
+        except Exception as exc:  # noqa: BLE001 - one session must not stop the pass
+            log.warning("reaper could not close idle session %s: %r", session_id, exc)
     if closed:
         log.info("reaper closed %d idle session(s) of %s", closed, sessions.env.name)
     return closed
+
+
+def idle_sessions(sessions: SessionManager, ttl_seconds: int) -> list[str]:
+    """Live sessions of this environment with no write for longer than the TTL: an indexed
+    read of those created before the cutoff, then each one's last write (a file's mtime)."""
+    cutoff = naive_utcnow() - timedelta(seconds=ttl_seconds)
+    candidates = sessions.control.live_created_before(sessions.env.name, cutoff)
+    now = time.time()
+    return [
+        session_id
+        for session_id, created_at in candidates
+        if now - sessions.backend.last_activity(session_id, created_at) > ttl_seconds
+    ]
 
 
 async def reaper_loop(sessions: SessionManager, ttl_seconds: int, interval: float) -> None:
@@ -114,6 +139,9 @@ async def serving(
     yield
     for loop in loops:
         loop.cancel()
+    # Each loop has stopped (a close it had started on a worker thread runs to its end) before
+    # the threads and connections go.
+    await asyncio.gather(*loops, return_exceptions=True)
     await sessions.aclose()
 
 

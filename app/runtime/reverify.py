@@ -18,10 +18,9 @@ import json
 from typing import Any
 
 from app.core.tasks import TaskSpec
-from app.runtime.steps import StepRecorder
 from app.sdk.environment import Environment, ToolContext
 from app.storage import images
-from app.storage.runner import run_tool
+from app.storage.runner import StepRecorder, run_tool
 from app.verify.gold import GoldCache, WorkBudget
 from app.verify.session_verify import verify_state
 from app.verify.step_budget import StepBudget

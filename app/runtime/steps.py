@@ -1,88 +1,65 @@
-"""Recording each tool call as one step of the session's log (app/storage/steplog.py).
+"""The step-recording policy of a tool call on an open session, in one function: whether the
+call is logged, the unlogged retry when the log has no room, and the failed call's step.
 
-A call that succeeds writes its step inside its own transaction, just before the commit, so the
-step and the rows it changed are kept or lost together. A call that fails was rolled back; its
-step (no row changes) is written afterwards in a transaction of its own. What is recorded as the
-output is the exact body the agent receives (Starlette's JSONResponse rendering), or, past
-`OUTPUT_CAP` bytes, only its sha256 digest and size.
+The recorder that writes a step (`StepRecorder`, in the call's own transaction) is the storage
+layer's (app/storage/runner.py), so a call goes runtime -> storage and stays there: this module
+decides, storage runs and records. The recorder's names are re-exported here for callers that
+replay calls themselves (app/runtime/reverify.py, tests, bench/).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-import time
-from collections.abc import Callable
+from functools import partial
 from typing import Any
 
-from sqlalchemy.orm import Session
+from app.sdk.environment import Tool
+from app.storage.base import SessionBackend, SessionHandle
+from app.storage.driver import NO_ROOM, RETRY_IN_THREAD
+from app.storage.runner import (
+    OUTPUT_CAP,
+    StepRecorder,
+    args_text,
+    body_text,
+    outcome_of,
+    run_tool,
+    step_values,
+)
 
-from app import jsonio
-from app.storage.images import ImageConnection
-from app.storage.steplog import canonical, write_alone, write_step
-
-OUTPUT_CAP = 16 * 1024
-
-
-def body_text(payload: Any) -> str:
-    """The JSON text a tool route sends for `payload`: what JSONResponse.render produces
-    (app/jsonio.dumps, byte for byte; str() for what no JSON can hold, where the route fails)."""
-    try:
-        return jsonio.dumps(payload).decode()
-    except (TypeError, ValueError):
-        return json.dumps(payload, ensure_ascii=False, separators=(",", ":"), default=str)
-
-
-def args_text(raw_args: Any) -> str:
-    """As sent; compared in canonical form when read (app/storage/steplog.read_steps)."""
-    try:
-        return jsonio.dumps(raw_args).decode()
-    except (TypeError, ValueError):
-        return canonical(raw_args)
+__all__ = [
+    "OUTPUT_CAP",
+    "StepRecorder",
+    "args_text",
+    "body_text",
+    "call_and_record",
+    "outcome_of",
+    "step_values",
+]
 
 
-def outcome_of(payload: dict[str, Any]) -> str:
-    error = payload.get("error")
-    return "ok" if error is None else str((error or {}).get("code") or "error")
-
-
-def step_values(tool: str, raw_args: Any, payload: dict[str, Any], seconds: float) -> dict:
-    text = body_text(payload)
-    data = text.encode()
-    return {
-        "tool": tool,
-        "args": args_text(raw_args),
-        "outcome": outcome_of(payload),
-        "output": text if len(data) <= OUTPUT_CAP else None,
-        # Past the cap only (below it the text is kept, and its digest computed when read).
-        "output_digest": hashlib.sha256(data).hexdigest() if len(data) > OUTPUT_CAP else "",
-        "output_bytes": len(data),
-        "duration_ms": round(seconds * 1000, 3),
-    }
-
-
-class StepRecorder:
-    """One tool call's step: `on_success` runs in the call's transaction (run_tool's hook);
-    `record_failure` writes a failed call's step afterwards."""
-
-    def __init__(self, tool: str, raw_args: Any):
-        self.tool = tool
-        self.raw_args = raw_args
-        self.started = time.perf_counter()
-
-    def on_success(self, db: Session, payload: dict[str, Any]) -> None:
-        # The ORM writes pending changes at commit; they must reach the triggers before the
-        # step row does, or they would be logged as the next step's.
-        if db.new or db.dirty or db.deleted:
-            db.flush()
-        values = step_values(self.tool, self.raw_args, payload, time.perf_counter() - self.started)
-        write_step(db.connection(), values)  # as the session's backend writes it
-
-    def failure_writer(self, payload: dict[str, Any]) -> Callable[[Any], None]:
-        """What writes a failed call's step, in a transaction of its own (the backend's)."""
-        values = step_values(self.tool, self.raw_args, payload, time.perf_counter() - self.started)
-        return lambda conn: write_step(conn, values)
-
-    def record_failure(self, conn: ImageConnection, payload: dict[str, Any]) -> None:
-        """A failed call's step on an image connection of our own (replays, tests)."""
-        write_alone(conn, self.failure_writer(payload))
+def call_and_record(
+    backend: SessionBackend,
+    handle: SessionHandle,
+    tool: Tool,
+    raw_args: Any,
+    limit_ms: int,
+    *,
+    inline: bool,
+) -> dict[str, Any]:
+    """Run one tool call on `handle` and record it in the session's step log when the backend
+    logs this session: a success's step in the call's own transaction; with no room for the
+    step itself (disk or quota full) the call runs again unlogged, so a lookup still answers;
+    a failure's step afterwards, except for an inline attempt that was busy or too slow,
+    which runs again in a thread and is not a step yet."""
+    ctx = handle.ctx
+    unlogged = partial(run_tool, tool=tool, raw_args=raw_args, ctx=ctx, time_limit_ms=limit_ms)
+    if not backend.logs_steps(handle):
+        return backend.call(handle, tool, unlogged, limit_ms=limit_ms, inline=inline)
+    step = StepRecorder(tool.name, raw_args)
+    logged = partial(unlogged, on_success=step.on_success)
+    result = backend.call(handle, tool, logged, limit_ms=limit_ms, inline=inline)
+    code = result.get("error", {}).get("code")
+    if code in NO_ROOM:
+        return backend.call(handle, tool, unlogged, limit_ms=limit_ms, inline=inline)
+    if code is not None and not (inline and code in RETRY_IN_THREAD):
+        backend.write_failed_step(handle, step.failure_writer(result))
+    return result

@@ -1,6 +1,5 @@
-"""An environment's database in memory, for tests and generators: base data, a task's seed, and
-tool calls replayed through the real runner (the engine is app/runtime/replay.py)."""
+"""The old path of `app.authoring.replay`, kept importing for packages written against it: import
+`app.authoring.replay` instead."""
 
-from app.runtime.replay import dump, memory_engine, open_task_db, replay
-
-__all__ = ["dump", "memory_engine", "open_task_db", "replay"]
+from app.authoring.replay import *  # noqa: F403
+from app.authoring.replay import __all__ as __all__

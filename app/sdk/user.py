@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Protocol
 
 from pydantic import Field, StrictStr
@@ -108,7 +109,13 @@ def user_tables(metadata: MetaData) -> tuple[Table, Table]:
 
 def read_script(db: Any, table: Table) -> UserScript | None:
     row = db.execute(select(table.c.script)).first()
-    return None if row is None else UserScript.model_validate_json(row[0])
+    return None if row is None else _parsed(row[0])
+
+
+@lru_cache(maxsize=256)
+def _parsed(text: str) -> UserScript:
+    """A script parsed once per process (a session sends it up to MAX_TURNS times)."""
+    return UserScript.model_validate_json(text)
 
 
 def read_exchanges(db: Any, table: Table) -> list[Exchange]:

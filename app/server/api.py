@@ -316,10 +316,11 @@ async def seed_session(request: Request) -> JSONResponse:
         payload = {"session_id": seeded.session_id, "task_id": task_id}
     payload.update(mcp_seed_fields(request, seeded.session_id, seeded.issued))
     if not seed_request.typed and "resources_tools" in payload:
-        # NeMo Gym main still answers a legacy seed with `mcp: {url_path, headers}` as well;
-        # verifiers' NeMoGymTaskset reads only that key to call the tools over MCP.
+        # NeMo Gym main still answers a legacy seed with `mcp: {url_path, transport, headers}`
+        # as well; verifiers' NeMoGymTaskset reads only that key to call the tools over MCP,
+        # and refuses one without `transport: "http"`.
         block = payload["resources_tools"]
-        payload["mcp"] = {"url_path": block["url_path"], "headers": block["headers"]}
+        payload["mcp"] = {k: block[k] for k in ("url_path", "transport", "headers")}
     headers = {"X-StateGym-Session": seeded.session_id}
     if task_id is not None:
         headers["X-StateGym-Task"] = _header_safe(task_id)

@@ -337,8 +337,8 @@ def new_revision(target: str, message: str, *, ruff: bool = True) -> Path:
     """Write the target's next revision by comparing its models with its branch head (the first
     one starts the branch, labelled with the target's name); returns the script's path.
 
-    With `ruff`, the script is formatted when ruff is found (`format_revision`), so a generated
-    file passes the same format check as a hand-written one.
+    With `ruff` (and ruff installed: `revision_formatter_missing`), Alembic's post-write hooks
+    format the script, so a generated file passes the same format check as a hand-written one.
     """
     import tempfile
 
@@ -371,6 +371,9 @@ def new_revision(target: str, message: str, *, ruff: bool = True) -> Path:
             if str(version_path) not in locations.split():
                 _set(cfg, "version_locations", f"{locations} {version_path}".strip())
             cfg.attributes["connection"] = connection
+            if ruff and revision_formatter_missing() is None:
+                for name, value in REVISION_HOOKS.items():
+                    cfg.set_section_option("post_write_hooks", name, value)
             script = command.revision(
                 cfg,
                 message=message,
@@ -380,29 +383,31 @@ def new_revision(target: str, message: str, *, ruff: bool = True) -> Path:
                 version_path=str(version_path),
             )
     _forget_scripts()
-    written = Path(script.path)  # type: ignore[union-attr]
-    if ruff:
-        format_revision(written)
-    return written
+    return Path(script.path)  # type: ignore[union-attr]
 
 
-def format_revision(path: Path) -> str | None:
-    """Format a written revision with ruff (the one beside the running interpreter, else the
-    one on PATH); None when it is formatted, else why it was left as Alembic wrote it."""
-    import shutil
-    import subprocess
+# How a written revision is formatted: Alembic's post-write hooks, ruff run as `python -m ruff`
+# by the interpreter that writes the revision. alembic.ini's [post_write_hooks] section is this
+# table for the plain `alembic revision` (tests/test_migrations.py keeps the two equal).
+REVISION_HOOKS = {
+    "hooks": "ruff_format, ruff_imports",
+    "ruff_format.type": "module",
+    "ruff_format.module": "ruff",
+    "ruff_format.options": "format --quiet REVISION_SCRIPT_FILENAME",
+    "ruff_imports.type": "module",
+    "ruff_imports.module": "ruff",
+    "ruff_imports.options": "check --quiet --fix --select I,F401 REVISION_SCRIPT_FILENAME",
+}
+
+
+def revision_formatter_missing(module: str = "ruff") -> str | None:
+    """None when the post-write hooks can run, else why a revision is left as Alembic wrote it
+    (Alembic's `module` hook fails on a module the interpreter cannot import)."""
     import sys
+    from importlib.util import find_spec
 
-    beside = Path(sys.executable).with_name("ruff")
-    ruff = str(beside) if beside.exists() else shutil.which("ruff")
-    if ruff is None:
-        return f"no ruff beside {sys.executable} or on PATH"
-    done = subprocess.run([ruff, "format", "--quiet", str(path)], capture_output=True, text=True)
-    if done.returncode != 0:
-        return f"`ruff format` failed: {(done.stderr.strip().splitlines() or ['?'])[0]}"
-    subprocess.run(
-        [ruff, "check", "--quiet", "--fix", "--select", "I,F401", str(path)], capture_output=True
-    )
+    if find_spec(module) is None:
+        return f"no {module} installed for {sys.executable}"
     return None
 
 

@@ -1,6 +1,6 @@
 """The SQLite plumbing an environment with `requires=("sqlite",)` runs its agent's SQL on.
 
-Storage's one export of backend internals to environments (through `app.sdk.sqlite`): the
+Storage's one export of backend internals to environments (through `app.authoring.sqlite`): the
 connection helpers a session uses (in-memory images, the engine bound per call, the size cap) and
 the bounded SQL functions and frozen clock every SQLite session connection gets.
 """

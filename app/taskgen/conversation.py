@@ -49,9 +49,10 @@ def check_gold_conversation(
     writes: Callable[[dict[str, Any]], bool] | None = None,
 ) -> None:
     """The gold plays the conversation right: the scripted user confirms each change before the
-    gold's write that makes it, and every change the user wants is confirmed by the end, unless
-    the gold declines (the data forbids the change: nothing to confirm). `writes` says whether a
-    call changes data (default: its tool is not read-only; sql's one tool also runs queries)."""
+    gold's write that makes it, and every change the user wants is confirmed by the end (unless
+    the gold declines: the data forbids a change the user wants, so it is never proposed).
+    `writes` says whether a call changes data (default: its tool is not read-only; sql's one
+    tool also runs queries, which may come before the yes)."""
     label = f"{task['task_id']} ({task['family']})"
     history: list[Turn] = []
     allowed: set[str] = set()
@@ -70,8 +71,8 @@ def check_gold_conversation(
                 f"{label}: gold call {i} ({name}) comes before the user's yes"
             )
     stage = history[-1].stage if history else 0
-    declined = any(c["name"] == DECLINE_REQUEST for c in task["ground_truth"])
-    if stage < len(user.changes) and not declined:
+    declines = any(c["name"] == DECLINE_REQUEST for c in task["ground_truth"])
+    if stage < len(user.changes) and not declines:
         raise GoldConversationFailed(
             f"{label}: the gold leaves change {stage} of the user's unconfirmed"
         )

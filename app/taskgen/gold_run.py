@@ -30,6 +30,7 @@ from app.core.lru import LRU
 from app.core.tasks import task_from_data
 from app.sdk.answer import RESERVED_TOOL_NAMES
 from app.sdk.environment import Environment, ToolContext
+from app.sdk.user import MESSAGE_USER
 from app.storage import images
 from app.storage.runner import run_tool
 from app.storage.seeding import apply_seed, parse_seed_now
@@ -188,9 +189,8 @@ def gold_run(
             written = raw.total_changes
             outcomes += run_calls(env, c, [call], now)
             # The answer row submit_answer/decline_request write, and the conversation row
-            # message_user writes, are no change of the state (the framework's own tables).
-            tool = env.tool_named(str(call["name"]))
-            if call["name"] not in RESERVED_TOOL_NAMES and not (tool and tool.framework):
+            # message_user writes, are no change of the state.
+            if call["name"] not in RESERVED_TOOL_NAMES and call["name"] != MESSAGE_USER:
                 env_writes += raw.total_changes - written
     except BaseException:
         c.close()

@@ -98,15 +98,21 @@ def _identifier(value: Any) -> bool:
     return isinstance(value, str) and len(value) >= 3 and any(c.isdigit() for c in value)
 
 
-def decline_subjects(gold: Sequence[dict[str, Any]], seed: dict[str, Any]) -> list[str]:
-    """What a refusal is about: the identifiers the gold's calls pass that are the task's own
-    (rows its seed adds), most specific first (the last text id the gold used, ids last). A
-    decline must name one of them, so a decline copied from another task (another world)
-    does not match; a refusal whose gold looks nothing up of its own has none."""
+def decline_subjects(
+    gold: Sequence[dict[str, Any]],
+    seed: dict[str, Any],
+    forbidden: dict[str, Any] | None = None,
+) -> list[str]:
+    """What a refusal is about: the identifiers the task's own rows (its seed) hold that the
+    refused write names (`forbidden`, the call the rules refuse), else that the gold's calls
+    pass; most specific first (record numbers and codes, surrogate ids only when there are none).
+    A decline must name one of them, so a decline copied from another task (another world) does
+    not match, nor one naming the customer instead of the refused record; a refusal whose gold
+    looks nothing up of its own has none."""
     own = _seed_values(seed)
     texts: list[str] = []
     numbers: list[str] = []
-    for call in gold:
+    for call in [forbidden] if forbidden is not None else gold:
         if call["name"] in RESERVED_TOOL_NAMES:
             continue
         for value in (call.get("arguments") or {}).values():
@@ -116,7 +122,13 @@ def decline_subjects(gold: Sequence[dict[str, Any]], seed: dict[str, Any]) -> li
                 bucket = numbers if isinstance(item, int) else texts
                 if str(item) not in bucket:
                     bucket.append(str(item))
-    return [*reversed(texts), *reversed(numbers)]
+    # An email names the person, not the refused record: kept only when nothing else is found.
+    records = [t for t in texts if "@" not in t]
+    if forbidden is not None:
+        found = records or texts or numbers
+        return found or decline_subjects(gold, seed)
+    found = [*reversed(records), *reversed(numbers)]
+    return found or list(reversed(texts))
 
 
 def call(env: Environment, name: str, /, **arguments: Any) -> dict[str, Any]:
@@ -287,7 +299,8 @@ def build_row(
     `details.leaving_out` a detail may be left out first (the row's "omitted" then names it,
     for the draw's phrasing tag)."""
     draft, omitted = omit(draft)
-    subjects = decline_subjects(draft.gold, seed) if draft.decline is not None else []
+    refused = draft.forbidden[0] if draft.forbidden is not None else None
+    subjects = decline_subjects(draft.gold, seed, refused) if draft.decline is not None else []
     task: dict[str, Any] = {
         "task_id": f"{env.name}-{index:03d}",
         "env": env.name,

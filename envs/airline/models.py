@@ -18,15 +18,12 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
-    Numeric,
     String,
     UniqueConstraint,
 )
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from app.sdk.environment import make_metadata
-
-Money = Numeric(12, 2, asdecimal=False)
+from app.sdk.models import DeclarativeBase, Money, make_metadata, one_of
 
 FARE_CLASSES = ("basic_economy", "economy", "business")
 CABINS = ("economy", "business")
@@ -34,10 +31,6 @@ FLIGHT_STATUSES = ("scheduled", "delayed", "cancelled", "departed")
 TIERS = ("regular", "silver", "gold")
 METHOD_KINDS = ("credit_card", "gift_card", "certificate")
 CANCEL_REASONS = ("change_of_plan", "airline_cancelled_flight", "other")
-
-
-def _in(column: str, values: tuple[str, ...]) -> str:
-    return f"{column} IN ({', '.join(repr(v) for v in values)})"
 
 
 class Base(DeclarativeBase):
@@ -65,7 +58,7 @@ class Flight(Base):
 
     __tablename__ = "flights"
     __table_args__ = (
-        CheckConstraint(_in("status", FLIGHT_STATUSES), name="status"),
+        CheckConstraint(one_of("status", FLIGHT_STATUSES), name="status"),
         CheckConstraint("origin_id != destination_id", name="distinct_airports"),
         CheckConstraint("scheduled_arrival > scheduled_departure", name="arrives_after_departure"),
         CheckConstraint("delay_minutes >= 0", name="delay_nonnegative"),
@@ -95,7 +88,7 @@ class FlightCabin(Base):
 
     __tablename__ = "flight_cabins"
     __table_args__ = (
-        CheckConstraint(_in("fare_class", FARE_CLASSES), name="fare_class"),
+        CheckConstraint(one_of("fare_class", FARE_CLASSES), name="fare_class"),
         CheckConstraint("price > 0", name="price_positive"),
         CheckConstraint("seats_left >= 0 AND seats_left <= seats_total", name="seats_in_range"),
         UniqueConstraint("flight_id", "fare_class", name="flight_fare"),
@@ -116,7 +109,7 @@ class Seat(Base):
 
     __tablename__ = "seats"
     __table_args__ = (
-        CheckConstraint(_in("cabin", CABINS), name="cabin"),
+        CheckConstraint(one_of("cabin", CABINS), name="cabin"),
         UniqueConstraint("flight_id", "seat_no", name="flight_seat"),
         # A passenger holds at most one seat per flight.
         UniqueConstraint("flight_id", "passenger_id", name="flight_passenger"),
@@ -134,7 +127,7 @@ class User(Base):
 
     __tablename__ = "users"
     __table_args__ = (
-        CheckConstraint(_in("membership", TIERS), name="membership"),
+        CheckConstraint(one_of("membership", TIERS), name="membership"),
         Index("ix_users_last_first", "last_name", "first_name"),
     )
 
@@ -154,7 +147,7 @@ class User(Base):
 class PaymentMethod(Base):
     __tablename__ = "payment_methods"
     __table_args__ = (
-        CheckConstraint(_in("kind", METHOD_KINDS), name="kind"),
+        CheckConstraint(one_of("kind", METHOD_KINDS), name="kind"),
         CheckConstraint("balance IS NULL OR balance >= 0", name="balance_nonnegative"),
         # Cards carry brand/last4 and no balance; gift cards and certificates carry a balance.
         CheckConstraint(
@@ -177,11 +170,12 @@ class PaymentMethod(Base):
 class Reservation(Base):
     __tablename__ = "reservations"
     __table_args__ = (
-        CheckConstraint(_in("trip_type", ("one_way", "round_trip")), name="trip_type"),
-        CheckConstraint(_in("fare_class", FARE_CLASSES), name="fare_class"),
-        CheckConstraint(_in("status", ("confirmed", "cancelled")), name="status"),
+        CheckConstraint(one_of("trip_type", ("one_way", "round_trip")), name="trip_type"),
+        CheckConstraint(one_of("fare_class", FARE_CLASSES), name="fare_class"),
+        CheckConstraint(one_of("status", ("confirmed", "cancelled")), name="status"),
         CheckConstraint(
-            "cancel_reason IS NULL OR " + _in("cancel_reason", CANCEL_REASONS), name="cancel_reason"
+            "cancel_reason IS NULL OR " + one_of("cancel_reason", CANCEL_REASONS),
+            name="cancel_reason",
         ),
     )
 
@@ -248,7 +242,9 @@ class Payment(Base):
 
     __tablename__ = "payments"
     __table_args__ = (
-        CheckConstraint(_in("purpose", ("fare", "insurance", "baggage", "change")), name="purpose"),
+        CheckConstraint(
+            one_of("purpose", ("fare", "insurance", "baggage", "change")), name="purpose"
+        ),
         CheckConstraint("amount > 0", name="amount_positive"),
     )
 
@@ -267,7 +263,7 @@ class Refund(Base):
 
     __tablename__ = "refunds"
     __table_args__ = (
-        CheckConstraint(_in("reason", ("cancellation", "change")), name="reason"),
+        CheckConstraint(one_of("reason", ("cancellation", "change")), name="reason"),
         CheckConstraint("amount > 0", name="amount_positive"),
     )
 
@@ -302,7 +298,7 @@ class Certificate(Base):
 
     __tablename__ = "certificates"
     __table_args__ = (
-        CheckConstraint(_in("reason", ("flight_delayed", "flight_cancelled")), name="reason"),
+        CheckConstraint(one_of("reason", ("flight_delayed", "flight_cancelled")), name="reason"),
         CheckConstraint("amount > 0", name="amount_positive"),
     )
 

@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.sdk.testing import ToolCalls
+from app.authoring.testing import ToolCalls
 from envs.airline import ENVIRONMENT
 from envs.airline.models import Flight, PaymentMethod, Reservation, User
 

@@ -19,15 +19,12 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
-    Numeric,
     String,
     UniqueConstraint,
 )
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from app.sdk.environment import make_metadata
-
-Money = Numeric(12, 2, asdecimal=False)
+from app.sdk.models import DeclarativeBase, Money, make_metadata, one_of
 
 KYC_STATUSES = ("verified", "pending", "rejected")
 ACCOUNT_TYPES = ("checking", "savings", "loan", "internal")
@@ -37,10 +34,6 @@ FREEZE_REASONS = ("lost_card", "customer_request", "suspected_fraud", "legal_ord
 TX_KINDS = ("transfer", "deposit", "withdrawal", "fee", "reversal")
 TX_STATUSES = ("posted", "reversed")
 HOLD_STATUSES = ("active", "released")
-
-
-def _in(column: str, values: tuple[str, ...]) -> str:
-    return f"{column} IN ({', '.join(repr(v) for v in values)})"
 
 
 def _display_name(context: Any) -> str:
@@ -55,7 +48,7 @@ class Base(DeclarativeBase):
 class Customer(Base):
     __tablename__ = "customers"
     __table_args__ = (
-        CheckConstraint(_in("kyc_status", KYC_STATUSES), name="kyc_status"),
+        CheckConstraint(one_of("kyc_status", KYC_STATUSES), name="kyc_status"),
         Index("ix_customers_last_first", "last_name", "first_name"),
     )
 
@@ -76,9 +69,9 @@ class Customer(Base):
 class Account(Base):
     __tablename__ = "accounts"
     __table_args__ = (
-        CheckConstraint(_in("type", ACCOUNT_TYPES), name="type"),
-        CheckConstraint(_in("currency", CURRENCIES), name="currency"),
-        CheckConstraint(_in("status", ACCOUNT_STATUSES), name="status"),
+        CheckConstraint(one_of("type", ACCOUNT_TYPES), name="type"),
+        CheckConstraint(one_of("currency", CURRENCIES), name="currency"),
+        CheckConstraint(one_of("status", ACCOUNT_STATUSES), name="status"),
         CheckConstraint("overdraft_limit >= 0", name="overdraft_limit_nonnegative"),
         CheckConstraint("overdraft_allowed OR overdraft_limit = 0", name="overdraft_flag"),
         CheckConstraint("daily_limit > 0", name="daily_limit_positive"),
@@ -87,7 +80,7 @@ class Account(Base):
         CheckConstraint("(status = 'closed') = (closed_at IS NOT NULL)", name="closed_at"),
         CheckConstraint("(status = 'frozen') = (freeze_reason IS NOT NULL)", name="freeze_reason"),
         CheckConstraint(
-            f"freeze_reason IS NULL OR {_in('freeze_reason', FREEZE_REASONS)}",
+            f"freeze_reason IS NULL OR {one_of('freeze_reason', FREEZE_REASONS)}",
             name="freeze_reason_values",
         ),
     )
@@ -117,8 +110,8 @@ class Transaction(Base):
 
     __tablename__ = "transactions"
     __table_args__ = (
-        CheckConstraint(_in("kind", TX_KINDS), name="kind"),
-        CheckConstraint(_in("status", TX_STATUSES), name="status"),
+        CheckConstraint(one_of("kind", TX_KINDS), name="kind"),
+        CheckConstraint(one_of("status", TX_STATUSES), name="status"),
         # Only reversals point at the transaction they undo, and a reversal is never reversed.
         CheckConstraint("(kind = 'reversal') = (reverses_id IS NOT NULL)", name="reverses"),
         CheckConstraint("kind != 'reversal' OR status = 'posted'", name="reversal_final"),
@@ -164,7 +157,7 @@ class Hold(Base):
     __tablename__ = "holds"
     __table_args__ = (
         CheckConstraint("amount > 0", name="amount_positive"),
-        CheckConstraint(_in("status", HOLD_STATUSES), name="status"),
+        CheckConstraint(one_of("status", HOLD_STATUSES), name="status"),
         CheckConstraint("(status = 'released') = (released_at IS NOT NULL)", name="released_at"),
     )
 

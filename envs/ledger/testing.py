@@ -10,9 +10,9 @@ from datetime import date, timedelta
 
 from sqlalchemy.orm import Session
 
+from app.authoring.replay import open_task_db
+from app.authoring.testing import ToolCalls
 from app.sdk.environment import ToolContext
-from app.sdk.replay import open_task_db
-from app.sdk.testing import ToolCalls
 from envs.ledger import ENVIRONMENT
 from envs.ledger.data import DAILY_LIMIT, TYPE_PREFIX
 from envs.ledger.models import Account, Customer, Hold

@@ -15,16 +15,13 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
-    Numeric,
     String,
     Text,
     UniqueConstraint,
 )
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from app.sdk.environment import make_metadata
-
-Money = Numeric(12, 2, asdecimal=False)
+from app.sdk.models import DeclarativeBase, Money, make_metadata, one_of
 
 ORDER_STATUSES = (
     "pending",
@@ -41,10 +38,6 @@ CANCEL_REASONS = ("no_longer_needed", "ordered_by_mistake")
 RETURN_REASONS = ("defective", "wrong_item", "not_as_described", "no_longer_needed")
 
 
-def _in(column: str, values: tuple[str, ...]) -> str:
-    return f"{column} IN ({', '.join(repr(v) for v in values)})"
-
-
 class Base(DeclarativeBase):
     metadata = make_metadata()
 
@@ -52,7 +45,7 @@ class Base(DeclarativeBase):
 class Customer(Base):
     __tablename__ = "customers"
     __table_args__ = (
-        CheckConstraint(_in("membership", ("regular", "silver", "gold")), name="membership"),
+        CheckConstraint(one_of("membership", ("regular", "silver", "gold")), name="membership"),
         Index("ix_customers_last_first", "last_name", "first_name"),
     )
 
@@ -125,7 +118,7 @@ class Variant(Base):
 class PaymentMethod(Base):
     __tablename__ = "payment_methods"
     __table_args__ = (
-        CheckConstraint(_in("kind", PAYMENT_KINDS), name="kind"),
+        CheckConstraint(one_of("kind", PAYMENT_KINDS), name="kind"),
         CheckConstraint("balance IS NULL OR balance >= 0", name="balance_nonnegative"),
         # Cards carry brand/last4 and no balance; gift cards and store credit carry a balance.
         CheckConstraint(
@@ -150,7 +143,7 @@ class PaymentMethod(Base):
 class Order(Base):
     __tablename__ = "orders"
     __table_args__ = (
-        CheckConstraint(_in("status", ORDER_STATUSES), name="status"),
+        CheckConstraint(one_of("status", ORDER_STATUSES), name="status"),
         CheckConstraint("total >= 0", name="total_nonnegative"),
     )
 
@@ -180,7 +173,7 @@ class Order(Base):
 class OrderItem(Base):
     __tablename__ = "order_items"
     __table_args__ = (
-        CheckConstraint(_in("status", ITEM_STATUSES), name="status"),
+        CheckConstraint(one_of("status", ITEM_STATUSES), name="status"),
         CheckConstraint("quantity > 0", name="quantity_positive"),
         UniqueConstraint("order_id", "line_no", name="order_line"),
     )
@@ -202,7 +195,7 @@ class Payment(Base):
 
     __tablename__ = "payments"
     __table_args__ = (
-        CheckConstraint(_in("kind", ("charge", "refund")), name="kind"),
+        CheckConstraint(one_of("kind", ("charge", "refund")), name="kind"),
         CheckConstraint("amount > 0", name="amount_positive"),
     )
 
@@ -219,8 +212,8 @@ class Payment(Base):
 class Return(Base):
     __tablename__ = "returns"
     __table_args__ = (
-        CheckConstraint(_in("reason", RETURN_REASONS), name="reason"),
-        CheckConstraint(_in("status", ("requested", "received", "refunded")), name="status"),
+        CheckConstraint(one_of("reason", RETURN_REASONS), name="reason"),
+        CheckConstraint(one_of("status", ("requested", "received", "refunded")), name="status"),
         CheckConstraint("refund_amount >= 0", name="refund_nonnegative"),
     )
 
@@ -255,7 +248,7 @@ class Exchange(Base):
     __tablename__ = "exchanges"
     __table_args__ = (
         CheckConstraint("quantity > 0", name="quantity_positive"),
-        CheckConstraint(_in("status", ("requested", "shipped", "completed")), name="status"),
+        CheckConstraint(one_of("status", ("requested", "shipped", "completed")), name="status"),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)

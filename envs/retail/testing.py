@@ -5,7 +5,7 @@ from __future__ import annotations
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.sdk.testing import ToolCalls
+from app.authoring.testing import ToolCalls
 from envs.retail import ENVIRONMENT
 from envs.retail.models import Customer, Order, PaymentMethod, Variant
 

@@ -23,11 +23,10 @@ from sqlalchemy import (
     UniqueConstraint,
     event,
 )
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.orm import Mapped, mapped_column
 
-from app.sdk.environment import make_metadata
+from app.sdk.models import DeclarativeBase, Money, make_metadata, one_of
 
-Money = Numeric(12, 2, asdecimal=False)
 Hours = Numeric(5, 2, asdecimal=False)
 
 EMPLOYEE_STATUSES = ("active", "on_leave", "terminated")
@@ -35,10 +34,6 @@ SALARY_REASONS = ("hire", "merit", "promotion", "adjustment")
 PROJECT_STATUSES = ("planned", "active", "on_hold", "completed", "cancelled")
 TIMESHEET_STATUSES = ("submitted", "approved", "rejected", "invoiced")
 INVOICE_STATUSES = ("draft", "sent", "paid", "void")
-
-
-def _in(column: str, values: tuple[str, ...]) -> str:
-    return f"{column} IN ({', '.join(repr(v) for v in values)})"
 
 
 class Base(DeclarativeBase):
@@ -65,7 +60,7 @@ class Department(Base):
 class Employee(Base):
     __tablename__ = "employees"
     __table_args__ = (
-        CheckConstraint(_in("status", EMPLOYEE_STATUSES), name="status"),
+        CheckConstraint(one_of("status", EMPLOYEE_STATUSES), name="status"),
         # A termination date exactly when terminated, never before the hire date.
         CheckConstraint(
             "(status = 'terminated') = (termination_date IS NOT NULL)", name="termination_date"
@@ -97,7 +92,7 @@ class Salary(Base):
     __table_args__ = (
         UniqueConstraint("employee_id", "effective_date", name="uq_salaries_employee_date"),
         CheckConstraint("amount > 0", name="amount_positive"),
-        CheckConstraint(_in("reason", SALARY_REASONS), name="reason"),
+        CheckConstraint(one_of("reason", SALARY_REASONS), name="reason"),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
@@ -109,7 +104,7 @@ class Salary(Base):
 
 class Customer(Base):
     __tablename__ = "customers"
-    __table_args__ = (CheckConstraint(_in("status", ("active", "inactive")), name="status"),)
+    __table_args__ = (CheckConstraint(one_of("status", ("active", "inactive")), name="status"),)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     code: Mapped[str] = mapped_column(String(10), unique=True)
@@ -122,7 +117,7 @@ class Customer(Base):
 class Project(Base):
     __tablename__ = "projects"
     __table_args__ = (
-        CheckConstraint(_in("status", PROJECT_STATUSES), name="status"),
+        CheckConstraint(one_of("status", PROJECT_STATUSES), name="status"),
         CheckConstraint("end_date IS NULL OR end_date >= start_date", name="dates_ordered"),
         CheckConstraint("budget >= 0 AND hourly_rate >= 0", name="money_nonnegative"),
     )
@@ -143,7 +138,7 @@ class Project(Base):
 class Invoice(Base):
     __tablename__ = "invoices"
     __table_args__ = (
-        CheckConstraint(_in("status", INVOICE_STATUSES), name="status"),
+        CheckConstraint(one_of("status", INVOICE_STATUSES), name="status"),
         CheckConstraint("(status = 'paid') = (paid_date IS NOT NULL)", name="paid_date"),
         CheckConstraint("due_date >= issue_date", name="dates_ordered"),
         CheckConstraint("amount >= 0", name="amount_nonnegative"),
@@ -167,7 +162,7 @@ class Timesheet(Base):
     __table_args__ = (
         UniqueConstraint("employee_id", "project_id", "week_start", name="uq_timesheets_week"),
         CheckConstraint("hours > 0 AND hours <= 60", name="hours_range"),
-        CheckConstraint(_in("status", TIMESHEET_STATUSES), name="status"),
+        CheckConstraint(one_of("status", TIMESHEET_STATUSES), name="status"),
         CheckConstraint("(status = 'invoiced') = (invoice_id IS NOT NULL)", name="invoice_link"),
         Index("ix_timesheets_project_week", "project_id", "week_start"),
     )

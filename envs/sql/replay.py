@@ -1,6 +1,6 @@
 """A sql database in memory, wired exactly like a session's, and tool calls replayed on it.
 
-Uses the framework's own plumbing (`app.sdk.sqlite`: the SQLite connections and
+Uses the framework's own plumbing (`app.authoring.sqlite`: the SQLite connections and
 `run_tool` of a live session), so the generator's self-check and the tests exercise the code
 path a live session takes: autocommit driver connection, BEGIN IMMEDIATE per call, foreign keys on,
 rollback on ToolError.
@@ -18,11 +18,11 @@ from typing import Any
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
-from app.sdk import sqlite as sqlite_db
+from app.authoring import sqlite as sqlite_db
+from app.authoring.sqlite import apply_seed, parse_now, run_tool
 from app.sdk.answer import ANSWER_TABLE
 from app.sdk.compare_spec import FRAMEWORK_TABLES
 from app.sdk.environment import ToolContext
-from app.sdk.sqlite import apply_seed, parse_now, run_tool
 from envs.sql import ENVIRONMENT
 
 _BASE: list[bytes] = []

@@ -29,11 +29,11 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from app.sdk import sqlite as sqlite_db
+from app.authoring import sqlite as sqlite_db
+from app.authoring.sqlite import install_bounded_functions, install_frozen_clock
 from app.sdk.answer import ANSWER_TABLE
 from app.sdk.compare_spec import CONVERSATION_TABLE, USER_TABLE
 from app.sdk.environment import ToolError
-from app.sdk.sqlite import install_bounded_functions, install_frozen_clock
 from envs.sql.models import rule_code
 
 MAX_SQL_CHARS = 20_000

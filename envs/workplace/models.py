@@ -18,16 +18,14 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
-    Numeric,
     String,
     Text,
     UniqueConstraint,
 )
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.orm import Mapped, mapped_column
 
-from app.sdk.environment import make_metadata
+from app.sdk.models import DeclarativeBase, Money, make_metadata, one_of
 
-Money = Numeric(12, 2, asdecimal=False)
 INTERNAL_DOMAIN = "northwindlabs.com"
 
 DEPARTMENTS = ("Sales", "Engineering", "Marketing", "Finance", "Support", "Operations", "People")
@@ -42,10 +40,6 @@ TASK_STATUSES = ("todo", "in_progress", "done")
 PRIORITIES = ("low", "medium", "high", "urgent")
 
 
-def _in(column: str, values: tuple[str, ...]) -> str:
-    return f"{column} IN ({', '.join(repr(v) for v in values)})"
-
-
 def _website(context: Any) -> str:
     return "https://www." + context.get_current_parameters()["domain"]
 
@@ -57,7 +51,7 @@ class Base(DeclarativeBase):
 class Employee(Base):
     __tablename__ = "employees"
     __table_args__ = (
-        CheckConstraint(_in("department", DEPARTMENTS), name="department"),
+        CheckConstraint(one_of("department", DEPARTMENTS), name="department"),
         Index("ix_employees_last_first", "last_name", "first_name"),
     )
 
@@ -102,7 +96,7 @@ class Message(Base):
 class MailboxItem(Base):
     __tablename__ = "mailbox_items"
     __table_args__ = (
-        CheckConstraint(_in("folder", FOLDERS), name="folder"),
+        CheckConstraint(one_of("folder", FOLDERS), name="folder"),
         UniqueConstraint("employee_id", "message_id", name="one_copy"),
     )
 
@@ -118,7 +112,7 @@ class MailboxItem(Base):
 class Event(Base):
     __tablename__ = "events"
     __table_args__ = (
-        CheckConstraint(_in("status", EVENT_STATUSES), name="status"),
+        CheckConstraint(one_of("status", EVENT_STATUSES), name="status"),
         CheckConstraint("end_at > start_at", name="ends_after_start"),
         Index("ix_events_start_end", "start_at", "end_at"),
     )
@@ -137,7 +131,7 @@ class Event(Base):
 class EventAttendee(Base):
     __tablename__ = "event_attendees"
     __table_args__ = (
-        CheckConstraint(_in("response", RESPONSES), name="response"),
+        CheckConstraint(one_of("response", RESPONSES), name="response"),
         UniqueConstraint("event_id", "employee_id", name="one_invite"),
     )
 
@@ -173,7 +167,7 @@ class Contact(Base):
 class Deal(Base):
     __tablename__ = "deals"
     __table_args__ = (
-        CheckConstraint(_in("stage", DEAL_STAGES), name="stage"),
+        CheckConstraint(one_of("stage", DEAL_STAGES), name="stage"),
         CheckConstraint("amount IS NULL OR amount >= 0", name="amount_nonnegative"),
         CheckConstraint("stage != 'won' OR amount > 0", name="won_has_amount"),
     )
@@ -191,8 +185,8 @@ class Deal(Base):
 class DealStageChange(Base):
     __tablename__ = "deal_stage_history"
     __table_args__ = (
-        CheckConstraint(_in("from_stage", DEAL_STAGES), name="from_stage"),
-        CheckConstraint(_in("to_stage", DEAL_STAGES), name="to_stage"),
+        CheckConstraint(one_of("from_stage", DEAL_STAGES), name="from_stage"),
+        CheckConstraint(one_of("to_stage", DEAL_STAGES), name="to_stage"),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
@@ -207,7 +201,7 @@ class Activity(Base):
     """A logged interaction on a deal (call, meeting, email, note)."""
 
     __tablename__ = "activities"
-    __table_args__ = (CheckConstraint(_in("kind", ACTIVITY_KINDS), name="kind"),)
+    __table_args__ = (CheckConstraint(one_of("kind", ACTIVITY_KINDS), name="kind"),)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     deal_id: Mapped[int] = mapped_column(ForeignKey("deals.id"), index=True)
@@ -220,7 +214,7 @@ class Activity(Base):
 
 class Project(Base):
     __tablename__ = "projects"
-    __table_args__ = (CheckConstraint(_in("status", PROJECT_STATUSES), name="status"),)
+    __table_args__ = (CheckConstraint(one_of("status", PROJECT_STATUSES), name="status"),)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     # Short upper-case key, the prefix of its task codes ("ATLAS" -> "ATLAS-12").
@@ -233,8 +227,8 @@ class Project(Base):
 class WorkTask(Base):
     __tablename__ = "tasks"
     __table_args__ = (
-        CheckConstraint(_in("status", TASK_STATUSES), name="status"),
-        CheckConstraint(_in("priority", PRIORITIES), name="priority"),
+        CheckConstraint(one_of("status", TASK_STATUSES), name="status"),
+        CheckConstraint(one_of("priority", PRIORITIES), name="priority"),
         Index("ix_tasks_assignee_status", "assignee_id", "status"),
     )
 

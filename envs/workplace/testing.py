@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from sqlalchemy.orm import Session
 
-from app.sdk.replay import open_task_db
-from app.sdk.testing import ToolCalls
+from app.authoring.replay import open_task_db
+from app.authoring.testing import ToolCalls
 from envs.workplace import ENVIRONMENT
 from envs.workplace.taskgen.kit import Story
 

@@ -243,3 +243,25 @@ async def test_postgres_backend(tmp_path, pg_prefix):
         assert await _wait_until_closed(server, ids) == {}
     finally:
         stop(server)
+
+
+async def test_a_conversational_task_scores_one_and_acting_without_asking_zero(servers):
+    """The user is a tool: OpenEnv's client talks to it with `message_user` like any other."""
+    server = servers["retail"]
+    talk = [row for row in server.rows() if row.get("user")]
+    assert talk, "the shipped retail set has conversational tasks"
+    row = talk[0]
+    (run,) = await play_all(server.url, [row], gold=True)
+    assert run["end"].reward == 1.0, run["end"].metadata
+    replies = [
+        r
+        for c, r in zip(row["ground_truth"], run["results"], strict=True)
+        if c["name"] == "message_user"
+    ]
+    assert replies and all(isinstance(r, dict) and r.get("reply") for r in replies), replies
+    silent = {
+        **row,
+        "ground_truth": [c for c in row["ground_truth"] if c["name"] != "message_user"],
+    }
+    (rude,) = await play_all(server.url, [silent], gold=True)
+    assert rude["end"].reward == 0.0

@@ -1,7 +1,8 @@
 """verifiers 0.4.0's own `NeMoGymTaskset` against a live StateGym: its task setup (legacy seed,
 cookies, the `mcp` key), its toolset (tools over MCP, or `POST /<tool>` without MCP) and its
 `nemo_gym` reward (verify) run unchanged; the trace the harness would record is built from the
-gold calls and their real results. Gold scores 1.0, a no-op 0.0, and no session stays open.
+gold calls and their real results. Gold scores 1.0, a no-op 0.0, and no session stays open:
+closed at verify, or without that by the idle timeout.
 
 verifiers needs mcp 2.x and StateGym mcp 1.x, so they live in two virtualenvs: this file runs in
 one with verifiers (`make test-verifiers`, pytest --noconftest) and starts the server with
@@ -53,7 +54,7 @@ def _free_port() -> int:
 
 
 class Server:
-    def __init__(self, data_dir: Path, mcp: bool):
+    def __init__(self, data_dir: Path, mcp: bool, extra_env: dict[str, str] | None = None):
         self.data_dir, self.port, self.mcp = data_dir, _free_port(), mcp
         self.url = f"http://127.0.0.1:{self.port}"
         environ = {
@@ -64,6 +65,7 @@ class Server:
             # verifiers never calls /close_session: verify closes (docs/integrations.md).
             "STATEGYM_CLOSE_ON_VERIFY": "true",
             "STATEGYM_EXPOSE_TOOLS_OVER_MCP": "true" if mcp else "false",
+            **(extra_env or {}),
         }
         argv = [STATEGYM_PYTHON, "-m", "app", "serve", "--env", "retail", "--port", str(self.port)]
         argv += ["--host", "127.0.0.1", "--data-dir", str(data_dir)]
@@ -157,6 +159,16 @@ async def test_gold_scores_one_and_noop_zero(server: Server, index: int):
     assert noop == 0.0
 
 
+async def test_a_conversational_task_scores_one(server: Server):
+    """The user is a tool: verifiers' toolset talks to it with `message_user` like any other."""
+    talk = [t for t in tasks(server.url) if t.data.row.get("user")]
+    assert talk, "the shipped retail set has conversational tasks"
+    gold, trace = await rollout(talk[0], gold=True)
+    assert gold == 1.0, trace.info["nemo_gym"].get("failure_reason")
+    noop, _ = await rollout(talk[0], gold=False)
+    assert noop == 0.0
+
+
 def test_no_session_is_left_open(server: Server):
     assert server.open_sessions() == []
 
@@ -166,7 +178,30 @@ def test_the_seed_answer_has_the_mcp_key_exactly_when_mcp_is_on(server: Server):
         seeded = http.post("/seed_session", json=tasks(server.url)[0].data.row)
         seeded.raise_for_status()
         assert ("mcp" in seeded.json()) == server.mcp
+        if server.mcp:  # the taskset refuses an `mcp` block without it
+            assert seeded.json()["mcp"]["transport"] == "http"
         http.post("/close_session", json={}).raise_for_status()
+
+
+async def test_a_session_left_open_is_closed_by_the_idle_timeout():
+    """Without close_on_verify only the reaper closes what the taskset leaves open: a second of
+    idleness here (an hour by default), a reaper pass every second."""
+    idle = {
+        "STATEGYM_CLOSE_ON_VERIFY": "false",
+        "STATEGYM_SESSION_IDLE_TTL_SECONDS": "1",
+        "STATEGYM_REAPER_INTERVAL_SECONDS": "1",
+    }
+    with tempfile.TemporaryDirectory() as tmp:
+        server = Server(Path(tmp) / "data", mcp=True, extra_env=idle)
+        try:
+            gold, trace = await rollout(tasks(server.url)[7], gold=True)
+            assert gold == 1.0, trace.info["nemo_gym"].get("failure_reason")
+            deadline = time.monotonic() + 15
+            while server.open_sessions() and time.monotonic() < deadline:
+                time.sleep(0.2)
+            assert server.open_sessions() == []
+        finally:
+            server.stop()
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.sdk.replay import open_task_db
+from app.authoring.replay import open_task_db
 from envs.airline import ENVIRONMENT
 from envs.airline.models import (
     Certificate,

@@ -8,8 +8,8 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from app.authoring.replay import dump, open_task_db
 from app.sdk.compare_spec import FRAMEWORK_TABLES
-from app.sdk.replay import dump, open_task_db
 from envs.airline import ENVIRONMENT
 from envs.airline.models import FlightCabin, PaymentMethod, Reservation
 from envs.airline.testing import a_flight, book, fails, member, pax, ref, run

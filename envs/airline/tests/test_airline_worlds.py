@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from app.sdk.taskgen import own_world
+from app.authoring.taskgen import own_world
 from app.taskgen.draw import STORY_INDEX
 from envs.airline.taskgen import PLAN, build_task
 from envs.airline.taskgen.kit import GO, NAMES
@@ -81,7 +81,7 @@ def test_compensation_requests_carry_the_confirmation_the_policy_asks() -> None:
 
 def test_another_draws_gold_earns_nothing() -> None:
     """The shortcut a memorising policy takes: the gold of one draw replayed on another."""
-    from app.sdk.replay import dump, open_task_db, replay
+    from app.authoring.replay import dump, open_task_db, replay
     from envs.airline import ENVIRONMENT
 
     for family in ("cancel_allowed", "add_baggage", "change_cabin"):

@@ -14,13 +14,14 @@ from typing import Any
 from app.sdk.replay import open_task_db
 from app.sdk.taskgen import TaskGenerator, build_row, name_grid
 from envs.ledger import ENVIRONMENT
-from envs.ledger.taskgen import hard, multi, reads, writes
+from envs.ledger.taskgen import hard, multi, reads, talk, writes
 from envs.ledger.taskgen.details import omissions
 from envs.ledger.taskgen.kit import NAMES, PHRASING, Ctx, Draft, Internal, Story
 
 Family = Callable[[Ctx], Draft]
 # (family, how many variants k = 0..n-1), in file order: lookups, requests the data decides
-# (allowed or refused by one of the family's rules: writes.py), multi-step.
+# (allowed or refused by one of the family's rules: writes.py), multi-step, conversations with
+# the customer (talk.py).
 PLAN: list[tuple[Family, int]] = [
     (reads.lookup_balance, 2), (reads.lookup_available, 2), (reads.lookup_fees, 1),
     (reads.lookup_transfer, 1),
@@ -34,6 +35,7 @@ PLAN: list[tuple[Family, int]] = [
     (multi.loan_from_savings, 1), (multi.consolidate, 1), (multi.month_end, 1),
     (multi.repay_refuse_close, 1),
     (hard.fee_cleanup, 1), (hard.move_out, 1), (hard.budget_day, 1),
+    (talk.talk_transfer, 3), (talk.talk_fee, 4), (talk.talk_change_mind, 3),
 ]  # fmt: skip
 
 

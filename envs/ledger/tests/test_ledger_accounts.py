@@ -8,7 +8,7 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.sdk.replay import dump
+from app.authoring.replay import dump
 from envs.ledger import ENVIRONMENT
 from envs.ledger.models import Account, Hold
 from envs.ledger.testing import (
@@ -182,9 +182,11 @@ def test_every_tool_is_documented_and_reads_are_marked_read_only() -> None:
     assert {t.name for t in ENVIRONMENT.tools if t.framework} == {
         "submit_answer",
         "decline_request",
+        "message_user",
     }
     for tool in ENVIRONMENT.tools:
-        # The answer tools write the answer row (read_only False) and are no reads of the bank.
+        # The answer tools write the answer row, message_user the conversation (read_only False):
+        # no reads of the bank.
         assert tool.read_only == (tool.name in reads), tool.name
         assert len(tool.description) > 60, tool.name
         for name, field in tool.args_model.model_fields.items():

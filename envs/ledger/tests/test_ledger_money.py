@@ -10,8 +10,8 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from app.authoring.replay import open_task_db, replay
 from app.sdk.environment import ToolContext
-from app.sdk.replay import open_task_db, replay
 from app.verify.diff import diff_states
 from app.verify.state import dump_state
 from envs.ledger import ENVIRONMENT

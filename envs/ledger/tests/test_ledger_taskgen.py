@@ -21,6 +21,7 @@ FAMILIES = {fn.__name__: (fn, n) for fn, n in TASKGEN.plan}
 TASKS = [json.loads(line) for line in ENVIRONMENT.tasks_path.read_text().splitlines()]
 READS = {"find_customer", "get_account", "list_transactions", "get_transaction"}
 ANSWERS = {"submit_answer", "decline_request"}
+TALK = {"message_user"}  # the conversation with the customer: no change of the bank
 # Families whose data decides, and the rules their forbidden twins break.
 TWINS = {
     "withdraw": {"kyc_incomplete", "insufficient_funds", "daily_limit", "account_frozen",
@@ -34,6 +35,9 @@ TWINS = {
     "close_loan": {"balance_not_zero", "not_identified", "other_customer"},
     "reverse_transaction": {"already_reversed", "reversal_window", "reversal_not_allowed",
                             "not_identified"},
+    "talk_transfer": {"insufficient_funds", "account_frozen", "kyc_incomplete"},
+    "talk_fee": {"already_reversed", "reversal_window"},
+    "talk_change_mind": {"insufficient_funds", "account_frozen"},
 }  # fmt: skip
 
 
@@ -96,7 +100,7 @@ def test_the_data_decides_with_one_wording_pool(family: str) -> None:
             codes.add(task["expected_decline"])
             outcomes["refused"].add(text)
         else:
-            assert any(c["name"] not in READS | ANSWERS for c in task["ground_truth"])
+            assert any(c["name"] not in READS | ANSWERS | TALK for c in task["ground_truth"])
             outcomes["ok"].add(text)
         if len(codes) >= 2 and outcomes["ok"] & outcomes["refused"]:
             break
@@ -138,7 +142,9 @@ def test_write_golds_check_the_facts_before_acting() -> None:
     identifying the customer) before its first change, as the policy asks."""
     for task in TASKS:
         gold = task["ground_truth"]
-        first = next((i for i, c in enumerate(gold) if c["name"] not in READS | ANSWERS), None)
+        first = next(
+            (i for i, c in enumerate(gold) if c["name"] not in READS | ANSWERS | TALK), None
+        )
         if first is None:
             continue
         assert {c["name"] for c in gold[1:first]} & READS, task["task_id"]

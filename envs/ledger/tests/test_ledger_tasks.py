@@ -1,19 +1,14 @@
-"""The task file: well-formed rows, graded difficulty, gold solutions that replay with balanced
-books, a generator that reproduces the file byte for byte."""
+"""The task file: well-formed rows, graded difficulty, a generator that reproduces the file byte
+for byte (gold 1 with balanced books, the environment's invariant, and no-op 0: envs check)."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-import pytest
-
-from app.sdk.compare_spec import ANSWER_TABLE
-from app.sdk.replay import dump, open_task_db, replay
 from envs.ledger import ENVIRONMENT
-from envs.ledger.policy import DECLINE_REASONS, POLICY
+from envs.ledger.policy import DECLINE_REASONS
 from envs.ledger.taskgen import task_lines
-from envs.ledger.testing import violations
 
 TASKS: list[dict[str, Any]] = [
     json.loads(line) for line in ENVIRONMENT.tasks_path.read_text(encoding="utf-8").splitlines()
@@ -36,13 +31,11 @@ def test_enough_tasks_with_unique_ids_and_every_difficulty() -> None:
         assert t["difficulty"] == len(work), t["task_id"]
 
 
-def test_rows_offer_exactly_the_tools_and_the_policy() -> None:
-    schemas = ENVIRONMENT.tool_schemas()
+def test_each_row_asks_in_one_user_message() -> None:
+    # That rows offer the current tools and policy, and that every gold replays to reward 1 while a
+    # no-op earns 0 (so a gold changes state iff it writes), are the contract's checks: envs check.
     for t in TASKS:
-        params = t["responses_create_params"]
-        assert params["tools"] == schemas
-        system, user = params["input"]
-        assert system == {"role": "system", "content": POLICY}
+        _, user = t["responses_create_params"]["input"]
         assert user["role"] == "user" and len(user["content"]) > 60
 
 
@@ -92,30 +85,6 @@ def test_questions_and_refusals_end_with_their_typed_submission() -> None:
         else:
             assert writes and not submits, t["task_id"]
             assert "expected_answer" not in t and "expected_decline" not in t, t["task_id"]
-
-
-def test_policy_lists_every_reason_code_and_how_to_answer() -> None:
-    assert set(ENVIRONMENT.decline_codes) == set(DECLINE_REASONS)
-    for code, text in DECLINE_REASONS.items():
-        assert f"- {code}: {text}" in POLICY
-    assert "submit_answer" in POLICY and "decline_request" in POLICY
-
-
-@pytest.mark.parametrize("task", TASKS, ids=[t["task_id"] for t in TASKS])
-def test_gold_replays_balanced_and_changes_state_iff_it_writes(task: dict[str, Any]) -> None:
-    db, now = open_task_db(ENVIRONMENT, task["seed"])
-    try:
-        assert violations(db) == []
-        before = dump(db, ENVIRONMENT)
-        replay(db, ENVIRONMENT, task["ground_truth"], now)
-        after = dump(db, ENVIRONMENT)
-        # The answer row is scored apart from the state.
-        changed = {**after, ANSWER_TABLE: []} != {**before, ANSWER_TABLE: []}
-        assert violations(db) == []
-    finally:
-        db.close()
-    writes = any(c["name"] in WRITE_TOOLS for c in task["ground_truth"])
-    assert changed == writes
 
 
 def test_generator_reproduces_the_file() -> None:

@@ -1,15 +1,14 @@
-"""The base dataset: deterministic, the promised size, internally consistent, quick to build."""
+"""The base dataset: the promised size, internally consistent, drawn from its rng."""
 
 from __future__ import annotations
 
 import random
-import time
 from typing import Any
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from app.sdk.replay import dump, memory_engine
+from app.authoring.replay import dump, memory_engine
 from envs.retail import ENVIRONMENT
 from envs.retail.models import (
     ORDER_STATUSES,
@@ -23,30 +22,25 @@ from envs.retail.models import (
 )
 
 
-def build() -> tuple[Session, float]:
+def build(seed: int = ENVIRONMENT.base_seed) -> Session:
     db = Session(memory_engine(ENVIRONMENT))
-    start = time.perf_counter()
-    ENVIRONMENT.build_base(db, random.Random(ENVIRONMENT.base_seed))
+    ENVIRONMENT.build_base(db, random.Random(seed))
     db.commit()
-    return db, time.perf_counter() - start
+    return db
 
 
 def count(db: Session, model: Any) -> int:
     return int(db.scalar(select(func.count()).select_from(model)) or 0)
 
 
-def test_two_builds_are_identical_and_fast() -> None:
-    first, seconds = build()
-    second, _ = build()
-    assert dump(first, ENVIRONMENT) == dump(second, ENVIRONMENT)
-    assert seconds < 3.0
-    other = Session(memory_engine(ENVIRONMENT))
-    ENVIRONMENT.build_base(other, random.Random(ENVIRONMENT.base_seed + 1))
-    assert dump(other, ENVIRONMENT) != dump(first, ENVIRONMENT), "the rng must drive the data"
+def test_the_rng_drives_the_data() -> None:
+    # That one seed builds the same data twice is the contract's check (envs check).
+    other = dump(build(ENVIRONMENT.base_seed + 1), ENVIRONMENT)
+    assert other != dump(build(), ENVIRONMENT), "the rng must drive the data"
 
 
 def test_sizes_and_spread() -> None:
-    db, _ = build()
+    db = build()
     assert count(db, Customer) == 300
     assert count(db, Product) == 40
     assert 190 <= count(db, Variant) <= 210
@@ -60,14 +54,16 @@ def test_sizes_and_spread() -> None:
 
 
 def test_ids_stay_below_the_task_range() -> None:
-    db, _ = build()
+    db = build()
     for table in ENVIRONMENT.metadata.tables.values():
+        if "id" not in table.c:  # the conversation with the customer, keyed by turn
+            continue
         biggest = db.scalar(select(func.max(table.c.id)))
         assert biggest is None or biggest < 100_000, table.name
 
 
 def test_every_customer_can_be_authenticated_and_pay() -> None:
-    db, _ = build()
+    db = build()
     for c in db.scalars(select(Customer)):
         assert sum(a.is_default for a in c.addresses) == 1
         assert any(m.kind == "card" for m in c.payment_methods)
@@ -84,7 +80,7 @@ def test_every_customer_can_be_authenticated_and_pay() -> None:
 
 
 def test_orders_are_consistent() -> None:
-    db, _ = build()
+    db = build()
     for order in db.scalars(select(Order)):
         items_total = sum(i.unit_price * i.quantity for i in order.items)
         assert abs(items_total - order.total) < 0.005, order.order_number

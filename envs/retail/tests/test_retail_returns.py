@@ -9,8 +9,8 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from app.authoring.replay import dump, open_task_db
 from app.sdk.environment import ToolError
-from app.sdk.replay import dump, open_task_db
 from envs.retail import ENVIRONMENT
 from envs.retail.models import PaymentMethod, Product
 from envs.retail.testing import an_order, fails, gift_card, run, swappable

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from app.sdk.taskgen import own_world
+from app.authoring.taskgen import own_world
 from envs.retail.policy import DECLINE_REASONS
 from envs.retail.taskgen import NAMES, PLAN, build_task
 

@@ -1,22 +1,19 @@
-"""The task file: well-formed rows, graded difficulty, gold solutions that replay, a generator
-that reproduces the file byte for byte."""
+"""The task file: well-formed rows, graded difficulty, answers and declines where the gold ends,
+a generator that reproduces the file byte for byte (gold 1, no-op 0: envs check)."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-import pytest
-
-from app.sdk.replay import dump, open_task_db, replay
 from envs.retail import ENVIRONMENT
-from envs.retail.policy import POLICY
 from envs.retail.taskgen import task_lines
 
 TASKS: list[dict[str, Any]] = [
     json.loads(line) for line in ENVIRONMENT.tasks_path.read_text(encoding="utf-8").splitlines()
 ]
-FRAMEWORK = {"submit_answer", "decline_request"}
+ANSWER_TOOLS = {"submit_answer", "decline_request"}
+FRAMEWORK = {*ANSWER_TOOLS, "message_user"}
 WRITE_TOOLS = {t.name for t in ENVIRONMENT.tools if not t.read_only} - FRAMEWORK
 
 
@@ -30,18 +27,17 @@ def test_enough_tasks_with_unique_ids_and_every_difficulty() -> None:
     assert hard and all(t["difficulty"] >= 10 for t in hard)
     for t in TASKS:
         assert t["env"] == "retail"
-        # Difficulty counts the shop's calls; the gold's last call may be its answer or decline.
-        shop_calls = [c for c in t["ground_truth"] if c["name"] not in FRAMEWORK]
-        assert t["difficulty"] == len(shop_calls)
+        # Difficulty counts the calls (a message to the customer too); the gold's last call may
+        # be its answer or decline.
+        steps = [c for c in t["ground_truth"] if c["name"] not in ANSWER_TOOLS]
+        assert t["difficulty"] == len(steps)
 
 
-def test_rows_offer_exactly_the_servers_tools_and_the_policy() -> None:
-    schemas = ENVIRONMENT.tool_schemas()
+def test_each_row_asks_in_one_user_message() -> None:
+    # That rows offer the current tools and policy, and that every gold replays to reward 1 while a
+    # no-op earns 0 (so a gold changes state iff it writes), are the contract's checks: envs check.
     for t in TASKS:
-        params = t["responses_create_params"]
-        assert params["tools"] == schemas
-        system, user = params["input"]
-        assert system == {"role": "system", "content": POLICY}
+        _, user = t["responses_create_params"]["input"]
         assert user["role"] == "user" and len(user["content"]) > 40
 
 
@@ -60,6 +56,7 @@ def test_families_cover_every_kind_of_request() -> None:
         assert needed in families
     assert any(f.startswith("multi_") for f in families)
     assert sum(f.startswith("refuse_") for f in families) >= 4
+    assert {"talk_cancel", "talk_return", "talk_switch"} <= families
 
 
 def test_seeds_insert_only_task_range_ids() -> None:
@@ -97,21 +94,6 @@ def test_read_only_tasks_answer_or_decline_and_their_gold_ends_so() -> None:
             assert not writes or partial, t["task_id"]
         else:
             assert writes, t["task_id"]
-
-
-@pytest.mark.parametrize("task", TASKS, ids=[t["task_id"] for t in TASKS])
-def test_gold_replays_and_changes_state_iff_it_writes(task: dict[str, Any]) -> None:
-    db, now = open_task_db(ENVIRONMENT, task["seed"])
-    try:
-        before = dump(db, ENVIRONMENT)
-        replay(db, ENVIRONMENT, task["ground_truth"], now)
-        after = dump(db, ENVIRONMENT)
-        # The answer row is the submission, not a change of the shop's state.
-        changed = {**after, "stategym_answer": []} != {**before, "stategym_answer": []}
-    finally:
-        db.close()
-    writes = any(c["name"] in WRITE_TOOLS for c in task["ground_truth"])
-    assert changed == writes
 
 
 def test_generator_reproduces_the_file() -> None:

@@ -9,7 +9,8 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.sdk.replay import dump, open_task_db
+from app.authoring.replay import dump, open_task_db
+from app.sdk.compare_spec import FRAMEWORK_TABLES
 from envs.retail import ENVIRONMENT
 from envs.retail.models import AuditLog, Customer, Variant
 from envs.retail.testing import NOW, an_order, fails, gift_card, run, swappable
@@ -45,9 +46,9 @@ def test_every_tool_and_argument_is_described() -> None:
 def test_schema_names_match_tools_and_read_flags() -> None:
     schemas = ENVIRONMENT.tool_schemas()
     assert [s["name"] for s in schemas] == [t.name for t in ENVIRONMENT.tools]
-    # The shop's 14 tools, then the framework's submit_answer and decline_request.
-    assert [s["name"] for s in schemas][-2:] == ["submit_answer", "decline_request"]
-    assert 12 <= len(schemas) - 2 <= 15
+    # The shop's 14 tools, then the framework's message_user, submit_answer and decline_request.
+    assert [s["name"] for s in schemas][-3:] == ["message_user", "submit_answer", "decline_request"]
+    assert 12 <= len(schemas) - 3 <= 15
     assert {t.name for t in ENVIRONMENT.tools if t.read_only} == READ_TOOLS
     for s in schemas:
         params = s["parameters"]
@@ -63,8 +64,9 @@ def test_compare_spec_names_real_tables_and_columns() -> None:
             assert col in cols, f"{name}.{col}"
         for target in spec.references.values():
             assert ENVIRONMENT.compare.for_table(target).key, f"{target} needs a natural key"
-    # Every table of the shop has its rules; the framework's answer table is scored apart.
-    assert set(ENVIRONMENT.compare.tables) == set(tables) - {"stategym_answer"}
+    # Every table of the shop has its rules; the framework's tables (the answer, the
+    # conversation with the customer) are scored apart.
+    assert set(ENVIRONMENT.compare.tables) == set(tables) - FRAMEWORK_TABLES
 
 
 # ---- reads --------------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ from datetime import timedelta
 
 import pytest
 
-from app.sdk.replay import dump
+from app.authoring.replay import dump
 from envs.workplace import ENVIRONMENT
 from envs.workplace.taskgen.kit import at, iso
 from envs.workplace.testing import fails, run

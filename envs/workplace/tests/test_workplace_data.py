@@ -1,5 +1,5 @@
-"""The base dataset: deterministic, realistically sized, consistent with the rules; the tool
-catalogue: documented and strict."""
+"""The base dataset: realistically sized, consistent with the rules, drawn from its rng (tool
+schemas and a deterministic base are the contract's checks: envs check)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import random
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from app.sdk.replay import dump, memory_engine
+from app.authoring.replay import dump, memory_engine
 from envs.workplace import ENVIRONMENT
 from envs.workplace.models import Deal, DealStageChange, Employee, Event, EventAttendee
 
@@ -23,9 +23,9 @@ def _build(seed: int) -> dict:
     return state
 
 
-def test_base_data_is_deterministic_and_sized() -> None:
+def test_base_data_is_sized_and_drawn_from_its_rng() -> None:
+    # That one seed builds the same data twice is the contract's check (envs check).
     first = _build(ENVIRONMENT.base_seed)
-    assert first == _build(ENVIRONMENT.base_seed)
     assert first != _build(ENVIRONMENT.base_seed + 1)
     sizes = {name: len(rows) for name, rows in first.items()}
     assert sizes["employees"] == 150 and sizes["deals"] == 300
@@ -60,18 +60,3 @@ def test_base_data_obeys_the_rules() -> None:
         assert db.scalar(select(func.count()).where(EventAttendee.employee_id.in_(inactive))) == 0
         assert db.scalar(select(func.count()).where(Event.end_at <= Event.start_at)) == 0
     engine.dispose()
-
-
-def test_every_tool_and_argument_is_described() -> None:
-    own = [t.name for t in ENVIRONMENT.tools if not t.framework]
-    assert 20 <= len(own) <= 27
-    framework = [t.name for t in ENVIRONMENT.tools][len(own) :]
-    assert framework == ["message_user", "submit_answer", "decline_request"]
-    for t in ENVIRONMENT.tools:
-        schema = t.openai_schema()
-        assert len(schema["description"]) > 30, t.name
-        for name, prop in schema["parameters"]["properties"].items():
-            assert prop.get("description"), (t.name, name)
-        assert schema["strict"] and schema["parameters"]["additionalProperties"] is False
-    writes = [t.name for t in ENVIRONMENT.tools if not t.read_only]
-    assert len(writes) >= 12

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 from sqlalchemy import select
 
-from app.sdk.replay import dump
+from app.authoring.replay import dump
 from envs.workplace import ENVIRONMENT
 from envs.workplace.models import MailboxItem, Message
 from envs.workplace.testing import fails, run

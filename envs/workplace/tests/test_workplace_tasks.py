@@ -6,9 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from app.taskgen.conversation import system_prompt
 from envs.workplace import ENVIRONMENT
-from envs.workplace.policy import POLICY
 from envs.workplace.taskgen import task_lines
 
 TASKS: list[dict[str, Any]] = [
@@ -33,15 +31,11 @@ def test_enough_tasks_with_unique_ids_and_every_difficulty() -> None:
     assert len({t["responses_create_params"]["input"][1]["content"] for t in TASKS}) == len(TASKS)
 
 
-def test_rows_offer_exactly_the_tools_and_the_policy() -> None:
-    schemas = ENVIRONMENT.tool_schemas()
+def test_each_row_asks_in_one_user_message() -> None:
+    # That rows offer the current tools and policy, and that every gold replays to reward 1 while a
+    # no-op earns 0 (so a gold changes state iff it writes), are the contract's checks: envs check.
     for t in TASKS:
-        params = t["responses_create_params"]
-        assert params["tools"] == schemas
-        system, user = params["input"]
-        # A conversational task adds the rule of talking to the user to the policy.
-        assert system == {"role": "system", "content": system_prompt(ENVIRONMENT, t)}
-        assert system["content"].startswith(POLICY)
+        _, user = t["responses_create_params"]["input"]
         assert user["role"] == "user" and len(user["content"]) > 30
 
 
