@@ -58,7 +58,9 @@ def probes(env: Environment, task: TaskSpec, all_codes: bool = False) -> Iterato
         return
     plain = tuple(c for c in gold if c.name not in RESERVED_TOOL_NAMES)
     # Acting without asking: only where the gold acts (a gold that declines writes nothing).
-    if task.user is not None and task.user.requires_confirmation and _acts(env, plain):
+    # sql's run_sql is no read-only tool, so a gold that queries and declines also "acts" here.
+    acts = task.expected_decline is None and _acts(env, plain)
+    if task.user is not None and task.user.requires_confirmation and acts:
         silent = tuple(c for c in gold if c.name != MESSAGE_USER)
         if len(silent) < len(gold):
             yield Probe("the gold's calls without asking the user", silent)

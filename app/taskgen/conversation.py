@@ -4,6 +4,7 @@ seed its gold runs on (with the user's script), and the check that the gold asks
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from app.core.conversation import Turn, UserScript, reply_to, script_seed
@@ -41,10 +42,17 @@ def run_seed(task: dict[str, Any]) -> dict[str, Any]:
     return script_seed(task["seed"], UserScript.model_validate(user))
 
 
-def check_gold_conversation(env: Environment, task: dict[str, Any], user: UserScript) -> None:
+def check_gold_conversation(
+    env: Environment,
+    task: dict[str, Any],
+    user: UserScript,
+    writes: Callable[[dict[str, Any]], bool] | None = None,
+) -> None:
     """The gold plays the conversation right: the scripted user confirms each change before the
     gold's write that makes it, and every change the user wants is confirmed by the end (unless
-    the gold declines: the data forbids a change the user wants, so it is never proposed)."""
+    the gold declines: the data forbids a change the user wants, so it is never proposed).
+    `writes` says whether a call changes data (default: its tool is not read-only; sql's one
+    tool also runs queries, which may come before the yes)."""
     label = f"{task['task_id']} ({task['family']})"
     history: list[Turn] = []
     allowed: set[str] = set()
@@ -56,6 +64,8 @@ def check_gold_conversation(env: Environment, task: dict[str, Any], user: UserSc
             continue
         tool = env.tool_named(name)
         writes_data = tool is not None and not tool.read_only and not tool.framework
+        if writes_data and writes is not None:
+            writes_data = writes(gold_call)
         if writes_data and user.requires_confirmation and name not in allowed:
             raise GoldConversationFailed(
                 f"{label}: gold call {i} ({name}) comes before the user's yes"

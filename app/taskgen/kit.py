@@ -290,11 +290,14 @@ def build_row(
     *,
     invariants: bool = False,
     after: Callable[[dict[str, Any], list[Any]], None] | None = None,
+    writes: Callable[[dict[str, Any]], bool] | None = None,
 ) -> dict[str, Any]:
     """The self-checked task row of story `index`: `after(task, outputs)` adds the
     environment's own checks (lookups that must find one account, slots that must match, an
-    answer for a read-only task), on the finished row. Inside `details.leaving_out` a detail may
-    be left out first (the row's "omitted" then names it, for the draw's phrasing tag)."""
+    answer for a read-only task), on the finished row; `writes` tells a gold call that changes
+    data (for the conversation check; default: its tool is not read-only). Inside
+    `details.leaving_out` a detail may be left out first (the row's "omitted" then names it,
+    for the draw's phrasing tag)."""
     draft, omitted = omit(draft)
     refused = draft.forbidden[0] if draft.forbidden is not None else None
     subjects = decline_subjects(draft.gold, seed, refused) if draft.decline is not None else []
@@ -320,7 +323,7 @@ def build_row(
         return task  # a distractor's story: only its seed and people are used (distract.py)
     outputs = check_task(env, task, draft, invariants=invariants)
     if draft.user is not None:
-        check_gold_conversation(env, task, draft.user)
+        check_gold_conversation(env, task, draft.user, writes)
     expected = list(draft.expected or [])
     if draft.expect_from is not None:
         expected += draft.expect_from(outputs)

@@ -12,7 +12,7 @@ from typing import Any
 
 from app.sdk.taskgen import TaskGenerator, build_row
 from envs.sql import ENVIRONMENT
-from envs.sql.taskgen import hard, multi, reads, refusals, writes
+from envs.sql.taskgen import hard, multi, reads, refusals, talk, writes
 from envs.sql.taskgen.details import omissions
 from envs.sql.taskgen.kit import PHRASING, Ctx, Draft, Story, names_pool
 
@@ -33,6 +33,9 @@ PLAN: list[tuple[Family, int]] = [
     (reads.answer_reports, 1), (refusals.refuse_delete_invoice, 1),
     (refusals.refuse_approve_rejected, 1),
     (hard.hard_quarter_close, 1), (hard.hard_payroll_review, 1),
+    # Conversations with the colleague (talk.py): facts over turns, confirm or correct, a change
+    # of mind.
+    (talk.talk_record_payment, 2), (talk.talk_raise_namesake, 2), (talk.talk_void_mind, 2),
 ]  # fmt: skip
 
 
@@ -48,7 +51,7 @@ def build_task(
     assert draft.writes or draft.answer or draft.answer_from or draft.decline, draft.family
     seed = story.seed()
     draft = replace(draft, omissions=omissions(draft.prompt, draft.gold, seed))
-    return build_row(ENVIRONMENT, index, draft, seed)
+    return build_row(ENVIRONMENT, index, draft, seed, writes=_writes)
 
 
 # The shared driver (stategym tasks generate) draws from these; see docs/generating_tasks.md.

@@ -54,6 +54,7 @@ def test_gold_sql_is_deterministic_and_seeds_use_task_ids() -> None:
                 "run_sql",
                 "list_tables",
                 "describe_table",
+                "message_user",
                 "submit_answer",
                 "decline_request",
             )

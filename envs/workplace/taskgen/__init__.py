@@ -12,7 +12,7 @@ from typing import Any
 
 from app.sdk.taskgen import TaskGenerator, build_row
 from envs.workplace import ENVIRONMENT
-from envs.workplace.taskgen import hard, multi, simple
+from envs.workplace.taskgen import hard, multi, simple, talk
 from envs.workplace.taskgen.details import omissions
 from envs.workplace.taskgen.kit import NAMES, PHRASING, Draft, Story
 
@@ -32,6 +32,8 @@ PLAN: list[tuple[Family, int]] = [
     (simple.refuse_not_organizer, 1), (simple.refuse_closed_deal, 1),
     # The hard tier (difficulty 5): several intents that interact (hard.py).
     (hard.account_handover, 2), (hard.quote_close, 2),
+    # Conversations with the user (talk.py): facts over turns, confirm or correct, change of mind.
+    (talk.talk_deal_amount, 2), (talk.talk_task_pick, 2), (talk.talk_reassign_mind, 2),
 ]  # fmt: skip
 
 
