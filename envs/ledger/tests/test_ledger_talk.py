@@ -185,6 +185,7 @@ def test_a_change_of_mind_is_proposed_then_only_the_new_wish_is_made() -> None:
                 turns.append(reply_to(script, turns, c["arguments"]["text"]))
         assert [t.act for t in turns] == ["change_of_mind", "confirm"]
         (write,) = [c for c in task["ground_truth"] if c["name"] in WRITES]
+        assert first.change_of_mind is not None
         assert write["arguments"]["from_account"] == final.identifiers[0] in first.change_of_mind
         assert first.identifiers[0] in final.wrong
 
@@ -192,7 +193,7 @@ def test_a_change_of_mind_is_proposed_then_only_the_new_wish_is_made() -> None:
 def test_generated_conversations_pass_tasks_check(tmp_path: Path) -> None:
     families = tuple(f.__name__ for f in FAMILIES)
     items = list(generate(Request("ledger", 9, seed=5, families=families), 1))
-    tasks = items[:-1]
+    tasks: list[dict[str, Any]] = items[:-1]  # type: ignore[assignment]  # the summary is last
     assert len(tasks) == 9 and {t["family"] for t in tasks} == set(families)
     assert {t["kind"] for t in tasks} == {"write", "refusal"}
     path = tmp_path / "talk.jsonl"

@@ -111,7 +111,7 @@ def test_a_proposal_naming_the_look_alike_gets_the_correction() -> None:
         ]
         # The id telling the change from its look-alike is its last (an order, a card).
         wrong_proposal = messages[-1].replace(change.identifiers[-1], change.wrong[0])
-        turns = []
+        turns: list[Any] = []
         for text in messages[:-1]:
             turns.append(reply_to(script, turns, text))
         turn = reply_to(script, turns, wrong_proposal)
