@@ -145,6 +145,7 @@ def test_a_torn_last_line_is_dropped_and_replayed(tasks, tmp_path):
     assert all(json.loads(line) for line in out.read_text().splitlines())
 
 
+@pytest.mark.slow  # minutes of CPU in make test; `make test-slow` runs it
 def test_the_command_against_a_served_stategym_writes_rows_report_and_reverify_read(
     tasks, tmp_path
 ):

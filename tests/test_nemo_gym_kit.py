@@ -248,6 +248,7 @@ def test_configs_are_in_sync_with_the_registry():
     assert not missing, f"environments not importable: {missing}"
 
 
+@pytest.mark.slow  # minutes of CPU in make test; `make test-slow` runs it
 def test_generator_writes_configs_and_datasets_into_a_kit(tmp_path):
     assert gen.main(["--export", "--kit", str(tmp_path)]) == 0
     for path in RELAY_CONFIGS:

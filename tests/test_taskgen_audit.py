@@ -129,6 +129,7 @@ def test_a_memorised_set_pays_every_policy(data_dir: Path) -> None:
     assert 0 < report.policies["replay_family"].mean <= 1.0
 
 
+@pytest.mark.slow  # minutes of CPU in make test; `make test-slow` runs it
 def test_the_substituting_policy_wins_what_only_ids_tell_apart(data_dir: Path) -> None:
     """A training task that is the test task with its order number changed: its gold replayed
     as is acts on an order that does not exist (0); with the test request's number put in, it
@@ -186,6 +187,7 @@ def _write(path: Path, rows: list[dict[str, Any]]) -> Path:
     return path
 
 
+@pytest.mark.slow  # minutes of CPU in make test; `make test-slow` runs it
 def test_the_cli_prints_json_and_strict_fails_a_memorised_set(tmp_path: Path) -> None:
     rows = generated("retail", 24, "test", 5)
     path = _write(tmp_path / "t.jsonl", rows)
@@ -226,6 +228,7 @@ def _check(report: AuditReport, limits: dict[str, float]) -> None:
 
 
 @pytest.mark.parametrize("env", ENVS)
+@pytest.mark.slow  # minutes of CPU in make test; `make test-slow` runs it
 def test_the_generator_meets_the_audit_on_60_and_60(env: str, data_dir: Path) -> None:
     train, test = generated(env, 60, "train", 9001), generated(env, 60, "test", 9002)
     _check(_audit(env, train, test, data_dir), SMALL)

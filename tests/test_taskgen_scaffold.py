@@ -60,6 +60,7 @@ def _sets(env: dict[str, str], tmp_path: Path, count: int) -> tuple[Path, Path, 
     return files[0], files[1], json.loads(done.stdout)
 
 
+@pytest.mark.slow  # minutes of CPU in make test; `make test-slow` runs it
 def test_the_scaffold_has_three_kinds_of_family_with_twins(
     library: dict[str, str], tmp_path: Path
 ) -> None:

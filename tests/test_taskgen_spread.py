@@ -32,6 +32,7 @@ def _generated(env: str, split: str) -> list[dict[str, Any]]:
     return _SETS[env, split]
 
 
+@pytest.mark.slow  # minutes of CPU in make test; `make test-slow` runs it
 def test_generate_reports_golds_identifiers_twins_and_distractors(tmp_path: Path) -> None:
     out = tmp_path / "r.jsonl"
     args = ["tasks", "generate", "--env", "retail", "--count", "30", "--seed", "4", "--jobs", "1"]

@@ -96,6 +96,7 @@ async def test_lanes_are_separate_pools(settings) -> None:
             assert lane.executor._max_workers == lane.gate.per_client + 1
 
 
+@pytest.mark.slow  # minutes of CPU in make test; `make test-slow` runs it
 async def test_another_clients_rollout_does_not_wait_for_heavy_replays(settings) -> None:
     config = settings(replay_budget_ms=2500, gold_budget_ms=2500, replay_queue_per_client=8)
     async for sessions, client in _serve(config):

@@ -121,6 +121,7 @@ def test_a_change_of_mind_moves_the_change_to_the_other_reservation() -> None:
         assert user.changes[1].wrong == [user.changes[0].identifiers[0]]
 
 
+@pytest.mark.slow  # minutes of CPU in make test; `make test-slow` runs it
 def test_tasks_check_passes_a_generated_set_with_them(tmp_path: Path) -> None:
     """The CLI on rows `tasks generate` writes (voices, omissions and all)."""
     out = tmp_path / "talk.jsonl"

@@ -190,6 +190,7 @@ def test_a_change_of_mind_is_proposed_then_only_the_new_wish_is_made() -> None:
         assert first.identifiers[0] in final.wrong
 
 
+@pytest.mark.slow  # minutes of CPU in make test; `make test-slow` runs it
 def test_generated_conversations_pass_tasks_check(tmp_path: Path) -> None:
     families = tuple(f.__name__ for f in FAMILIES)
     items = list(generate(Request("ledger", 9, seed=5, families=families), 1))
