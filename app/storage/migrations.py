@@ -1,14 +1,14 @@
-"""Alembic wiring: one version branch per environment plus one for the control database.
+"""Alembic wiring: one version branch per environment, one for the control database, and one
+for the tables the framework adds to every environment's database (`framework`).
 
 Branch labels are the target names (`control`, `retail`, ...); an environment's scripts live in
-its package (`Environment.migrations_path`, e.g. `envs/retail/migrations/`), the control
-database's in `migrations/versions/control/` (`app/migrations/` once installed from a wheel; the
-configuration is built here, so no alembic.ini is needed at runtime). A new database is built
-with `create_all` and stamped at the branch head; migrations upgrade databases that already exist
-(templates, retained sessions). In a database with a step log, the migration's own writes are no
-step, and an upgrade to the head puts the step log's triggers back on the tables it added or
-recreated, in the same transaction, and any migration records the step the log was at: no undo
-goes back before it (app/storage/step_triggers.py).
+its package (`Environment.migrations_path`), the control and framework branches' in
+`migrations/versions/` (`app/migrations/` in a wheel; no alembic.ini is needed at runtime). An
+environment's branch reaches the framework branch through `depends_on`, so the answer and
+conversation tables are created by one revision each, not one per environment. A new database is
+built with `create_all` and stamped at the head; migrations upgrade databases that exist. The step
+log survives: a migration's writes are no step, an upgrade to the head puts its triggers back,
+and no undo goes back before a migration (app/storage/step_triggers.py).
 """
 
 from __future__ import annotations
@@ -54,6 +54,9 @@ def _alembic_folder() -> Path:
 
 
 CONTROL = "control"
+# The branch of the tables the framework adds to every environment's database (the answer and
+# conversation tables); each environment's branch reaches its head through `depends_on`.
+FRAMEWORK = "framework"
 MIGRATIONS_DIR = _alembic_folder()
 VERSION_TABLE = "alembic_version"
 # Tables the framework keeps inside environment databases; never part of a model.
@@ -74,7 +77,7 @@ def version_location(target: str) -> Path:
     """Where a target's migration branch lives: the environment's own `migrations_path` (inside
     its package, the shipped five's too), else `migrations/versions/<target>/` of this
     repository (the control database's)."""
-    if target != CONTROL:
+    if target not in (CONTROL, FRAMEWORK):
         own = load_environment(target).migrations_path
         if own is not None:
             return own
@@ -90,7 +93,7 @@ def alembic_config(target: str | None = None) -> Config:
     _set(cfg, "path_separator", "space")
     # A branch directory that does not exist yet (an environment with no revision) is skipped:
     # Alembic refuses a missing version location.
-    existing = [version_location(t) for t in targets()]
+    existing = [version_location(t) for t in (FRAMEWORK, *targets())]
     _set(cfg, "version_locations", " ".join(str(p) for p in existing if p.is_dir()))
     _set(cfg, "recursive_version_locations", "true")  # as alembic.ini has it
     if target:
@@ -120,11 +123,15 @@ def head_revision(target: str) -> str | None:
 
 @lru_cache
 def branch_revisions(target: str) -> tuple[str, ...]:
-    """The target's revisions, newest first."""
+    """The target's own revisions, newest first (not the framework revisions it depends on)."""
     head = head_revision(target)
     if head is None:
         return ()
-    return tuple(r.revision for r in _script().iterate_revisions(head, "base"))
+    return tuple(
+        r.revision
+        for r in _script().iterate_revisions(head, "base")
+        if target in r.branch_labels  # type: ignore[union-attr,unused-ignore]
+    )
 
 
 def stamp_new_database(conn: sqlite3.Connection, target: str) -> None:
@@ -147,10 +154,20 @@ def stamp_revision(conn: sqlite3.Connection, revision: str) -> None:
 
 def revision_of(conn: sqlite3.Connection) -> str | None:
     try:
-        row = conn.execute(f"SELECT version_num FROM {VERSION_TABLE}").fetchone()
+        rows = conn.execute(f"SELECT version_num FROM {VERSION_TABLE}").fetchall()
     except sqlite3.OperationalError:
         return None
-    return row[0] if row else None
+    return database_revision([r[0] for r in rows])
+
+
+def database_revision(rows: list[str]) -> str | None:
+    """A database's revision from its version rows: the one row, or, when an environment's
+    branch was downgraded below its `depends_on` (Alembic keeps the framework branch's row
+    beside it, the framework's tables being still there), the environment's row."""
+    if len(rows) > 1:
+        framework = set(branch_revisions(FRAMEWORK))
+        rows = [r for r in rows if r not in framework] or rows
+    return rows[0] if rows else None
 
 
 def _sqlite_engine(path: Path):
@@ -333,9 +350,26 @@ def prepare_control_database(engine: Any, path: Path) -> None:
         upgrade_file(path, CONTROL)
 
 
+def framework_missing(target: str) -> str | None:
+    """The framework branch's head when an environment's branch does not reach it yet (a new
+    environment, or a framework revision newer than its head): its next revision `depends_on`
+    it. None for the control database and for a branch that reaches it."""
+    framework = head_revision(FRAMEWORK)
+    head = head_revision(target)
+    if target == CONTROL or framework is None:
+        return None
+    if head is not None:
+        reached = {r.revision for r in _script().iterate_revisions(head, "base")}  # type: ignore[union-attr,unused-ignore]
+        if framework in reached:
+            return None
+    return framework
+
+
 def new_revision(target: str, message: str, *, ruff: bool = True) -> Path:
     """Write the target's next revision by comparing its models with its branch head (the first
-    one starts the branch, labelled with the target's name); returns the script's path.
+    one starts the branch, labelled with the target's name); returns the script's path. An
+    environment's revision `depends_on` the framework branch's head when its branch does not
+    reach it yet, and leaves the framework's tables to that branch.
 
     With `ruff` (and ruff installed: `revision_formatter_missing`), Alembic's post-write hooks
     format the script, so a generated file passes the same format check as a hand-written one.
@@ -345,6 +379,7 @@ def new_revision(target: str, message: str, *, ruff: bool = True) -> Path:
     from alembic import command
 
     head = head_revision(target)
+    framework = framework_missing(target)
     version_path = version_location(target)
     version_path.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
@@ -352,6 +387,8 @@ def new_revision(target: str, message: str, *, ruff: bool = True) -> Path:
         sqlite3.connect(path).close()
         if head:
             upgrade_file(path, target)
+        if framework:  # its tables are the framework branch's: compared as there, not written
+            upgrade_file(path, target, f"{FRAMEWORK}@head")
         # Autogenerate insists the database sits at every head of the script directory, so
         # record the other branches' heads too (their tables are not compared).
         conn = sqlite3.connect(path)
@@ -359,10 +396,10 @@ def new_revision(target: str, message: str, *, ruff: bool = True) -> Path:
             f"CREATE TABLE IF NOT EXISTS {VERSION_TABLE} (version_num VARCHAR(32) NOT NULL, "
             f"CONSTRAINT {VERSION_TABLE}_pkc PRIMARY KEY (version_num))"
         )
-        for other in targets():
+        for other in (FRAMEWORK, *targets()):
             other_head = head_revision(other)
             if other != target and other_head:
-                conn.execute(f"INSERT INTO {VERSION_TABLE} VALUES (?)", (other_head,))
+                conn.execute(f"INSERT OR IGNORE INTO {VERSION_TABLE} VALUES (?)", (other_head,))
         conn.commit()
         conn.close()
         with connection_to(path) as connection:
@@ -381,6 +418,7 @@ def new_revision(target: str, message: str, *, ruff: bool = True) -> Path:
                 head=f"{target}@head" if head else "base",
                 branch_label=None if head else target,
                 version_path=str(version_path),
+                depends_on=framework,
             )
     _forget_scripts()
     return Path(script.path)  # type: ignore[union-attr]
