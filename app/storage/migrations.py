@@ -134,6 +134,15 @@ def branch_revisions(target: str) -> tuple[str, ...]:
     )
 
 
+def known_revisions(target: str) -> frozenset[str]:
+    """Revisions a database of the target may sit at: its branch's and those its branch
+    `depends_on` (a downgraded environment keeps the framework branch's row too)."""
+    head = head_revision(target)
+    if head is None:
+        return frozenset()
+    return frozenset(r.revision for r in _script().iterate_revisions(head, "base"))  # type: ignore[union-attr,unused-ignore]
+
+
 def stamp_new_database(conn: sqlite3.Connection, target: str) -> None:
     """Record the head revision in a database just built with create_all."""
     head = head_revision(target)
@@ -274,7 +283,7 @@ def schema_state(conn: sqlite3.Connection, target: str) -> str:
     revision = revision_of(conn)
     if revision == head:
         return "current"
-    if revision is not None and revision in branch_revisions(target):
+    if revision is not None and revision in known_revisions(target):
         return "older"
     raise SessionUnavailable(
         f"database is at schema revision {revision!r}, which this StateGym does not know "
@@ -355,14 +364,9 @@ def framework_missing(target: str) -> str | None:
     environment, or a framework revision newer than its head): its next revision `depends_on`
     it. None for the control database and for a branch that reaches it."""
     framework = head_revision(FRAMEWORK)
-    head = head_revision(target)
     if target == CONTROL or framework is None:
         return None
-    if head is not None:
-        reached = {r.revision for r in _script().iterate_revisions(head, "base")}  # type: ignore[union-attr,unused-ignore]
-        if framework in reached:
-            return None
-    return framework
+    return None if framework in known_revisions(target) else framework
 
 
 def new_revision(target: str, message: str, *, ruff: bool = True) -> Path:
