@@ -84,6 +84,14 @@ def version_location(target: str) -> Path:
     return MIGRATIONS_DIR / "versions" / target
 
 
+def version_locations() -> list[Path]:
+    """Every branch's directory: the framework's, the control database's, each environment's.
+    One that does not exist yet (an environment with no revision) is left out: Alembic refuses
+    a missing version location."""
+    every = [version_location(t) for t in (FRAMEWORK, *targets())]
+    return [p for p in every if p.is_dir()]
+
+
 def alembic_config(target: str | None = None) -> Config:
     """The configuration StateGym's own commands and server migrate with, built here rather
     than read from alembic.ini (which a wheel install has not got; it serves the plain `alembic`
@@ -91,10 +99,7 @@ def alembic_config(target: str | None = None) -> Config:
     cfg = Config()
     _set(cfg, "script_location", str(MIGRATIONS_DIR))
     _set(cfg, "path_separator", "space")
-    # A branch directory that does not exist yet (an environment with no revision) is skipped:
-    # Alembic refuses a missing version location.
-    existing = [version_location(t) for t in (FRAMEWORK, *targets())]
-    _set(cfg, "version_locations", " ".join(str(p) for p in existing if p.is_dir()))
+    _set(cfg, "version_locations", " ".join(str(p) for p in version_locations()))
     _set(cfg, "recursive_version_locations", "true")  # as alembic.ini has it
     if target:
         cfg.attributes["target"] = target
@@ -151,14 +156,15 @@ def stamp_new_database(conn: sqlite3.Connection, target: str) -> None:
     stamp_revision(conn, head)
 
 
-def stamp_revision(conn: sqlite3.Connection, revision: str) -> None:
-    """Record `revision` as the database's one Alembic revision."""
+def stamp_revision(conn: sqlite3.Connection, *revisions: str) -> None:
+    """Record `revisions` (one, but for a scratch database) as the database's Alembic revision."""
     conn.execute(
         f"CREATE TABLE IF NOT EXISTS {VERSION_TABLE} (version_num VARCHAR(32) NOT NULL, "
         f"CONSTRAINT {VERSION_TABLE}_pkc PRIMARY KEY (version_num))"
     )
     conn.execute(f"DELETE FROM {VERSION_TABLE}")
-    conn.execute(f"INSERT INTO {VERSION_TABLE} (version_num) VALUES (?)", (revision,))
+    for revision in revisions:
+        conn.execute(f"INSERT INTO {VERSION_TABLE} (version_num) VALUES (?)", (revision,))
 
 
 def revision_of(conn: sqlite3.Connection) -> str | None:
@@ -393,17 +399,11 @@ def new_revision(target: str, message: str, *, ruff: bool = True) -> Path:
             upgrade_file(path, target)
         if framework:  # its tables are the framework branch's: compared as there, not written
             upgrade_file(path, target, f"{FRAMEWORK}@head")
-        # Autogenerate insists the database sits at every head of the script directory, so
-        # record the other branches' heads too (their tables are not compared).
+        # Autogenerate insists the database sits at every head of the script directory (those
+        # no other revision reaches), so record the other branches' too: their tables are not
+        # compared.
         conn = sqlite3.connect(path)
-        conn.execute(
-            f"CREATE TABLE IF NOT EXISTS {VERSION_TABLE} (version_num VARCHAR(32) NOT NULL, "
-            f"CONSTRAINT {VERSION_TABLE}_pkc PRIMARY KEY (version_num))"
-        )
-        for other in (FRAMEWORK, *targets()):
-            other_head = head_revision(other)
-            if other != target and other_head:
-                conn.execute(f"INSERT OR IGNORE INTO {VERSION_TABLE} VALUES (?)", (other_head,))
+        stamp_revision(conn, *(r.revision for r in _script().get_revisions("heads") if r))
         conn.commit()
         conn.close()
         with connection_to(path) as connection:
