@@ -326,8 +326,9 @@ def test_alembic_ini_formats_revisions_as_stategym_does() -> None:
 
 def test_the_alembic_command_finds_every_target_branch() -> None:
     """The shipped environments keep their branches inside their packages (`migrations_path`);
-    alembic.ini lists exactly those for the plain `alembic` command, beside the control branch
-    in migrations/versions/. StateGym's own commands build the list from the registry."""
+    alembic.ini lists exactly those for the plain `alembic` command, beside the framework and
+    control branches in migrations/versions/. StateGym's own commands build the list from the
+    registry."""
     from configparser import ConfigParser
 
     from app.storage.migrations import targets, version_location
@@ -335,7 +336,7 @@ def test_the_alembic_command_finds_every_target_branch() -> None:
     ini = ConfigParser(defaults={"here": str(REPO)})
     ini.read(REPO / "alembic.ini")
     listed = {Path(p) for p in ini["alembic"]["version_locations"].split()}
-    wanted = {version_location(t) for t in SHIPPED} | {REPO / "migrations" / "versions"}
+    wanted = {version_location(t) for t in (FRAMEWORK, "control", *SHIPPED)}
     assert listed == wanted
     for target in SHIPPED:
         assert version_location(target) == load_environment(target).migrations_path
