@@ -30,6 +30,9 @@ from sqlalchemy import Connection, MetaData, create_engine, event
 from sqlalchemy.pool import NullPool
 
 from app.registry import environment_names, load_environment
+from app.sdk.answer import answer_table
+from app.sdk.tool import make_metadata
+from app.sdk.user import user_tables
 from app.storage.control_schema import control_metadata
 from app.storage.log_changes import MIGRATED
 from app.storage.meta import write_meta
@@ -67,10 +70,26 @@ def targets() -> list[str]:
     return [CONTROL, *environment_names()]
 
 
+def branches() -> list[str]:
+    """Every branch: the framework tables' and each target's."""
+    return [FRAMEWORK, *targets()]
+
+
 def metadata_for(target: str) -> MetaData:
     if target == CONTROL:
         return control_metadata
+    if target == FRAMEWORK:
+        return framework_metadata()
     return load_environment(target).metadata
+
+
+def framework_metadata() -> MetaData:
+    """The framework's tables alone, as every environment's MetaData has them: what the
+    framework branch's revisions are compared with."""
+    metadata = make_metadata()
+    answer_table(metadata)
+    user_tables(metadata)
+    return metadata
 
 
 def version_location(target: str) -> Path:
@@ -88,7 +107,7 @@ def version_locations() -> list[Path]:
     """Every branch's directory: the framework's, the control database's, each environment's.
     One that does not exist yet (an environment with no revision) is left out: Alembic refuses
     a missing version location."""
-    every = [version_location(t) for t in (FRAMEWORK, *targets())]
+    every = [version_location(t) for t in branches()]
     return [p for p in every if p.is_dir()]
 
 
