@@ -154,7 +154,7 @@ def branch_revisions(target: str) -> tuple[str, ...]:
     return tuple(
         r.revision
         for r in _script().iterate_revisions(head, "base")
-        if target in r.branch_labels  # type: ignore[union-attr,unused-ignore]
+        if target in r.branch_labels
     )
 
 
@@ -164,7 +164,7 @@ def known_revisions(target: str) -> frozenset[str]:
     head = head_revision(target)
     if head is None:
         return frozenset()
-    return frozenset(r.revision for r in _script().iterate_revisions(head, "base"))  # type: ignore[union-attr,unused-ignore]
+    return frozenset(r.revision for r in _script().iterate_revisions(head, "base"))
 
 
 def stamp_new_database(conn: sqlite3.Connection, target: str) -> None:
