@@ -152,9 +152,7 @@ def branch_revisions(target: str) -> tuple[str, ...]:
     if head is None:
         return ()
     return tuple(
-        r.revision
-        for r in _script().iterate_revisions(head, "base")
-        if target in r.branch_labels
+        r.revision for r in _script().iterate_revisions(head, "base") if target in r.branch_labels
     )
 
 
