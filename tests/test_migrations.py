@@ -28,6 +28,7 @@ from app.storage.migrations import (
     schema_differences,
     targets,
     upgrade_file,
+    version_location,
 )
 from tests.conftest import REPO
 from tests.support.rollouts import gold_answer, load_tasks, run_rollout
@@ -324,6 +325,41 @@ def test_alembic_ini_formats_revisions_as_stategym_does() -> None:
     ini.read(REPO / "alembic.ini")
     hooks = {k: v for k, v in ini["post_write_hooks"].items() if k != "here"}
     assert hooks == REVISION_HOOKS
+
+
+@pytest.mark.parametrize("branch", [FRAMEWORK, "control", "retail"])
+def test_the_plain_alembic_revision_writes_into_a_branch_and_formats_it(branch, tmp_path) -> None:
+    """`alembic revision --head BRANCH@head` writes into the branch's own folder (alembic.ini
+    lists each one) and Alembic's post-write hooks run ruff on it. On a copy of the repository's
+    Alembic files, so the suite's script directory never sees the new revision."""
+    for folder in ["migrations", *(f"envs/{t}/migrations" for t in SHIPPED)]:
+        shutil.copytree(
+            REPO / folder, tmp_path / folder, ignore=shutil.ignore_patterns("__pycache__")
+        )
+    shutil.copy(REPO / "alembic.ini", tmp_path / "alembic.ini")
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "alembic",
+            "revision",
+            "-m",
+            "nothing yet",
+            "--head",
+            f"{branch}@head",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Running post write hook 'ruff_format'" in done.stdout
+    folder = tmp_path / version_location(branch).relative_to(REPO)
+    [written] = folder.glob("*_nothing_yet.py")
+    script = written.read_text()
+    assert f'down_revision: str | Sequence[str] | None = "{head_revision(branch)}"' in script
+    assert "import sqlalchemy" not in script  # the import hook dropped what the script does not use
 
 
 def test_the_alembic_command_finds_every_target_branch() -> None:
