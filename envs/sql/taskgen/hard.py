@@ -18,9 +18,11 @@ from datetime import date, timedelta
 
 from envs.sql.taskgen.kit import (
     MONTHS,
+    TODAY,
     Ctx,
     Draft,
     Person,
+    SqlDraft,
     describe,
     mondays_of,
     money,
@@ -41,27 +43,35 @@ def hard_quarter_close(c: Ctx) -> Draft:
     team = [c.s.person() for _ in range(rng.randint(2, 4))]
     limit = rng.choice((40, 44, 45))
     weeks = mondays_of(prev_first, end)  # the month before (billed on a draft) and the month
+    last_prev = max(w for w in weeks if w < first)
     draft_id, draft = c.s.invoice(proj, 0.0, "draft", first + timedelta(days=3))
     billed_hours = 0.0
     submitted: list[tuple[int, float]] = []
     for n, p in enumerate(team):
         for week in weeks:
             h = float(rng.choice((16, 24, 32, 36, 40)))
-            if week < first:  # the month before: outside the invoice asked for
-                status, inv = rng.choices((("approved", None), ("submitted", None)), (4, 1))[0]
-            elif week in weeks[-2:] and n % 2 == 0:  # the draft billed these (wrong) weeks
+            # The draft billed the wrong weeks: the month's last two and the month before's last.
+            drafted = (week in weeks[-2:] or week == last_prev) and n % 2 == 0
+            if drafted:
                 status, inv = "invoiced", draft_id
+            elif week < first:  # the month before: outside the invoice asked for
+                status, inv = rng.choices((("approved", None), ("submitted", None)), (4, 1))[0]
             else:
                 status, inv = rng.choices(
                     (("approved", None), ("submitted", None), ("rejected", None)), (6, 3, 1)
                 )[0]
-            if status == "submitted" and rng.random() < 0.4:
-                h = float(limit + rng.choice((2, 4, 8)))
+            if status == "submitted" and rng.random() < 0.6:
+                # Over the limit, or exactly at it (not more than it: approved).
+                h = float(limit + rng.choice((0, 0, 2, 4, 8)))
             if status == "invoiced":
                 billed_hours += h
-            sid = c.s.sheet(p, proj, week, h, status, invoice_id=inv)
+            # Now and then an approved week in the month is not billable: never invoiced.
+            billable = not (status == "approved" and week >= first and rng.random() < 0.1)
+            sid = c.s.sheet(p, proj, week, h, status, billable=billable, invoice_id=inv)
             if status == "submitted":
                 submitted.append((sid, h))
+        # The week after the month (approved, billable): outside the invoice.
+        c.s.sheet(p, proj, weeks[-1] + timedelta(days=7), 8, "approved")
     if not billed_hours:  # the draft bills at least one week
         c.s.rows["timesheets"][0].update(status="invoiced", invoice_id=draft_id)
         billed_hours = float(c.s.rows["timesheets"][0]["hours"])
@@ -117,21 +127,24 @@ def hard_quarter_close(c: Ctx) -> Draft:
     gold += invoice_statements(proj.code, number, issued, due, first, end)
     gold.append(sql(f"SELECT number, amount, status FROM invoices WHERE number = '{number}'"))
     if not forbidden:
-        return Draft("hard_quarter_close", prompt, gold, True)
+        return SqlDraft("hard_quarter_close", prompt, gold, True)
     why = f"{paid_no} is already paid, so it is locked; I did the rest."
-    return Draft(
+    payment = sql(f"""UPDATE invoices SET status = 'paid', paid_date = '{paid_on}'
+                      WHERE number = '{paid_no}'""")
+    return SqlDraft(
         "hard_quarter_close",
         prompt,
         gold,
         True,
+        forbidden=(payment, "invoice_already_paid"),
         decline="invoice_already_paid",
         decline_message=why,
+        refused=(paid_no,),
     )
 
 
-def _history(c: Ctx, p: Person, current: float, pending: float | None, when: date) -> None:
-    """Older rows below `current` (the person's row in effect from 2025-07-01, added by
-    person()), and a raise not yet in effect when `pending` is given."""
+def _history(c: Ctx, p: Person, current: float) -> None:
+    """Older merit rows below `current` (the person's row in effect from 2025-07-01)."""
     rng = c.s.rng
     amount = round(current / 1.04, -2)
     for year in range(2024, 2024 - rng.randint(1, 3), -1):
@@ -143,113 +156,168 @@ def _history(c: Ctx, p: Person, current: float, pending: float | None, when: dat
             amount=amount,
             reason="merit",
         )
-    if pending is not None:
-        c.s.b.add(
-            "salaries",
-            employee_id=p.id,
-            effective_date=when.isoformat(),
-            amount=pending,
-            reason="promotion",
-        )
+
+
+def _salary_row(c: Ctx, p: Person, day: date, amount: float, reason: str) -> dict:
+    return c.s.b.add(
+        "salaries",
+        employee_id=p.id,
+        effective_date=day.isoformat(),
+        amount=amount,
+        reason=reason,
+    )
+
+
+# When a corrected adjustment row takes effect: in effect (refused) or not yet (corrected).
+# Today itself is in effect ("on or before today"); tomorrow is not.
+ROW_DAYS = (
+    ("past", True),
+    ("today", True),
+    ("tomorrow", False),
+    ("tomorrow", False),
+    ("later", False),
+    ("later", False),
+    ("later", False),
+    ("later", False),
+)
 
 
 def hard_payroll_review(c: Ctx) -> Draft:
+    """A lead's team: offboard one, a merit raise for every active report on the salary in
+    effect today (a recent adjustment may be it, a raise not yet in effect is not), one report
+    promoted to an amount checked against the 10% limit (to the cent, against today's salary,
+    not a later row), and two adjustment rows to correct (each in effect or not: refused or
+    done). Every refused record is named (employee_no)."""
     rng = c.s.rng
     dept = rng.choice(("ENG", "DATA", "DES", "SALES"))
     lead = c.s.person(dept, title="Team Lead", salary=150_000.0)
-    size = rng.randint(4, 6)
+    size = rng.randint(6, 8)
     currents = [float(rng.randrange(55_000, 125_000, 100)) for _ in range(size)]
     team = [
         c.s.person(dept, manager_id=lead.id, salary=s, hired=date(2020, 2, 3)) for s in currents
     ]
-    # Never the named one (index 0): one report on leave, one who has just left (still active).
-    on_leave, leaver = rng.sample(range(1, size - 1), 2)
+    for p, s in zip(team, currents, strict=True):
+        _history(c, p, s)
+    # Roles: 0 promoted, 1 and 2 have an adjustment row to correct, 3 is a distractor with a
+    # raise not yet in effect, then one on leave and one who left (still active).
+    named, fix_a, fix_b, pending_p = team[0], team[1], team[2], team[3]
+    on_leave, leaver = rng.sample(range(4, size), 2)
     c.s.rows["employees"][-size + on_leave]["status"] = "on_leave"
     left = c.s.day(date(2026, 2, 27), date(2026, 3, 13)).isoformat()
-    later = c.s.day(date(2026, 5, 4), date(2026, 8, 31))
-    # The named report: a pending promotion makes their latest row higher than the current one.
-    named, named_current = team[0], currents[0]
-    pending = round(named_current * rng.uniform(1.04, 1.08), -2)
-    for n, (p, s) in enumerate(zip(team, currents, strict=True)):
-        _history(c, p, s, pending if n == 0 else None, later)
-    # The corrected row: another report's last raise, in effect or not yet (the data decides).
-    fixed_p = team[-1]  # neither on leave nor leaving
-    fixed_s = currents[team.index(fixed_p)]
-    in_effect = rng.random() < FORBIDDEN
-    row_day = c.s.day(date(2026, 1, 5), date(2026, 3, 9)) if in_effect else later
-    row_amount = round(fixed_s * 1.03, -2)
-    row = c.s.b.add(
-        "salaries",
-        employee_id=fixed_p.id,
-        effective_date=row_day.isoformat(),
-        amount=row_amount,
-        reason="adjustment",
-    )
-    corrected = row_amount + float(rng.choice((-500, 500, 800, 1_000)))
+    when_day = c.s.day(date(2026, 4, 1), date(2026, 5, 29))
+    when = when_day.isoformat()
+    current = dict(zip([p.id for p in team], currents, strict=True))
+
+    def future_day() -> date:  # a day after today, never the raises' effective date
+        d = c.s.day(date(2026, 3, 18), date(2026, 8, 31))
+        return d if d != when_day else d + timedelta(days=1)
+
+    # The promoted report's latest row is a raise not yet in effect (a trap: not the current).
+    named_pending = round(currents[0] * rng.uniform(1.04, 1.08), -2)
+    _salary_row(c, named, future_day(), named_pending, "promotion")
+    _salary_row(c, pending_p, future_day(), round(currents[3] * 1.05, -2), "merit")
+    # The two adjustment rows.
+    rows = {}
+    refused_rows: list[Person] = []
+    for p in (fix_a, fix_b):
+        when_kind, in_effect = rng.choice(ROW_DAYS)
+        day = {
+            "past": c.s.day(date(2026, 1, 5), date(2026, 3, 13)),
+            "today": TODAY,
+            "tomorrow": TODAY + timedelta(days=1),
+            "later": future_day(),
+        }[when_kind]
+        amount = round(current[p.id] * rng.choice((1.02, 1.03, 1.05)), -2)
+        row = _salary_row(c, p, day, amount, "adjustment")
+        corrected = amount + float(rng.choice((-500, 500, 800, 1_000)))
+        rows[p.id] = (row, corrected, in_effect)
+        if in_effect:
+            current[p.id] = amount  # the row in effect is the current salary
+            refused_rows.append(p)
+    # The promotion's target against the 10% limit (on today's salary, to the cent).
+    base = currents[0]
+    limit = round(base * 1.10, 2)
+    case = rng.choice(("exact", "exact", "below", "cent_over", "over_latest_ok"))
+    target = {
+        "exact": limit,  # exactly 10.00%: allowed (only more than 10% is refused)
+        "cent_over": round(limit + 0.01, 2),
+        "below": round(base * rng.uniform(1.06, 1.095), -1),
+        # above 10% of today's salary, within 10% of the later row (a naive check allows it)
+        "over_latest_ok": round(
+            min(named_pending * 1.10, base * 1.16) - rng.randrange(10, 300, 10), 2
+        ),
+    }[case]
+    over = target > limit
+    assert over == (case in ("cent_over", "over_latest_ok")), (case, base, target)
     pct = rng.choice((2, 2.5, 3, 3.5, 4))
-    when = c.s.day(date(2026, 3, 17), later - timedelta(days=3)).isoformat()
-    over = rng.random() < FORBIDDEN
-    target = round(named_current * (1 + rng.uniform(11, 16) / 100 if over else 1.09), -2)
-    if not over:  # within 10% of the current salary (above the pending row, a trap)
-        target = round(named_current * rng.uniform(1.085, 1.095), -2)
-    assert (target > named_current * 1.10) == over
+    corr = {p.id: rows[p.id][1] for p in (fix_a, fix_b)}
     prompt = (
         f"Payroll review for {lead.name}'s ({lead.no}) direct reports, effective {when}: every "
         f"active report gets a {pct}% merit raise on their current salary (rounded to cents), "
-        f"except {named.name} ({named.no}), who goes to {money(target)} instead (promotion); "
-        f"people on leave get nothing this time. Before that: {team[leaver].name} "
-        f"({team[leaver].no}) left on {left}, please offboard them (no raise, of course). Also, "
-        f"the adjustment row of "
-        f"{fixed_p.name} ({fixed_p.no}) (their only 'adjustment' salary row) should say "
-        f"{money(corrected)}: please fix that row."
+        f"except {named.name} ({named.no}), who is promoted to {money(target)} instead; people "
+        f"on leave get nothing this time. Before that: {team[leaver].name} ({team[leaver].no}) "
+        f"left on {left}, please offboard them (no raise, of course). Also, two corrections: "
+        f"the 'adjustment' salary row of {fix_a.name} ({fix_a.no}) should say "
+        f"{money(corr[fix_a.id])}, and the 'adjustment' row of {fix_b.name} ({fix_b.no}) "
+        f"should say {money(corr[fix_b.id])} (each has only one such row)."
     )
+    reports = f"(SELECT id FROM employees WHERE manager_id = (SELECT id FROM employees WHERE employee_no = '{lead.no}'))"  # noqa: E501
     gold = [
         describe("salaries"),
-        sql(f"""SELECT e.id, e.employee_no, e.status, s.effective_date, s.amount
-                FROM employees e JOIN salaries s ON s.employee_id = e.id
-                WHERE e.manager_id = (SELECT id FROM employees WHERE employee_no = '{lead.no}')
-                ORDER BY e.employee_no, s.effective_date"""),
-    ]
-    gold.append(
+        sql(f"""SELECT id, employee_no, first_name, last_name, status FROM employees
+                WHERE manager_id = (SELECT id FROM employees WHERE employee_no = '{lead.no}')
+                ORDER BY employee_no"""),
+        sql(f"""SELECT e.employee_no, s.id, s.effective_date, s.amount, s.reason
+                FROM salaries s JOIN employees e ON e.id = s.employee_id
+                WHERE s.employee_id IN {reports} ORDER BY e.employee_no, s.effective_date"""),
+        # The salary in effect today: the latest row on or before today, per report.
+        sql(f"""SELECT e.employee_no, s.amount FROM salaries s JOIN employees e
+                ON e.id = s.employee_id WHERE s.employee_id IN {reports}
+                AND s.effective_date = (SELECT MAX(effective_date) FROM salaries
+                WHERE employee_id = s.employee_id AND effective_date <= '{TODAY.isoformat()}')
+                ORDER BY e.employee_no"""),
         sql(f"""UPDATE employees SET status = 'terminated', termination_date = '{left}'
-                WHERE employee_no = '{team[leaver].no}'""")
-    )
-    # The current salary of each active report: the latest row on or before today.
-    for n, (p, s) in enumerate(zip(team, currents, strict=True)):
+                WHERE employee_no = '{team[leaver].no}'"""),
+    ]
+    for n, p in enumerate(team):
         if n in (0, on_leave, leaver):
             continue
-        current = s
-        if p is fixed_p and in_effect:
-            current = row_amount  # the row in effect is the current one
         gold.append(
             sql(f"""INSERT INTO salaries (employee_id, effective_date, amount, reason)
-                    VALUES ({p.id}, '{when}', {round(current * (1 + pct / 100), 2)}, 'merit')""")
+                    VALUES ({p.id}, '{when}', {round(current[p.id] * (1 + pct / 100), 2)},
+                    'merit')""")
         )
     if not over:
         gold.append(
             sql(f"""INSERT INTO salaries (employee_id, effective_date, amount, reason)
                     VALUES ({named.id}, '{when}', {target}, 'promotion')""")
         )
-    if not in_effect:
-        gold.append(sql(f"UPDATE salaries SET amount = {corrected} WHERE id = {row['id']}"))
+    forbidden_calls = []
+    for p in (fix_a, fix_b):
+        row, corrected, in_effect = rows[p.id]
+        fix = sql(f"UPDATE salaries SET amount = {corrected} WHERE id = {row['id']}")
+        (forbidden_calls if in_effect else gold).append(fix)
     gold.append(
         sql(f"""SELECT e.employee_no, s.effective_date, s.amount, s.reason FROM salaries s
-                JOIN employees e ON e.id = s.employee_id WHERE s.effective_date = '{when}'
-                AND e.manager_id = (SELECT id FROM employees WHERE employee_no = '{lead.no}')""")
+                JOIN employees e ON e.id = s.employee_id WHERE s.employee_id IN {reports}
+                AND s.effective_date > '{TODAY.isoformat()}' ORDER BY e.employee_no""")
     )
-    if not (over or in_effect):
-        return Draft("hard_payroll_review", prompt, gold, True)
-    # One decline, with the first applicable code of the policy's list.
-    code = "salary_rewrite_forbidden" if in_effect else "raise_over_limit"
-    why = (
-        "I recorded the allowed raises; "
-        + (
-            f"the {row_day.isoformat()} row of {fixed_p.no} is in effect and cannot be changed"
-            if in_effect
-            else ""
-        )
-        + ("; " if in_effect and over else "")
-        + (f"{named.no}'s raise is above 10% and needs the CFO's approval" if over else "")
-        + "."
+    refused = tuple(p.no for p in refused_rows) + ((named.no,) if over else ())
+    if not refused:
+        return SqlDraft("hard_payroll_review", prompt, gold, True)
+    # One decline, with the first applicable code of the policy's list, naming every record.
+    code = "salary_rewrite_forbidden" if refused_rows else "raise_over_limit"
+    parts = [f"the adjustment row of {p.no} is already in effect" for p in refused_rows]
+    if over:
+        parts.append(f"{named.no}'s promotion is more than 10% over the current salary")
+    why = "I recorded the allowed changes; " + "; ".join(parts) + "."
+    return SqlDraft(
+        "hard_payroll_review",
+        prompt,
+        gold,
+        True,
+        forbidden=(forbidden_calls[0], code) if forbidden_calls else None,
+        decline=code,
+        decline_message=why,
+        refused=refused,
     )
-    return Draft("hard_payroll_review", prompt, gold, True, decline=code, decline_message=why)
