@@ -36,6 +36,7 @@ PLAN: list[tuple[Family, int]] = [
     # Conversations with the colleague (talk.py): facts over turns, confirm or correct, a change
     # of mind.
     (talk.talk_record_payment, 2), (talk.talk_raise_namesake, 2), (talk.talk_void_mind, 2),
+    (hard.hard_customer_month, 1),
 ]  # fmt: skip
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 from datetime import date, timedelta
 
 from envs.sql.taskgen.kit import (
+    CUSTOMER_KINDS,
     MONTHS,
     TODAY,
     Ctx,
@@ -321,3 +322,146 @@ def hard_payroll_review(c: Ctx) -> Draft:
         decline_message=why,
         refused=refused,
     )
+
+
+def _billable(sheets: list[dict], first: date, end: date) -> dict[int, float]:
+    """Approved billable hours per project among `sheets` whose week starts in [first, end)."""
+    hours: dict[int, float] = {}
+    for s in sheets:
+        week = date.fromisoformat(s["week_start"])
+        if s["status"] == "approved" and s["billable"] and first <= week < end:
+            hours[s["project_id"]] = hours.get(s["project_id"], 0.0) + s["hours"]
+    return hours
+
+
+def hard_customer_month(c: Ctx) -> Draft:
+    """A customer's month across two or three projects with their own rates: void a draft that
+    billed the wrong weeks (some of another month), reject the month's submitted weeks over a
+    limit and approve the rest (exactly the limit is not over it), then answer what the month
+    bills: approved billable hours x each project's rate, after those steps (before them, or
+    with one rate, or with the weeks around the month, the sum differs). A namesake customer
+    has a project and weeks of its own."""
+    rng = c.s.rng
+    cust, cust_name = c.s.customer()
+    last = cust_name.split()[0]
+    kinds = [k for k in CUSTOMER_KINDS if f"{last} {k}" != cust_name]
+    other = int(
+        c.s.b.add(
+            "customers",
+            code=f"C-{c.s.b.code(6)}",
+            name=f"{last} {rng.choice(kinds)}",
+            country=rng.choice(("Germany", "Italy", "Spain")),
+            industry="Services",
+            status="active",
+        )["id"]
+    )
+    rates = rng.sample((85.0, 95.0, 110.0, 125.0, 140.0, 160.0), 3)
+    projects = [
+        c.s.project(customer_id=cust, rate=rates[n], kind=rng.choice(("ERP", "CRM Rollout", "ETL")))
+        for n in range(rng.randint(2, 3))
+    ]
+    namesake_proj = c.s.project(customer_id=other, rate=rates[-1], kind="Data Platform")
+    m = rng.randrange(1, len(MONTHS))
+    first, end = MONTHS[m]
+    weeks = mondays_of(MONTHS[m - 1][0], end + timedelta(days=7))  # before, in, after
+    last_prev = max(w for w in weeks if w < first)
+    in_month = [w for w in weeks if first <= w < end]
+    limit = rng.choice((36, 40, 44))
+    draft_proj = projects[0]
+    draft_id, draft_no = c.s.invoice(draft_proj, 0.0, "draft", first + timedelta(days=2))
+    team = [c.s.person() for _ in range(rng.randint(2, 3))]
+    draft_hours = 0.0
+    for p in team:
+        for proj in projects:
+            for week in weeks:
+                if rng.random() < 0.25:
+                    continue
+                h = float(rng.choice((8, 16, 24, 32, 36)))
+                billable = rng.random() > 0.08
+                if proj is draft_proj and (week in in_month[-2:] or week == last_prev):
+                    status, inv = "invoiced", draft_id
+                    billable = True
+                else:
+                    status, inv = rng.choices(
+                        (("approved", None), ("submitted", None), ("rejected", None)), (6, 3, 1)
+                    )[0]
+                if status == "submitted" and rng.random() < 0.6:
+                    h = float(limit + rng.choice((0, 0, 2, 6)))
+                if status == "invoiced":
+                    draft_hours += h
+                c.s.sheet(p, proj, week, h, status, billable=billable, invoice_id=inv)
+        for week in in_month:  # the namesake's own weeks
+            c.s.sheet(p, namesake_proj, week, float(rng.choice((16, 24, 40))), "approved")
+    next(r for r in c.s.rows["invoices"] if r["id"] == draft_id)["amount"] = (
+        draft_hours * draft_proj.rate
+    )
+    c.s.invoice(draft_proj, float(rng.randrange(4_000, 20_000, 40)), "paid", date(2025, 9, 8))
+    # The state after the steps, computed here: the month's bill.
+    sheets = [dict(s) for s in c.s.rows["timesheets"]]
+    ours = {p.id for p in projects}
+    for s in sheets:
+        if s["invoice_id"] == draft_id:
+            s.update(status="approved", invoice_id=None)
+        week = date.fromisoformat(s["week_start"])
+        if s["status"] == "submitted" and s["project_id"] in ours and first <= week < end:
+            s["status"] = "rejected" if s["hours"] > limit else "approved"
+    hours = _billable([s for s in sheets if s["project_id"] in ours], first, end)
+    rate = {p.id: p.rate for p in projects}
+    total = round(sum(h * rate[pid] for pid, h in hours.items()), 2)
+    prompt = (
+        f"Month end for our customer {cust_name}, in this order: (1) void their draft "
+        f"invoice {draft_no} (it billed the wrong weeks), its timesheets go back to approved; "
+        f"(2) of the submitted timesheets on {cust_name}'s projects for {month_label(first)} "
+        f"(weeks that start in that month), reject those with more than {limit} hours and "
+        f"approve the others; (3) then tell me how much {month_label(first)} bills to "
+        f"{cust_name} in total: all approved billable timesheets of their projects whose week "
+        f"starts in that month, hours x each project's hourly rate, summed. Don't create the "
+        f"invoice, I'll do it."
+    )
+    period = f"t.week_start >= '{first.isoformat()}' AND t.week_start < '{end.isoformat()}'"
+    theirs = f"(SELECT p.id FROM projects p JOIN customers c ON c.id = p.customer_id WHERE c.name = '{cust_name}')"  # noqa: E501
+    gold = [
+        sql(f"SELECT id, code, name FROM customers WHERE name LIKE '{last} %'"),
+        sql(f"""SELECT id, code, hourly_rate FROM projects WHERE customer_id = {cust}
+                ORDER BY code"""),
+        sql(f"""SELECT number, status, amount, issue_date FROM invoices
+                WHERE customer_id = {cust} ORDER BY issue_date"""),
+        sql(f"SELECT id, week_start, hours, status FROM timesheets WHERE invoice_id = {draft_id}"),
+        sql(f"""UPDATE timesheets SET status = 'approved', invoice_id = NULL
+                WHERE invoice_id = {draft_id}"""),
+        sql(f"UPDATE invoices SET status = 'void' WHERE number = '{draft_no}'"),
+        sql(f"""SELECT t.id, t.project_id, t.week_start, t.hours FROM timesheets t
+                WHERE t.project_id IN {theirs} AND t.status = 'submitted' AND {period}"""),
+    ]
+    submitted = [
+        s
+        for s in c.s.rows["timesheets"]
+        if s["status"] == "submitted"
+        and s["project_id"] in ours
+        and first <= date.fromisoformat(s["week_start"]) < end
+    ]
+    if any(s["hours"] > limit for s in submitted):
+        gold.append(
+            sql(f"""UPDATE timesheets AS t SET status = 'rejected' WHERE t.project_id IN {theirs}
+                    AND t.status = 'submitted' AND {period} AND t.hours > {limit}""")
+        )
+    if any(s["hours"] <= limit for s in submitted):
+        gold.append(
+            sql(f"""UPDATE timesheets AS t SET status = 'approved' WHERE t.project_id IN {theirs}
+                    AND t.status = 'submitted' AND {period}""")
+        )
+    gold += [
+        sql(f"""SELECT p.code, SUM(t.hours), p.hourly_rate FROM timesheets t JOIN projects p
+                ON p.id = t.project_id WHERE t.project_id IN {theirs} AND t.status = 'approved'
+                AND t.billable = 1 AND {period} GROUP BY p.code"""),
+        sql(f"""SELECT ROUND(SUM(t.hours * p.hourly_rate), 2) FROM timesheets t JOIN projects p
+                ON p.id = t.project_id WHERE t.project_id IN {theirs} AND t.status = 'approved'
+                AND t.billable = 1 AND {period}"""),
+    ]
+
+    def _total(results: list) -> tuple[str, object]:
+        rows = results[-1]["rows"]
+        assert rows == [[total]], (rows, total)
+        return "amount", total
+
+    return SqlDraft("hard_customer_month", prompt, gold, True, answer_from=_total)
