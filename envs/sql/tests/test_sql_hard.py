@@ -22,6 +22,11 @@ def payroll() -> list[dict[str, Any]]:
 
 
 @pytest.fixture(scope="module")
+def month() -> list[dict[str, Any]]:
+    return [draw(hard.hard_customer_month, 0, i) for i in range(DRAWS)]
+
+
+@pytest.fixture(scope="module")
 def close() -> list[dict[str, Any]]:
     return [draw(hard.hard_quarter_close, 0, i) for i in range(DRAWS)]
 
@@ -45,12 +50,42 @@ def _number(pattern: str, text: str) -> float:
     return float(found.group(1).replace(",", ""))
 
 
-def test_hard_golds_are_long(payroll: list[dict[str, Any]], close: list[dict[str, Any]]) -> None:
-    for tasks in (payroll, close):
+def test_hard_golds_are_long(
+    payroll: list[dict[str, Any]], close: list[dict[str, Any]], month: list[dict[str, Any]]
+) -> None:
+    for tasks in (payroll, close, month):
         lengths = [len(t["ground_truth"]) for t in tasks]
         assert min(lengths) >= 10 and max(lengths) <= 30, lengths
+    for tasks in (payroll, close):
         declined = {"expected_decline" in t for t in tasks}
         assert declined == {True, False}
+
+
+def test_the_month_bill_depends_on_the_steps_before_it(month: list[dict[str, Any]]) -> None:
+    """The answer is the bill after the void and the approvals, over each project's own rate
+    (the projects' rates differ): the seeded rows' bill (the question answered first), over any
+    run of weeks, is another amount."""
+    for task in month:
+        rows = task["seed"]["rows"]
+        rate = {p["id"]: p["hourly_rate"] for p in rows["projects"]}
+        prompt = task["responses_create_params"]["input"][-1]["content"]
+        customer = re.search(r"our customer (\w+ \w+),", prompt)
+        assert customer
+        cid = next(c["id"] for c in rows["customers"] if c["name"] == customer.group(1))
+        ours = {p["id"] for p in rows["projects"] if p["customer_id"] == cid}
+        assert len(ours) >= 2 and len({rate[p] for p in ours}) == len(ours)
+        answer = task["expected_answer"]["value"]
+        weeks = sorted({s["week_start"] for s in rows["timesheets"] if s["project_id"] in ours})
+        # The seeded approved billable amount per week, before the steps.
+        naive = dict.fromkeys(weeks, 0.0)
+        for s in rows["timesheets"]:
+            if s["project_id"] in ours and s["status"] == "approved" and s["billable"]:
+                naive[s["week_start"]] += s["hours"] * rate[s["project_id"]]
+        assert answer not in {
+            round(sum(naive[w] for w in weeks[a:b]), 2)
+            for a in range(len(weeks))
+            for b in range(a, len(weeks) + 1)
+        }
 
 
 def test_every_hard_decline_names_its_refused_records(
