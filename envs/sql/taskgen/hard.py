@@ -53,6 +53,7 @@ def hard_quarter_close(c: Ctx) -> Draft:
             h = float(rng.choice((16, 24, 32, 36, 40)))
             # The draft billed the wrong weeks: the month's last two and the month before's last.
             drafted = (week in weeks[-2:] or week == last_prev) and n % 2 == 0
+            inv: int | None = None
             if drafted:
                 status, inv = "invoiced", draft_id
             elif week < first:  # the month before: outside the invoice asked for
@@ -293,7 +294,7 @@ def hard_payroll_review(c: Ctx) -> Draft:
             sql(f"""INSERT INTO salaries (employee_id, effective_date, amount, reason)
                     VALUES ({named.id}, '{when}', {target}, 'promotion')""")
         )
-    forbidden_calls = []
+    forbidden_calls: list[dict] = []
     for p in (fix_a, fix_b):
         row, corrected, in_effect = rows[p.id]
         fix = sql(f"UPDATE salaries SET amount = {corrected} WHERE id = {row['id']}")
@@ -378,6 +379,7 @@ def hard_customer_month(c: Ctx) -> Draft:
                     continue
                 h = float(rng.choice((8, 16, 24, 32, 36)))
                 billable = rng.random() > 0.08
+                inv: int | None = None
                 if proj is draft_proj and (week in in_month[-2:] or week == last_prev):
                     status, inv = "invoiced", draft_id
                     billable = True
