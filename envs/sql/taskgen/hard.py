@@ -1,15 +1,14 @@
-"""The hard tier: several requests whose outcomes interact, over long histories, with sums to
-compute and rules with exceptions. Each stays fair: the request, the policy and the tables
-decide every step (gold 1, no-op 0, checked like every task).
+"""The hard tier: requests whose steps interact, over long histories, with sums the tools do
+not make and rules with exceptions at their boundaries (today, 10.00%, the hours limit). Each
+stays fair: the request, the policy and the tables decide every step (gold 1, no-op 0).
 
-- `hard_quarter_close`: a project with 12-40 timesheets over three months and a few invoices:
-  record a payment (forbidden when the invoice is already paid), void a draft (its timesheets
-  come back and, when they fall in the month, are billed again), reject the submitted weeks over
-  a limit and approve the rest, then invoice the month: 10-14 calls.
-- `hard_payroll_review`: a lead's team with salary histories (some with a raise not yet in
-  effect): a percentage for every active report computed on the *current* salary, one named
-  report to a new amount (above 10% of the current salary: declined), and a correction of a
-  row that may or may not be in effect yet: 8-14 calls.
+- `hard_quarter_close`: two payments (each refused when already paid), void a draft whose weeks
+  come back and are billed again, reject/approve at a limit, invoice the month: 11-14 calls.
+- `hard_payroll_review`: raises on the salary in effect today (not a scheduled row), a promotion
+  against the 10% limit, two corrections each in effect or not: 10-15 calls.
+- `hard_customer_month`: void, reject/approve, then answer the month's bill over projects with
+  their own rates: 11-12 calls.
+Refusals name each refused record (`SqlDraft.refused`).
 """
 
 from __future__ import annotations
@@ -78,20 +77,20 @@ def hard_quarter_close(c: Ctx) -> Draft:
         c.s.rows["timesheets"][0].update(status="invoiced", invoice_id=draft_id)
         billed_hours = float(c.s.rows["timesheets"][0]["hours"])
     next(r for r in c.s.rows["invoices"] if r["id"] == draft_id)["amount"] = billed_hours * rate
-    forbidden = rng.random() < FORBIDDEN
-    _, paid_no = c.s.invoice(
-        proj,
-        float(rng.randrange(4_000, 20_000, 40)),
-        "paid" if forbidden else "sent",
-        date(2025, 10, 6),
-    )
+    # Two payments to record: each invoice still sent (recorded) or already paid (refused).
+    payments = []
+    for issued_on in (date(2025, 10, 6), date(2025, 11, 10)):
+        locked = rng.random() < FORBIDDEN * 0.6
+        amount = float(rng.randrange(4_000, 20_000, 40))
+        _, no = c.s.invoice(proj, amount, "paid" if locked else "sent", issued_on)
+        payments.append((no, c.s.day(date(2026, 3, 2), date(2026, 3, 13)).isoformat(), locked))
     c.s.invoice(proj, float(rng.randrange(4_000, 20_000, 40)), "paid", date(2025, 9, 8))
-    paid_on = c.s.day(date(2026, 3, 2), date(2026, 3, 13)).isoformat()
     number = c.s.invoice_no()
     issued, due = issue_day(c)
     prompt = (
         f"Closing the books on project {proj.code}, in this order: (1) the customer paid "
-        f"{paid_no} on {paid_on}, please record it; (2) void the draft {draft} (it billed the "
+        f"{payments[0][0]} on {payments[0][1]} and {payments[1][0]} on {payments[1][1]}, please "
+        f"record both; (2) void the draft {draft} (it billed the "
         f"wrong weeks), its timesheets go back to approved; (3) reject every submitted "
         f"timesheet of the project with more than {limit} hours and approve the other "
         f"submitted ones; (4) then invoice {month_label(first)} (timesheets whose week "
@@ -103,11 +102,11 @@ def hard_quarter_close(c: Ctx) -> Draft:
         sql(f"""SELECT id, number, status, amount, paid_date FROM invoices
                 WHERE project_id = {project} ORDER BY issue_date"""),
     ]
-    if not forbidden:
-        gold.append(
-            sql(f"""UPDATE invoices SET status = 'paid', paid_date = '{paid_on}'
-                    WHERE number = '{paid_no}'""")
-        )
+    refused_calls: list[dict] = []
+    for no, paid_on, locked in payments:
+        record = sql(f"""UPDATE invoices SET status = 'paid', paid_date = '{paid_on}'
+                         WHERE number = '{no}'""")
+        (refused_calls if locked else gold).append(record)
     gold += [
         sql(f"SELECT id, week_start, hours, status FROM timesheets WHERE invoice_id = {draft_id}"),
         sql(f"""UPDATE timesheets SET status = 'approved', invoice_id = NULL
@@ -128,20 +127,19 @@ def hard_quarter_close(c: Ctx) -> Draft:
         )
     gold += invoice_statements(proj.code, number, issued, due, first, end)
     gold.append(sql(f"SELECT number, amount, status FROM invoices WHERE number = '{number}'"))
-    if not forbidden:
+    refused = tuple(no for no, _, locked in payments if locked)
+    if not refused:
         return SqlDraft("hard_quarter_close", prompt, gold, True)
-    why = f"{paid_no} is already paid, so it is locked; I did the rest."
-    payment = sql(f"""UPDATE invoices SET status = 'paid', paid_date = '{paid_on}'
-                      WHERE number = '{paid_no}'""")
+    why = f"{' and '.join(refused)} already paid, so locked; I did the rest."
     return SqlDraft(
         "hard_quarter_close",
         prompt,
         gold,
         True,
-        forbidden=(payment, "invoice_already_paid"),
+        forbidden=(refused_calls[0], "invoice_already_paid"),
         decline="invoice_already_paid",
         decline_message=why,
-        refused=(paid_no,),
+        refused=refused,
     )
 
 
