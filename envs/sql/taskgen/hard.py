@@ -3,7 +3,7 @@ not make and rules with exceptions at their boundaries (today, 10.00%, the hours
 stays fair: the request, the policy and the tables decide every step (gold 1, no-op 0).
 
 - `hard_quarter_close`: two payments (each refused when already paid), void a draft whose weeks
-  come back and are billed again, reject/approve at a limit, invoice the month: 11-14 calls.
+  come back and are billed again, reject/approve at a limit, invoice the month: 12-14 calls.
 - `hard_payroll_review`: raises on the salary in effect today (not a scheduled row), a promotion
   against the 10% limit, two corrections each in effect or not: 10-15 calls.
 - `hard_customer_month`: void, reject/approve, then answer the month's bill over projects with
