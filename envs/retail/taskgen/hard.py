@@ -39,7 +39,7 @@ MONTHS = (
 )  # fmt: skip
 
 
-def _gift_balance(c: Ctx, code: str, balance: float) -> None:
+def gift_balance(c: Ctx, code: str, balance: float) -> None:
     row = next(m for m in c.s.rows["payment_methods"] if m["code"] == code)
     row["balance"] = balance
 
@@ -48,13 +48,16 @@ def _placed(c: Ctx, order_id: int) -> str:
     return str(next(o for o in c.s.rows["orders"] if o["id"] == order_id)["created_at"])
 
 
-def _threshold(c: Ctx, case: str, base: float, known: float, hidden: float) -> tuple[float, float]:
-    """(start balance, threshold T, whole dollars >= `base`) so that the final balance
-    `start + known` sits where `case` says against T: `exact` (= T), `cent` (T - 0.01), `yes`
-    (above), `no` (below), `decides` (T reached only with `hidden` counted: the refund a naive
-    order of steps or a refused cancel would add, or the one only counting it reaches)."""
+def threshold(
+    c: Ctx, case: str, base: float, known: float, hidden: float, whole: bool = True
+) -> tuple[float, float]:
+    """(start balance, threshold T >= `base`: whole dollars, or `base` plus whole dollars) so
+    that the final balance `start + known` sits where `case` says against T: `exact` (= T),
+    `cent` (T - 0.01), `yes` (above), `no` (below), `over` (T reached only with `hidden`, a
+    refund the final balance holds, counted), `under` (T missed by less than `hidden`, a refund
+    a refused cancel or a naive order of steps would add)."""
     rng = c.s.rng
-    t = float(math.ceil(base) + rng.randint(0, 30))
+    t = round((math.ceil(base) if whole else base) + rng.randint(0, 30), 2)
     while True:
         final = {
             "exact": t,
@@ -67,10 +70,10 @@ def _threshold(c: Ctx, case: str, base: float, known: float, hidden: float) -> t
         start = round(final - known, 2)
         if start >= 0:
             return start, t
-        t += float(math.ceil(-start) + rng.randint(1, 10))
+        t = round(t + math.ceil(-start) + rng.randint(1, 10), 2)
 
 
-def _pays(start: float, known: float, t: float) -> bool:
+def pays_off(start: float, known: float, t: float) -> bool:
     return round(start + known, 2) >= t
 
 
@@ -142,9 +145,9 @@ def account_cleanup(c: Ctx) -> Draft:
         cases += ("under", "under") if rule else ("over", "over", "under")
     case = rng.choice(cases)
     known = round(refund + gift_back, 2)
-    start, t = _threshold(c, case, switch.total, known, hidden)
-    _gift_balance(c, gift, start)
-    pays = _pays(start, known, t)
+    start, t = threshold(c, case, switch.total, known, hidden)
+    gift_balance(c, gift, start)
+    pays = pays_off(start, known, t)
     new = c.s.new_address()
     y, mo = when
     prompt = (
@@ -257,10 +260,10 @@ def cancel_sweep(c: Ctx) -> Draft:
     )
     case = rng.choice(cases)
     keep = float(rng.randint(5, 40))
-    start, t = _threshold(c, case, target.total + keep, known, hidden or 10.0)
+    start, t = threshold(c, case, target.total + keep, known, hidden or 10.0, whole=False)
     keep = round(t - target.total, 2)  # the threshold, as what stays after paying
-    _gift_balance(c, gift, start)
-    pays = _pays(start, known, t)
+    gift_balance(c, gift, start)
+    pays = pays_off(start, known, t)
     day = (NOW - timedelta(days=5.4)).date()
     prompt = (
         f"{hello(p, by)} Please cancel every order I placed on or after "

@@ -82,7 +82,7 @@ def test_requests_open_with_who_is_speaking_not_a_greeting() -> None:
 
 
 def test_hard_tier_is_long_and_its_condition_goes_both_ways() -> None:
-    for name in ("account_cleanup", "cancel_sweep"):
+    for name in ("account_cleanup", "cancel_sweep", "clear_out"):
         lengths: list[int] = []
         switched: Counter[bool] = Counter()
         declined = 0
@@ -96,7 +96,8 @@ def test_hard_tier_is_long_and_its_condition_goes_both_ways() -> None:
                 if name == "account_cleanup":  # the return is found among 25-40 orders
                     assert len(task["seed"]["rows"]["orders"]) >= 28
         assert min(lengths) >= 10 and max(lengths) <= 30, (name, lengths)
-        assert switched[True] and switched[False] and 0 < declined < 12, (name, switched)
+        assert switched[True] and switched[False], (name, switched)
+        assert (0 < declined < 12) == (name != "clear_out"), (name, declined)
 
 
 def test_hard_declines_name_the_refused_orders() -> None:
@@ -147,3 +148,28 @@ def test_cancel_sweep_spares_the_order_of_the_day_before() -> None:
         for o in pending:
             assert (o["order_number"] in cancelled) == (o["created_at"] >= "2026-03-09"), o
         assert any(o["created_at"][:10] == "2026-03-08" for o in pending)
+
+
+def test_clear_out_returns_the_month_only_and_sums_what_it_returned() -> None:
+    """Orders minutes outside the month, a cancelled one and a line returned already give
+    nothing back; each order's lines go back in one call; the answer is their sum."""
+    for n in range(6):
+        task = story("clear_out", n % 2, n)
+        rows = task["seed"]["rows"]
+        orders = {o["order_number"]: o for o in rows["orders"]}
+        returns = [c["arguments"] for c in task["ground_truth"] if c["name"].startswith("return_")]
+        months = {orders[r["order_number"]]["created_at"][:7] for r in returns}
+        assert len(months) == 1 and len(returns) == len({r["order_number"] for r in returns})
+        (month,) = months
+        edges = [o for o in rows["orders"] if o["created_at"][:7] != month]
+        assert any(o["created_at"].endswith("T00:05:00") for o in edges)
+        lines = {(i["order_id"], i["variant_id"]): i for i in rows["order_items"]}
+        skus = {v["id"]: v["sku"] for v in rows["variants"]}
+        total = 0.0
+        for r in returns:
+            oid = orders[r["order_number"]]["id"]
+            for (o, vid), line in lines.items():
+                if o == oid and skus.get(vid) in r["skus"]:
+                    assert line["status"] == "active"
+                    total += line["unit_price"] * line["quantity"]
+        assert task["expected_answer"]["value"] == f"{total:.2f}"
