@@ -1,5 +1,5 @@
 """The hard tier: several intents whose order matters, over a long history, with a balance the
-agent computes (no tool states it) and a threshold drawn at, a cent under or just past it.
+agent works out and a threshold drawn at it, a cent under it, or where a refund decides.
 
 - `account_cleanup`: return an item found by month + option among 25-40 orders (a look-alike of
   the same item in another month, another option of it in that month), cancel an order partly
