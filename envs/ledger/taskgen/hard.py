@@ -39,7 +39,7 @@ def fee_cleanup(c: Ctx) -> Draft:
     rng = c.s.rng
     chk = history(c, p, c.amount(1400, 1900))  # enough for a long run of fees
     sav = c.s.account(p, "savings", c.amount(300, 600))
-    for _ in range(rng.randint(6, 10)):  # ordinary card activity: a long history
+    for _ in range(rng.randint(1, 3)):  # ordinary card activity
         c.s.cash(chk, c.amount(15, 80), "withdrawal", rng.randint(1, 58) + rng.random(), "Card")
     kinds = list(range(len(FEES)))
     # Every fee event gets calendar days of its own, so the only same-day doubles of one kind are
@@ -51,7 +51,9 @@ def fee_cleanup(c: Ctx) -> Draft:
     days = [d for d in free if d not in (straddle, straddle + 1)]
     recent: list[tuple[str, float]] = []
     refused: list[tuple[str, float]] = []
-    for day in [d for d in days if d <= 28][: rng.randint(2, 3)]:  # same-day doubles, in window
+    old_pair = next(d for d in days if 25 <= d <= 28)  # behind a page of newer fees
+    doubles = [old_pair, *[d for d in days if d <= 28 and d != old_pair][: rng.randint(1, 2)]]
+    for day in doubles:  # same-day doubles, in window
         amount, memo = FEES[rng.choice(kinds)]
         hour, minute = rng.randint(6, 20), rng.randint(0, 50)
         c.s.fee(chk, amount, ago(day, hour, minute), memo)
@@ -76,9 +78,10 @@ def fee_cleanup(c: Ctx) -> Draft:
     day = days.pop()  # two fees of different kinds on one day: not a double
     for i in rng.sample(kinds, 2):
         c.s.fee(chk, FEES[i][0], ago(day, rng.randint(8, 18), rng.randint(0, 59)), FEES[i][1])
-    for day in days[: rng.randint(10, 14)]:  # single fees
-        amount, memo = FEES[rng.choice(kinds)]
-        c.s.fee(chk, amount, ago(day, rng.randint(7, 21), rng.randint(0, 59)), memo)
+    for day in days:  # single fees: one or two kinds a day in the last 12 days, few before
+        for i in rng.sample(kinds, rng.randint(1, 2) if day <= 12 else int(rng.random() < 0.05)):
+            amount, memo = FEES[i]
+            c.s.fee(chk, amount, ago(day, rng.randint(7, 21), rng.randint(0, 59)), memo)
     merchants = list(MERCHANTS)
     rng.shuffle(merchants)
     expired, live_held = [], 0.0
@@ -92,7 +95,7 @@ def fee_cleanup(c: Ctx) -> Draft:
                 expired.append(code)
             else:
                 live_held += amount
-        elif rng.random() < 0.5:
+        elif i == 1 or rng.random() < 0.5:
             expired.append(c.s.hold(chk, amount, merchants[i], rng.randint(100, 300), 72))
         else:
             live_held += amount
