@@ -15,6 +15,7 @@ refund (or its refusal at the 24-hour boundary) decides which card pays.
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from typing import Any
 
@@ -80,7 +81,7 @@ MINUTES_A_DAY = 24 * 60
 def cancel_trips_to(c: Ctx) -> Draft:
     rng = c.s.rng
     by = ("id", "email")[c.k]
-    forbidden = c.choose(["none", "cancel", "cancel", "compensation"])
+    forbidden = c.choose(["none", "none", "cancel", "cancel", "compensation"])
     dest = c.choose(sorted({f.destination for f in c.net.future()}))
     to_dest = [f for f in c.net.future() if f.destination == dest]
     elsewhere = [f for f in c.net.future() if f.destination != dest]
@@ -245,8 +246,9 @@ def refund_then_bags(c: Ctx) -> Draft:
     b_bags = max(0, min(allowance - rng.randint(0, 1), MAX_BAGS_PER_PASSENGER * n_b - extra))
     fee = BAG_FEE * (max(0, b_bags + extra - allowance) - max(0, b_bags - allowance))
     b = c.s.booking(p, [fb], b_fare, travellers=n_b, days_ago=rng.uniform(3, 30), bags=b_bags)
-    # The floor, and the gift card's balance: drawn so the order of the steps decides.
-    floor = float(c.choose([100, 150, 200]))
+    # The gift card's balance is drawn so that the order of the steps decides.
+    # The floor, high enough that the balance it implies is positive whatever the refund.
+    floor = float(c.choose([100, 150, 200]) + 50 * math.ceil(refund / 50))
     if ok:
         needs_refund = c.coin()
         if needs_refund:  # enough only once the refund is back (exactly the floor, or above)
