@@ -1,16 +1,14 @@
-"""The hard tier: requests over a long booking history where one misread fact, a boundary or
-the order of the steps changes the outcome.
+"""The hard tier: long booking histories where a misread fact, a boundary or the order of the
+steps changes the outcome.
 
-`cancel_trips_to`: a member with 14-22 reservations asks to cancel every one to a city whose
-flight has not left, and for compensation on a delayed trip. Each trip's rule is read from its
-details (booked within 24 hours to the minute, insurance, business); two or three trips may be
-refused at once, and the one decline names each of them. The compensation part is decided by
-tier, fare and insurance; at most one part is refused.
-`bag_fee_quote`: the gift card's balance after adding bags to every confirmed trip to a city
-that has not flown, from the tier's allowance, each trip's fare, passengers and bags checked.
-`refund_then_bags`: cancel one trip (its fare refunded to the gift card, its bag fees to the
-card) then add bags to another, on the gift card only if a stated floor stays on it: the
-refund (or its refusal at the 24-hour boundary) decides which card pays.
+`cancel_trips_to`: cancel every confirmed trip to a city that has not flown (14-22 reservations,
+the 24-hour window drawn to the minute; two or three may be refused, one decline naming each)
+and compensation for a delayed trip (tier, fare, insurance); at most one part is refused.
+`bag_fee_quote`: the gift card's balance after adding bags to every confirmed upcoming trip to a
+city (allowance by tier, fare and passengers; bags already checked).
+`refund_then_bags`: cancel one trip (fare refunded to the gift card, bag fee to the Visa), then
+add bags to another on the gift card only if a stated floor stays on it: the refund, or its
+refusal at the 24-hour boundary, decides which card pays.
 """
 
 from __future__ import annotations
