@@ -225,8 +225,7 @@ def cancel_reservation(db: Session, args: CancelArgs, ctx: ToolContext) -> dict[
             hint="Use the reason the member gives, e.g. 'change_of_plan'.",
             code="invalid_arguments",
         )
-    why = refundable_because(r, ctx.now)
-    if why is None:
+    if refundable_because(r, ctx.now) is None:
         raise ToolError(
             f"Reservation {r.code} ({r.fare_class}, no insurance, booked "
             f"{r.created_at.isoformat()}) cannot be cancelled: the 24-hour free cancellation has "
@@ -244,4 +243,5 @@ def cancel_reservation(db: Session, args: CancelArgs, ctx: ToolContext) -> dict[
     release_seats(db, r)
     r.status, r.cancel_reason = "cancelled", args.reason
     db.flush()
-    return {"refunded": money(refunded), "allowed_because": why, **reservation_view(db, r.id)}
+    # The output states what happened, not which rule allowed it: the agent checks the rule.
+    return {"refunded": money(refunded), **reservation_view(db, r.id)}

@@ -16,7 +16,7 @@ from app.sdk.taskgen import TaskGenerator, build_row
 from envs.airline import ENVIRONMENT
 from envs.airline.taskgen.details import omissions
 from envs.airline.taskgen.flights import renumbered
-from envs.airline.taskgen.hard import bag_fee_quote, cancel_trips_to
+from envs.airline.taskgen.hard import bag_fee_quote, cancel_trips_to, refund_then_bags
 from envs.airline.taskgen.kit import NAMES, PHRASING, SHIPPED_NAMES, Ctx, Draft, Network, Story
 from envs.airline.taskgen.multi import (
     book_with_seats,
@@ -70,7 +70,7 @@ PLAN: list[tuple[Family, int]] = [
     (assign_seat, 2), (compensation, 3),
     (cancel_and_compensate, 1), (cancel_one_refuse_other, 1), (upgrade_and_seats, 2),
     (book_with_seats, 1), (change_and_bags, 1), (fix_upgrade_seat, 1), (trip_overhaul, 1),
-    (compensate_and_rebook, 1), (cancel_trips_to, 2), (bag_fee_quote, 1),
+    (compensate_and_rebook, 1), (cancel_trips_to, 2), (bag_fee_quote, 1), (refund_then_bags, 2),
     (talk_cancel, 3), (talk_add_bags, 3), (talk_change_cabin, 3),
 ]  # fmt: skip
 

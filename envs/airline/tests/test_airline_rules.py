@@ -153,7 +153,25 @@ def test_airline_cancelled_flight_allows_cancellation(db) -> None:
     result = run(
         db, "cancel_reservation", **args(user, "TEST22", reason="airline_cancelled_flight")
     )
-    assert result["allowed_because"] == "the airline cancelled a flight"
+    assert result["status"] == "cancelled"
+    # The output states what happened, not the rule that allowed it (the agent checks the rule).
+    assert "allowed_because" not in result
+
+
+@pytest.mark.parametrize("minutes, allowed", [(24 * 60, True), (24 * 60 + 1, False)])
+def test_the_24_hour_window_includes_its_last_minute(db, minutes: int, allowed: bool) -> None:
+    user = member(db)
+    code = book(db, user, [a_flight(db, "scheduled")], "economy")["reservation_code"]
+    age(db, code, minutes / (24 * 60))
+    call = args(user, code, reason="change_of_plan")
+    if allowed:
+        assert run(db, "cancel_reservation", **call)["status"] == "cancelled"
+    else:
+        assert fails(db, "cancel_reservation", **call).code == "cancellation_not_allowed"
+
+
+def test_the_policy_states_the_24_hour_boundary() -> None:
+    assert "booked exactly 24 hours ago still counts" in ENVIRONMENT.policy
 
 
 def test_a_cancelled_flight_in_the_past_never_counts_as_departed(db) -> None:

@@ -84,7 +84,7 @@ def test_questions_and_refusals_end_with_their_typed_submission() -> None:
     refusal's, after its writes) ends declining with its expected code, one the airline declares;
     an action task submits nothing. No row keeps the text-matched expected_outputs. The data,
     not the family, decides: refusal families have allowed twins, action families forbidden ones."""
-    partial = {"multi_partial_refusal", "hard_cancel_trips"}
+    partial = {"multi_partial_refusal", "hard_cancel_trips", "hard_refund_then_bags"}
     outcomes: dict[str, set[bool]] = {}
     for t in TASKS:
         assert "expected_outputs" not in t and "answer_kind" not in t, t["task_id"]

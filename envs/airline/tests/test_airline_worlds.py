@@ -21,7 +21,7 @@ TWINS = (
     "refuse_cancel refuse_basic_change refuse_departed refuse_compensation refuse_other_member "
     "refuse_seat_basic refuse_full_cabin book_one_way book_round_trip book_one_stop "
     "cancel_allowed change_flights change_cabin update_passengers add_baggage assign_seat "
-    "compensation cancel_trips_to talk_cancel talk_add_bags talk_change_cabin"
+    "compensation cancel_trips_to refund_then_bags talk_cancel talk_add_bags talk_change_cabin"
 ).split()
 DRAWS = 10
 
