@@ -62,6 +62,7 @@ def account_handover(s: Story, k: int) -> Draft:
     for; 1-3 named deals of a second customer too (a twin: all allowed, or some a colleague's
     or closed: each refused with one code); then a meeting at an hour of the colleague's time
     zone, or the first free hour from then on; k=1: a note on each deal handed over."""
+    ok = s.coin()  # the twin's draw first (a shipped story keeps its family's outcome)
     user = s.user()
     heir = s.person("Sales")
     s.person("Support", name=(heir.first, heir.last))  # the namesake: another department
@@ -101,7 +102,6 @@ def account_handover(s: Story, k: int) -> Draft:
                DEAL_NAMES[i % len(DEAL_NAMES)])  # fmt: skip
     # The named deals with the second customer: all allowed, or some refused for one reason.
     count = s.rng.randint(1, 3)
-    ok = s.coin()
     why_not = "" if ok else s.choose("not_owner", "deal_closed")
     refused_n = 0 if ok else s.rng.randint(1, count)
     extras: list[tuple[str, bool]] = []
@@ -114,7 +114,8 @@ def account_handover(s: Story, k: int) -> Draft:
     # The meeting, asked at an hour of the colleague's clock.
     city, ahead, ahead_words = s.choose(*ZONES)
     day, when = _day(s)
-    asked = at(day, s.rng.randint(10, min(14, (18 * 60 - ahead) // 60)), s.choose(0, 0, 30))
+    # Asked by 13:30 UTC and 18:30 their time: a busy afternoon still leaves an hour by 17:00.
+    asked = at(day, s.rng.randint(10, min(13, (18 * 60 - ahead) // 60)), s.choose(0, 0, 30))
     local = asked + timedelta(minutes=ahead)
     busy_then = s.coin()
     busy: list[tuple[datetime, int]] = [(at(day, 9), 30)]
@@ -234,6 +235,7 @@ def quote_close(s: Story, k: int) -> Draft:
     address (a twin: a CRM contact, or an outsider at the customer's domain: declined); label
     the quote's thread (older quotes' corrections share its subject: only in_reply_to or the
     quote reference tells them apart); k=1: reply to the colleague's last correction."""
+    ok = s.coin()  # the twin's draw first (a shipped story keeps its family's outcome)
     user, mate, other = s.user(), s.person(), s.person()
     cid, company, contacts = s.company()
     _, company2, _ = s.company(1)
@@ -270,22 +272,22 @@ def quote_close(s: Story, k: int) -> Draft:
         hours = latest_at + 40 + 3 * (n - i)
         kind = s.choose("old", "other_sender", "other_customer", "noise", "noise")
         if kind == "old" or (i == n - 1 and not older):
-            ref = f"Q-{s.b.code(5)}"
+            ref = f"Q-{s.b.code(6)}"
             body, items = quote(ref)
             older.append(s.email(mate.email, [user], f"Quote for {company}", body, hours))
             text, _ = correct(ref, items, None)
             s.email(mate.email, [user], f"Re: Quote for {company}", text, hours - 1,
                     in_reply_to=older[-1])  # fmt: skip
         elif kind == "other_sender":
-            body, _ = quote(f"Q-{s.b.code(5)}")
+            body, _ = quote(f"Q-{s.b.code(6)}")
             s.email(other.email, [user], f"Quote for {company} (draft)", body, hours)
         elif kind == "other_customer":
-            body, _ = quote(f"Q-{s.b.code(5)}")
+            body, _ = quote(f"Q-{s.b.code(6)}")
             s.email(mate.email, [user], f"Quote for {company2}", body, hours)
         else:
             subject = s.choose("Lunch on Friday?", "Travel policy update", "Offsite agenda")
             s.email(other.email, [user], subject, "FYI.", hours, read=True)
-    ref = f"Q-{s.b.code(5)}"
+    ref = f"Q-{s.b.code(6)}"
     body, items = quote(ref)
     original = sum(items.values(), Decimal(0))
     chosen = s.email(mate.email, [user], f"Quote for {company}", body, latest_at)
@@ -307,7 +309,6 @@ def quote_close(s: Story, k: int) -> Draft:
     low, high = s.choose((5, 10), (8, 12), (10, 15))
     discount = high if corrected >= threshold else low
     amount = _money(corrected * (100 - discount) / 100)
-    ok = s.coin()
     first, last = s.names.pop()
     to = f"{first}.{last}{s.rng.randrange(2, 99)}@{domain}".lower()
     if ok:  # a contact whose address, like the outsider's, carries a number
@@ -320,7 +321,7 @@ def quote_close(s: Story, k: int) -> Draft:
         f"more and {low}% below that; set the deal's amount to the discounted total. If the "
         "deal is already in proposal, mark it won; otherwise leave its stage alone. Then "
         f"forward {mate.first}'s original quote email to {to}, and label that quote and "
-        "every reply to it 'quoted'."
+        "every reply to it already in my inbox 'quoted'."
     )
     if k == 1:
         prompt += f" Finally reply to {mate.first}'s last correction that the deal is updated."
@@ -360,7 +361,7 @@ def quote_close(s: Story, k: int) -> Draft:
 
 
 def pipeline_review(s: Story, k: int) -> Draft:
-    """Close out the user's pipeline with one customer among 20-36 deals: every open deal of
+    """Close out the user's pipeline with one customer among 21-39 deals: every open deal of
     theirs whose close date is today or past goes to lost (the boundary: one closing today),
     of the others those in proposal with an amount are won (a proposal past its date is lost,
     not won; one without an amount stays); then the total of their won deals with the
@@ -385,10 +386,13 @@ def pipeline_review(s: Story, k: int) -> Draft:
         ("proposal", False, s.rng.randint(1, 40)),  # no amount: stays
         ("won", True, -s.rng.randint(5, 60)),  # won before: counts in the total
     ]
-    for _ in range(s.rng.randint(3, 7)):
+    for _ in range(s.rng.randint(6, 12)):
         plan.append(
-            (s.choose(*OPEN, "proposal", "won", "lost"), s.rng.random() < 0.8,
-             s.rng.randint(-15, 45))  # fmt: skip
+            (
+                s.choose(*OPEN, "proposal", "won", "lost"),
+                s.rng.random() < 0.8,
+                s.rng.randint(-15, 45),
+            )  # fmt: skip
         )
     s.rng.shuffle(plan)
     for i, (stage, has_amount, days) in enumerate(plan):
