@@ -207,7 +207,9 @@ LINES = ("Licences", "Support", "Training", "Onboarding", "Hosting", "Consulting
 
 
 def _price(s: Story) -> Decimal:
-    return Decimal(s.rng.randrange(400, 6000) * 5) / 4
+    """A line price in whole dollars: a discounted total then needs no rounding (a half cent
+    would leave the rounding rule to guess)."""
+    return Decimal(s.rng.randrange(100, 1500) * 5)
 
 
 def _tiers(s: Story, original: Decimal, corrected: Decimal) -> tuple[Decimal, str]:
