@@ -34,6 +34,7 @@ PLAN: list[tuple[Family, int]] = [
     (hard.account_handover, 2), (hard.quote_close, 2),
     # Conversations with the user (talk.py): facts over turns, confirm or correct, change of mind.
     (talk.talk_deal_amount, 2), (talk.talk_task_pick, 2), (talk.talk_reassign_mind, 2),
+    (hard.pipeline_review, 2),
 ]  # fmt: skip
 
 

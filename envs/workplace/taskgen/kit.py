@@ -146,6 +146,7 @@ class Story:
         stage: str,
         amount: float | None,
         name: str = "Annual subscription",
+        close_days: int = 30,
     ) -> str:
         code = f"D-{self.b.code(5)}"
         self._add(
@@ -156,7 +157,7 @@ class Story:
             owner_id=owner.id,
             stage=stage,
             amount=amount,
-            close_date=(NOW + timedelta(days=30)).date().isoformat(),
+            close_date=(NOW + timedelta(days=close_days)).date().isoformat(),
         )
         return code
 
@@ -237,8 +238,10 @@ class Story:
         *,
         read: bool = False,
         folder: str = "inbox",
+        in_reply_to: str | None = None,
     ) -> str:
-        """A message from `sender` (an address) delivered to each of `to`'s inboxes."""
+        """A message from `sender` (an address) delivered to each of `to`'s inboxes (a reply
+        when `in_reply_to` names an earlier message_id)."""
         mid = f"<{self.b.code(9)}.mail@{INTERNAL_DOMAIN}>"
         sent = NOW - timedelta(hours=hours_ago)
         msg = self._add(
@@ -250,7 +253,7 @@ class Story:
             subject=subject,
             body=body,
             sent_at=sent.isoformat(),
-            in_reply_to=None,
+            in_reply_to=in_reply_to,
         )
         for p in to:
             self._add(

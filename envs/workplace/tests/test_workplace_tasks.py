@@ -61,9 +61,14 @@ def test_answer_only_tasks_check_the_answer() -> None:
             codes.add(code)
     for t in TASKS:
         assert "expected_outputs" not in t, t["task_id"]
-        if t not in reads_only:  # an action task answers nothing; it may decline one part
+        if t not in reads_only:  # an action task may decline one part, or answer last (a
+            # total counted after its own changes, hard.pipeline_review), never both
             names = [c["name"] for c in t["ground_truth"]]
-            assert "submit_answer" not in names, t["task_id"]
+            if "submit_answer" in names:
+                assert names[-1] == "submit_answer" and "decline_request" not in names
+                assert t["ground_truth"][-1]["arguments"]["answer"] == t["expected_answer"]["value"]
+                continue
+            assert "expected_answer" not in t, t["task_id"]
             if "decline_request" in names:  # the allowed part done, the forbidden one declined
                 assert names[-1] == "decline_request", t["task_id"]
                 reason = t["ground_truth"][-1]["arguments"]["reason"]
