@@ -8,16 +8,17 @@ conversation, scoring, step potentials, masks. `verify_state` is its JSON payloa
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from sqlalchemy import Connection, Engine
+from sqlalchemy import Connection, Engine, Table
 from sqlalchemy.orm import Session
 
 from app.core.tasks import TaskSpec
+from app.sdk.compare_spec import CompareSpec
 from app.sdk.environment import Environment
 from app.storage.steplog import StepLog, StepRow, step_log
 from app.verify.answers import hedged_outputs
@@ -152,11 +153,11 @@ class _Basis:
     gold_outcomes: Outcomes | None
 
     @property
-    def tables(self) -> Any:
+    def tables(self) -> Mapping[str, Table]:
         return self.env.metadata.tables
 
     @property
-    def compare(self) -> Any:
+    def compare(self) -> CompareSpec:
         return self.env.compare
 
     def credit(self, seed_to_state: StateDiff, checks: Any = ()) -> float:
