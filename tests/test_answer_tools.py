@@ -132,7 +132,9 @@ async def test_every_environment_lists_the_answer_tools_with_strict_schemas(clie
     ]
     assert "negative_stock: stock can never go below zero" in decline["description"]
     assert decline["parameters"]["required"] == ["reason", "message", "subject"]
-    assert decline["parameters"]["properties"]["subject"]["anyOf"][1] == {"type": "null"}
+    subject = decline["parameters"]["properties"]["subject"]["anyOf"]
+    assert {"type": "null"} in subject  # a subject, a list of them, or none
+    assert {"type": "array", "items": {"type": "string"}} in subject
 
 
 async def test_a_second_submission_is_refused_and_changes_nothing(client):
@@ -256,6 +258,85 @@ async def test_refusals_are_exact(client):
         ],
     )
     assert both["reward"] == 0.0 and sums_to_reward(both)
+
+
+TWO_ITEMS = {
+    **SEED,
+    "rows": {
+        "items": [
+            *SEED["rows"]["items"],
+            {"id": 9002, "sku": "SKU-9002", "name": "Cog", "quantity": 1, "price": 4},
+            {"id": 9003, "sku": "SKU-9003", "name": "Nut", "quantity": 9, "price": 1},
+        ]
+    },
+}
+ONE_SUBJECT = {**REFUSAL, "task_id": "wh-one", "expected_decline_subject": ["SKU-9001"]}
+SEVERAL = {
+    "task_id": "wh-several",
+    "seed": TWO_ITEMS,
+    "ground_truth": [
+        {"name": "get_item", "arguments": {"sku": "SKU-9001"}},
+        {"name": "get_item", "arguments": {"sku": "SKU-9002"}},
+        {
+            "name": "decline_request",
+            "arguments": {
+                "reason": "negative_stock",
+                "message": "no",
+                "subject": ["SKU-9001", "SKU-9002"],
+            },
+        },
+    ],
+    "expected_decline": "negative_stock",
+    "expected_decline_records": ["SKU-9001", "SKU-9002"],
+}
+
+
+def _decline(subject: Any) -> list[tuple[str, dict]]:
+    return [("decline_request", {"reason": "negative_stock", "message": "no", "subject": subject})]
+
+
+@pytest.mark.parametrize(
+    "subject, paid",
+    [
+        ("SKU-9001", True),
+        ("item #sku-9001", True),  # an honest spelling names the record
+        (["SKU-9001"], True),
+        ("SKU-9003", False),  # another record of the same world
+        ("SKU-9001, SKU-9003", False),  # naming more records than it concerns
+        (["SKU-9003", "SKU-9001"], False),
+        (None, False),
+    ],
+)
+async def test_a_decline_names_the_one_record_it_concerns(client, subject, paid):
+    got = await rollout(client, {**ONE_SUBJECT, "seed": TWO_ITEMS}, _decline(subject))
+    assert got["reward"] == (1.0 if paid else 0.0), got["failure_reason"]
+    assert got["verification"]["decline"]["submitted_subject"] == subject
+
+
+@pytest.mark.parametrize(
+    "subject, paid",
+    [
+        (["SKU-9001", "SKU-9002"], True),
+        (["sku-9002", "#SKU-9001"], True),  # any order and spelling
+        ("SKU-9001 and SKU-9002", True),
+        ("SKU-9001", False),  # one of the two refused records
+        (["SKU-9001", "SKU-9002", "SKU-9003"], False),  # every record of the world
+        (None, False),
+    ],
+)
+async def test_a_refusal_of_several_records_names_each(client, subject, paid):
+    got = await rollout(client, SEVERAL, _decline(subject))
+    assert got["reward"] == (1.0 if paid else 0.0), got["failure_reason"]
+    if not paid:
+        assert "records" in got["failure_reason"] or "nothing" in got["failure_reason"]
+    gold = await rollout(client, SEVERAL, gold_calls(SEVERAL))
+    assert gold["reward"] == 1.0
+
+
+def test_records_need_a_decline_code():
+    row = {**ACTION, "expected_decline_records": ["SKU-9001"]}
+    with pytest.raises(InvalidTask, match="need expected_decline"):
+        task_from_data(row)
 
 
 async def test_action_tasks_ignore_answers_and_zero_declines(client):

@@ -69,6 +69,8 @@ class TaskSpec:
     expected_decline: str | None = None
     # What the decline must be about: one of these identifiers (none: the code alone decides).
     expected_decline_subjects: tuple[str, ...] = ()
+    # A refusal of several records: the decline must name each of these, and nothing else.
+    expected_decline_records: tuple[str, ...] = ()
     # The simulated user of a conversational task (app/core/conversation.py); its script is
     # also in `seed`, as the row message_user reads.
     user: UserScript | None = None
@@ -177,6 +179,12 @@ class TaskRow(BaseModel):
         "`subject` must be one of them (a task's own ids, so a decline copied from another "
         "task does not match)",
     )
+    expected_decline_records: list[StrictStr] | None = Field(
+        default=None,
+        description="a refusal of several records (cancelling three trips, two refused): the "
+        "identifier of each; decline_request's `subject` must name every one of them and "
+        "nothing else",
+    )
     user: UserScript | None = Field(
         default=None,
         description="the simulated user of a conversational task: the goal, what the user "
@@ -193,8 +201,12 @@ class TaskRow(BaseModel):
                 "task: give expected_answer or expected_decline, not both (a task either asks "
                 "for an answer or must be refused)"
             )
-        if self.expected_decline_subject and self.expected_decline is None:
-            raise InvalidTask("task: expected_decline_subject needs expected_decline")
+        if (self.expected_decline_subject or self.expected_decline_records) and (
+            self.expected_decline is None
+        ):
+            raise InvalidTask(
+                "task: expected_decline_subject and expected_decline_records need expected_decline"
+            )
         rows = (self.seed or {}).get("rows")
         if isinstance(rows, Mapping) and USER_TABLE in rows:
             raise InvalidTask(
@@ -228,6 +240,7 @@ class TaskRow(BaseModel):
             answer_via=self.answer_via,
             expected_decline=self.expected_decline,
             expected_decline_subjects=tuple(self.expected_decline_subject or ()),
+            expected_decline_records=tuple(self.expected_decline_records or ()),
             user=self.user,
             data={k: v for k, v in data.items() if k not in _NG_KEYS and not k.startswith("_ng_")},
         )

@@ -42,7 +42,8 @@ DEFAULT_ANSWER_INSTRUCTIONS = (
 DECLINE_PREAMBLE = (
     "Decline the user's request when the policy does not allow it, naming the rule that forbids "
     "it as `reason` (one of the codes below), what it is about as `subject` (the id of the "
-    "order, reservation, account or record, as the tools show it) and explaining it to the user "
+    "order, reservation, account or record, as the tools show it; each of them, as a list, when "
+    "several are refused) and explaining it to the user "
     "in `message` (not scored). Call it once, only for a request you must refuse; a second "
     "submission (answer or decline) is refused."
 )
@@ -151,12 +152,13 @@ def framework_tools(
             Field(description="What you tell the user (not scored)."),
         ),
         subject=(
-            StrictStr | None,
+            StrictStr | list[StrictStr] | None,
             Field(
                 default=None,
                 description="What the refused request is about, as the tools show it: the "
-                "order number, reservation code, account number, record id ... it concerns "
-                "(null only when it concerns no record).",
+                "order number, reservation code, account number, record id ... it concerns; "
+                "a list naming each one when the refusal concerns several records (null only "
+                "when it concerns no record).",
             ),
         ),
     )

@@ -60,8 +60,9 @@ class Wordings:
                 "I tried the website first but gave up.",
                 "I'm in a bit of a hurry today.",
                 "I've been a customer for years.",
-                # Details that sound relevant and are not: nothing in them is to be acted on.
-                "Someone else in my household has an account too, but this is only about mine.",
+                # Details that sound relevant and are not: nothing in them is to be acted on,
+                # and none states a fact about the data (a look-alike the story may not hold).
+                "I hope I've come to the right place for this.",
                 "A colleague asked me about something similar last week; that's a separate matter.",
             ),
             (
@@ -69,7 +70,7 @@ class Wordings:
                 "I'm between two meetings right now.",
                 "My sister had a similar question last month.",
                 "It's raining here, so I'm staying in today.",
-                "My old address is still on some of my paperwork, but never mind that.",
+                "Sorry if I'm repeating something I asked before.",
             ),
         )
     )

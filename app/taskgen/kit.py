@@ -47,6 +47,9 @@ class Draft:
     expected: list[str] | None = None
     # A refusal: the write the user asked for and the error code the rules answer it with.
     forbidden: tuple[dict[str, Any], str] | None = None
+    # A refusal of several records: the refused writes of the other records (the same code);
+    # the decline must name each record, `forbidden`'s first (`expected_decline_records`).
+    also_refused: tuple[dict[str, Any], ...] = ()
     # Expected outputs computed from the gold calls' outputs (a new booking code, a query).
     expect_from: Expect | None = None
     # Facts of the prompt a draw may leave out for the agent to look up (app/taskgen/details).
@@ -65,7 +68,7 @@ class Draft:
 
 
 def submission(
-    draft: Draft, answer: tuple[str, Any] | None = None, subject: str | None = None
+    draft: Draft, answer: tuple[str, Any] | None = None, subject: str | list[str] | None = None
 ) -> list[dict[str, Any]]:
     """The gold's last call: submit_answer with the answer, or decline_request with the code
     (and `subject`, what the refused request is about)."""
@@ -131,6 +134,20 @@ def decline_subjects(
     return found or list(reversed(texts))
 
 
+def _refused_records(draft: Draft, seed: dict[str, Any]) -> list[str]:
+    """Each refused record's identifier, when a refusal concerns several (`also_refused`)."""
+    if draft.decline is None or draft.forbidden is None or not draft.also_refused:
+        return []
+    records: list[str] = []
+    for refused in (draft.forbidden[0], *draft.also_refused):
+        found = decline_subjects([], seed, refused)
+        if not found:
+            raise ValueError(f"{draft.family}: a refused {refused['name']} names no record")
+        if found[0] not in records:
+            records.append(found[0])
+    return records
+
+
 def call(env: Environment, name: str, /, **arguments: Any) -> dict[str, Any]:
     """A gold call with every argument the strict schema lists (null where not given)."""
     tool = env.tool_named(name)
@@ -172,7 +189,8 @@ def check_task(
 
     Every call must succeed; the state must change iff `draft.writes` (SQLite's count of rows
     written: the validator then checks the same in the verifier's terms, app/taskgen/validate);
-    a `draft.forbidden` call must be refused with its code and change nothing; with
+    a `draft.forbidden` call (and each of `also_refused`) must be refused with its code and
+    change nothing; with
     `invariants`, the seeded and final states satisfy every invariant of the environment.
     """
     label = f"{task['task_id']} ({task['family']})"
@@ -189,14 +207,15 @@ def check_task(
             run.seeded_violations = _check_invariants(env, c, label, "seeded")
         _check_invariants(env, run.final, label, "final")  # reads only
     if draft.forbidden is not None:
-        forbidden, code = draft.forbidden
+        first, code = draft.forbidden
         # On the kept run's database: a refused call is rolled back (run_tool), so it stays the
         # gold's final state; a call not refused fails the story, and the run is dropped.
-        outcome = run_calls(env, run.final, [forbidden], run.now)[0]
-        error = outcome.get("error") or {}
-        if error.get("code") != code:
-            forget(env, seed, task["ground_truth"])
-        assert error.get("code") == code, f"{label}: {forbidden['name']} gave {outcome}"
+        for forbidden in (first, *draft.also_refused):
+            outcome = run_calls(env, run.final, [forbidden], run.now)[0]
+            error = outcome.get("error") or {}
+            if error.get("code") != code:
+                forget(env, seed, task["ground_truth"])
+            assert error.get("code") == code, f"{label}: {forbidden['name']} gave {outcome}"
     _check_writes(label, run.changed, draft)
     return [outcome["output"] for outcome in run.outcomes]
 
@@ -301,6 +320,7 @@ def build_row(
     draft, omitted = omit(draft)
     refused = draft.forbidden[0] if draft.forbidden is not None else None
     subjects = decline_subjects(draft.gold, seed, refused) if draft.decline is not None else []
+    records = _refused_records(draft, seed)
     task: dict[str, Any] = {
         "task_id": f"{env.name}-{index:03d}",
         "env": env.name,
@@ -312,7 +332,10 @@ def build_row(
         "seed": seed,
         # The gold ends with its answer or decline (an answer computed from the gold's outputs
         # is appended once they are known, below).
-        "ground_truth": [*draft.gold, *submission(draft, subject=next(iter(subjects), None))],
+        "ground_truth": [
+            *draft.gold,
+            *submission(draft, subject=records or next(iter(subjects), None)),
+        ],
     }
     # Checked as it will be read back: JSON keeps the seed's table order (parents first),
     # which apply_seed relies on, so keys are never sorted.
@@ -337,7 +360,9 @@ def build_row(
         task["expected_answer"] = {"kind": answer[0], "value": answer[1]}
     if draft.decline is not None:
         task["expected_decline"] = draft.decline
-        if subjects:
+        if records:
+            task["expected_decline_records"] = records
+        elif subjects:
             task["expected_decline_subject"] = subjects
     if after is not None:
         after(task, outputs)

@@ -36,6 +36,8 @@ SCORING_FIELDS = (
     "expected_answer",
     "answer_via",
     "expected_decline",
+    "expected_decline_subject",
+    "expected_decline_records",
 )
 
 

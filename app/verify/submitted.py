@@ -3,14 +3,16 @@
 An answer task (`expected_answer`, read "via tool") matches only when the submitted JSON value
 parses as exactly one value of the expected kind (or, for a list, a set of them) and equals the
 expected one (app/core/values.py). A refusal task (`expected_decline`) matches only a decline
-with exactly its code. On any other task a decline is a failure ("declined a task that needed
-an action") and an answer is ignored. Two values, a sentence with rivals, glued tokens, nothing
-submitted, or the other tool: a mismatch whose evidence says why.
+with exactly its code, about the record(s) it concerns. On any other task a decline is a
+failure ("declined a task that needed an action") and an answer is ignored. Two values, a
+sentence with rivals, glued tokens, nothing submitted, or the other tool: a mismatch whose
+evidence says why.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -211,16 +213,66 @@ def subject_key(value: Any) -> str:
     return str(value).strip().lstrip("#").strip().casefold()
 
 
+_SEPARATORS = re.compile(r"[,;/\s]+|\band\b", re.IGNORECASE)
+
+
+def named_subjects(value: Any) -> list[str]:
+    """The identifiers a decline's subject names, as keys: a list's items, or the parts of a
+    text that hold a digit ("orders #W1 and #W2" names W1 and W2); the whole text when no part
+    does (an id without digits)."""
+    if value is None:
+        return []
+    items = value if isinstance(value, list) else [value]
+    keys: list[str] = []
+    for item in items:
+        parts = [p for p in _SEPARATORS.split(str(item)) if any(c.isdigit() for c in p)]
+        for key in [subject_key(p) for p in parts] or [subject_key(item)]:
+            if key and key not in keys:
+                keys.append(key)
+    return keys
+
+
+def _subject_problem(value: Any, subjects: Sequence[str], records: Sequence[str]) -> str | None:
+    """Why a decline's subject is not what the refusal concerns (None: it is). With `records`
+    (a refusal of several records) it must name each of them and nothing else; otherwise it
+    names one record, spelled as one of `subjects`."""
+    named = named_subjects(value)
+    if isinstance(value, str) and subject_key(value) in {subject_key(s) for s in subjects}:
+        named = [subject_key(value)]  # an id that holds separators, named whole
+    shown = "nothing" if not named else ", ".join(named)
+    if records:
+        wanted = {subject_key(r) for r in records}
+        missing = sorted(wanted - set(named))
+        extra = [k for k in named if k not in wanted]
+        if missing or extra:
+            return (
+                f"the decline names {shown}; the refusal concerns each of {len(wanted)} "
+                f"records and nothing else (missing {len(missing)}, not concerned {len(extra)})"
+            )
+        return None
+    accepted = {subject_key(s) for s in subjects}
+    if not named or any(k not in accepted for k in named):
+        return f"declined about {shown}, not about what this request concerns"
+    return None
+
+
 def decline_match(
-    expected: str | None, submission: Submission | None, subjects: Sequence[str] = ()
+    expected: str | None,
+    submission: Submission | None,
+    subjects: Sequence[str] = (),
+    records: Sequence[str] = (),
 ) -> Match | None:
-    """A refusal task's verdict (`expected` is its code, `subjects` what the decline must be
-    about: one of the task's own identifiers, when it lists any); on any other task a decline
-    fails and anything else is no component (None)."""
+    """A refusal task's verdict (`expected` is its code; `subjects` the spellings of the one
+    record the decline must name, `records` every record when it refuses several; neither:
+    the code alone decides); on any other task a decline fails and anything else is no
+    component (None)."""
     declined = submission is not None and submission.kind == "decline"
     got = submission.reason if declined and submission is not None else None
     evidence: dict[str, Any] = {"expected": expected, "submitted": got, "ok": False}
-    if subjects:
+    if records:
+        evidence["expected_subject"] = list(records)
+        evidence["submitted_subject"] = submission.value if declined and submission else None
+    elif subjects:
         evidence["expected_subject"] = list(subjects)
         evidence["submitted_subject"] = submission.value if declined and submission else None
     if expected is None:
@@ -235,12 +287,10 @@ def decline_match(
         why = f"answered a request that must be declined as {expected}"
     elif got != expected:
         why = f"declined as {got}, but the rule that forbids it is {expected}"
-    elif subjects and (
-        submission.value is None
-        or subject_key(submission.value) not in {subject_key(s) for s in subjects}
+    elif (subjects or records) and (
+        problem := _subject_problem(submission.value, subjects, records)
     ):
-        shown = "nothing" if submission.value is None else repr(_shown(submission.value))
-        why = f"declined as {got} about {shown}, not about what this request concerns"
+        why = f"declined as {got}: {problem}"
     else:
         evidence["ok"] = True
         return Match("decline_match", True, "decline", evidence, None)
@@ -260,7 +310,12 @@ def submission_match(
             return text_answer_match(task.expected_answer, final_text)
         match = answer_match(task.expected_answer, submission)
     else:
-        found = decline_match(task.expected_decline, submission, task.expected_decline_subjects)
+        found = decline_match(
+            task.expected_decline,
+            submission,
+            task.expected_decline_subjects,
+            task.expected_decline_records,
+        )
         if found is None:
             return None
         match = found
