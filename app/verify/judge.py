@@ -385,16 +385,8 @@ async def apply_judge(
     reward = spec.combine_with(state_reward, grade.score)
     out.reward = round(reward, 6)
     # The judge's change is settled on the last call and turn: the step rewards still add up.
-    if out.step_rewards:
-        out.step_rewards = [
-            *out.step_rewards[:-1],
-            out.step_rewards[-1] + out.reward - state_reward,
-        ]
-    if out.turn_rewards:
-        out.turn_rewards = [
-            *out.turn_rewards[:-1],
-            out.turn_rewards[-1] + out.reward - state_reward,
-        ]
+    out.step_rewards = _settled(out.step_rewards, out.reward, state_reward)
+    out.turn_rewards = _settled(out.turn_rewards, out.reward, state_reward)
     out.components["judge"] = grade.score
     out.components["state_reward"] = state_reward
     out.evidence.judge = {
@@ -408,3 +400,9 @@ async def apply_judge(
     if reward < state_reward:
         out.add_reason(f"judge: {grade.reason}", "judge")
     return out
+
+
+def _settled(rewards: list[float] | None, reward: float, before: float) -> list[float] | None:
+    """`rewards` with the last one moved by the reward's change from `before` (none or empty:
+    as they are)."""
+    return [*rewards[:-1], rewards[-1] + reward - before] if rewards else rewards
