@@ -1,4 +1,5 @@
-"""Alembic environment: one branch per StateGym target (environments + the control database).
+"""Alembic environment: one branch per StateGym target (environments + the control database),
+and the framework tables' branch each environment's `depends_on` (docs/migrations.md).
 
 Programmatic use (`app.storage.migrations`) passes the target and an open connection in
 `config.attributes`. From the `alembic` command line:

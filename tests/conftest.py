@@ -256,8 +256,7 @@ def depot(monkeypatch: pytest.MonkeyPatch) -> Iterator[Environment]:
 
     monkeypatch.setitem(registry.ENVIRONMENTS, "depot", depot_env.__name__)
     config = migrations.alembic_config()
-    shipped = [str(migrations.version_location(t)) for t in migrations.targets() if t != "depot"]
-    locations = shipped + [str(depot_env.MIGRATIONS)]
+    locations = [str(p) for p in [*migrations.version_locations(), depot_env.MIGRATIONS]]
     config.set_main_option("version_locations", " ".join(locations))
     script = ScriptDirectory.from_config(config)
     for module in (migrations, pg_migrate):  # both hold the script directory's getter

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from app.storage.migration_lint import unfilled_columns
+from app.storage.migrations import FRAMEWORK, head_revision
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -80,6 +81,10 @@ def test_initial_revision_that_served_databases_is_never_rewritten(shelf, tmp_pa
     session.write_bytes(template.read_bytes())
     [initial] = before
     assert initial.startswith(_revision_of(session))
+    # A new environment's branch reaches the framework's tables through `depends_on`.
+    framework = head_revision(FRAMEWORK)
+    assert f'depends_on: str | Sequence[str] | None = "{framework}"' in before[initial]
+    assert "stategym_" not in before[initial]
 
     models = package / "models.py"
     models.write_text(models.read_text() + BINS)

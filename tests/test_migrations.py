@@ -1,4 +1,5 @@
-"""Alembic branches per environment: schema parity, round trips, retained-session upgrades."""
+"""Alembic branches per environment and the framework branch they depend on: schema parity, round
+trips, databases at every older revision, retained-session upgrades."""
 
 from __future__ import annotations
 
@@ -15,13 +16,19 @@ from typer.testing import CliRunner
 from app.cli.main import cli
 from app.registry import ENVIRONMENTS, load_environment
 from app.storage.migrations import (
+    FRAMEWORK,
     branch_revisions,
+    branches,
     downgrade_file,
+    framework_missing,
     head_revision,
+    metadata_for,
     revision_of,
+    revision_path,
     schema_differences,
     targets,
     upgrade_file,
+    version_location,
 )
 from tests.conftest import REPO
 from tests.support.rollouts import gold_answer, load_tasks, run_rollout
@@ -30,8 +37,9 @@ RETAIL = load_environment("retail")
 TASK = next(t for t in load_tasks(RETAIL.tasks_path) if t["family"] == "cancel")
 
 
-@pytest.mark.parametrize("target", targets())
+@pytest.mark.parametrize("target", branches())
 def test_upgrade_from_empty_gives_exactly_the_model_schema(target):
+    """Each target's branch gives its models; the framework's gives the SDK's tables alone."""
     assert head_revision(target), f"{target} has no migrations (scripts/new_migration.py)"
     assert schema_differences(target) == []
 
@@ -48,6 +56,80 @@ def test_every_shipped_environment_has_an_upgrade_to_exercise(target):
         f"{target} has only its initial revision: the shipped environments keep an upgrade to "
         "exercise (docs/migrations.md)"
     )
+
+
+FRAMEWORK_TABLES = ("stategym_answer", "stategym_user", "stategym_conversation")
+
+
+@pytest.mark.parametrize("target", SHIPPED)
+def test_the_framework_tables_come_from_the_framework_branch_alone(target):
+    """An environment's branch creates none of the framework's tables: its head `depends_on`
+    the framework branch's head, whose revisions create them once for every environment."""
+    assert framework_missing(target) is None
+    for revision in branch_revisions(target):
+        script = revision_path(revision).read_text()
+        assert not any(f'"{table}"' in script for table in FRAMEWORK_TABLES), revision
+
+
+def _versions(path) -> list[str]:
+    conn = sqlite3.connect(path)
+    try:
+        return sorted(r[0] for r in conn.execute("SELECT version_num FROM alembic_version"))
+    finally:
+        conn.close()
+
+
+def _schema(path) -> list[tuple]:
+    """Tables, indexes and their columns and constraints (a batch copy may list them in
+    another order)."""
+    conn = sqlite3.connect(path)
+    try:
+        rows = conn.execute(
+            "SELECT type, name, sql FROM sqlite_master WHERE name != 'alembic_version'"
+        ).fetchall()
+    finally:
+        conn.close()
+    parts = [
+        (kind, name, sorted(x.strip(" ,)") for x in (sql or "").split("\n")))
+        for kind, name, sql in rows
+    ]
+    return sorted(parts)
+
+
+@pytest.mark.parametrize("target", SHIPPED)
+def test_a_database_at_any_older_revision_upgrades_to_the_head(target, tmp_path):
+    """Every revision id an older StateGym stamped still resolves and still means one row: the
+    revisions that used to create the framework's tables in each branch stay, empty, with
+    `depends_on` the framework revision that now creates them. Upgrading from each one ends
+    at the head with exactly the schema a database built at the head has."""
+    head = tmp_path / "head.sqlite"
+    sqlite3.connect(head).close()
+    upgrade_file(head, target)
+    assert _versions(head) == [head_revision(target)]
+    for revision in branch_revisions(target):
+        path = tmp_path / f"{revision}.sqlite"
+        sqlite3.connect(path).close()
+        upgrade_file(path, target, revision)
+        assert _versions(path) == [revision]
+        upgrade_file(path, target)
+        assert _versions(path) == [head_revision(target)]
+        assert _schema(path) == _schema(head), revision
+
+
+def test_the_framework_revisions_keep_tables_an_environment_made_itself(tmp_path):
+    """A plugin whose own initial revision created the framework's tables (written before the
+    framework branch existed) can adopt the branch: its revisions leave existing tables be."""
+    path = tmp_path / "plugin.sqlite"
+    conn = sqlite3.connect(path)
+    conn.close()
+    from sqlalchemy import create_engine
+
+    engine = create_engine(f"sqlite:///{path}")
+    tables = [metadata_for("retail").tables[t] for t in FRAMEWORK_TABLES]
+    metadata_for("retail").create_all(engine, tables=tables)
+    engine.dispose()
+    upgrade_file(path, "retail", f"{FRAMEWORK}@head")
+    assert _versions(path) == [head_revision(FRAMEWORK)]
 
 
 def _rows(path, table: str) -> list[tuple]:
@@ -81,7 +163,16 @@ async def test_downgrade_then_upgrade_keeps_the_data(client_factory, settings):
     downgrade_file(path, "retail", "retail@-3")
     assert "slug" not in _columns(path, "products")
     assert _rows(path, "orders") == orders_before
+    # Retail's branch went below its `depends_on`; the framework branch stays where it was
+    # (its tables, its row beside retail's), and the database's revision is retail's.
+    initial = branch_revisions("retail")[-1]
+    assert _versions(path) == sorted([initial, head_revision(FRAMEWORK)])
+    conn = sqlite3.connect(path)
+    assert revision_of(conn) == initial
+    conn.close()
+    assert _columns(path, "stategym_answer")
     upgrade_file(path, "retail")
+    assert _versions(path) == [head_revision("retail")]
     assert "slug" in _columns(path, "products")
     assert _rows(path, "orders") == orders_before
     conn = sqlite3.connect(path)
@@ -236,10 +327,46 @@ def test_alembic_ini_formats_revisions_as_stategym_does() -> None:
     assert hooks == REVISION_HOOKS
 
 
+@pytest.mark.parametrize("branch", [FRAMEWORK, "control", "retail"])
+def test_the_plain_alembic_revision_writes_into_a_branch_and_formats_it(branch, tmp_path) -> None:
+    """`alembic revision --head BRANCH@head` writes into the branch's own folder (alembic.ini
+    lists each one) and Alembic's post-write hooks run ruff on it. On a copy of the repository's
+    Alembic files, so the suite's script directory never sees the new revision."""
+    for folder in ["migrations", *(f"envs/{t}/migrations" for t in SHIPPED)]:
+        shutil.copytree(
+            REPO / folder, tmp_path / folder, ignore=shutil.ignore_patterns("__pycache__")
+        )
+    shutil.copy(REPO / "alembic.ini", tmp_path / "alembic.ini")
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "alembic",
+            "revision",
+            "-m",
+            "nothing yet",
+            "--head",
+            f"{branch}@head",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Running post write hook 'ruff_format'" in done.stdout
+    folder = tmp_path / version_location(branch).relative_to(REPO)
+    [written] = folder.glob("*_nothing_yet.py")
+    script = written.read_text()
+    assert f'down_revision: str | Sequence[str] | None = "{head_revision(branch)}"' in script
+    assert "import sqlalchemy" not in script  # the import hook dropped what the script does not use
+
+
 def test_the_alembic_command_finds_every_target_branch() -> None:
     """The shipped environments keep their branches inside their packages (`migrations_path`);
-    alembic.ini lists exactly those for the plain `alembic` command, beside the control branch
-    in migrations/versions/. StateGym's own commands build the list from the registry."""
+    alembic.ini lists exactly those for the plain `alembic` command, beside the framework and
+    control branches in migrations/versions/. StateGym's own commands build the list from the
+    registry."""
     from configparser import ConfigParser
 
     from app.storage.migrations import targets, version_location
@@ -247,7 +374,7 @@ def test_the_alembic_command_finds_every_target_branch() -> None:
     ini = ConfigParser(defaults={"here": str(REPO)})
     ini.read(REPO / "alembic.ini")
     listed = {Path(p) for p in ini["alembic"]["version_locations"].split()}
-    wanted = {version_location(t) for t in SHIPPED} | {REPO / "migrations" / "versions"}
+    wanted = {version_location(t) for t in (FRAMEWORK, "control", *SHIPPED)}
     assert listed == wanted
     for target in SHIPPED:
         assert version_location(target) == load_environment(target).migrations_path

@@ -225,7 +225,7 @@ def test_replicas_serve_one_rollout_interchangeably(tmp_path, pg_prefix, live_se
 async def test_session_schema_at_an_older_revision_is_upgraded_on_open(tmp_path, pg_prefix):
     """A retained schema one revision behind is upgraded when opened (and in bulk), then plays
     and verifies as a current one; a schema at an unknown revision is refused."""
-    from app.storage.migrations import branch_revisions, head_revision
+    from app.storage.migrations import FRAMEWORK, branch_revisions, head_revision
     from app.storage.postgres.migrate import migrate_schema, schema_revision, upgrade_sessions
 
     env = load_environment("retail")
@@ -240,6 +240,11 @@ async def test_session_schema_at_an_older_revision_is_upgraded_on_open(tmp_path,
         migrate_schema(engine, names.session(session_id), "retail", previous, down=True)
     with engine.connect() as conn:
         assert schema_revision(conn, names.session(ids[0])) == previous
+        # Below retail's `depends_on`, the framework branch's row stays beside retail's.
+        rows = conn.exec_driver_sql(
+            f"SELECT version_num FROM {names.session(ids[0])}.alembic_version"
+        ).scalars()
+        assert sorted(rows) == sorted([previous, head_revision(FRAMEWORK)])
         columns = conn.exec_driver_sql(
             "SELECT column_name FROM information_schema.columns "
             f"WHERE table_schema = '{names.session(ids[0])}' AND table_name = 'products'"
@@ -252,6 +257,18 @@ async def test_session_schema_at_an_older_revision_is_upgraded_on_open(tmp_path,
         for o in upgrade_sessions(engine, names, "retail")
         if o.schema == names.session(ids[1])
     ] == ["upgraded"]
+
+    # Below the framework branch: its revisions create its tables in this schema, though every
+    # other schema (the template's) has them.
+    migrate_schema(engine, names.session(ids[1]), "retail", f"{FRAMEWORK}@base", down=True)
+    migrate_schema(engine, names.session(ids[1]), "retail")
+    with engine.connect() as conn:
+        tables = conn.exec_driver_sql(
+            "SELECT table_name FROM information_schema.tables "
+            f"WHERE table_schema = '{names.session(ids[1])}' AND table_name LIKE 'stategym%%'"
+        ).scalars()
+        assert set(tables) == {"stategym_answer", "stategym_user", "stategym_conversation"}
+        assert schema_revision(conn, names.session(ids[1])) == head_revision("retail")
 
     manager = SessionManager(settings, env)  # a fresh worker: nothing open yet
     try:

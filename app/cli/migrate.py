@@ -20,6 +20,7 @@ from app.storage.migrations import (
     CONTROL,
     NotReplaceable,
     branch_revisions,
+    branches,
     downgrade_file,
     editable_file,
     file_revision,
@@ -31,15 +32,18 @@ from app.storage.migrations import (
     revision_path,
     schema_differences,
     stamp_revision,
-    targets,
     upgrade_file,
 )
 
-migrate_cli = typer.Typer(help="Schema migrations (Alembic, one branch per environment).")
+migrate_cli = typer.Typer(
+    help="Schema migrations (Alembic: one branch per environment, one for the control database, "
+    "one for the framework's tables every environment depends on)."
+)
 console = Console()
 
 TargetOption = Annotated[
-    str | None, typer.Option("--env", help="Environment name, or 'control'. Default: all.")
+    str | None,
+    typer.Option("--env", help="Environment name, 'control' or 'framework'. Default: all."),
 ]
 DataDirOption = Annotated[Path | None, typer.Option("--data-dir", help="Data folder.")]
 JsonOption = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
@@ -51,9 +55,9 @@ def _settings(data_dir: Path | None) -> Settings:
 
 def _chosen(target: str | None) -> list[str]:
     if target is None:
-        return targets()
-    if target not in targets():
-        raise typer.BadParameter(f"unknown target {target!r}; choose from {targets()}")
+        return branches()
+    if target not in branches():
+        raise typer.BadParameter(f"unknown target {target!r}; choose from {branches()}")
     return [target]
 
 
@@ -85,7 +89,7 @@ def upgrade(env: TargetOption = None, data_dir: DataDirOption = None) -> None:
 @migrate_cli.command()
 def downgrade(
     revision: Annotated[str, typer.Argument(help="Target revision, e.g. retail@-1 or an id.")],
-    env: Annotated[str, typer.Option("--env", help="Environment name, or 'control'.")],
+    env: Annotated[str, typer.Option("--env", help="Environment name, 'control' or 'framework'.")],
     data_dir: DataDirOption = None,
 ) -> None:
     """Downgrade one target's control/template files to REVISION."""
@@ -176,7 +180,7 @@ def _warn_unfilled(found: list[Unfilled]) -> None:
 
 @migrate_cli.command()
 def revision(
-    env: Annotated[str, typer.Option("--env", help="Environment (or 'control').")],
+    env: Annotated[str, typer.Option("--env", help="Environment, 'control' or 'framework'.")],
     message: Annotated[str, typer.Option("-m", "--message", help="What the revision changes.")],
     initial: Annotated[
         bool,
@@ -194,8 +198,8 @@ def revision(
     environment's own `migrations_path` if it has one. `--initial` rewrites a one-revision
     branch's initial revision instead. A required column with no default or backfill is reported
     as a warning."""
-    if env not in targets():
-        raise typer.BadParameter(f"unknown target {env!r}; known: {', '.join(targets())}")
+    if env not in branches():
+        raise typer.BadParameter(f"unknown target {env!r}; known: {', '.join(branches())}")
     try:
         if initial:
             _refuse_if_served(_settings(data_dir).data_dir, env)

@@ -1,14 +1,14 @@
-"""Alembic wiring: one version branch per environment plus one for the control database.
+"""Alembic wiring: one version branch per environment, one for the control database, and one
+for the tables the framework adds to every environment's database (`framework`).
 
 Branch labels are the target names (`control`, `retail`, ...); an environment's scripts live in
-its package (`Environment.migrations_path`, e.g. `envs/retail/migrations/`), the control
-database's in `migrations/versions/control/` (`app/migrations/` once installed from a wheel; the
-configuration is built here, so no alembic.ini is needed at runtime). A new database is built
-with `create_all` and stamped at the branch head; migrations upgrade databases that already exist
-(templates, retained sessions). In a database with a step log, the migration's own writes are no
-step, and an upgrade to the head puts the step log's triggers back on the tables it added or
-recreated, in the same transaction, and any migration records the step the log was at: no undo
-goes back before it (app/storage/step_triggers.py).
+its package (`Environment.migrations_path`), the control and framework branches' in
+`migrations/versions/` (`app/migrations/` in a wheel; no alembic.ini is needed at runtime). An
+environment's branch reaches the framework branch through `depends_on`, so the answer and
+conversation tables are created by one revision each, not one per environment. A new database is
+built with `create_all` and stamped at the head; migrations upgrade databases that exist. The step
+log survives: a migration's writes are no step, an upgrade to the head puts its triggers back,
+and no undo goes back before a migration (app/storage/step_triggers.py).
 """
 
 from __future__ import annotations
@@ -30,6 +30,9 @@ from sqlalchemy import Connection, MetaData, create_engine, event
 from sqlalchemy.pool import NullPool
 
 from app.registry import environment_names, load_environment
+from app.sdk.answer import answer_table
+from app.sdk.tool import make_metadata
+from app.sdk.user import user_tables
 from app.storage.control_schema import control_metadata
 from app.storage.log_changes import MIGRATED
 from app.storage.meta import write_meta
@@ -54,6 +57,9 @@ def _alembic_folder() -> Path:
 
 
 CONTROL = "control"
+# The branch of the tables the framework adds to every environment's database (the answer and
+# conversation tables); each environment's branch reaches its head through `depends_on`.
+FRAMEWORK = "framework"
 MIGRATIONS_DIR = _alembic_folder()
 VERSION_TABLE = "alembic_version"
 # Tables the framework keeps inside environment databases; never part of a model.
@@ -64,21 +70,45 @@ def targets() -> list[str]:
     return [CONTROL, *environment_names()]
 
 
+def branches() -> list[str]:
+    """Every branch: the framework tables' and each target's."""
+    return [FRAMEWORK, *targets()]
+
+
 def metadata_for(target: str) -> MetaData:
     if target == CONTROL:
         return control_metadata
+    if target == FRAMEWORK:
+        return framework_metadata()
     return load_environment(target).metadata
+
+
+def framework_metadata() -> MetaData:
+    """The framework's tables alone, as every environment's MetaData has them: what the
+    framework branch's revisions are compared with."""
+    metadata = make_metadata()
+    answer_table(metadata)
+    user_tables(metadata)
+    return metadata
 
 
 def version_location(target: str) -> Path:
     """Where a target's migration branch lives: the environment's own `migrations_path` (inside
     its package, the shipped five's too), else `migrations/versions/<target>/` of this
     repository (the control database's)."""
-    if target != CONTROL:
+    if target not in (CONTROL, FRAMEWORK):
         own = load_environment(target).migrations_path
         if own is not None:
             return own
     return MIGRATIONS_DIR / "versions" / target
+
+
+def version_locations() -> list[Path]:
+    """Every branch's directory: the framework's, the control database's, each environment's.
+    One that does not exist yet (an environment with no revision) is left out: Alembic refuses
+    a missing version location."""
+    every = [version_location(t) for t in branches()]
+    return [p for p in every if p.is_dir()]
 
 
 def alembic_config(target: str | None = None) -> Config:
@@ -88,10 +118,7 @@ def alembic_config(target: str | None = None) -> Config:
     cfg = Config()
     _set(cfg, "script_location", str(MIGRATIONS_DIR))
     _set(cfg, "path_separator", "space")
-    # A branch directory that does not exist yet (an environment with no revision) is skipped:
-    # Alembic refuses a missing version location.
-    existing = [version_location(t) for t in targets()]
-    _set(cfg, "version_locations", " ".join(str(p) for p in existing if p.is_dir()))
+    _set(cfg, "version_locations", " ".join(str(p) for p in version_locations()))
     _set(cfg, "recursive_version_locations", "true")  # as alembic.ini has it
     if target:
         cfg.attributes["target"] = target
@@ -120,11 +147,22 @@ def head_revision(target: str) -> str | None:
 
 @lru_cache
 def branch_revisions(target: str) -> tuple[str, ...]:
-    """The target's revisions, newest first."""
+    """The target's own revisions, newest first (not the framework revisions it depends on)."""
     head = head_revision(target)
     if head is None:
         return ()
-    return tuple(r.revision for r in _script().iterate_revisions(head, "base"))
+    return tuple(
+        r.revision for r in _script().iterate_revisions(head, "base") if target in r.branch_labels
+    )
+
+
+def known_revisions(target: str) -> frozenset[str]:
+    """Revisions a database of the target may sit at: its branch's and those its branch
+    `depends_on` (a downgraded environment keeps the framework branch's row too)."""
+    head = head_revision(target)
+    if head is None:
+        return frozenset()
+    return frozenset(r.revision for r in _script().iterate_revisions(head, "base"))
 
 
 def stamp_new_database(conn: sqlite3.Connection, target: str) -> None:
@@ -135,22 +173,33 @@ def stamp_new_database(conn: sqlite3.Connection, target: str) -> None:
     stamp_revision(conn, head)
 
 
-def stamp_revision(conn: sqlite3.Connection, revision: str) -> None:
-    """Record `revision` as the database's one Alembic revision."""
+def stamp_revision(conn: sqlite3.Connection, *revisions: str) -> None:
+    """Record `revisions` (one, but for a scratch database) as the database's Alembic revision."""
     conn.execute(
         f"CREATE TABLE IF NOT EXISTS {VERSION_TABLE} (version_num VARCHAR(32) NOT NULL, "
         f"CONSTRAINT {VERSION_TABLE}_pkc PRIMARY KEY (version_num))"
     )
     conn.execute(f"DELETE FROM {VERSION_TABLE}")
-    conn.execute(f"INSERT INTO {VERSION_TABLE} (version_num) VALUES (?)", (revision,))
+    for revision in revisions:
+        conn.execute(f"INSERT INTO {VERSION_TABLE} (version_num) VALUES (?)", (revision,))
 
 
 def revision_of(conn: sqlite3.Connection) -> str | None:
     try:
-        row = conn.execute(f"SELECT version_num FROM {VERSION_TABLE}").fetchone()
+        rows = conn.execute(f"SELECT version_num FROM {VERSION_TABLE}").fetchall()
     except sqlite3.OperationalError:
         return None
-    return row[0] if row else None
+    return database_revision([r[0] for r in rows])
+
+
+def database_revision(rows: list[str]) -> str | None:
+    """A database's revision from its version rows: the one row, or, when an environment's
+    branch was downgraded below its `depends_on` (Alembic keeps the framework branch's row
+    beside it, the framework's tables being still there), the environment's row."""
+    if len(rows) > 1:
+        framework = set(branch_revisions(FRAMEWORK))
+        rows = [r for r in rows if r not in framework] or rows
+    return rows[0] if rows else None
 
 
 def _sqlite_engine(path: Path):
@@ -257,7 +306,7 @@ def schema_state(conn: sqlite3.Connection, target: str) -> str:
     revision = revision_of(conn)
     if revision == head:
         return "current"
-    if revision is not None and revision in branch_revisions(target):
+    if revision is not None and revision in known_revisions(target):
         return "older"
     raise SessionUnavailable(
         f"database is at schema revision {revision!r}, which this StateGym does not know "
@@ -333,9 +382,21 @@ def prepare_control_database(engine: Any, path: Path) -> None:
         upgrade_file(path, CONTROL)
 
 
+def framework_missing(target: str) -> str | None:
+    """The framework branch's head when an environment's branch does not reach it yet (a new
+    environment, or a framework revision newer than its head): its next revision `depends_on`
+    it. None for the control database and for a branch that reaches it."""
+    framework = head_revision(FRAMEWORK)
+    if target == CONTROL or framework is None:
+        return None
+    return None if framework in known_revisions(target) else framework
+
+
 def new_revision(target: str, message: str, *, ruff: bool = True) -> Path:
     """Write the target's next revision by comparing its models with its branch head (the first
-    one starts the branch, labelled with the target's name); returns the script's path.
+    one starts the branch, labelled with the target's name); returns the script's path. An
+    environment's revision `depends_on` the framework branch's head when its branch does not
+    reach it yet, and leaves the framework's tables to that branch.
 
     With `ruff` (and ruff installed: `revision_formatter_missing`), Alembic's post-write hooks
     format the script, so a generated file passes the same format check as a hand-written one.
@@ -345,6 +406,7 @@ def new_revision(target: str, message: str, *, ruff: bool = True) -> Path:
     from alembic import command
 
     head = head_revision(target)
+    framework = framework_missing(target)
     version_path = version_location(target)
     version_path.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
@@ -352,17 +414,13 @@ def new_revision(target: str, message: str, *, ruff: bool = True) -> Path:
         sqlite3.connect(path).close()
         if head:
             upgrade_file(path, target)
-        # Autogenerate insists the database sits at every head of the script directory, so
-        # record the other branches' heads too (their tables are not compared).
+        if framework:  # its tables are the framework branch's: compared as there, not written
+            upgrade_file(path, target, f"{FRAMEWORK}@head")
+        # Autogenerate insists the database sits at every head of the script directory (those
+        # no other revision reaches), so record the other branches' too: their tables are not
+        # compared.
         conn = sqlite3.connect(path)
-        conn.execute(
-            f"CREATE TABLE IF NOT EXISTS {VERSION_TABLE} (version_num VARCHAR(32) NOT NULL, "
-            f"CONSTRAINT {VERSION_TABLE}_pkc PRIMARY KEY (version_num))"
-        )
-        for other in targets():
-            other_head = head_revision(other)
-            if other != target and other_head:
-                conn.execute(f"INSERT INTO {VERSION_TABLE} VALUES (?)", (other_head,))
+        stamp_revision(conn, *(r.revision for r in _script().get_revisions("heads") if r))
         conn.commit()
         conn.close()
         with connection_to(path) as connection:
@@ -381,6 +439,7 @@ def new_revision(target: str, message: str, *, ruff: bool = True) -> Path:
                 head=f"{target}@head" if head else "base",
                 branch_label=None if head else target,
                 version_path=str(version_path),
+                depends_on=framework,
             )
     _forget_scripts()
     return Path(script.path)  # type: ignore[union-attr]

@@ -22,7 +22,13 @@ from sqlalchemy import Connection, Engine, func, select, text
 
 from app.errors import SessionUnavailable
 from app.registry import load_environment
-from app.storage.migrations import _script, branch_revisions, head_revision, metadata_for
+from app.storage.migrations import (
+    _script,
+    database_revision,
+    head_revision,
+    known_revisions,
+    metadata_for,
+)
 from app.storage.postgres.archive import SessionArchive
 from app.storage.postgres.db import (
     META_TABLE,
@@ -44,15 +50,15 @@ from app.storage.sqlite.store import schema_fingerprint
 
 
 def schema_revision(conn: Connection, schema: str) -> str | None:
-    row = conn.exec_driver_sql(f"SELECT version_num FROM {quoted(schema)}.{VERSION_TABLE}").first()
-    return row[0] if row else None
+    rows = conn.exec_driver_sql(f"SELECT version_num FROM {quoted(schema)}.{VERSION_TABLE}")
+    return database_revision([r[0] for r in rows])
 
 
 def revision_state(revision: str | None, target: str) -> str:
     """'current', 'older' (upgradable) or 'unknown' (newer, or another environment's)."""
     if revision == head_revision(target):
         return "current"
-    if revision is not None and revision in branch_revisions(target):
+    if revision is not None and revision in known_revisions(target):
         return "older"
     return "unknown"
 

@@ -1,38 +1,27 @@
-"""retail: the framework's answer table (submit_answer / decline_request write its one row)
+"""retail: the framework's answer table, from the framework branch
 
 Revision ID: 1548ddc181f3
 Revises: 2e8a7961040f
 Create Date: 2026-11-27 15:30:00.000000
+
+Creates nothing itself: the tables are the framework branch's
+(migrations/versions/framework/3f1e0c7a9b24_framework_answer_table.py), reached
+through `depends_on`. Kept so that databases stamped with this revision still resolve.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-import sqlalchemy as sa
-from alembic import op
-
 revision: str = "1548ddc181f3"
 down_revision: str | Sequence[str] | None = "2e8a7961040f"
 branch_labels: str | Sequence[str] | None = None
-depends_on: str | Sequence[str] | None = None
+depends_on: str | Sequence[str] | None = "3f1e0c7a9b24"
 
 
 def upgrade() -> None:
-    # The table app/sdk/answer.py adds to every environment's MetaData.
-    op.create_table(
-        "stategym_answer",
-        sa.Column("id", sa.Integer(), autoincrement=False, nullable=False),
-        sa.Column("kind", sa.Text(), nullable=False),
-        sa.Column("value", sa.Text(), nullable=True),
-        sa.Column("reason", sa.Text(), nullable=True),
-        sa.Column("message", sa.Text(), nullable=True),
-        sa.Column("submitted_at", sa.Text(), nullable=True),
-        sa.CheckConstraint("id = 1", name=op.f("ck_stategym_answer_single_row")),
-        sa.CheckConstraint("kind IN ('answer', 'decline')", name=op.f("ck_stategym_answer_kind")),
-        sa.PrimaryKeyConstraint("id", name=op.f("pk_stategym_answer")),
-    )
+    pass
 
 
 def downgrade() -> None:
-    op.drop_table("stategym_answer")
+    pass

@@ -14,7 +14,7 @@ from app.sdk.taskgen import TaskGenerator, build_row
 from envs.sql import ENVIRONMENT
 from envs.sql.taskgen import hard, multi, reads, refusals, talk, writes
 from envs.sql.taskgen.details import omissions
-from envs.sql.taskgen.kit import PHRASING, Ctx, Draft, Story, names_pool
+from envs.sql.taskgen.kit import PHRASING, Ctx, Draft, SqlDraft, Story, name_refused, names_pool
 
 Family = Callable[[Ctx], Draft]
 # (family, how many variants k = 0..n-1), in file order.
@@ -36,6 +36,7 @@ PLAN: list[tuple[Family, int]] = [
     # Conversations with the colleague (talk.py): facts over turns, confirm or correct, a change
     # of mind.
     (talk.talk_record_payment, 2), (talk.talk_raise_namesake, 2), (talk.talk_void_mind, 2),
+    (hard.hard_customer_month, 1),
 ]  # fmt: skip
 
 
@@ -51,7 +52,15 @@ def build_task(
     assert draft.writes or draft.answer or draft.answer_from or draft.decline, draft.family
     seed = story.seed()
     draft = replace(draft, omissions=omissions(draft.prompt, draft.gold, seed))
-    return build_row(ENVIRONMENT, index, draft, seed, writes=_writes)
+    refused = draft.refused if isinstance(draft, SqlDraft) else ()
+    return build_row(
+        ENVIRONMENT,
+        index,
+        draft,
+        seed,
+        writes=_writes,
+        after=lambda task, _outputs: name_refused(task, refused),
+    )
 
 
 # The shared driver (stategym tasks generate) draws from these; see docs/generating_tasks.md.

@@ -354,3 +354,28 @@ def names_pool() -> list[tuple[str, str]]:
 # What a draw may reword (app/sdk/phrasing.py): the "Please ..." request; the requests carry
 # no greeting and no consent sentence.
 PHRASING = Phrasing(request=sentence_starting("Please"), keep_request=("go ahead", "confirm"))
+
+
+@dataclass
+class SqlDraft(Draft):
+    """A Draft whose refusal names its records itself: run_sql's one argument is a statement,
+    in which the framework finds no record key, so a family lists the keys of the records it
+    refuses (employee_no, invoice number), first the `forbidden` call's."""
+
+    refused: tuple[str, ...] = ()
+
+
+def name_refused(task: dict[str, Any], refused: tuple[str, ...]) -> None:
+    """Make the gold's decline name `refused` (one record: its subject; several: each, as a
+    list) and the row expect exactly that (`expected_decline_subject` / `_records`)."""
+    if not refused or "expected_decline" not in task:
+        return
+    decline = task["ground_truth"][-1]
+    assert decline["name"] == "decline_request", task["task_id"]
+    decline["arguments"]["subject"] = list(refused) if len(refused) > 1 else refused[0]
+    task.pop("expected_decline_subject", None)
+    task.pop("expected_decline_records", None)
+    if len(refused) > 1:
+        task["expected_decline_records"] = list(refused)
+    else:
+        task["expected_decline_subject"] = [refused[0]]

@@ -1,46 +1,27 @@
-"""workplace: the framework's conversation tables (message_user writes one row per message)
+"""workplace: the framework's conversation tables, from the framework branch
 
 Revision ID: d7a275e80ed6
 Revises: 27b527249464
 Create Date: 2026-12-06 20:45:00.000000
+
+Creates nothing itself: the tables are the framework branch's
+(migrations/versions/framework/7c5d2e8f1a36_framework_conversation_tables.py), reached
+through `depends_on`. Kept so that databases stamped with this revision still resolve.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-import sqlalchemy as sa
-from alembic import op
-
 revision: str = "d7a275e80ed6"
 down_revision: str | Sequence[str] | None = "27b527249464"
 branch_labels: str | Sequence[str] | None = None
-depends_on: str | Sequence[str] | None = None
+depends_on: str | Sequence[str] | None = "7c5d2e8f1a36"
 
 
 def upgrade() -> None:
-    # The tables app/sdk/user.py adds to every environment's MetaData.
-    op.create_table(
-        "stategym_user",
-        sa.Column("id", sa.Integer(), autoincrement=False, nullable=False),
-        sa.Column("script", sa.Text(), nullable=False),
-        sa.PrimaryKeyConstraint("id", name=op.f("pk_stategym_user")),
-    )
-    op.create_table(
-        "stategym_conversation",
-        sa.Column("turn", sa.Integer(), autoincrement=False, nullable=False),
-        sa.Column("message", sa.Text(), nullable=False),
-        sa.Column("reply", sa.Text(), nullable=False),
-        sa.Column("act", sa.Text(), nullable=False),
-        sa.Column("confirms", sa.Text(), nullable=False),
-        sa.Column("stage", sa.Integer(), nullable=False),
-        sa.Column("simulator", sa.Text(), nullable=False),
-        sa.Column("failure", sa.Text(), nullable=True),
-        sa.Column("sent_at", sa.Text(), nullable=True),
-        sa.PrimaryKeyConstraint("turn", name=op.f("pk_stategym_conversation")),
-    )
+    pass
 
 
 def downgrade() -> None:
-    op.drop_table("stategym_conversation")
-    op.drop_table("stategym_user")
+    pass
