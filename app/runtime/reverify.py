@@ -24,9 +24,9 @@ from app.storage.runner import StepRecorder, run_tool
 from app.verify.gold import GoldCache, WorkBudget
 from app.verify.result import VerifyResult
 from app.verify.session_verify import verify_result
-from app.verify.step_budget import StepBudget
-from app.verify.step_rewards import function_calls
-from app.verify.tool_calls import with_plain_tool_names
+from app.verify.steps.step_budget import StepBudget
+from app.verify.steps.step_rewards import function_calls
+from app.verify.steps.tool_calls import with_plain_tool_names
 
 # A response holding more calls than this is refused rather than replayed (a verify is cheap to
 # ask for; a replay of a million calls is not). The server's own limit is `replay_max_calls`.

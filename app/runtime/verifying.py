@@ -22,12 +22,12 @@ from app.runtime.reverify import replay_result
 from app.runtime.workers import SessionWorkers
 from app.storage.base import SessionHandle
 from app.storage.control import SessionRecord
-from app.verify.checks import compile_checks
 from app.verify.gold import GoldOverBudget, check_ground_truth
 from app.verify.judge import JudgeSpec, apply_judge
 from app.verify.request_task import ScoredTask, scored_task
 from app.verify.result import VerifyResult
 from app.verify.session_verify import verify_result
+from app.verify.state.checks import compile_checks
 
 # NeMo Gym's failure vocabulary (nemo_gym.failure_kinds).
 SESSION_LOST = "session_lost"

@@ -27,7 +27,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from app.core.lru import LRU
 from app.errors import InvalidTask
-from app.verify.outputs import final_assistant_text
+from app.verify.answers.outputs import final_assistant_text
 from app.verify.result import Evidence, VerifyResult
 
 log = logging.getLogger("stategym.judge")

@@ -21,35 +21,35 @@ from app.core.tasks import TaskSpec
 from app.sdk.compare_spec import CompareSpec
 from app.sdk.environment import Environment
 from app.storage.steplog import StepLog, StepRow, step_log
-from app.verify.answers import hedged_outputs
-from app.verify.checks import (
-    CheckResult,
-    CompiledCheck,
-    checked_tables,
-    compile_checks,
-    run_checks,
-)
-from app.verify.confirmation import FAILURE_KIND, Conversation, check_conversation
-from app.verify.diff import StateDiff, against_gold, diff_states, split_extra_log_records
-from app.verify.gold import GoldCache, GoldState
-from app.verify.log_reads import ReadOnce
-from app.verify.outcomes import Outcomes, of_gold, outcomes
-from app.verify.outputs import final_assistant_text, missing_outputs
-from app.verify.result import Evidence, VerifyResult
-from app.verify.reward import Verdict, has_state_work, partial_reward, score, state_credit
-from app.verify.state import DbState, dump_state
-from app.verify.step_budget import UNLIMITED, Meter, StepBudget
-from app.verify.step_rewards import Settlement, step_fields
-from app.verify.step_states import logged_changes, potentials_from_log
-from app.verify.submitted import (
+from app.verify.answers.confirmation import FAILURE_KIND, Conversation, check_conversation
+from app.verify.answers.outputs import final_assistant_text, missing_outputs
+from app.verify.answers.submitted import (
     Match,
     read_submission,
     submission_match,
     submitted_at,
     written_outside_tools,
 )
-from app.verify.tool_calls import with_plain_tool_names
-from app.verify.violations import refused_writes
+from app.verify.answers.text import hedged_outputs
+from app.verify.gold import GoldCache, GoldState
+from app.verify.result import Evidence, VerifyResult
+from app.verify.reward import Verdict, has_state_work, partial_reward, score, state_credit
+from app.verify.state.checks import (
+    CheckResult,
+    CompiledCheck,
+    checked_tables,
+    compile_checks,
+    run_checks,
+)
+from app.verify.state.diff import StateDiff, against_gold, diff_states, split_extra_log_records
+from app.verify.state.dump import DbState, dump_state
+from app.verify.state.outcomes import Outcomes, of_gold, outcomes
+from app.verify.state.violations import refused_writes
+from app.verify.steps.log_reads import ReadOnce
+from app.verify.steps.step_budget import UNLIMITED, Meter, StepBudget
+from app.verify.steps.step_rewards import Settlement, step_fields
+from app.verify.steps.step_states import logged_changes, potentials_from_log
+from app.verify.steps.tool_calls import with_plain_tool_names
 
 
 def verify_state(
@@ -96,15 +96,15 @@ def verify_result(
     """Pure function of (final state, task): the reward, its components and the evidence.
 
     `policy_penalty`: what each refused attempt at a forbidden write costs the reward
-    (`Settings.policy_violation_penalty`, app/verify/violations.py).
+    (`Settings.policy_violation_penalty`, app/verify/state/violations.py).
 
     `invariant_violations`: the final state's, when the caller evaluated the environment's
     invariants on a byte-identical database (the task generator's no-op, a clone of the seeded
     image its self-check evaluated them on); None: evaluated here.
 
     With a step log in the database (and `with_steps`), also `step_rewards`, `turn_rewards`
-    and the trajectory check (app/verify/step_rewards.py), within `step_budget`: past it they
-    are left out and `verification.step_rewards_skipped` says why (app/verify/step_budget.py).
+    and the trajectory check (app/verify/steps/step_rewards.py), within `step_budget`: past it they
+    are left out and `verification.step_rewards_skipped` says why (app/verify/steps/step_budget.py).
 
     Raises InvalidTask (422) when the task's expected-state checks name unknown tables/columns.
     """
@@ -385,7 +385,7 @@ def _add_steps(result: VerifyResult, steps: dict[str, Any] | None) -> None:
 
 
 def _conversation_verdict(result: VerifyResult, talk: Conversation) -> None:
-    """The conversation's part of the verify result (app/verify/confirmation.py)."""
+    """The conversation's part of the verify result (app/verify/answers/confirmation.py)."""
     _evidence(result).conversation = talk.evidence
     if talk.requires_confirmation:
         _components(result)["confirmed_ok"] = float(not talk.unconfirmed)
