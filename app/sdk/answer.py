@@ -14,7 +14,7 @@ import json
 import math
 import re
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any, Literal, Union
 
 from pydantic import Field, StrictBool, StrictFloat, StrictInt, StrictStr, create_model
 from pydantic import field_validator as _field_validator
@@ -152,7 +152,9 @@ def framework_tools(
             Field(description="What you tell the user (not scored)."),
         ),
         subject=(
-            StrictStr | list[StrictStr] | None,
+            # One subscription, not `|`: typing caches `A | B` as equal to an earlier `B | A`
+            # (tasks.py's expected_outputs), which would flip the schema's anyOf order.
+            Union[StrictStr, list[StrictStr], None],  # noqa: UP007
             Field(
                 default=None,
                 description="What the refused request is about, as the tools show it: the "

@@ -35,9 +35,9 @@ NO_USER_REPLY = (
 )
 DESCRIPTION = (
     "Send a message to the user and get their reply. Use it to ask for information the request "
-    "leaves out, and to get the user's explicit confirmation (yes) before every change: describe "
-    "the exact change, naming the record ids, and ask them to confirm. Do not use it to give the "
-    "final answer (use submit_answer or decline_request)."
+    "leaves out, and, when the policy asks for it, to get the user's explicit confirmation (yes) "
+    "before every change: describe the exact change, naming the record ids, and ask them to "
+    "confirm. Do not use it to give the final answer (use submit_answer or decline_request)."
 )
 
 

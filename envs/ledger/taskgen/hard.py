@@ -5,7 +5,10 @@ Every task stays solvable from its request, the policy and the tools alone."""
 
 from __future__ import annotations
 
-from envs.ledger.taskgen.kit import C, Ctx, Draft, find, look, money
+from datetime import datetime, time, timedelta
+
+from envs.ledger.data import DAILY_LIMIT
+from envs.ledger.taskgen.kit import NOW, C, Ctx, Draft, find, look, money
 from envs.ledger.taskgen.reads import history
 
 FEES = ((12.0, "Fee: monthly maintenance"), (3.0, "Fee: paper statement"),
@@ -19,39 +22,80 @@ def half_cents(value: float) -> float:
     return int(round(value * 100)) // 2 / 100
 
 
+def ago(day: int, hour: int, minute: int) -> float:
+    """Days before the clock of `hour:00` plus `minute` minutes on the calendar day `day` days
+    before today."""
+    at = datetime.combine(NOW.date() - timedelta(days=day), time(hour)) + timedelta(minutes=minute)
+    return (NOW - at) / timedelta(days=1)
+
+
 def fee_cleanup(c: Ctx) -> Draft:
-    """Reverse the second of every same-day double fee (one pair may be past the 30-day
-    window: declined), release the expired holds (not the live ones), move half of what is then
-    available to savings, settle and close the loan (already repaid, or paid from savings)."""
+    """Reverse the later fee of every same-day double in a long fee history (more fees than a
+    default page), past look-alikes: a double across midnight, two fees of different kinds on
+    one day. A double on the 30-day boundary is in or out by minutes, older ones are out
+    (declined, each named). Then release the expired holds (one may expire within minutes of
+    now either way), move half of what is then available to savings, settle and close the loan."""
     p = c.person()
     rng = c.s.rng
-    chk = history(c, p, c.amount(700, 950))
+    chk = history(c, p, c.amount(1400, 1900))  # enough for a long run of fees
     sav = c.s.account(p, "savings", c.amount(300, 600))
-    for _ in range(rng.randint(3, 8)):  # ordinary card and cash activity: a long history
+    for _ in range(rng.randint(1, 3)):  # ordinary card activity
         c.s.cash(chk, c.amount(15, 80), "withdrawal", rng.randint(1, 58) + rng.random(), "Card")
-    # Calendar days: every fee at 04:42-04:57 of its day (the clock is 09:30), so a pair is on
-    # one day and no two of these days meet; days 19-22 are left to history()'s own fee.
-    days = rng.sample([d for d in range(1, 29) if not 19 <= d <= 22], 6)
-    recent = []
-    for day in days[: rng.randint(2, 3)]:  # same-day doubles inside the window
-        amount, memo = FEES[rng.randrange(len(FEES))]
-        c.s.fee(chk, amount, day + 0.2, memo)
-        recent.append((c.s.fee(chk, amount, day + 0.19, memo), amount))
-    for day in days[3:]:  # single fees of the same kinds: not duplicates
-        amount, memo = FEES[rng.randrange(len(FEES))]
-        c.s.fee(chk, amount, day + 0.2, memo)
-    old = rng.random() < 0.5
-    if old:  # a double past the window: the policy forbids its reversal
-        amount, memo = FEES[rng.randrange(len(FEES))]
-        day = rng.randint(33, 55)
-        c.s.fee(chk, amount, day + 0.2, memo)
-        stale = c.s.fee(chk, amount, day + 0.19, memo)
+    kinds = list(range(len(FEES)))
+    # Every fee event gets calendar days of its own, so the only same-day doubles of one kind are
+    # the ones drawn as such; days 19-22 are history()'s maintenance fee, days 29-31 the boundary.
+    free = [d for d in range(1, 59) if not 19 <= d <= 22 and not 29 <= d <= 31]
+    rng.shuffle(free)
+    inside = sorted((d for d in free if d <= 28), reverse=True)
+    straddle = next(d for d in inside if d + 1 in inside and d > 1)  # a double across midnight
+    days = [d for d in free if d not in (straddle, straddle + 1)]
+    recent: list[tuple[str, float]] = []
+    refused: list[tuple[str, float]] = []
+    old_pair = next(d for d in days if 25 <= d <= 28)  # behind a page of newer fees
+    doubles = [old_pair, *[d for d in days if d <= 28 and d != old_pair][: rng.randint(1, 2)]]
+    for day in doubles:  # same-day doubles, in window
+        amount, memo = FEES[rng.choice(kinds)]
+        hour, minute = rng.randint(6, 20), rng.randint(0, 50)
+        c.s.fee(chk, amount, ago(day, hour, minute), memo)
+        later = ago(day, hour, minute + rng.randint(2, 9))
+        recent.append((c.s.fee(chk, amount, later, memo), amount))
+        days.remove(day)
+    if rng.random() < 0.6:  # a double 30 days ago, its later charge minutes inside or outside
+        amount, memo = FEES[rng.choice(kinds)]
+        shift = rng.choice((-1, 1)) * rng.randint(1, 40)  # minutes after the clock's time
+        c.s.fee(chk, amount, ago(30, 8, rng.randint(0, 40)), memo)
+        ref = c.s.fee(chk, amount, ago(30, 9, 30 + shift), memo)
+        (recent if shift > 0 else refused).append((ref, amount))
+    if rng.random() < 0.35:  # an older double: past the window
+        day = next(d for d in days if d >= 33)
+        days.remove(day)
+        amount, memo = FEES[rng.choice(kinds)]
+        c.s.fee(chk, amount, ago(day, 11, rng.randint(0, 20)), memo)
+        refused.append((c.s.fee(chk, amount, ago(day, 11, rng.randint(25, 50)), memo), amount))
+    amount, memo = FEES[rng.choice(kinds)]
+    c.s.fee(chk, amount, ago(straddle + 1, 23, rng.randint(50, 58)), memo)
+    c.s.fee(chk, amount, ago(straddle, 0, rng.randint(1, 9)), memo)
+    day = days.pop()  # two fees of different kinds on one day: not a double
+    for i in rng.sample(kinds, 2):
+        c.s.fee(chk, FEES[i][0], ago(day, rng.randint(8, 18), rng.randint(0, 59)), FEES[i][1])
+    for day in days:  # single fees: one or two kinds a day in the last 12 days, few before
+        for i in rng.sample(kinds, rng.randint(1, 2) if day <= 12 else int(rng.random() < 0.05)):
+            amount, memo = FEES[i]
+            c.s.fee(chk, amount, ago(day, rng.randint(7, 21), rng.randint(0, 59)), memo)
     merchants = list(MERCHANTS)
     rng.shuffle(merchants)
     expired, live_held = [], 0.0
     for i in range(rng.randint(2, 4)):
         amount = c.amount(20, 90)
-        if i == 0 or rng.random() < 0.5:
+        # Within minutes of the clock (either side), or plainly expired, or plainly running.
+        near = rng.randint(-40, 40) if i == 0 else None
+        if near is not None:
+            code = c.s.hold(chk, amount, merchants[i], 72 - near / 60, 72)
+            if near <= 0:
+                expired.append(code)
+            else:
+                live_held += amount
+        elif i == 1 or rng.random() < 0.5:
             expired.append(c.s.hold(chk, amount, merchants[i], rng.randint(100, 300), 72))
         else:
             live_held += amount
@@ -67,12 +111,12 @@ def fee_cleanup(c: Ctx) -> Draft:
     move = half_cents(chk.balance + refunds - live_held)
     prompt = (
         f"{p.hello()} I'm tidying up my accounts, you have my confirmation for all of this. "
-        f"1) Some fees on my checking {chk.number} were charged twice on the same day: for "
-        "every such pair, reverse the second charge as a duplicate. 2) Release every hold on "
-        "that account that has already expired. 3) Then move half of the checking account's "
-        f"available balance (rounded down to the cent) to my savings {sav.number}. 4) If my "
-        f"loan {loan.number} still has anything outstanding, pay it off from savings; then "
-        "close the loan account."
+        f"1) Some fees on my checking {chk.number} were charged twice on the same calendar day: "
+        "for every such pair (same fee, same day), reverse the later of the two charges as a "
+        "duplicate. 2) Release every hold on that account that has already expired. 3) Then "
+        "move half of the checking account's available balance (rounded down to the cent) to "
+        f"my savings {sav.number}. 4) If my loan {loan.number} still has anything outstanding, "
+        "pay it off from savings; then close the loan account."
     )
     gold = [
         find(p),
@@ -104,16 +148,21 @@ def fee_cleanup(c: Ctx) -> Draft:
             )
         )
     gold.append(C("close_account", customer_id=p.id, account_number=loan.number))
-    if not old:
+    if not refused:
         return Draft("hard_fee_cleanup", prompt, gold, True)
-    refuse = C("reverse_transaction", customer_id=p.id, reference=stale, reason="duplicate")
-    why = f"{stale} was charged more than 30 days ago; it can no longer be reversed."
+    refuse = [
+        C("reverse_transaction", customer_id=p.id, reference=ref, reason="duplicate")
+        for ref, _ in refused
+    ]
+    names = " and ".join(ref for ref, _ in refused)
+    why = f"{names}: charged more than 30 days ago, so no longer reversible."
     return Draft(
         "hard_fee_cleanup",
         prompt,
         gold,
         True,
-        forbidden=(refuse, "reversal_window"),
+        forbidden=(refuse[0], "reversal_window"),
+        also_refused=tuple(refuse[1:]),
         decline="reversal_window",
         decline_message=why,
     )
@@ -121,8 +170,9 @@ def fee_cleanup(c: Ctx) -> Draft:
 
 def move_out(c: Ctx) -> Draft:
     """Moving out: pay the landlord the rent prorated to the days stayed, settle the loan from
-    savings and close it, sweep savings into checking and close savings unless a hold that has
-    not expired yet keeps it open (declined); an expired hold is released first."""
+    savings and close it, release the savings hold if it has expired (its expiry within minutes
+    of now, either side, or plainly past or future), sweep savings into checking and close it;
+    a hold still running keeps savings open (declined) and only the available money moves."""
     p, q = c.person(), c.person()
     rng = c.s.rng
     chk = history(c, p, c.amount(600, 950))
@@ -135,12 +185,16 @@ def move_out(c: Ctx) -> Draft:
     if rng.random() < 0.5:
         c.s.transfer(chk, loan, c.amount(20, 90), rng.randint(5, 25), "Loan repayment")
     owed = -loan.balance
-    blocked = rng.random() < 0.5
     hold_amount = c.amount(15, 60)
-    if blocked:  # still running: savings cannot be closed, only what is available moves
-        hold = c.s.hold(sav, hold_amount, MERCHANTS[rng.randrange(7)], rng.randint(2, 30), 96)
-    else:  # expired: released first
-        hold = c.s.hold(sav, hold_amount, MERCHANTS[rng.randrange(7)], rng.randint(100, 200), 72)
+    merchant = MERCHANTS[rng.randrange(7)]
+    if rng.random() < 0.6:  # expiring within minutes of now: expired at or before it
+        near = rng.randint(-45, 45)
+        hold = c.s.hold(sav, hold_amount, merchant, 72 - near / 60, 72)
+        blocked = near > 0
+    else:
+        blocked = rng.random() < 0.5
+        hours_ago = rng.randint(2, 30) if blocked else rng.randint(100, 200)
+        hold = c.s.hold(sav, hold_amount, merchant, hours_ago, 96 if blocked else 72)
     rent, stayed = c.amount(600, 900), rng.randint(3, 27)
     while round(rent * 100) * stayed % 30 == 15:  # no half cent: one rounding, no doubt
         stayed = rng.randint(3, 27)
@@ -150,8 +204,10 @@ def move_out(c: Ctx) -> Draft:
         f"is {money(rent)} for a 30-day month and I stayed {stayed} days of it: send my saved "
         "payee 'Landlord' that share (rent times days over 30, rounded to the cent) from my "
         f"checking {chk.number}. 2) Pay off my loan {loan.number} from my savings {sav.number} "
-        "and close the loan. 3) Move everything left in savings to checking and close the "
-        "savings account. 4) I'd like a paper statement of my checking, charged to checking."
+        "and close the loan. 3) If the hold on my savings has already expired, release it. "
+        "Then move everything available in savings to checking and close the savings account; "
+        "if the hold is still running, move what is available anyway and leave savings open. "
+        "4) I'd like a paper statement of my checking, charged to checking."
     )
     sweep = round(sav.balance - owed - (hold_amount if blocked else 0.0), 2)
     statement = C(
@@ -199,10 +255,12 @@ def move_out(c: Ctx) -> Draft:
 
 
 def budget_day(c: Ctx) -> Draft:
-    """Pay four or five saved payees from checking (one payee's account may be closed now:
-    that payment is declined), then top checking up from savings to a floor of available money
-    if it fell below it (balance after holds and payments), withdraw cash, a statement fee from
-    savings, and freeze savings (after the fee: a frozen account takes no posting)."""
+    """Pay four or five saved payees from checking, top checking up from savings to a floor of
+    available money if it fell below it (balance after holds and payments), withdraw cash, a
+    statement fee from savings, and freeze savings (after the fee: a frozen account takes no
+    posting). The day's limit on checking is nearly used by a transfer early today (a large one
+    late yesterday does not count): the cash fits within cents, or misses by cents (declined);
+    or one payee's account is closed now (that payment declined)."""
     p = c.person()
     rng = c.s.rng
     chk = history(c, p, c.amount(900, 990))
@@ -221,8 +279,8 @@ def budget_day(c: Ctx) -> Draft:
         acct = c.s.account(q, "checking", c.amount(50, 300))
         c.s.payee(p, acct, nick)
         payees.append((nick, acct, c.amount(40, 220)))
-    closed = rng.random() < 0.5
-    if closed:  # one payee closed that account since it was saved
+    way = rng.choice(("ok", "ok", "closed", "limit"))
+    if way == "closed":  # one payee closed that account since it was saved
         _, gone, _ = payees[rng.randrange(len(payees))]
         c.s.cash(gone, gone.balance, "withdrawal", 4.5, "Closing withdrawal")
         gone.row["status"], gone.row["closed_at"] = "closed", c.s._ts(4)
@@ -233,6 +291,17 @@ def budget_day(c: Ctx) -> Draft:
         floor = float(max(100, int(available) // 50 * 50 - 50 * rng.randint(0, 2)))
     top_up = round(floor - available, 2) if floor > available else 0.0
     cash = float(rng.randint(2, int(floor) // 20 - 1) * 20)
+    # Out of checking today before the call: the limit left is within 40.00 of what the bills
+    # and the cash need, at most exactly it (fits) or over by cents (the cash is refused).
+    need = round(sum(a for _, _, a in paid) + cash, 2)
+    over = c.amount(0, 40) if way == "limit" else -c.amount(0, 40)
+    if way == "limit" and over == 0:
+        over = 0.01
+    early = round(DAILY_LIMIT["checking"] - need + over, 2)
+    late = c.amount(300, 900)  # yesterday 23:xx: another calendar day
+    c.s.cash(chk, round(early + late, 2), "deposit", 3 + rng.random(), "Bonus")
+    c.s.cash(chk, late, "withdrawal", ago(1, 23, rng.randint(20, 58)), "Cash withdrawal")
+    c.s.transfer(chk, sav, early, ago(0, rng.randint(0, 7), rng.randint(1, 59)), "Auto-save")
     bills = "; ".join(f"'{nick}' {money(amount)}" for nick, _, amount in payees)
     prompt = (
         f"{p.hello()} Bills day, you have my confirmation for all of it. 1) From my checking "
@@ -242,22 +311,17 @@ def budget_day(c: Ctx) -> Draft:
         "cash from checking. 4) I'd like a paper statement, charged to my savings. 5) Finally "
         "freeze my savings account at my request: nothing should move on it for a while."
     )
-    gold = [
-        find(p),
-        look(p, chk),
-        *(
-            C(
-                "transfer",
-                customer_id=p.id,
-                from_account=chk.number,
-                to_account=acct.number,
-                amount=amount,
-            )
-            for _, acct, amount in paid
-        ),
-        look(p, chk),
-        look(p, sav),
+    pay = [
+        C(
+            "transfer",
+            customer_id=p.id,
+            from_account=chk.number,
+            to_account=acct.number,
+            amount=amount,
+        )
+        for _, acct, amount in paid
     ]
+    gold = [find(p), look(p, chk), *pay, look(p, chk), look(p, sav)]
     if top_up:
         gold.append(
             C(
@@ -268,13 +332,29 @@ def budget_day(c: Ctx) -> Draft:
                 amount=top_up,
             )
         )
+    withdraw = C("withdraw", customer_id=p.id, account_number=chk.number, amount=cash)
+    if way != "limit":
+        gold.append(withdraw)
     gold += [
-        C("withdraw", customer_id=p.id, account_number=chk.number, amount=cash),
         C("charge_fee", customer_id=p.id, account_number=sav.number, fee_type="paper_statement"),
         C("freeze_account", customer_id=p.id, account_number=sav.number, reason="customer_request"),
     ]
-    if not closed:
+    if way == "ok":
         return Draft("hard_budget_day", prompt, gold, True)
+    if way == "limit":
+        why = (
+            f"Checking {chk.number}: {money(cash)} in cash would take today's transfers and "
+            f"withdrawals over its {money(DAILY_LIMIT['checking'])} daily limit."
+        )
+        return Draft(
+            "hard_budget_day",
+            prompt,
+            gold,
+            True,
+            forbidden=(withdraw, "daily_limit"),
+            decline="daily_limit",
+            decline_message=why,
+        )
     nick, gone, amount = next(x for x in payees if x[1].row["status"] == "closed")
     refuse = C(
         "transfer", customer_id=p.id, from_account=chk.number, to_account=gone.number, amount=amount

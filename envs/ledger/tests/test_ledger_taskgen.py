@@ -7,6 +7,7 @@ import json
 import random
 import re
 from collections import Counter
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -178,9 +179,10 @@ def test_refusal_rules_are_the_policys() -> None:
 
 def test_fee_cleanup_pairs_are_exactly_the_same_day_doubles() -> None:
     """Fair by the data alone: the fees charged twice on one calendar day with one amount are
-    exactly the pairs the gold reverses (the later of each) plus, at most, one pair older than
-    30 days that it declines; no single fee shares a day and amount with another."""
-    from datetime import datetime, timedelta
+    exactly the pairs the gold reverses (the later of each, posted at most 30 x 24 hours ago)
+    plus the pairs whose later charge is older, which it declines; no single fee shares a day
+    and amount with another."""
+    from datetime import datetime
 
     from envs.ledger.data import AS_OF
 
@@ -195,9 +197,8 @@ def test_fee_cleanup_pairs_are_exactly_the_same_day_doubles() -> None:
             groups.setdefault((day, amount[t["id"]]), []).append(t)
         assert all(len(g) <= 2 for g in groups.values())
         later = {
-            max(g, key=lambda t: t["created_at"])["reference"]: g[0]["created_at"]
-            for g in groups.values()
-            if len(g) == 2
+            t["reference"]: t["created_at"]
+            for t in (max(g, key=lambda t: t["created_at"]) for g in groups.values() if len(g) == 2)
         }
         window = (AS_OF - timedelta(days=30)).isoformat()
         inside = {ref for ref, at in later.items() if at >= window}
@@ -208,3 +209,101 @@ def test_fee_cleanup_pairs_are_exactly_the_same_day_doubles() -> None:
         }
         assert reversed_ == inside
         assert ("expected_decline" in task) == (len(later) > len(inside))
+
+
+def test_fee_cleanup_declines_name_every_stale_double() -> None:
+    """A refusal names the refused reversals themselves (each stale later charge), not the
+    customer; across draws some doubles sit past a default page (20) of the fee history."""
+    from envs.ledger.data import AS_OF
+
+    window = (AS_OF - timedelta(days=30)).isoformat()
+    past_page = 0
+    for i in range(8):
+        task = draw("fee_cleanup", 0, i)
+        rows = task["seed"]["rows"]
+        fees = sorted(
+            (t for t in rows["transactions"] if t["kind"] == "fee"),
+            key=lambda t: t["created_at"],
+            reverse=True,
+        )
+        reversed_ = {
+            c["arguments"]["reference"]
+            for c in task["ground_truth"]
+            if c["name"] == "reverse_transaction"
+        }
+        past_page += any(t["reference"] in reversed_ for t in fees[20:])
+        if "expected_decline" not in task:
+            continue
+        named = set(task.get("expected_decline_records") or task["expected_decline_subject"])
+        stale = {t["reference"] for t in fees if t["created_at"] < window}
+        assert named and named <= stale, (named, stale)
+    assert past_page, "no double past the first page"
+
+
+def test_policy_states_the_clock_and_its_boundaries() -> None:
+    """Minutes decide hold expiry and the 30-day window, the calendar day the daily limit: the
+    policy states the time of day and how each boundary counts, matching the seeds' clock."""
+    from envs.ledger.policy import POLICY
+
+    task = draw("move_out", 0, 0)
+    assert task["seed"]["now"] == "2026-04-15T09:30:00"
+    assert "2026-04-15 09:30 UTC" in POLICY
+    assert "now or earlier" in POLICY and "30 × 24 hours" in POLICY
+    assert "calendar day" in POLICY
+
+
+def test_move_out_asks_for_every_release_the_gold_makes() -> None:
+    """One reading: the request itself asks to release an expired savings hold and says what
+    to do while it runs, so the gold's release (or its absence) follows the words."""
+    releases = set()
+    for i in range(10):
+        task = draw("move_out", 0, i)
+        prompt = task["responses_create_params"]["input"][-1]["content"]
+        assert "already expired, release it" in prompt
+        assert "still running, move what is available anyway and leave savings open" in prompt
+        released = any(c["name"] == "release_hold" for c in task["ground_truth"])
+        assert released != ("expected_decline" in task)
+        releases.add(released)
+    assert releases == {True, False}
+
+
+def test_budget_day_limit_counts_only_today() -> None:
+    """The cash withdrawal fits the checking daily limit exactly when today's transfers and
+    withdrawals out of checking, the bills and the cash stay within it; yesterday's late
+    withdrawal never counts, and counting it would refuse a cash withdrawal the gold makes."""
+    from datetime import datetime
+
+    from envs.ledger.data import AS_OF, DAILY_LIMIT
+
+    seen = set()
+    for i in range(12):
+        task = draw("budget_day", 0, i)
+        rows = task["seed"]["rows"]
+        gold = task["ground_truth"]
+        chk = gold[1]["arguments"]["account_number"]
+        chk_id = next(a["id"] for a in rows["accounts"] if a.get("number") == chk)
+        at = {t["id"]: datetime.fromisoformat(t["created_at"]) for t in rows["transactions"]}
+        kind = {t["id"]: t["kind"] for t in rows["transactions"]}
+        out = [
+            (at[e["transaction_id"]], -e["amount"])
+            for e in rows["entries"]
+            if e["account_id"] == chk_id
+            and e["amount"] < 0
+            and kind[e["transaction_id"]] in ("transfer", "withdrawal")
+        ]
+        today = sum(a for t, a in out if t.date() == AS_OF.date())
+        yesterday = sum(a for t, a in out if (AS_OF - t).days < 1 and t.date() != AS_OF.date())
+        bills = sum(
+            c["arguments"]["amount"]
+            for c in gold
+            if c["name"] == "transfer" and c["arguments"]["from_account"] == chk
+        )
+        prompt = task["responses_create_params"]["input"][-1]["content"]
+        cash = float(prompt.split("withdraw ")[1].split(" in cash")[0])
+        fits = round(today + bills + cash, 2) <= DAILY_LIMIT["checking"]
+        withdrew = any(c["name"] == "withdraw" for c in gold)
+        if task.get("expected_decline") != "account_frozen":
+            assert withdrew == fits
+            assert yesterday > 0 and round(today + yesterday + bills + cash, 2) > 5000
+        seen.add((task.get("expected_decline"), withdrew))
+    assert {(None, True), ("daily_limit", False)} <= seen, seen

@@ -14,8 +14,9 @@ from typing import Any
 from app.sdk.replay import open_task_db
 from app.sdk.taskgen import TaskGenerator, build_row
 from envs.retail import ENVIRONMENT
+from envs.retail.taskgen.clearout import clear_out
 from envs.retail.taskgen.details import omissions
-from envs.retail.taskgen.hard import account_cleanup
+from envs.retail.taskgen.hard import account_cleanup, cancel_sweep
 from envs.retail.taskgen.kit import (
     NAMES,
     NOW,
@@ -69,7 +70,7 @@ PLAN: list[tuple[Family, int]] = [
     (modify_address, 3), (modify_payment, 2), (modify_items, 4), (return_items, 3), (exchange, 4),
     (cancel_two, 1), (cancel_one_of_two, 1), (cancel_and_return, 1), (move_everything, 2),
     (exchange_and_cancel, 1), (rework_order, 1), (return_and_repay, 1), (return_and_exchange, 1),
-    (account_cleanup, 2),
+    (account_cleanup, 2), (cancel_sweep, 2), (clear_out, 2),
     (talk_cancel, 2), (talk_return, 2), (talk_switch, 2),
 ]  # fmt: skip
 

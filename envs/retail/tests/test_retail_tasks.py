@@ -72,8 +72,9 @@ def test_seeds_insert_only_task_range_ids() -> None:
 
 
 def test_read_only_tasks_answer_or_decline_and_their_gold_ends_so() -> None:
-    """A lookup expects an answer by value, a refusal a decline with its rule's code; the gold
-    submits exactly that as its last call. No shipped task uses the legacy text path."""
+    """A lookup expects an answer by value (a hard task may also change things before it), a
+    refusal a decline with its rule's code; the gold submits exactly that as its last call. No
+    shipped task uses the legacy text path."""
     for t in TASKS:
         assert "expected_outputs" not in t, t["task_id"]
         writes = any(c["name"] in WRITE_TOOLS for c in t["ground_truth"])
@@ -83,7 +84,7 @@ def test_read_only_tasks_answer_or_decline_and_their_gold_ends_so() -> None:
                 "name": "submit_answer",
                 "arguments": {"answer": t["expected_answer"]["value"]},
             }
-            assert t["family"] == "lookup" and not writes
+            assert (t["family"] == "lookup" and not writes) or t["family"] == "hard_clear_out"
         elif t.get("expected_decline"):
             assert last["name"] == "decline_request", t["task_id"]
             assert last["arguments"]["reason"] == t["expected_decline"]
