@@ -27,7 +27,7 @@ import httpx
 from app.registry import load_environment
 from app.server.api import create_app
 from app.settings import Settings
-from app.verify.answers import infer_kind
+from app.verify.answers.text import infer_kind
 
 ROOT = Path(__file__).resolve().parents[1]
 ENVS = ("airline", "ledger", "retail", "sql", "workplace")

@@ -9,7 +9,7 @@
   `--pg`: clone the schema, step log included), and the whole `POST /fork_session` through ASGI;
 - rewind of 10 steps: `backend.rewind` of a session 10 writing steps back (`--pg` too);
 - step rewards: verify with and without them (gold cached), on a 9-step rollout with 3 writes;
-- reverify by replay: `replay_verify` of a gold rollout (gold cached), per rollout.
+- reverify by replay: `replay_result` of a gold rollout (gold cached), per rollout.
 Medians of wall time (and of the thread's CPU time, robust to other load on the machine).
 """
 
@@ -30,7 +30,7 @@ import httpx
 
 from app.core.tasks import task_from_data
 from app.registry import load_environment
-from app.runtime.reverify import replay_verify
+from app.runtime.reverify import replay_result
 from app.runtime.sessions import SessionManager
 from app.server.api import create_app
 from app.server.models import parse_seed_body
@@ -319,7 +319,7 @@ def _verify_figures(data_dir: Path, runs: int) -> dict[str, Any]:
         snapshot = store.snapshot(t)
         wall, cpu, result = _timed(
             partial(
-                replay_verify,
+                replay_result,
                 env=env,
                 snapshot=snapshot,
                 gold=gold,
@@ -328,7 +328,7 @@ def _verify_figures(data_dir: Path, runs: int) -> dict[str, Any]:
                 diff_limit=20,
             )
         )
-        assert result["reward"] == 1.0, result.get("failure_reason")
+        assert result.reward == 1.0, result.failure_reason
         wall_s.append(wall)
         cpu_s.append(cpu)
     figures["reverify_by_replay"] = _stats(wall_s, cpu_s)

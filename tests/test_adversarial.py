@@ -25,7 +25,7 @@ import httpx
 import pytest
 
 from app.registry import load_environment
-from app.verify.answers import id_families, infer_kind
+from app.verify.answers.text import id_families, infer_kind
 from tests.conftest import ENV_NAMES
 from tests.support.rollouts import gold_answer, load_tasks, response_object
 

@@ -24,7 +24,7 @@ from app.sdk.environment import Environment
 from app.server.api import create_app
 from app.settings import Settings
 from app.storage.sqlite import db as sqlite_db
-from app.verify.state import dump_state
+from app.verify.state.dump import dump_state
 from tests.conftest import PORTABLE_ENVS, TEST_SECRET
 from tests.support import strict_env
 from tests.support.rollouts import fresh_client, gold_answer, response_object

@@ -14,14 +14,14 @@ from hypothesis import strategies as st
 
 from app.errors import InvalidTask
 from app.registry import load_environment
-from app.verify.answers import (
+from app.verify.answers.text import (
     MAX_ANSWER_CHARS,
     hedged_outputs,
     infer_kind,
     missing_outputs,
     text_answer,
 )
-from app.verify.state import TableState
+from app.verify.state.dump import TableState
 from tests.support.rollouts import load_tasks, response_object
 
 STATE = {

@@ -131,7 +131,7 @@ def test_the_text_path_reads_zone_suffixes_and_us_dates_as_one_value():
 )
 def test_the_text_path_refuses_another_currency(message: str, ok: bool) -> None:
     from app.core.tasks import ExpectedAnswer
-    from app.verify.submitted import text_answer_match
+    from app.verify.answers.submitted import text_answer_match
 
     match = text_answer_match(ExpectedAnswer("amount", "72.99"), message)
     assert match.ok is ok, match.evidence["reason"]

@@ -18,7 +18,7 @@ import pytest
 
 from app.registry import load_environment
 from app.server.api import create_app
-from app.verify.hedges import rival
+from app.verify.answers.hedges import rival
 from tests.conftest import backend_settings, drop_pg_schemas, new_pg_prefix
 from tests.support.rollouts import fresh_client, load_tasks, response_object
 

@@ -69,7 +69,7 @@ def _retail_session(tmp_path: Path):  # type: ignore[no-untyped-def]
 
 def _dump(env, conn):  # type: ignore[no-untyped-def]
     from app.storage.sqlite import db as sqlite_db
-    from app.verify.state import dump_state
+    from app.verify.state.dump import dump_state
 
     bind = sqlite_db.bind_connection(conn, begin="BEGIN")
     try:

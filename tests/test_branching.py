@@ -261,7 +261,7 @@ while True:
 def _state_of(path: Path, env: Any) -> tuple[int, Any]:
     from app.storage.sqlite import db as sqlite_db
     from app.storage.steplog import step_count
-    from app.verify.state import dump_state
+    from app.verify.state.dump import dump_state
 
     conn = sqlite_db.open_file(path)
     try:
@@ -404,7 +404,7 @@ async def test_kill_9_of_a_postgres_server_during_forks_and_rewinds_leaves_sessi
     them leaves every session schema at the state after exactly the steps its log holds."""
     from app.errors import SessionNotFound
     from app.storage.steplog import step_log
-    from app.verify.state import dump_state
+    from app.verify.state.dump import dump_state
     from tests.conftest import TEST_SECRET
 
     settings = backend_settings("postgres", tmp_path / "data", pg_prefix)

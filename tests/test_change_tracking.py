@@ -24,8 +24,8 @@ from app.storage.runner import run_tool
 from app.storage.sqlite import db as sqlite_db
 from app.storage.sqlite.store import Store
 from app.storage.tracking import tracked_changes
-from app.verify.diff import diff_states
-from app.verify.state import dump_state
+from app.verify.state.diff import diff_states
+from app.verify.state.dump import dump_state
 from tests.conftest import ENV_NAMES, PORTABLE_ENVS
 
 
@@ -127,9 +127,9 @@ def test_seed_states_patched_from_the_template_equal_full_dumps(env_name, tmp_pa
     """A snapshot's seed state is its template's dump patched with the rows its seed wrote
     (app.storage.meta.seed_changes); it must equal reading the snapshot whole, and a session
     cloned from the snapshot must then patch that dump (not read every table again)."""
-    from app.verify import patching
-    from app.verify import state as state_module
     from app.verify.gold import GoldCache
+    from app.verify.state import dump as state_module
+    from app.verify.state import patching
 
     env = load_environment(env_name)
     store = Store(tmp_path / "data", env)

@@ -11,8 +11,8 @@ from sqlalchemy.orm import Session
 from app.core.tasks import task_from_data
 from app.errors import InvalidTask
 from app.storage.sqlite import db as sqlite_db
-from app.verify.checks import compile_checks, parse_checks, run_checks
-from app.verify.state import dump_state
+from app.verify.state.checks import compile_checks, parse_checks, run_checks
+from app.verify.state.dump import dump_state
 from tests.support.rollouts import run_rollout
 from tests.support.warehouse_env import ENVIRONMENT, Item, Move, build_base
 

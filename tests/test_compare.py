@@ -9,10 +9,10 @@ from sqlalchemy import insert, update
 from sqlalchemy.orm import Session
 
 from app.storage.sqlite import db as sqlite_db
-from app.verify.diff import against_gold, diff_states
-from app.verify.outcomes import outcomes
 from app.verify.reward import partial_credit
-from app.verify.state import dump_state
+from app.verify.state.diff import against_gold, diff_states
+from app.verify.state.dump import dump_state
+from app.verify.state.outcomes import outcomes
 from tests.support.warehouse_env import ENVIRONMENT, Item, Move, build_base
 
 NOW = ENVIRONMENT.default_now

@@ -1,8 +1,9 @@
 """A diff of two dumps patched from one base (TableState.origin) equals the whole-table diff.
 
 `diff_table` computes the diff of two patched dumps from the patched rows and the base's cached
-counts (app/verify/diff.py `_Delta`); this checks it against the whole-table algorithm on random
-tables: keyed and unkeyed, with repeated rows and repeated keys, rows removed, added, changed.
+counts (app/verify/state/diff.py `_Delta`); this checks it against the whole-table algorithm on
+random tables: keyed and unkeyed, with repeated rows and repeated keys, rows removed, added,
+changed.
 """
 
 from __future__ import annotations
@@ -13,8 +14,8 @@ from dataclasses import replace
 
 import pytest
 
-from app.verify.diff import _Delta, diff_table
-from app.verify.state import Patch, Row, TableState
+from app.verify.state.diff import _Delta, diff_table
+from app.verify.state.dump import Patch, Row, TableState
 
 
 def _patched(base: TableState, rng: random.Random, values: list[object]) -> TableState:
@@ -75,8 +76,8 @@ def test_vocabulary_of_patched_states_equals_a_whole_read() -> None:
     from app.taskgen.gold_run import bound, gold_run
     from app.taskgen.registry import load_generator
     from app.taskgen.validate import Validator
-    from app.verify.answers import _MAX_VALUE_CHARS, _WORD, _norm, _vocabulary
-    from app.verify.state import dump_state
+    from app.verify.answers.text import _MAX_VALUE_CHARS, _WORD, _norm, _vocabulary
+    from app.verify.state.dump import dump_state
 
     def whole(state: dict[str, TableState]) -> dict[tuple[str, str], frozenset[tuple[str, ...]]]:
         vocab = {}
@@ -124,8 +125,8 @@ def test_dumps_patched_from_a_seeded_dump_equal_whole_reads(env_name: str) -> No
     from app.taskgen.draw import choices, draw
     from app.taskgen.gold_run import bound, gold_run, run_calls
     from app.taskgen.registry import load_generator
-    from app.verify.diff import diff_states, summarize
-    from app.verify.state import dump_state
+    from app.verify.state.diff import diff_states, summarize
+    from app.verify.state.dump import dump_state
 
     gen = load_generator(env_name)
     env = gen.env

@@ -26,7 +26,7 @@ from app.storage.sqlite import db as sqlite_db
 from app.storage.sqlite import dump_sql as sqlite_dump_sql
 from app.storage.sqlite.control import open_sqlite_control
 from app.storage.sqlite.store import Store
-from app.verify import patching
+from app.verify.state import patching
 from tests.test_change_tracking import _dump, _random_write, load_fixture_tasks
 
 

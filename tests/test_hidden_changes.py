@@ -208,7 +208,7 @@ def test_verify_reads_a_table_whole_when_its_patched_dump_miscounts(tmp_path: Pa
     from app.core.tasks import task_from_data
     from app.storage.sqlite import db as sqlite_db
     from app.storage.sqlite.store import Store
-    from app.verify.state import dump_state
+    from app.verify.state.dump import dump_state
 
     def dump(conn: Any, *, reuse: bool) -> Any:
         bind = sqlite_db.bind_connection(conn, begin="BEGIN")

@@ -10,6 +10,7 @@ import pytest
 
 from app.errors import InvalidTask
 from app.verify.judge import Judge, JudgeSettings, apply_judge, parse_grade
+from app.verify.result import Evidence, VerifyResult
 from tests.support.judge_server import running_judge_server
 from tests.support.rollouts import response_object
 
@@ -58,19 +59,18 @@ def _task(**judge) -> dict:
     }
 
 
-def _state_result(reward: float = 1.0) -> dict:
-    return {
-        "reward": reward,
-        "reward_components": {"state_match": reward},
-        "verification": {"state_diff": {}},
-    }
+def _state_result(reward: float = 1.0) -> VerifyResult:
+    return VerifyResult(
+        reward=reward, components={"state_match": reward}, evidence=Evidence({"state_diff": {}})
+    )
 
 
 async def _apply(judge: Judge, task: dict, answer: str = ANSWER, reward: float = 1.0) -> dict:
     try:
-        return await apply_judge(
+        result = await apply_judge(
             _state_result(reward), task, response_object([], answer), judge, session_id="sess-42"
         )
+        return result.to_payload()
     finally:
         await judge.aclose()
 
@@ -157,14 +157,17 @@ async def test_failures_are_never_cached_successes_are(make_judge, judge_server)
         result = await apply_judge(
             _state_result(), _task(), response_object([], ANSWER), judge, "s"
         )
-        assert result["mask_sample"] is True
+        assert result.mask_sample is True
     assert len(judge_server.calls("malformed")) - before == 2  # asked again: nothing cached
 
     judge = make_judge("correct")
     before = len(judge_server.calls("correct"))
-    first = await apply_judge(_state_result(), _task(), response_object([], "answer A"), judge, "s")
-    again = await apply_judge(_state_result(), _task(), response_object([], "answer A"), judge, "s")
-    other = await apply_judge(_state_result(), _task(), response_object([], "answer B"), judge, "s")
+    first, again, other = [
+        (
+            await apply_judge(_state_result(), _task(), response_object([], text), judge, "s")
+        ).to_payload()
+        for text in ("answer A", "answer A", "answer B")
+    ]
     assert len(judge_server.calls("correct")) - before == 2  # A once, B once
     assert first["verification"]["judge"]["cached"] is False
     assert again["verification"]["judge"]["cached"] is True
@@ -184,7 +187,7 @@ async def test_concurrency_is_bounded(make_judge, judge_server):
         )
     )
     await judge.aclose()
-    assert [r["reward_components"]["judge"] for r in results] == [1.0] * 6
+    assert [(r.components or {})["judge"] for r in results] == [1.0] * 6
     assert 1 <= judge_server.max_in_flight <= 2
 
 

@@ -21,7 +21,7 @@ from app.storage.sqlite import db as sqlite_db
 from app.storage.sqlite.store import Store
 from app.storage.steplog import undo_to, write_step
 from app.storage.tracking import tracked_changes
-from app.verify.state import dump_state
+from app.verify.state.dump import dump_state
 from bench.tasks import rollout_task
 
 ENV = load_environment("retail")

@@ -1,6 +1,6 @@
 """Step rewards of a session migrated after some of its steps, on both backends.
 
-Verify's fast path scores each step from the log's row images (app/verify/step_states.py). The
+Verify's fast path scores each step from the log's row images (app/verify/steps/step_states.py). The
 images of the steps before a migration hold the rows as they were before it (here a SKU the
 head's migration upper-cased), so scoring those steps from them would mix pre- and
 post-migration rows. Such a session takes the undo path, which goes back no further than the

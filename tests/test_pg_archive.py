@@ -22,7 +22,7 @@ from app.storage.postgres.store import PgStore
 from app.storage.postgres.templates import stale_templates
 from app.storage.sqlite.store import Store
 from app.storage.steplog import step_log
-from app.verify.state import dump_state
+from app.verify.state.dump import dump_state
 from tests.conftest import PG_URL, backend_settings
 from tests.support.rollouts import gold_answer, load_tasks, response_object
 from tests.test_pg_schema_pool import _pooled, _schema_view, _schema_view_on, _wait_full

@@ -21,10 +21,10 @@ from app.runtime.sessions import SessionManager
 from app.server.models import parse_seed_body
 from app.storage.postgres.db import quoted, session_connection
 from app.storage.tracking import tracked_changes
-from app.verify import patching
-from app.verify import state as state_module
-from app.verify.diff import _Delta, diff_states
-from app.verify.state import dump_state
+from app.verify.state import dump as state_module
+from app.verify.state import patching
+from app.verify.state.diff import _Delta, diff_states
+from app.verify.state.dump import dump_state
 from tests.conftest import PORTABLE_ENVS, backend_settings
 from tests.support.rollouts import load_tasks
 from tests.test_postgres import _calls

@@ -13,7 +13,7 @@ from app.registry import load_environment
 from app.runtime.sessions import SessionManager
 from app.server.models import parse_seed_body
 from app.storage.postgres.db import session_connection
-from app.verify.state import dump_state
+from app.verify.state.dump import dump_state
 from tests.conftest import PG_URL, REPO, backend_settings
 from tests.support.rollouts import load_tasks
 from tests.test_postgres import _calls

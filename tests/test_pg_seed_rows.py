@@ -24,8 +24,8 @@ from app.server.models import parse_seed_body
 from app.storage.postgres.db import SEED_TABLE, SchemaNames, make_engine, quoted, session_connection
 from app.storage.postgres.store import PgStore
 from app.storage.sqlite.store import Store
-from app.verify.patching import remembered
-from app.verify.state import dump_state
+from app.verify.state.dump import dump_state
+from app.verify.state.patching import remembered
 from tests.conftest import PG_URL, backend_settings
 from tests.support.rollouts import gold_answer, load_tasks, response_object
 from tests.test_pg_schema_pool import _pooled, _schema_view, _wait_full

@@ -24,8 +24,8 @@ from app.storage.backend import POSTGRES, SQLITE, backend_of, sync_pg_url
 from app.storage.postgres.db import SchemaNames, make_engine, session_connection
 from app.storage.postgres.store import PgStore
 from app.storage.sqlite.store import Store
-from app.verify.diff import diff_states
-from app.verify.state import dump_state
+from app.verify.state.diff import diff_states
+from app.verify.state.dump import dump_state
 from tests.conftest import PG_URL, PORTABLE_ENVS, backend_settings
 from tests.support.rollouts import gold_answer, load_tasks, response_object
 

@@ -1,6 +1,6 @@
 """`pristine_cache_size` and `pristine_cache_mb` bound the unwritten dumps a worker keeps for
 verify to patch; a task whose dump was dropped is read whole again and still scored right
-(app/verify/patching.py)."""
+(app/verify/state/patching.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from app.registry import load_environment
 from app.runtime.sessions import SessionManager
 from app.server.models import parse_seed_body
 from app.settings import Settings
-from app.verify import patching
+from app.verify.state import patching
 from bench.rollout import env_tasks, verify_body
 
 SECRET = "x" * 8 + "abcdefghijklmnop" * 2

@@ -1,6 +1,6 @@
 """Collateral sees every write: whether the agent changed a value is decided on the value as
 stored, and the comparison spec's normalisation only decides whether a changed value matches
-the gold one (app/verify/match_form.py).
+the gold one (app/verify/state/match_form.py).
 
 Three writes normalisation used to hide (`agent_changes: {}`, reward 1.0 on a task that asked
 for no change): a text's case or spaces, money by less than a cent, a number stored as TEXT

@@ -17,9 +17,9 @@ import pytest
 from app.registry import load_environment
 from app.server.api import create_app
 from app.settings import Settings
-from app.verify.diff import TableDiff
-from app.verify.outcomes import outcomes
 from app.verify.reward import partial_credit
+from app.verify.state.diff import TableDiff
+from app.verify.state.outcomes import outcomes
 from envs.retail import ENVIRONMENT as RETAIL
 from tests.conftest import TEST_SECRET
 from tests.support.rollouts import fresh_client, response_object

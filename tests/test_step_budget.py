@@ -1,5 +1,5 @@
 """Step rewards cost what changed, and past their budget they are left out with a stated reason
-while the reward stays exact (app/verify/step_budget.py, app/verify/step_states.py).
+while the reward stays exact (app/verify/steps/step_budget.py, app/verify/steps/step_states.py).
 
 A key other tables reference, toggled back and forth, once made verify rebuild the database per
 step. The row-image path now scores those states from the log and the rows that reference the
@@ -23,8 +23,8 @@ from app.settings import Settings
 from app.storage.sqlite.store import Store
 from app.verify import session_verify
 from app.verify.gold import GoldCache
-from app.verify.state import dump_state
-from app.verify.step_budget import StepBudget
+from app.verify.state.dump import dump_state
+from app.verify.steps.step_budget import StepBudget
 from tests.conftest import TEST_SECRET
 from tests.support.rollouts import load_tasks, response_object
 from tests.test_steps import Clone

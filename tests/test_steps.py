@@ -33,7 +33,7 @@ from app.storage.steplog import (
 from app.verify import session_verify
 from app.verify.gold import GoldCache
 from app.verify.session_verify import verify_state
-from app.verify.state import dump_state
+from app.verify.state.dump import dump_state
 from tests.support.rollouts import gold_answer, load_tasks, response_object
 
 ENV_NAMES = sorted(n for n in ENVIRONMENTS if load_environment(n).tasks_path.exists())

@@ -247,10 +247,10 @@ def test_shared_work_gives_what_running_again_gives() -> None:
     from app.core.tasks import task_from_data
     from app.taskgen import gold_run as runs
     from app.taskgen.validate import _OneTaskGold
-    from app.verify.diff import diff_states
     from app.verify.gold import GoldState
     from app.verify.session_verify import verify_state
-    from app.verify.state import dump_state
+    from app.verify.state.diff import diff_states
+    from app.verify.state.dump import dump_state
 
     gen = load_generator("ledger")
     env, tables, compare = gen.env, gen.env.metadata.tables, gen.env.compare

@@ -1,5 +1,5 @@
 """`stategym tasks audit`: shortcut policies that never read a tool output, scored by the real
-verifier (replay_verify over each task's snapshot, as a cookieless /verify scores).
+verifier (replay_result over each task's snapshot, as a cookieless /verify scores).
 
 The policies are tested the way a reward-seeking policy plays them: a memorised set (the test
 set as its own training set) pays them in full, a training task that differs only in its

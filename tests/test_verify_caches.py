@@ -9,9 +9,9 @@ from collections import Counter
 
 from app.registry import load_environment
 from app.verify import request_task
-from app.verify.diff import change_units
 from app.verify.gold import GoldState
 from app.verify.request_task import stored_task
+from app.verify.state.diff import change_units
 
 
 def _rows() -> list[dict]:
@@ -53,7 +53,7 @@ def test_the_stored_task_cache_is_bounded_by_bytes(monkeypatch) -> None:
 
 
 def test_gold_change_units_are_those_of_its_diff() -> None:
-    from app.verify.diff import TableDiff
+    from app.verify.state.diff import TableDiff
 
     diff = {"orders": TableDiff(changed=[{"key": {"id": 1}, "changes": {"status": ["a", "b"]}}])}
     gold = GoldState({}, {}, diff, ())
@@ -124,10 +124,10 @@ def test_a_revisited_tasks_dump_is_patched_after_the_bounded_cache_let_it_go(tmp
     still cached) patches the dump again, not every table of every verify read whole."""
     from app.core.tasks import task_from_data
     from app.storage.images import Store
-    from app.verify import patching
     from app.verify.gold import GoldCache, replay
     from app.verify.session_verify import verify_state
-    from app.verify.state import dump_state
+    from app.verify.state import patching
+    from app.verify.state.dump import dump_state
 
     env = load_environment("retail")
     tables, compare = env.metadata.tables, env.compare
@@ -181,9 +181,9 @@ def test_a_snapshots_kept_dump_is_weighed_without_its_templates_tables(tmp_path)
     kept 157 retail snapshots in 128 MiB while weighing each as a whole copy)."""
     from app.core.tasks import task_from_data
     from app.storage.images import Store
-    from app.verify import patching
     from app.verify.gold import GoldCache
-    from app.verify.table_state import state_bytes
+    from app.verify.state import patching
+    from app.verify.state.table_state import state_bytes
 
     env = load_environment("retail")
     store = Store(tmp_path, env)

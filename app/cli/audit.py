@@ -2,7 +2,7 @@
 
 Plays the shortcut policies of app/taskgen/audit.py on every test task and scores each play the
 way a cookieless `/verify` does: its calls replayed on a fresh clone of the task's snapshot and
-verified against the task's gold state (app/runtime/reverify.replay_verify). Prints each
+verified against the task's gold state (app/runtime/reverify.replay_result). Prints each
 policy's mean reward and the identifiers most shared by the test set's gold calls; `--strict`
 exits 1 when a target is missed (`TARGETS`). Deterministic for a `--seed`.
 """
@@ -21,7 +21,7 @@ from rich.progress import Progress
 from app.cli.common import environment_or_exit
 from app.core.tasks import task_from_data
 from app.errors import StateGymError
-from app.runtime.reverify import replay_verify
+from app.runtime.reverify import replay_result
 from app.sdk.environment import Environment
 from app.storage.images import Store
 from app.taskgen.audit import DESCRIPTIONS, TARGETS, AuditReport, Calls, audit
@@ -47,7 +47,7 @@ class ReplayScore:
             }
             for i, c in enumerate(calls)
         ]
-        result = replay_verify(
+        result = replay_result(
             env=self.env,
             snapshot=self.store.snapshot(task),
             gold=self.gold,
@@ -55,7 +55,7 @@ class ReplayScore:
             response={"output": output},
             diff_limit=0,
         )
-        return float(result.get("reward") or 0.0)
+        return result.reward
 
 
 def read_task_file(path: Path) -> list[dict[str, Any]]:

@@ -22,7 +22,7 @@ from rich.progress import Progress
 from app.cli.common import environment_or_exit, settings_or_exit
 from app.core.tasks import task_from_data
 from app.errors import StateGymError
-from app.runtime.reverify import replay_verify
+from app.runtime.reverify import replay_result
 from app.sdk.environment import Environment
 from app.storage.images import Store
 from app.verify.gold import GoldCache
@@ -50,14 +50,14 @@ class _Envs:
 def reverify_row(envs: _Envs, row: dict[str, Any], diff_limit: int) -> dict[str, Any]:
     env, store, gold = envs.get(row.get("env") if isinstance(row.get("env"), str) else None)
     task = task_from_data(row)
-    return replay_verify(
+    return replay_result(
         env=env,
         snapshot=store.snapshot(task),
         gold=gold,
         task=task,
         response=row.get("response"),
         diff_limit=diff_limit,
-    )
+    ).to_payload()
 
 
 def reverify(

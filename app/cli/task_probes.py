@@ -24,8 +24,8 @@ from app.core.tasks import TaskSpec, ToolCall
 from app.sdk.answer import DECLINE_REQUEST, RESERVED_TOOL_NAMES, SUBMIT_ANSWER
 from app.sdk.environment import Environment
 from app.sdk.user import MESSAGE_USER
+from app.verify.answers.hedges import hedges
 from app.verify.gold import GoldCache, replay
-from app.verify.hedges import hedges
 from app.verify.session_verify import verify_state
 
 if TYPE_CHECKING:

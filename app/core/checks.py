@@ -1,4 +1,4 @@
-"""The shape of a task's `expected_state` checks (app/verify/checks.py compiles and runs them).
+"""The shape of a task's `expected_state` checks (app/verify/state/checks.py compiles, runs them).
 
 Read when a task row is validated, with no environment: keys, kinds, operators and literal
 types. Table and column names are checked later, against the environment's metadata.

@@ -61,8 +61,8 @@ class TaskSpec:
     data: Mapping[str, Any]
     # Declarative checks on the final state (app/core/checks.py); not part of the gold state.
     expected_state: tuple[Mapping[str, Any], ...] = ()
-    # Answers as state (app/verify/submitted.py): what `submit_answer` must have written, and
-    # where it is read ("tool": the answer table; "text": the final assistant message).
+    # Answers as state (app/verify/answers/submitted.py): what `submit_answer` must have
+    # written, and where it is read ("tool": the answer table; "text": the final assistant message).
     expected_answer: ExpectedAnswer | None = None
     answer_via: Literal["tool", "text"] = "tool"
     # The reason code a refusal task expects `decline_request` to name.

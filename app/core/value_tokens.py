@@ -6,7 +6,7 @@ word. A whole token is bounded by non-word characters; a joiner (`. - @ + '`) fo
 character glues (`E90110-x` is one id), a possessive `'s` does not. Anything else with word
 characters is ONE `opaque` token (`q233.00q`, other scripts' digits, `2026-02-30`): never the
 expected value, and a rival of the digit-bearing kinds when it carries digits
-(app/verify/answers.py). Values are read by app/core/value_grammar.py, as `parse_value` reads
+(app/verify/answers/text.py). Values are read by app/core/value_grammar.py, as `parse_value` reads
 them. Invisible format characters are removed first (they glue, never separate); positions
 index the text without them.
 """

@@ -43,7 +43,7 @@ __all__ = [
 
 KINDS = ("amount", "number", "id", "date", "time", "datetime", "email", "name", "text", "boolean")
 # What a task's `answer_kind` may name: the kinds, and refusal (a legacy keyword kind, read as
-# text by app/verify/answers.py).
+# text by app/verify/answers/text.py).
 ANSWER_KINDS = (*KINDS, "refusal")
 _NAMES = {"amount": "an amount", "id": "an id", "email": "an email address"}
 _PLURAL = {"datetime": "datetimes", "text": "texts", "boolean": "booleans"}

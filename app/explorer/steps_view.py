@@ -18,7 +18,7 @@ from app.runtime.timeline import step_entries, timeline
 from app.storage.control import SessionRecord
 from app.storage.steplog import UndoUnavailable, step_log
 from app.verify.gold import GoldCache
-from app.verify.raw_values import raw_column, reader
+from app.verify.state.raw_values import raw_column, reader
 
 
 def row_changes(change: dict[str, Any]) -> dict[str, Any]:
@@ -137,7 +137,7 @@ def _rows(
     conn: Any, table: Any, pk: list[Any], offset: int, limit: int, where: Any = None
 ) -> dict[str, Any]:
     # Raw reads: a value an agent wrote that its column's type cannot read is shown tagged,
-    # never raised (app/verify/raw_values.py).
+    # never raised (app/verify/state/raw_values.py).
     columns = list(table.c)
     reads = [reader(col, conn.dialect) for col in columns]
     query = select(*[raw_column(col, conn.dialect) for col in columns]).order_by(*pk)

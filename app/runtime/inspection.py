@@ -33,11 +33,11 @@ from app.storage.control import REWARD_OPS, SessionQuery, SessionRecord
 from app.storage.images import Store, read_only_image
 from app.storage.seeding import parse_now
 from app.storage.snapshots import Snapshot, check_session_id
-from app.verify.diff import describe, diff_states, summarize
 from app.verify.gold import GoldCache, replay, state_of_image
-from app.verify.raw_values import raw_column, reader
 from app.verify.session_verify import verify_state
-from app.verify.state import DbState, dump_state
+from app.verify.state.diff import describe, diff_states, summarize
+from app.verify.state.dump import DbState, dump_state
+from app.verify.state.raw_values import raw_column, reader
 
 _NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,63}$")  # environment names, before they join a path
 _KEY_RE = re.compile(r"^[0-9a-f]{32}$")  # snapshot and gold keys
@@ -286,7 +286,7 @@ class Inspector:
         count = select(func.count()).select_from(table).where(*conditions)
         with self.connection(record) as c:
             # Raw reads: a value an agent wrote that its column's type cannot read is shown
-            # tagged, never raised (app/verify/raw_values.py).
+            # tagged, never raised (app/verify/state/raw_values.py).
             columns = list(table.c)
             reads = [reader(col, c.dialect) for col in columns]
             raw_columns = [raw_column(col, c.dialect) for col in columns]

@@ -1,7 +1,7 @@
 """Reverify by replay: score a finished rollout without its session.
 
 Tools are deterministic under the session's frozen clock, so the state a rollout left is the
-state its function calls produce on a fresh copy of the task's snapshot. `replay_verify` runs the
+state its function calls produce on a fresh copy of the task's snapshot. `replay_result` runs the
 calls of `response.output` (plain tool names, arguments as sent) through the same runner, with
 the step log on, on an in-memory clone of the snapshot, then verifies that clone exactly as a
 live session is verified. A call whose replayed output differs from the `function_call_output`
@@ -22,10 +22,11 @@ from app.sdk.environment import Environment, ToolContext
 from app.storage import images
 from app.storage.runner import StepRecorder, run_tool
 from app.verify.gold import GoldCache, WorkBudget
-from app.verify.session_verify import verify_state
-from app.verify.step_budget import StepBudget
-from app.verify.step_rewards import function_calls
-from app.verify.tool_calls import with_plain_tool_names
+from app.verify.result import VerifyResult
+from app.verify.session_verify import verify_result
+from app.verify.steps.step_budget import StepBudget
+from app.verify.steps.step_rewards import function_calls
+from app.verify.steps.tool_calls import with_plain_tool_names
 
 # A response holding more calls than this is refused rather than replayed (a verify is cheap to
 # ask for; a replay of a million calls is not). The server's own limit is `replay_max_calls`.
@@ -47,7 +48,7 @@ def replayed_calls(env: Environment, response: Any) -> list[tuple[str, Any]]:
     return calls
 
 
-def replay_verify(
+def replay_result(
     *,
     env: Environment,
     snapshot: Any,
@@ -61,7 +62,7 @@ def replay_verify(
     max_calls: int = MAX_REPLAYED_CALLS,
     budget: WorkBudget | None = None,
     policy_penalty: float = 0.0,
-) -> dict[str, Any]:
+) -> VerifyResult:
     """Verify's answer for `response` replayed on a fresh clone of `snapshot` (the task's).
     More than `max_calls` calls, or calls that run past `budget` (wall-clock or CPU; each
     call is cut at what is left of it), answer a masked sample saying why: never a reward."""
@@ -79,14 +80,14 @@ def replay_verify(
             assert tool is not None
             step = StepRecorder(name, args)
             limit = meter.call_limit_ms(time_limit_ms) if meter is not None else time_limit_ms
-            result = run_tool(bind, tool, args, ctx, limit, step.on_success)
-            if "error" in result:
-                step.record_failure(conn, result)
+            output = run_tool(bind, tool, args, ctx, limit, step.on_success)
+            if "error" in output:
+                step.record_failure(conn, output)
             spent = meter.over() if meter is not None else None
             if spent is not None:
                 reason = f"the replay took {spent} after {done} of {len(calls)} calls"
                 return _masked(REPLAY_BUDGET, reason, done)
-        result = verify_state(
+        result = verify_result(
             env=env,
             gold=gold,
             engine=bind,  # type: ignore[arg-type]  # a Session binds either
@@ -99,18 +100,12 @@ def replay_verify(
     finally:
         bind.close()
         conn.close()
-    result["verified_by"] = "replay"
-    result["replayed_calls"] = len(calls)
+    result.verified_by, result.replayed_calls = "replay", len(calls)
     return result
 
 
-def _masked(kind: str, reason: str, replayed: int) -> dict[str, Any]:
+def _masked(kind: str, reason: str, replayed: int) -> VerifyResult:
     """A replay that was not finished: a masked sample, so training drops it."""
-    return {
-        "reward": 0.0,
-        "mask_sample": True,
-        "failure_kind": kind,
-        "failure_reason": reason,
-        "verified_by": "replay",
-        "replayed_calls": replayed,
-    }
+    result = VerifyResult.masked(kind, reason)
+    result.verified_by, result.replayed_calls = "replay", replayed
+    return result

@@ -24,8 +24,8 @@ from app.runtime.closing import Closing
 from app.runtime.lanes import client_of
 from app.runtime.workers import SessionWorkers
 from app.storage.control import CLAIM_CLOSED, CLAIM_OPEN, ResourcesClaim
-from app.verify.checks import compile_checks
 from app.verify.gold import check_ground_truth
+from app.verify.state.checks import compile_checks
 
 log = logging.getLogger("stategym.sessions")
 

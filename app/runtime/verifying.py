@@ -18,16 +18,16 @@ from sqlalchemy import Connection
 from app.core.tasks import TaskSpec, check_decline_code, task_from_data
 from app.errors import SessionClosed, SessionNotFound
 from app.runtime.closing import Closing
-from app.runtime.reverify import replay_verify
+from app.runtime.reverify import replay_result
 from app.runtime.workers import SessionWorkers
 from app.storage.base import SessionHandle
 from app.storage.control import SessionRecord
-from app.verify.checks import compile_checks
-from app.verify.evidence import Known, cap_evidence
 from app.verify.gold import GoldOverBudget, check_ground_truth
 from app.verify.judge import JudgeSpec, apply_judge
 from app.verify.request_task import ScoredTask, scored_task
-from app.verify.session_verify import verify_state
+from app.verify.result import VerifyResult
+from app.verify.session_verify import verify_result
+from app.verify.state.checks import compile_checks
 
 # NeMo Gym's failure vocabulary (nemo_gym.failure_kinds).
 SESSION_LOST = "session_lost"
@@ -39,7 +39,7 @@ GOLD_BUDGET = "gold_budget"
 def lost_session(kind: str, reason: str) -> dict[str, Any]:
     """Verify's answer for a session that is not there to score: a masked sample, so training
     drops it instead of failing the batch (or learning from a reward nobody measured)."""
-    return {"reward": 0.0, "mask_sample": True, "failure_kind": kind, "failure_reason": reason}
+    return VerifyResult.masked(kind, reason).to_payload()
 
 
 class Verifying:
@@ -62,11 +62,12 @@ class Verifying:
         """Verify the cookie's session (a closed or gone one by replay); a task whose gold
         cannot be built within its budget is a masked sample saying why."""
         try:
-            return await self._verify_session(session_id, body)
+            result = await self._verify_session(session_id, body)
         except GoldOverBudget as exc:  # its gold let go of meanwhile and built again
-            return lost_session(GOLD_BUDGET, str(exc))
+            result = VerifyResult.masked(GOLD_BUDGET, str(exc))
+        return result.to_payload()
 
-    async def _verify_session(self, session_id: str, body: Mapping[str, Any]) -> dict[str, Any]:
+    async def _verify_session(self, session_id: str, body: Mapping[str, Any]) -> VerifyResult:
         handle = self.w._open.get(session_id)
         if handle is not None:
             # The common case (seed opened it, its gold built ahead): the record read, the
@@ -77,15 +78,16 @@ class Verifying:
                 return await self._verified(session_id, *done, body)
         record = await self.w._run(self.w.control.get, session_id)
         if record is None or record.env != self.w.env.name:
-            return lost_session(SESSION_LOST, f"session {session_id} is unknown to this server")
+            reason = f"session {session_id} is unknown to this server"
+            return VerifyResult.masked(SESSION_LOST, reason)
         # The task stored at seed is the only source of truth for scoring; the body gives the
         # response, and scoring fields it contradicts are flagged (app/verify/request_task.py).
         scored = scored_task(record.task, body)
         task = scored.task
         over = await self._gold_ready(task)  # on the gold lane, not the verify lane
         if over is not None:
-            return lost_session(GOLD_BUDGET, over)
-        result: dict[str, Any] | None = None
+            return VerifyResult.masked(GOLD_BUDGET, over)
+        result: VerifyResult | None = None
         if record.status != "closed":
             try:
                 handle = await self.w._handle(session_id)
@@ -94,7 +96,7 @@ class Verifying:
             if handle is not None:
                 async with handle.lock:
                     result = await self.w._run_verify(
-                        self._verify, handle, record, task, body.get("response")
+                        self._verify, handle, task, body.get("response")
                     )
         if result is None:
             # Closed or gone: scored by replaying its calls on the snapshot (app/runtime/reverify).
@@ -103,7 +105,7 @@ class Verifying:
 
     def _verify_open(
         self, session_id: str, handle: SessionHandle, body: Mapping[str, Any]
-    ) -> tuple[SessionRecord, ScoredTask, dict[str, Any], bool] | None:
+    ) -> tuple[SessionRecord, ScoredTask, VerifyResult, bool] | None:
         """Verify an open session in one worker hop: (record, scored task, result, whether the
         record was marked verified). None when the slow path must answer (unknown, or closed)."""
         record = self.w.control.get(session_id)
@@ -112,39 +114,39 @@ class Verifying:
         scored = scored_task(record.task, body)
         if not self.w.gold.cached(scored.task):
             return None  # the slow path builds it on the gold lane first
-        known: Known = {}  # evidence parts capped already: not walked again below
-        result = self._verify(handle, record, scored.task, body.get("response"), known)
+        result = self._verify(handle, scored.task, body.get("response"))
         if JudgeSpec.from_task(scored.judge_input.get("judge")) is not None:
             return record, scored, result, False  # the judge is awaited on the event loop
+        return record, scored, self._settle(record, scored, result), True
+
+    def _settle(
+        self, record: SessionRecord, scored: ScoredTask, result: VerifyResult
+    ) -> VerifyResult:
+        """The verify's last word: scoring fields the body contradicts flagged, and the record
+        marked verified with the result as stored (capped in size, app/verify/evidence.py)."""
         if scored.mismatch:
-            result["task_mismatch"] = list(scored.mismatch)
-        # What is stored is capped in size, as what is shown (app/verify/evidence.py).
-        stored = cap_evidence(result, known=known)
-        self.w.control.mark_verified(record.id, result["reward"], stored)
-        return record, scored, result, True
+            result.task_mismatch = list(scored.mismatch)
+        self.w.control.mark_verified(record.id, result.reward, result.stored())
+        return result
 
     async def _verified(
         self,
         session_id: str,
         record: SessionRecord,
         scored: ScoredTask,
-        result: dict[str, Any],
+        result: VerifyResult,
         marked: bool,
         body: Mapping[str, Any],
-    ) -> dict[str, Any]:
-        """The rest of a verify: the judge (tasks with a rubric), the mismatch flag and the
-        record's update unless done already, then close_on_verify."""
+    ) -> VerifyResult:
+        """The rest of a verify: the judge (tasks with a rubric) and the record's update unless
+        done already, then close_on_verify."""
         if not marked:
             if self.w.judge is not None:
                 # Free-text answers graded against the task's rubric (no-op without one).
                 result = await apply_judge(
                     result, scored.judge_input, body.get("response"), self.w.judge, session_id
                 )
-            if scored.mismatch:
-                result["task_mismatch"] = list(scored.mismatch)
-            await self.w._run(
-                self.w.control.mark_verified, record.id, result["reward"], cap_evidence(result)
-            )
+            result = await self.w._run(self._settle, record, scored, result)
         if self.w.settings.close_on_verify and record.status != "closed":
             await self.closing.close(session_id)
         return result
@@ -166,9 +168,9 @@ class Verifying:
             return lost_session(GOLD_BUDGET, str(exc))
         if self.w.judge is not None:
             result = await apply_judge(result, dict(body), body.get("response"), self.w.judge, "")
-        return result
+        return result.to_payload()
 
-    def _stateless_replay(self, task: TaskSpec, response: Any) -> dict[str, Any]:
+    def _stateless_replay(self, task: TaskSpec, response: Any) -> VerifyResult:
         """`_replay_verify` for a task in a request body: the snapshot and gold files it
         creates go to the bounded replay cache (app/runtime/replay_cache.py)."""
         paths = [
@@ -182,9 +184,9 @@ class Verifying:
             self.w.replay_files.touch(paths)
             self.w.replay_files.keep(created)
 
-    def _replay_verify(self, task: TaskSpec, response: Any) -> dict[str, Any]:
+    def _replay_verify(self, task: TaskSpec, response: Any) -> VerifyResult:
         snapshot = self.w._snapshot(task)
-        return replay_verify(
+        return replay_result(
             env=self.w.env,
             snapshot=snapshot,
             gold=self.w.gold,
@@ -198,18 +200,11 @@ class Verifying:
             policy_penalty=self.w.settings.policy_violation_penalty,
         )
 
-    def _verify(
-        self,
-        handle: SessionHandle,
-        record: SessionRecord,
-        task: TaskSpec,
-        response: Any,
-        known: Known | None = None,
-    ) -> dict[str, Any]:
+    def _verify(self, handle: SessionHandle, task: TaskSpec, response: Any) -> VerifyResult:
         # `task` is the one stored at seed (app/verify/request_task.py), parsed once: its seed is
         # the snapshot this session was cloned from, where the gold replay starts.
-        def work(bind: Connection) -> dict[str, Any]:
-            return verify_state(
+        def work(bind: Connection) -> VerifyResult:
+            return verify_result(
                 env=self.w.env,
                 gold=self.w.gold,
                 engine=bind,  # type: ignore[arg-type]  # a Session binds either
@@ -217,7 +212,6 @@ class Verifying:
                 response=response,
                 diff_limit=self.w.settings.verify_diff_limit,
                 step_budget=self.w.step_budget,
-                known=known,
                 policy_penalty=self.w.settings.policy_violation_penalty,
             )
 

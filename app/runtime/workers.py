@@ -30,11 +30,11 @@ from app.storage.base import SessionBackend, SessionHandle, verify_threads, work
 from app.storage.factory import make_backend
 from app.storage.seeding import SeedError
 from app.storage.snapshots import Snapshot
-from app.verify.answer_names import keep_answers_at_most
+from app.verify.answers.answer_names import keep_answers_at_most
 from app.verify.gold import GoldCache, WorkBudget
 from app.verify.judge import Judge, JudgeSettings
-from app.verify.patching import keep_at_most
-from app.verify.step_budget import StepBudget
+from app.verify.state.patching import keep_at_most
+from app.verify.steps.step_budget import StepBudget
 
 # Replays and gold builds run at a lower CPU priority than tool calls and verifies
 # (bench/history/attacks.md, "The verify stall").

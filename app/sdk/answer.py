@@ -5,7 +5,7 @@ what it declares (`answer_instructions`, `decline_reasons`). Each writes the ONE
 `stategym_answer` table in the session's own database, in the call's transaction, so it is
 step-logged, forked, rewound, exported and inspected like any other write; a second submission
 is refused (`already_submitted`), so a policy cannot hedge by answering twice. Verify reads the
-row and scores it by value (app/verify/submitted.py); the state diff never sees the table.
+row and scores it by value (app/verify/answers/submitted.py); the state diff never sees the table.
 """
 
 from __future__ import annotations

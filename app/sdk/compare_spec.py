@@ -53,8 +53,9 @@ class CompareSpec:
     ignore_everywhere: tuple[str, ...] = ("id",)
 
     def for_table(self, name: str) -> TableSpec:
-        # The framework's tables are scored on their own (the answer: app/verify/submitted.py;
-        # the conversation: app/verify/confirmation.py), never as a state change.
+        # The framework's tables are scored on their own (the answer:
+        # app/verify/answers/submitted.py; the conversation: app/verify/answers/confirmation.py),
+        # never as a state change.
         if name in FRAMEWORK_TABLES:
             return _ANSWER_TABLE
         # Called dozens of times a verify: one shared (immutable) spec for unnamed tables.

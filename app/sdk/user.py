@@ -5,7 +5,7 @@ Every environment gets `message_user(text)` (a reserved name). Its output is the
 user's script is seeded from the task's `user` block into the `stategym_user` table; each message
 and reply is a row of `stategym_conversation`, written in the call's transaction, so it is
 step-logged, forked, rewound, exported and replayed like any other write, and verify reads what
-the user confirmed from it (app/verify/confirmation.py). The reply comes from the session's
+the user confirmed from it (app/verify/answers/confirmation.py). The reply comes from the session's
 `UserSimulator`: the scripted user (app/core/conversation.py) unless an LLM user is configured.
 """
 
@@ -51,7 +51,7 @@ class Exchange:
 
 class SimulatorFailed(Exception):
     """The user simulator gave no usable reply (timeout, refusal, malformed): the sample is
-    masked, not scored (app/verify/confirmation.py)."""
+    masked, not scored (app/verify/answers/confirmation.py)."""
 
     def __init__(self, kind: str, detail: str = "") -> None:
         super().__init__(f"{kind}: {detail}" if detail else kind)

@@ -267,7 +267,7 @@ def changes_from_triggers(
 # A snapshot is built with the tracking triggers installed *before* its seed, so the triggers
 # record which rows the seed wrote; those are kept in the meta (`seed_changes`) and the records
 # cleared for sessions. Verify then dumps a snapshot by patching its template's dump with those
-# rows (app/verify/patching.py) instead of reading every base row once per task.
+# rows (app/verify/state/patching.py) instead of reading every base row once per task.
 SEED_CHANGES = "seed_changes"
 
 

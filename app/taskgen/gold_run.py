@@ -5,7 +5,7 @@ distractor test (`distract`) and the validator (`validate`). The seed is applied
 run once, through the framework's runner (`run_tool`), on the **tracked base**: the template
 with a snapshot's change-tracking triggers installed before any seed, whose rows the seeded
 image records, so the validator dumps the seeded state by patching the template's dump and
-the gold's by patching that (app/verify/state.py). The run (seeded image, final database, each
+the gold's by patching that (app/verify/state/dump.py). The run (seeded image, final database, each
 call's outcome) is kept in a small LRU for the next check of the same (seed, gold), and its
 outcomes longer (`gold_outcomes`: a story drawn again, checked again); the validator's second
 run never comes from here. The tracked base has no step log: step rewards
@@ -34,8 +34,8 @@ from app.sdk.user import MESSAGE_USER
 from app.storage import images
 from app.storage.runner import run_tool
 from app.storage.seeding import apply_seed, parse_seed_now
-from app.verify.patching import remembered
-from app.verify.state import remember_template_dump
+from app.verify.state.dump import remember_template_dump
+from app.verify.state.patching import remembered
 
 
 @dataclass

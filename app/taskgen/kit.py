@@ -28,7 +28,7 @@ from app.sdk.phrasing import Phrasing
 from app.taskgen.conversation import check_gold_conversation, run_seed, system_prompt
 from app.taskgen.details import Omission, omit
 from app.taskgen.gold_run import bound, forget, gold_outcomes, gold_run, run_calls
-from app.verify.submitted import subject_key
+from app.verify.answers.submitted import subject_key
 
 # build(index, family, variant k, rng, names) -> one self-checked task row.
 BuildTask = Callable[[int, Any, int, random.Random, list[tuple[str, str]]], dict[str, Any]]
@@ -493,7 +493,7 @@ _NAME = re.compile(r"^[A-Z][\w'-]*( [A-Z][\w'-]*)*$")
 
 
 def answer_kind(family: str, expected: list[str]) -> str | list[str] | None:
-    """The kind of answer a task expects, in verify's vocabulary (`app.verify.answers.KINDS`):
+    """The kind of answer a task expects, in verify's vocabulary (`app.verify.answers.text.KINDS`):
     `refusal`, or one kind per expected output (a single kind when there is one output); None
     when the task only asks for a change (nothing to answer)."""
     if is_refusal(family):

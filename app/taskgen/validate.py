@@ -7,8 +7,8 @@ data below it, checked once per run; a seed row with a base row's key updates it
 rows share a key). The first run is the story's own (app/taskgen/gold_run.py); the second is
 made here, on a clone of the seeded image. The seeded state is dumped once, on that clone, by
 patching the template's dump with the seed's rows; the gold's and the second run's dumps patch
-it (app/verify/state.py), diffs compare the patched rows (app/verify/diff.py), nothing touches
-the disk, and the seeded database is the no-op's final state (verify only reads).
+it (app/verify/state/dump.py), diffs compare the patched rows (app/verify/state/diff.py),
+nothing touches the disk, and the seeded database is the no-op's final state (verify only reads).
 """
 
 from __future__ import annotations
@@ -24,10 +24,10 @@ from app.sdk.seed_builder import STORY_ID_FLOOR
 from app.storage.images import image_connection
 from app.storage.seeding import SeedError
 from app.taskgen.gold_run import bound, gold_run, run_calls, tracked_base
-from app.verify.diff import diff_states
 from app.verify.gold import GoldCache, GoldState
 from app.verify.session_verify import verify_state
-from app.verify.state import DbState, dump_state
+from app.verify.state.diff import diff_states
+from app.verify.state.dump import DbState, dump_state
 
 # Every environment's Story allocates ids from 100000 + 100 * index.
 

@@ -26,10 +26,10 @@ from app.sdk.environment import Environment, ToolContext
 from app.storage import images
 from app.storage.images import Snapshot, Store
 from app.storage.runner import run_tool
-from app.verify.diff import StateDiff, change_units, diff_states
-from app.verify.patching import Pristine, keep_again, remembered
-from app.verify.state import DbState, dump_state, pristine_dump, remember_template_dump
-from app.verify.table_state import ENTRY_BYTES, ROW_BYTES, TableState, state_bytes
+from app.verify.state.diff import StateDiff, change_units, diff_states
+from app.verify.state.dump import DbState, dump_state, pristine_dump, remember_template_dump
+from app.verify.state.patching import Pristine, keep_again, remembered
+from app.verify.state.table_state import ENTRY_BYTES, ROW_BYTES, TableState, state_bytes
 
 log = logging.getLogger("stategym.gold")
 GOLD_CACHE_BYTES = 128 * 2**20  # default of `gold_cache_mb`
@@ -45,7 +45,8 @@ class GoldState:
     # `change_units(seed_to_gold)`, what every state of a verify is scored against: counted
     # once per gold state, not once per state scored.
     units: Counter[tuple[Any, ...]] = field(init=False, repr=False, compare=False)
-    # The kept dump `seed_state` is (app/verify/patching.py): put back in its cache at each use.
+    # The kept dump `seed_state` is (app/verify/state/patching.py): put back in its cache at
+    # each use.
     pristine: Pristine | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:

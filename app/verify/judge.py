@@ -27,7 +27,8 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from app.core.lru import LRU
 from app.errors import InvalidTask
-from app.verify.outputs import final_assistant_text
+from app.verify.answers.outputs import final_assistant_text
+from app.verify.result import Evidence, VerifyResult
 
 log = logging.getLogger("stategym.judge")
 
@@ -345,12 +346,12 @@ def _task_request(task_data: Mapping[str, Any]) -> str:
 
 
 async def apply_judge(
-    result: dict[str, Any],
+    result: VerifyResult,
     task_data: Mapping[str, Any],
     response: Any,
     judge: Judge,
     session_id: str,
-) -> dict[str, Any]:
+) -> VerifyResult:
     """The verify result with the judge's score folded in (tasks without `judge` unchanged).
 
     Success: `reward_components["judge"]`, the combined `reward`, the grade under
@@ -360,9 +361,10 @@ async def apply_judge(
     spec = JudgeSpec.from_task(task_data.get("judge"))
     if spec is None:
         return result
-    out = {**result, "reward_components": dict(result.get("reward_components") or {})}
-    out["verification"] = dict(result.get("verification") or {})
-    state_reward = float(result["reward"])
+    out = result.copy()
+    if out.components is None or out.evidence is None:  # masked before scoring, graded still
+        out.components, out.evidence, out.scored_late = {}, Evidence({}), True
+    state_reward = float(result.reward)
     answer = final_assistant_text(response)
     try:
         if answer.strip():
@@ -375,23 +377,19 @@ async def apply_judge(
         else:  # nothing to grade: no call, no cost
             grade = Grade(0.0, "the rollout has no final assistant answer")
     except JudgeError as exc:
-        reasons = [
-            r
-            for r in (result.get("failure_reason"), f"judge failed ({exc.kind}): {exc.message}")
-            if r
-        ]
-        out.update(failure_kind="judge_failed", failure_reason="; ".join(reasons), mask_sample=True)
-        out["verification"]["judge"] = {"error": exc.kind, "message": exc.message}
+        reason = f"judge failed ({exc.kind}): {exc.message}"
+        reason = "; ".join(filter(None, [result.failure_reason, reason]))
+        out.mask("judge_failed", reason, "judge", ("failure_kind", "failure_reason", "mask_sample"))
+        out.evidence.judge = {"error": exc.kind, "message": exc.message}
         return out
     reward = spec.combine_with(state_reward, grade.score)
-    out["reward"] = round(reward, 6)
+    out.reward = round(reward, 6)
     # The judge's change is settled on the last call and turn: the step rewards still add up.
-    for key in ("step_rewards", "turn_rewards"):
-        if out.get(key):
-            out[key] = [*out[key][:-1], out[key][-1] + out["reward"] - state_reward]
-    out["reward_components"]["judge"] = grade.score
-    out["reward_components"]["state_reward"] = state_reward
-    out["verification"]["judge"] = {
+    out.step_rewards = _settled(out.step_rewards, out.reward, state_reward)
+    out.turn_rewards = _settled(out.turn_rewards, out.reward, state_reward)
+    out.components["judge"] = grade.score
+    out.components["state_reward"] = state_reward
+    out.evidence.judge = {
         "score": grade.score,
         "reason": grade.reason,
         "combine": spec.combine,
@@ -400,6 +398,11 @@ async def apply_judge(
         "model": judge.settings.model,
     }
     if reward < state_reward:
-        reasons = [r for r in (result.get("failure_reason"), f"judge: {grade.reason}") if r]
-        out["failure_reason"] = "; ".join(reasons)
+        out.add_reason(f"judge: {grade.reason}", "judge")
     return out
+
+
+def _settled(rewards: list[float] | None, reward: float, before: float) -> list[float] | None:
+    """`rewards` with the last one moved by the reward's change from `before` (none or empty:
+    as they are)."""
+    return [*rewards[:-1], rewards[-1] + reward - before] if rewards else rewards

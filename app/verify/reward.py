@@ -8,10 +8,10 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any
 
-from app.verify.checks import CheckResult
-from app.verify.diff import AGAINST_GOLD, StateDiff, change_units, describe, summarize
-from app.verify.outcomes import Outcomes, outcomes
-from app.verify.submitted import Match
+from app.verify.answers.submitted import Match
+from app.verify.state.checks import CheckResult
+from app.verify.state.diff import AGAINST_GOLD, StateDiff, change_units, describe, summarize
+from app.verify.state.outcomes import Outcomes, outcomes
 
 
 @dataclass(frozen=True)
@@ -25,7 +25,7 @@ class Verdict:
 
 
 def partial_credit(gold: Outcomes, agent: Outcomes) -> tuple[float, float, int]:
-    """(credit, reproduced, collateral), counted in outcomes (app/verify/outcomes.py): one per
+    """(credit, reproduced, collateral), counted in outcomes (app/verify/state/outcomes.py): one per
     requested change however many rows it writes.
 
     reproduced = the gold units the agent made, each weighing its share of its outcome;
@@ -69,7 +69,7 @@ def state_credit(
     """(credit, reproduced, collateral): the state part of the reward for a state.
 
     `seed_to_gold` is None for a checks-only task (no reference solution). Step rewards
-    (app/verify/step_rewards.py) score every intermediate state with this same function.
+    (app/verify/steps/step_rewards.py) score every intermediate state with this same function.
     `found`: `outcomes` of (seed_to_gold, seed_to_final) where the caller has them.
     """
     if seed_to_gold is None:
@@ -133,11 +133,11 @@ def score(
     penalty: float = 0.0,
 ) -> Verdict:
     """`gold_vs_final`/`seed_to_gold` are None for a checks-only task (no reference solution);
-    `hedged`: the answer's kinds with rival candidates (app/verify/answers.py); `match`: the
-    submitted answer's or decline's verdict (app/verify/submitted.py), None when not scored;
+    `hedged`: the answer's kinds with rival candidates (app/verify/answers/text.py); `match`: the
+    submitted answer's or decline's verdict (app/verify/answers/submitted.py), None when not scored;
     `found`: as `state_credit`'s; `superseded`: log records the final state has and the gold
     does not (diff.split_extra_log_records), evidence only; `violations`: refused attempts at
-    forbidden writes (app/verify/violations.py), each costing `penalty` of the reward."""
+    forbidden writes (app/verify/state/violations.py), each costing `penalty` of the reward."""
     outputs_match = not missing and not hedged
     shares = [float(outputs_match)] if has_expected_outputs else []
     if match is not None:

@@ -12,8 +12,8 @@ from sqlalchemy.orm import Session
 
 from app.authoring.replay import open_task_db, replay
 from app.sdk.environment import ToolContext
-from app.verify.diff import diff_states
-from app.verify.state import dump_state
+from app.verify.state.diff import diff_states
+from app.verify.state.dump import dump_state
 from envs.ledger import ENVIRONMENT
 from envs.ledger.compare import COMPARE
 from envs.ledger.models import Beneficiary, Entry, Transaction

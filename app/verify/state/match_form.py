@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.sdk.compare_spec import TableSpec
-from app.verify.raw_values import UnreadableValue, plain_scalar
+from app.verify.state.raw_values import UnreadableValue, plain_scalar
 
 
 class StoredText(str):

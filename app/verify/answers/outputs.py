@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from app.verify import answers
+from app.verify.answers import text as answers
 
 
 def final_assistant_text(response: Any) -> str:
@@ -34,5 +34,5 @@ def final_assistant_text(response: Any) -> str:
 
 def missing_outputs(expected: Sequence[str], answer: str, declared: Any = None) -> list[str]:
     """Expected outputs the answer does not state as a whole token of their kind, by value
-    (the text path's one tokenizer: app/verify/answers.py)."""
+    (the text path's one tokenizer: app/verify/answers/text.py)."""
     return answers.missing_outputs(expected, answer, declared)

@@ -16,8 +16,8 @@ from app.core.lru import LRU
 from app.sdk.compare_spec import CompareSpec
 from app.storage.dump_sql import dump_sql
 from app.storage.meta import Changes
-from app.verify import table_reads
-from app.verify.table_state import (
+from app.verify.state import table_reads
+from app.verify.state.table_state import (
     ENTRY_BYTES,
     INDEX_ENTRY_BYTES,
     DbState,

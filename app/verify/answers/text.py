@@ -28,7 +28,7 @@ from app.core.values import (
     parse_value,
     tokens,
 )
-from app.verify.answer_names import (
+from app.verify.answers.answer_names import (
     _MAX_VALUE_CHARS,
     _WORD,
     Hedge,
@@ -37,7 +37,7 @@ from app.verify.answer_names import (
     name_hedges,
     name_words,
 )
-from app.verify.state import DbState
+from app.verify.state.dump import DbState
 
 __all__ = [
     "KINDS",

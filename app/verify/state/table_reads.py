@@ -13,9 +13,9 @@ from sqlalchemy import ColumnElement, Connection, Table, select
 
 from app.sdk.compare_spec import CompareSpec, TableSpec
 from app.storage.dump_sql import DumpSql, dump_sql
-from app.verify.match_form import StoredText
-from app.verify.raw_values import UnreadableValue, plain_scalar, raw_column, reader
-from app.verify.table_state import RowIndex, TableState
+from app.verify.state.match_form import StoredText
+from app.verify.state.raw_values import UnreadableValue, plain_scalar, raw_column, reader
+from app.verify.state.table_state import RowIndex, TableState
 
 
 def plain(value: Any) -> Any:
@@ -28,7 +28,7 @@ def plain(value: Any) -> Any:
 
 def read_raw(conn: Connection, columns: list[Any]) -> tuple[list[Any], list[Callable[[Any], Any]]]:
     """What to select for `columns`, and how to read each value without raising
-    (app/verify/raw_values.py: an agent may have written anything into any SQLite column)."""
+    (app/verify/state/raw_values.py: an agent may have written anything into any SQLite column)."""
     dialect = conn.dialect
     return [raw_column(c, dialect) for c in columns], [reader(c, dialect) for c in columns]
 
@@ -121,7 +121,7 @@ def value_converters(
 ) -> list[Callable[[Any], Any]]:
     """How the dump reads each column: the value as stored, exactly (references by natural
     key); the comparison spec's text and money rules apply when matching, not here
-    (app/verify/match_form.py), so a write they would hide is still a change."""
+    (app/verify/state/match_form.py), so a write they would hide is still a change."""
     converters: list[Callable[[Any], Any]] = []
     for col, read in zip(columns, reads, strict=True):
         convert: Callable[[Any], Any]

@@ -14,7 +14,7 @@ Row = tuple[Any, ...]
 @dataclass(frozen=True)
 class Patch:
     """How a patched dump was made: `base` (a table read whole) less `removed`, plus `added`.
-    Two dumps patched from one base differ only among those rows (app/verify/diff.py)."""
+    Two dumps patched from one base differ only among those rows (app/verify/state/diff.py)."""
 
     base: TableState
     removed: tuple[Row, ...]

@@ -34,9 +34,9 @@ from sqlalchemy import (
 from app.core.checks import fail, parse_checks
 from app.sdk.compare_spec import CompareSpec
 from app.storage.seeding import parse_now
-from app.verify.diff import diff_table
-from app.verify.raw_values import raw_column, reader
-from app.verify.state import DbState
+from app.verify.state.diff import diff_table
+from app.verify.state.dump import DbState
+from app.verify.state.raw_values import raw_column, reader
 
 _SHOWN_ROWS = 5
 

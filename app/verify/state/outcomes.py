@@ -1,6 +1,6 @@
 """Outcomes: the changes a task asks for, one per requested change however many rows it writes.
 
-A diff's change units (app/verify/diff.py: one per added, removed or changed row) are grouped
+A diff's change units (app/verify/state/diff.py: one per added, removed or changed row) are grouped
 into outcomes: units joined when one row references a row another unit writes (a refund
 payment and the order it refunds, the lines of a new invoice, timesheets linked to it: the
 comparison spec's `references`, and reference columns of a natural key), or when they are the
@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from app.verify.diff import StateDiff, TableDiff, units_of
+from app.verify.state.diff import StateDiff, TableDiff, units_of
 
 Unit = tuple[Any, ...]
 Entity = tuple[str, Any]

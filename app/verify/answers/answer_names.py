@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.core.lru import LRU
-from app.verify.state import DbState, TableState
+from app.verify.state.dump import DbState, TableState
 
 _WORD = re.compile(r"\w+")
 _MAX_VALUE_CHARS = 60  # longer database values are prose, not names

@@ -21,7 +21,7 @@ from decimal import Decimal
 from typing import Any
 
 from app.storage.steplog import StepLog, StepRow, UndoUnavailable, canonical, digest, step_log
-from app.verify.step_budget import Meter, StepBudgetExceeded
+from app.verify.steps.step_budget import Meter, StepBudgetExceeded
 
 log = logging.getLogger("stategym.verify")
 
@@ -285,7 +285,7 @@ def step_fields(
     changed = log_.changed_steps()
     calls = function_calls(response)
     a = align(calls, steps)
-    # The row images in the log first (app/verify/step_states.py); undo + dump where they
+    # The row images in the log first (app/verify/steps/step_states.py); undo + dump where they
     # cannot tell (the task has expected-state checks, SQL on each state), or
     # cannot be trusted: those of steps before a migration predate what it changed, and only
     # the undo knows how far back it may go (`migrated_at`).

@@ -1,7 +1,7 @@
 """Structured differences between two states: per table, rows added, removed and changed.
 
 Rows are diffed as stored (`exact=True`: did anything change) or, the default, as matched
-(the comparison spec's text and money rules: does it match), app/verify/match_form.py.
+(the comparison spec's text and money rules: does it match), app/verify/state/match_form.py.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.sdk.compare_spec import CompareSpec
-from app.verify.match_form import Matcher
-from app.verify.state import DbState, Row, TableState
+from app.verify.state.dump import DbState, Row, TableState
+from app.verify.state.match_form import Matcher
 
 
 @dataclass
@@ -27,7 +27,7 @@ class TableDiff:
     # An append-only record of writes (TableSpec.log): its rows are no change unit.
     log: bool = field(default=False, compare=False, repr=False)
     # The table's natural key and references (the comparison spec's), to group units into
-    # outcomes (app/verify/outcomes.py).
+    # outcomes (app/verify/state/outcomes.py).
     key: tuple[str, ...] = field(default=(), compare=False, repr=False)
     references: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
 

@@ -21,7 +21,7 @@ from sqlalchemy import Connection, Table, select
 
 from app.core import values
 from app.sdk.answer import ANSWER_TABLE, RESERVED_TOOL_NAMES
-from app.verify import table_reads
+from app.verify.state import table_reads
 
 if TYPE_CHECKING:
     from app.core.tasks import ExpectedAnswer, TaskSpec

@@ -7,7 +7,7 @@ after each change, and the referencing rows are read once. So for each step thos
 normalised as `dump_state` does, on both sides, and diffed: their diff is the whole states'
 diff, since every other row is identical. A key toggled 300 times costs 300 small diffs, not
 300 dumps; the work (rows x writing steps) is known up front and charged to the step budget
-(app/verify/step_budget.py).
+(app/verify/steps/step_budget.py).
 """
 
 from __future__ import annotations
@@ -20,9 +20,8 @@ from sqlalchemy import Connection, Table, select
 from app.sdk.compare_spec import CompareSpec
 from app.storage.dump_sql import dump_sql
 from app.storage.steplog import RowImage, StepLog, StepRow
-from app.verify.diff import StateDiff, diff_states
-from app.verify.step_budget import Meter
-from app.verify.table_reads import (
+from app.verify.state.diff import StateDiff, diff_states
+from app.verify.state.table_reads import (
     column_readers,
     compared_columns,
     plain,
@@ -31,7 +30,8 @@ from app.verify.table_reads import (
     row_identity,
     value_converters,
 )
-from app.verify.table_state import TableState
+from app.verify.state.table_state import TableState
+from app.verify.steps.step_budget import Meter
 
 Key = tuple[str, int]  # (table, rowid)
 Content = dict[str, Any] | None  # a row's stored values; None: no such row in that state

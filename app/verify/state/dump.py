@@ -1,6 +1,6 @@
 """A comparable snapshot of a database's state, following the environment's comparison spec:
-read whole (app/verify/table_reads.py) or, for a database that tracks its changes, patched from
-its snapshot's dump (app/verify/patching.py)."""
+read whole (app/verify/state/table_reads.py) or, for a database that tracks its changes, patched
+from its snapshot's dump (app/verify/state/patching.py)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from sqlalchemy import Connection, Table
 from app.sdk.compare_spec import CompareSpec
 from app.storage.meta import META_TABLE, Changes, seed_changes
 from app.storage.tracking import tracked_changes
-from app.verify import table_reads
-from app.verify.patching import Pristine, patch_dump, remember, remembered
-from app.verify.table_state import DbState, Patch, Row, RowIndex, TableState
+from app.verify.state import table_reads
+from app.verify.state.patching import Pristine, patch_dump, remember, remembered
+from app.verify.state.table_state import DbState, Patch, Row, RowIndex, TableState
 
 __all__ = ["DbState", "Patch", "Row", "RowIndex", "TableState", "dump_state"]
 
