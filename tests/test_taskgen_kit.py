@@ -226,3 +226,11 @@ def test_two_families_of_one_name_are_refused_naming_both(tmp_path: Path, mode: 
     assert len(lines) == 1, done.stderr
     assert "PLAN lists two stories named restock (brokengen.taskgen.restock and " in lines[0]
     assert "brokengen.taskgen.other.restock)" in lines[0] and "Traceback" not in done.stderr
+
+
+def test_codes_stay_unique_when_a_draw_collides():
+    """Outside a world, codes past the counter's width are drawn; a colliding draw is drawn
+    again (it once looped for ever on the same seed)."""
+    b = SeedBuilder(118, ("stock",))
+    codes = [b.code(5) for _ in range(400)]
+    assert len(set(codes)) == 400 and all(len(c) == 5 for c in codes)

@@ -13,6 +13,7 @@ Every environment's generator builds its stories' seeds with one `SeedBuilder`:
 
 from __future__ import annotations
 
+import itertools
 import random
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -102,18 +103,21 @@ class SeedBuilder:
         `index`, so a distractor's numbers never equal the task's own."""
         if width < 5:
             raise ValueError("a code needs at least 5 digits")
-        while True:
+        for attempt in itertools.count():
             n = 2 * len(self._codes) + self.index % 2
             counted = f"9{self.index % 1000:03d}{n:0{width - 4}d}"
             if self.world is None and len(counted) == width:
                 value = counted
             else:  # a world's draw, or past what a counter of the width holds
-                rng = self.world or random.Random(f"code/{self.index}/{len(self._codes)}")
+                # The attempt is in the seed: a collision redraws instead of drawing it again.
+                seed = f"code/{self.index}/{len(self._codes)}" + (f"/{attempt}" if attempt else "")
+                rng = self.world or random.Random(seed)
                 head = rng.randrange(10 ** (width - 2), 10 ** (width - 1))
                 value = f"{head}{2 * rng.randrange(5) + self.index % 2}"
             if value not in self._codes:
                 self._codes.add(value)
                 return value
+        raise AssertionError("unreachable: itertools.count() never ends")
 
     def count(self, table: str) -> int:
         """How many new rows of `table` the story has added."""
