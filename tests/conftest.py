@@ -269,8 +269,21 @@ def depot(monkeypatch: pytest.MonkeyPatch) -> Iterator[Environment]:
 
 
 # Modules whose PostgreSQL half repeats what the SQLite half proves with the same code above the
-# storage interface: `make test` runs them on SQLite, `make test-slow` on PostgreSQL too.
-POSTGRES_HALF_IS_SLOW = {"test_answers_as_state.py"}
+# storage interface (the wire contract, ownership, typed sessions, conversations, answers, the
+# explorer's pages): `make test` runs them on SQLite, `make test-slow` on PostgreSQL too. The
+# PostgreSQL storage itself stays in `make test`: test_postgres.py, test_pg_*.py, a sample of
+# test_env_tasks.py's rollouts, and the PostgreSQL halves of the storage-level modules
+# (branching, steps, control records, migrations, malformed inputs).
+POSTGRES_HALF_IS_SLOW = {
+    "test_answer_tools.py",
+    "test_answers_as_state.py",
+    "test_conversation.py",
+    "test_explorer.py",
+    "test_protocol.py",
+    "test_reward_integrity.py",
+    "test_session_ownership.py",
+    "test_typed_sessions.py",
+}
 
 
 # A sweep parametrised over the environments runs in `make test` on retail (the tool-calling

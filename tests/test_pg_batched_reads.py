@@ -56,7 +56,10 @@ def _response(task: dict[str, Any]) -> dict[str, Any]:
     return response_object(outputs, gold_answer(task))
 
 
-@pytest.mark.parametrize("index", [5, 17, 30])
+# `make test` reads one task's log; two more in `make test-slow`.
+@pytest.mark.parametrize(
+    "index", [pytest.param(5, marks=pytest.mark.slow), 17, pytest.param(30, marks=pytest.mark.slow)]
+)
 async def test_batched_step_log_reads_equal_one_query_per_read(
     tmp_path, pg_prefix, index, monkeypatch
 ):

@@ -9,6 +9,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 from app.registry import load_environment
 from app.runtime.sessions import SessionManager
 from app.server.models import parse_seed_body
@@ -98,6 +100,7 @@ def _killed_inside(schema: str, mode: str, prefix: str, session_id: str, data: s
         child.wait()
 
 
+@pytest.mark.slow  # kill -9 of child processes; `make test-slow` runs it (CI too)
 async def test_a_killed_call_or_recycle_leaves_the_session_and_its_log_as_they_were(
     tmp_path, pg_prefix
 ):

@@ -11,11 +11,26 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from app.sdk.seed_builder import STORY_ID_FLOOR  # rows below it update base rows
 from app.taskgen.gold_run import gold_outcomes
 from app.taskgen.kit import TaskGenerator, run_seed, without_self_check
+
+T = TypeVar("T")
+# Stories pop their people from the end of a names list, a handful at most (sql's up to ten):
+# only that many end places need to be random.
+SHUFFLED_TAIL = 64
+
+
+def shuffle_tail(rng: random.Random, items: list[T], k: int = SHUFFLED_TAIL) -> None:
+    """Fill the last k places of `items` with a uniform draw without replacement, in random
+    order: the last k steps of `rng.shuffle` (the whole shuffle when k >= len - 1, with the
+    same draws), so a draw costs O(k), not O(len) for a pool of thousands of names."""
+    n = len(items)
+    for i in range(n - 1, max(n - 1 - k, 0), -1):
+        j = rng.randrange(i + 1)
+        items[i], items[j] = items[j], items[i]
 
 
 def similar_names(
@@ -30,7 +45,7 @@ def similar_names(
         if options:
             similar.append((rng.choice(options), last))
     rest = [p for p in pool if p not in avoid]
-    rng.shuffle(rest)
+    shuffle_tail(rng, rest)
     return rest + similar[::-1]
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from app.sdk.seed_builder import own_world
 from app.taskgen.details import leaving_out, stating_everything
-from app.taskgen.distract import add_distractor, people_of, similar_names
+from app.taskgen.distract import add_distractor, people_of, shuffle_tail, similar_names
 from app.taskgen.kit import (
     InvalidRow,
     StoryFailed,
@@ -75,7 +75,7 @@ def draw(
     choice = pool[rng.randrange(len(pool))]
     phrasing, opener, closer = voice(split, rng.randrange(len(VOICES[split])))
     names = split_names(gen.names, split)
-    rng.shuffle(names)
+    shuffle_tail(rng, names)  # the story pops its people from the end
     story_rng = random.Random(rng.getrandbits(64))
     # Its own stream: the stories, voices and rewordings draw what they drew before details.
     omit_rng = random.Random(f"{env}/{split}/{seed}/{attempt}/omit")
