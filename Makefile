@@ -71,7 +71,7 @@ $(GYM_VENV)/stategym-installed: pyproject.toml
 
 test-nemo-gym: $(GYM_VENV)/stategym-installed
 	$(GYM_VENV)/bin/python -m pytest -p no:cacheprovider -o addopts=-ra tests/nemo_gym_conformance \
-		tests/test_nemo_gym_kit.py::test_nemo_gym_reads_the_configs_when_installed
+		tests/integrations/test_nemo_gym_kit.py::test_nemo_gym_reads_the_configs_when_installed
 
 # docs/nemo_gym.md word for word (scripts/run_doc_guide.py): NeMo Gym's launcher, collector and
 # `gym eval reverify` with the gold policy as the model, both flows, under a throwaway $HOME;
@@ -96,7 +96,7 @@ $(OPENENV_VENV)/stategym-installed: pyproject.toml
 
 test-openenv: $(OPENENV_VENV)/stategym-installed
 	$(OPENENV_VENV)/bin/python -m pytest -p no:cacheprovider -o addopts=-ra tests/openenv_clients \
-		tests/test_trl_environment.py
+		tests/integrations/test_trl_environment.py
 
 # verifiers' own NeMoGymTaskset against a live StateGym (tests/verifiers_taskset/). verifiers pins
 # mcp 2.x and StateGym needs mcp 1.x, so verifiers gets a virtualenv of its own and the server

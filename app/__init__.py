@@ -1,7 +1,7 @@
 """StateGym: persistent-state environments for LLM agents, served as a NeMo Gym Resources Server.
 
 The layers, top to bottom; a module imports only its own layer and those below it, lazy
-imports included (tests/test_architecture.py `LAYERS`; each layer in docs/architecture.md):
+imports included (tests/project/test_architecture.py `LAYERS`; each layer in docs/architecture.md):
 - `app.cli` (and `app.scaffold`); `app.explorer` and `app.integrations` (OpenEnv, TRL);
 - `app.server` (HTTP, MCP); `app.authoring` (the facades over the engine an author uses:
   replay, testing, taskgen, sqlite; their old paths `app.sdk.replay`, ... re-export them);

@@ -31,11 +31,11 @@ ENV_NAMES = tuple(environment_names())
 PORTABLE_ENVS = tuple(n for n in ENV_NAMES if "sqlite" not in load_environment(n).requires)
 # Step rewards' wall-clock backstop (500 ms by default) makes a verify's answer depend on how
 # loaded the machine is: on a busy CI runner a PostgreSQL verify passed it and left its step
-# rewards out. Tests get a minute; tests/test_step_budget.py sets the budget it tests.
+# rewards out. Tests get a minute; tests/verify/test_step_budget.py sets the budget it tests.
 os.environ.setdefault("STATEGYM_STEP_REWARD_BUDGET_MS", "60000")
 # A test process starts hundreds of servers in process: each would freeze whatever the tests
 # before it left alive (app/runtime/collector.py). Servers started by tests keep Python's
-# collector; tests/test_collector.py turns it on where it tests it.
+# collector; tests/integrations/test_collector.py turns it on where it tests it.
 os.environ.setdefault("STATEGYM_GC_SETTLE", "false")
 TEST_SECRET = "test-secret-0123456789-abcdefghijklmnopqrstuvwxyz"
 # tests/openenv_clients/ drives OpenEnv servers with OpenEnv's own clients: it runs in its own
@@ -113,7 +113,7 @@ def drop_pg_schemas(prefix: str) -> int:
 def backend_settings(backend: str, data_dir: Path, prefix: str | None, **extra) -> Settings:
     if backend == "postgres":
         # No schema pool unless a test asks for one: its background clones would load the shared
-        # PostgreSQL for every test that seeds (tests/test_pg_schema_pool.py tests the pool).
+        # PostgreSQL for every test that seeds (tests/storage/test_pg_schema_pool.py tests the pool).
         extra = {"database_url": PG_URL, "pg_schema_prefix": prefix, "pg_schema_pool": 0, **extra}
     return Settings(data_dir=data_dir, secret_key=TEST_SECRET, **extra)
 

@@ -83,7 +83,7 @@ class ProtocolRoute(APIRoute):
     in our words): its handler awaits the endpoint directly, without FastAPI's dependency
     solving and response serialisation (~30 us a request, bench/history/cpu.md, "server CPU
     per rollout"). OpenAPI still comes from the route's declaration; errors reach the same
-    handlers (tests/test_protocol_route.py compares both handlers' answers)."""
+    handlers (tests/server/test_protocol_route.py compares both handlers' answers)."""
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         endpoint: Callable[[Request], Awaitable[Any]] = self.endpoint

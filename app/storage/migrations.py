@@ -447,7 +447,7 @@ def new_revision(target: str, message: str, *, ruff: bool = True) -> Path:
 
 # How a written revision is formatted: Alembic's post-write hooks, ruff run as `python -m ruff`
 # by the interpreter that writes the revision. alembic.ini's [post_write_hooks] section is this
-# table for the plain `alembic revision` (tests/test_migrations.py keeps the two equal).
+# table for the plain `alembic revision` (tests/storage/test_migrations.py keeps the two equal).
 REVISION_HOOKS = {
     "hooks": "ruff_format, ruff_imports",
     "ruff_format.type": "module",

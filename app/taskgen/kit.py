@@ -128,7 +128,14 @@ def decline_subjects(
     # An email names the person, not the refused record: kept only when nothing else is found.
     records = [t for t in texts if "@" not in t]
     if forbidden is not None:
-        found = records or texts or numbers
+        # An address the refused write sends to is what it concerns too (a forward to an
+        # outside address): the record first, the address also accepted.
+        emails = [t for t in texts if "@" in t]
+        for value in (forbidden.get("arguments") or {}).values():
+            for item in value if isinstance(value, list) else [value]:
+                if isinstance(item, str) and "@" in item and item not in emails:
+                    emails.append(item)
+        found = [*records, *emails] or numbers
         return found or decline_subjects(gold, seed)
     found = [*reversed(records), *reversed(numbers)]
     return found or list(reversed(texts))

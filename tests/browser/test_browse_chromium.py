@@ -11,8 +11,8 @@ import os
 import pytest
 
 from tests.conftest import stop_server
-from tests.test_browse import start_browse
-from tests.test_sessions_cli import build_rollouts
+from tests.explorer.test_browse import start_browse
+from tests.authoring.test_sessions_cli import build_rollouts
 
 pytestmark = [
     pytest.mark.browser,

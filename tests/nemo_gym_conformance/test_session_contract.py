@@ -2,7 +2,7 @@
 
 Needs nemo-gym, which needs Python 3.13: `make test-nemo-gym` builds `.venv-gym` and runs this
 module there. In StateGym's own virtualenv (no nemo_gym) the whole module is skipped, and
-tests/test_typed_sessions.py checks the same rules without Gym's code.
+tests/server/test_typed_sessions.py checks the same rules without Gym's code.
 
 Everything here goes through Gym's pydantic models (extra keys forbidden) and Starlette's
 TestClient without lifespan, exactly as `check_resources_session_contract` drives a server.

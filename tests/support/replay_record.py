@@ -9,7 +9,7 @@ write that may repeat. The record keeps, per call, the exact JSON of `{"output":
 included), in primary-key order, as `repr` (so 1 and 1.0, or -0.0 and 0.0, differ).
 
 A refactor that must not change behaviour compares the digests before and after
-(`tests/test_replay_identical.py` against `tests/golden/replay_digests.json`). To see what
+(`tests/verify/test_replay_identical.py` against `tests/golden/replay_digests.json`). To see what
 differs, write the full records on both commits and diff them:
 
     python -m tests.support.replay_record --full /tmp/before.json   # on the base commit

@@ -3,7 +3,7 @@
 `book` books one payment to a known account, once per session: a second booking (another
 amount, reason...) or an unknown account is a tool error and changes nothing. An adversary that
 repeats the gold write with nudged arguments is refused every time, the best an environment
-can do (tests/test_adversarial_sql.py).
+can do (tests/verify/test_adversarial_sql.py).
 """
 
 from __future__ import annotations

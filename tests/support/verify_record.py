@@ -12,7 +12,7 @@ verified while the sessions of other tasks are, so per-task caches serve several
 GRPO group) and are checked against tasks in between.
 
 A change that must not alter verify compares the digests before and after
-(`tests/test_verify_identical.py` against `tests/golden/verify_digests.json`). To see what
+(`tests/verify/test_verify_identical.py` against `tests/golden/verify_digests.json`). To see what
 differs, write the full records on both commits and diff them:
 
     python -m tests.support.verify_record --full /tmp/before.json    # on the base commit

@@ -5,7 +5,7 @@ these rows written over it in the seeding transaction, triggers silent (seeding 
 the rows the seed wrote in the SQLite snapshot (`seed_changes` in its meta, read by rowid), each
 value as the text COPY sends (psycopg's text dumpers), read by the column type's input function
 through `json_populate_recordset`, so the schema holds what a clone of a per-task template
-copied whole from the image held (tests/test_pg_seed_rows.py). The rows stay in the schema's
+copied whole from the image held (tests/storage/test_pg_seed_rows.py). The rows stay in the schema's
 `_stategym_seed`: recycling writes the base's rows back over them (`revert_script`), an
 archive keeps them to rebuild the session.
 """

@@ -8,7 +8,7 @@ already installed, `mark_log_tracked`), never made by DDL per task; the seed is 
 the process's shared engine; the step log's triggers record the seed's rows (read by
 app/storage/log_changes.py), then the log is emptied. `snapshot_image_by_tracking` builds with
 change-tracking triggers instead: for the task generator's bases, and as the reference of
-tests/test_cold_snapshots.py. Costs: docs/performance.md ("Cold path").
+tests/storage/test_cold_snapshots.py. Costs: docs/performance.md ("Cold path").
 """
 
 from __future__ import annotations
