@@ -1,8 +1,9 @@
 """JSON in and out (request bodies, answers, the control database's task and verify columns):
 orjson where it gives the stdlib's answer, else json.
 
-Invariant: every body parses and every answer encodes as the stdlib would (tests/project/test_jsonio.py),
-except text with an unpaired surrogate, refused. Cases and figures: docs/storage.md#json-in-and-out.
+Invariant: every body parses and every answer encodes as the stdlib would
+(tests/project/test_jsonio.py), except text with an unpaired surrogate, refused. Cases and
+figures: docs/storage.md#json-in-and-out.
 """
 
 from __future__ import annotations

@@ -113,7 +113,8 @@ def drop_pg_schemas(prefix: str) -> int:
 def backend_settings(backend: str, data_dir: Path, prefix: str | None, **extra) -> Settings:
     if backend == "postgres":
         # No schema pool unless a test asks for one: its background clones would load the shared
-        # PostgreSQL for every test that seeds (tests/storage/test_pg_schema_pool.py tests the pool).
+        # PostgreSQL for every test that seeds (tests/storage/test_pg_schema_pool.py tests the
+        # pool).
         extra = {"database_url": PG_URL, "pg_schema_prefix": prefix, "pg_schema_pool": 0, **extra}
     return Settings(data_dir=data_dir, secret_key=TEST_SECRET, **extra)
 

@@ -163,8 +163,8 @@ def starter_tasks(env: Any) -> list[dict[str, Any]]:
 
 
 def starter_cases(tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The verifier cases of the starter tasks (`tests/taskgen/test_verifier_cases.py`'s format, which
-    NeMo Gym's `gym env test` fixture is generated from: app/integrations/gym_fixture.py):
+    """The verifier cases of the starter tasks (`tests/taskgen/test_verifier_cases.py`'s format,
+    which NeMo Gym's `gym env test` fixture is generated from: app/integrations/gym_fixture.py):
     each gold earns 1; doing nothing, a hedged answer and a decline of a doable task earn 0; a
     malformed body is a 400."""
     lend, due, refuse = (t["task_id"] for t in tasks)

@@ -6,7 +6,8 @@ decline codes, money and a seed's id blocks, and a conversational task's user
 (`UserScript`, `UserFact`, `UserChange`: docs/conversations.md). Every name here imports only
 app.core and the shared modules, so importing the SDK never loads the engine; the facades over
 the engine (replay, testing, the generation kit, SQLite plumbing) are `app.authoring`.
-`__all__` is pinned by tests/authoring/test_sdk_front_door.py: a name added here is a promise to authors.
+`__all__` is pinned by tests/authoring/test_sdk_front_door.py: a name added here is a promise to
+authors.
 """
 
 from app.core.conversation import UserChange, UserFact, UserScript

@@ -10,9 +10,9 @@ import os
 
 import pytest
 
+from tests.authoring.test_sessions_cli import build_rollouts
 from tests.conftest import stop_server
 from tests.explorer.test_browse import start_browse
-from tests.authoring.test_sessions_cli import build_rollouts
 
 pytestmark = [
     pytest.mark.browser,

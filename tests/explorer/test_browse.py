@@ -17,8 +17,8 @@ from typer.testing import CliRunner
 
 from app.cli.browse import build_datasette
 from app.cli.main import cli
-from tests.conftest import REPO, TEST_SECRET, free_port, stop_server
 from tests.authoring.test_sessions_cli import build_rollouts
+from tests.conftest import REPO, TEST_SECRET, free_port, stop_server
 
 
 @pytest.fixture(scope="module")

@@ -18,9 +18,9 @@ from app.cli.rollout_report import reason_headlines
 from app.registry import load_environment
 from app.server.api import create_app
 from app.settings import Settings
+from tests.authoring.test_sessions_cli import TASKS, calls_of
 from tests.conftest import TEST_SECRET
 from tests.support.rollouts import gold_answer, run_rollout
-from tests.authoring.test_sessions_cli import TASKS, calls_of
 
 CANCEL, ADDRESS, LOOKUP = TASKS["retail-020"], TASKS["retail-018"], TASKS["retail-005"]
 WRONG_FIGURE = {"name": "submit_answer", "arguments": {"answer": "78.45"}}

@@ -8,7 +8,12 @@ import pytest
 from tests.conftest import REPO
 
 # live_server (a fixture), a server started in a module fixture, pg_prefix, and none of them.
-FILES = ("test_e2e_server.py", "test_disk_full.py", "test_pg_vacuum.py", "test_report.py")
+FILES = (
+    "server/test_e2e_server.py",
+    "storage/test_disk_full.py",
+    "storage/test_pg_vacuum.py",
+    "integrations/test_report.py",
+)
 
 
 class _Marks:
@@ -34,7 +39,8 @@ def test_server_and_postgres_tests_are_marked_by_what_they_use() -> None:
     marks = {nodeid.split("[")[0]: names for nodeid, names in seen.marks.items()}
     assert "server" in marks["tests/server/test_e2e_server.py::test_real_server_rollouts"]
     assert "server" in marks["tests/storage/test_disk_full.py::test_full_disk_errors_say_so"]
-    assert "postgres" in marks["tests/storage/test_pg_vacuum.py::test_one_pass_at_a_time_across_workers"]
+    vacuum = "tests/storage/test_pg_vacuum.py::test_one_pass_at_a_time_across_workers"
+    assert "postgres" in marks[vacuum]
     assert (
         not {"server", "postgres"}
         & marks["tests/integrations/test_report.py::test_bad_rollout_files_are_a_message"]

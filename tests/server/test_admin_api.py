@@ -15,8 +15,8 @@ import pytest
 from app.registry import load_environment
 from app.server.api import create_app
 from app.settings import Settings
-from tests.conftest import TEST_SECRET
 from tests.authoring.test_sessions_cli import build_rollouts
+from tests.conftest import TEST_SECRET
 
 TOKEN = "admin-token-0123456789abcdef"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}

@@ -35,10 +35,10 @@ from app.storage.postgres.control import PgControlDB, migrate_control_schema, op
 from app.storage.postgres.db import SchemaNames, make_engine
 from app.storage.sqlite.control import open_sqlite_control
 from tests.conftest import PG_URL, backend_settings, drop_pg_schemas, new_pg_prefix
-from tests.support.rollouts import fresh_client, response_object, run_rollout
-from tests.support.warehouse_env import ENVIRONMENT as WAREHOUSE
 from tests.server.test_protocol import TASK
 from tests.server.test_typed_sessions import typed_close, typed_seed
+from tests.support.rollouts import fresh_client, response_object, run_rollout
+from tests.support.warehouse_env import ENVIRONMENT as WAREHOUSE
 
 PREVIOUS = "e5a1c3f7b9d2"  # the control revision before task rows
 GOLD = TASK["ground_truth"]

@@ -11,9 +11,9 @@ from app.registry import load_environment
 from app.server.api import create_app
 from app.server.middleware import allowed_host_names, host_name
 from app.settings import Settings
+from tests.authoring.test_sessions_cli import build_rollouts
 from tests.conftest import TEST_SECRET
 from tests.server.test_admin_api import AUTH, TOKEN
-from tests.authoring.test_sessions_cli import build_rollouts
 
 GOOD = ["127.0.0.1", "127.0.0.1:8000", "localhost:9", "LOCALHOST", "[::1]:8000", "gym.internal"]
 BAD = ["evil.example", "evil.example:8000", "127.0.0.1.evil.example", "", "localhost.", "[::2]"]

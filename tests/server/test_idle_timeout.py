@@ -15,9 +15,9 @@ from pydantic import ValidationError
 from app.runtime.lifecycle import reap_idle
 from app.settings import Settings
 from tests.conftest import TEST_SECRET, backend_settings, drop_pg_schemas, new_pg_prefix
+from tests.server.test_typed_sessions import RESPONSE, TASK, typed_close, typed_seed
 from tests.support.rollouts import fresh_client
 from tests.support.warehouse_env import ENVIRONMENT as WAREHOUSE
-from tests.server.test_typed_sessions import RESPONSE, TASK, typed_close, typed_seed
 
 # A reaper pass every second closes a session idle for more than a second: well within this.
 DEADLINE_S = 10.0

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
-from tests.support.rollouts import fresh_client, response_object
 from tests.server.test_protocol import TASK
+from tests.support.rollouts import fresh_client, response_object
 
 
 async def _rollout(shared, n: int) -> tuple[int, dict, dict]:

@@ -7,9 +7,9 @@ import asyncio
 from app.runtime.lifecycle import reap_idle
 from app.settings import Settings
 from tests.conftest import TEST_SECRET
+from tests.server.test_protocol import TASK
 from tests.support.rollouts import fresh_client
 from tests.support.warehouse_env import ENVIRONMENT as WAREHOUSE
-from tests.server.test_protocol import TASK
 
 
 def _settings(tmp_path, **extra) -> Settings:

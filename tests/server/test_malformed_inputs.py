@@ -14,8 +14,8 @@ import pytest
 from app.registry import load_environment
 from app.settings import Settings
 from tests.conftest import TEST_SECRET, backend_settings, drop_pg_schemas, new_pg_prefix
-from tests.support.rollouts import load_tasks
 from tests.integrations.test_report import sg
+from tests.support.rollouts import load_tasks
 
 TOKEN = "admin-token-0123456789abcdef"
 

@@ -14,6 +14,7 @@ from sqlalchemy import create_engine, text
 from app.registry import load_environment
 from app.server.api import create_app
 from app.storage.backend import sync_pg_url
+from tests.authoring.test_sessions_cli import build_rollouts, sg
 from tests.conftest import (
     PG_URL,
     backend_settings,
@@ -22,7 +23,6 @@ from tests.conftest import (
     pg_unavailable_reason,
 )
 from tests.server.test_admin_api import AUTH, TOKEN
-from tests.authoring.test_sessions_cli import build_rollouts, sg
 
 PENDING = "#W90200010"  # the order retail-020 cancels
 
@@ -127,8 +127,8 @@ def test_export_says_it_needs_sqlite_files(made, tmp_path):
         env=env,
     )
     assert out.exit_code == 1 and "pg_dump" in out.output
-    # `stategym browse` serves PostgreSQL sessions too (tests/explorer/test_explorer.py); only the raw
-    # SQL view (Datasette) needs files.
+    # `stategym browse` serves PostgreSQL sessions too (tests/explorer/test_explorer.py); only the
+    # raw SQL view (Datasette) needs files.
 
 
 async def test_admin_api_on_postgres(made):

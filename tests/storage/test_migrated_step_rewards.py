@@ -12,8 +12,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tests.support.rollouts import response_object
 from tests.storage.test_migrated_rewind import LOWER, PREVIOUS, Depot, _move
+from tests.support.rollouts import response_object
 
 
 def _response(calls: list[Any]) -> dict[str, Any]:

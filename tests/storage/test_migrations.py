@@ -149,7 +149,8 @@ def _columns(path, table: str) -> list[str]:
 
 
 async def _played_session(client_factory, settings):
-    # A plain file to migrate (packs are migrated through it: tests/storage/test_packed_sessions.py).
+    # A plain file to migrate (packs are migrated through it:
+    # tests/storage/test_packed_sessions.py).
     plain = settings.model_copy(update={"pack_closed_sessions": False})
     async with client_factory(RETAIL, plain) as client:
         verdict = await run_rollout(client, TASK, TASK["ground_truth"], gold_answer(TASK))

@@ -17,8 +17,8 @@ from app.server.api import create_app
 from app.settings import Settings
 from app.storage.migrations import downgrade_file, file_revision, head_revision
 from app.storage.sqlite import packing
-from tests.conftest import TEST_SECRET
 from tests.authoring.test_sessions_cli import CANCEL, build_rollouts, calls_of, sg, sg_json
+from tests.conftest import TEST_SECRET
 
 
 def template_of(data_dir: Path) -> Path:

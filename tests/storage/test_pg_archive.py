@@ -24,9 +24,9 @@ from app.storage.sqlite.store import Store
 from app.storage.steplog import step_log
 from app.verify.state.dump import dump_state
 from tests.conftest import PG_URL, backend_settings
-from tests.support.rollouts import gold_answer, load_tasks, response_object
 from tests.storage.test_pg_schema_pool import _pooled, _schema_view, _schema_view_on, _wait_full
 from tests.storage.test_postgres import _calls
+from tests.support.rollouts import gold_answer, load_tasks, response_object
 
 # Raw writes, each its own step-less transaction: updates, inserts, deletes across tables,
 # a row inserted then updated then deleted, a NULL written over a value.

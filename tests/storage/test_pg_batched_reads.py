@@ -16,8 +16,8 @@ from app.server.models import parse_seed_body
 from app.storage.postgres.db import session_connection
 from app.storage.postgres.steplog import PgStepLog
 from tests.conftest import backend_settings
-from tests.support.rollouts import gold_answer, load_tasks, response_object
 from tests.storage.test_postgres import _calls
+from tests.support.rollouts import gold_answer, load_tasks, response_object
 
 # Raw writes after the gold calls, each its own step in the log (the runner is not involved):
 # every kind of change, on tables with numeric, text, boolean and timestamp columns.

@@ -26,8 +26,8 @@ from app.verify.state import patching
 from app.verify.state.diff import _Delta, diff_states
 from app.verify.state.dump import dump_state
 from tests.conftest import PORTABLE_ENVS, backend_settings
-from tests.support.rollouts import load_tasks
 from tests.storage.test_postgres import _calls
+from tests.support.rollouts import load_tasks
 
 
 def _dump(manager: SessionManager, session_id: str, *, reuse: bool) -> Any:

@@ -10,9 +10,9 @@ import time
 
 from app.storage.postgres.db import make_engine
 from tests.conftest import PG_URL, backend_settings
+from tests.server.test_protocol import TASK
 from tests.support.rollouts import run_rollout
 from tests.support.warehouse_env import ENVIRONMENT as WAREHOUSE
-from tests.server.test_protocol import TASK
 
 
 def _backend_pid(engine) -> int:  # type: ignore[no-untyped-def]

@@ -17,8 +17,8 @@ from app.server.models import parse_seed_body
 from app.storage.postgres.db import session_connection
 from app.verify.state.dump import dump_state
 from tests.conftest import PG_URL, REPO, backend_settings
-from tests.support.rollouts import load_tasks
 from tests.storage.test_postgres import _calls
+from tests.support.rollouts import load_tasks
 
 # Runs `statements` in one transaction on the session schema, says so, then waits to be killed.
 CHILD = textwrap.dedent(

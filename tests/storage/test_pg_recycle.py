@@ -12,9 +12,9 @@ from app.storage.postgres.db import SchemaNames, make_engine, session_connection
 from app.storage.postgres.store import PgStore
 from app.storage.sqlite.store import Store
 from tests.conftest import PG_URL, backend_settings
-from tests.support.rollouts import gold_answer, load_tasks, response_object
 from tests.storage.test_pg_schema_pool import _pooled, _schema_view, _wait_full
 from tests.storage.test_postgres import _calls
+from tests.support.rollouts import gold_answer, load_tasks, response_object
 
 WRITES = [
     "UPDATE customers SET email = 'x' || email WHERE id IN (SELECT id FROM customers LIMIT 3)",

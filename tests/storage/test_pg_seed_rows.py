@@ -27,9 +27,9 @@ from app.storage.sqlite.store import Store
 from app.verify.state.dump import dump_state
 from app.verify.state.patching import remembered
 from tests.conftest import PG_URL, backend_settings
-from tests.support.rollouts import gold_answer, load_tasks, response_object
 from tests.storage.test_pg_schema_pool import _pooled, _schema_view, _wait_full
 from tests.storage.test_postgres import _calls
+from tests.support.rollouts import gold_answer, load_tasks, response_object
 
 # Every environment PostgreSQL serves (`sql` requires SQLite: tests/storage/test_postgres.py).
 PG_ENVS = ["retail", "airline", "ledger", "workplace"]

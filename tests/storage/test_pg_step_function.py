@@ -25,8 +25,8 @@ from app.storage.postgres.step_triggers import QUIET
 from app.storage.postgres.store import PgStore
 from app.storage.sqlite.store import Store
 from tests.conftest import PG_URL
-from tests.support.rollouts import load_tasks
 from tests.storage.test_pg_schema_pool import _pooled, _schema_view, _wait_full
+from tests.support.rollouts import load_tasks
 
 # The per-schema function releases before round 7 made (its INSERT names its own schema).
 _LEGACY_FUNCTION = """CREATE FUNCTION {s}._stategym_step_log() RETURNS trigger LANGUAGE plpgsql

@@ -93,8 +93,8 @@ async def test_postgres_and_sqlite_dumps_of_the_same_state_compare_equal(
 
 
 async def test_a_session_sees_only_its_own_schema(tmp_path, pg_prefix, client_factory):
-    from tests.support.warehouse_env import ENVIRONMENT as WAREHOUSE
     from tests.server.test_protocol import TASK
+    from tests.support.warehouse_env import ENVIRONMENT as WAREHOUSE
 
     settings = backend_settings("postgres", tmp_path, pg_prefix)
     async with client_factory(WAREHOUSE, settings) as a:
@@ -118,8 +118,8 @@ async def test_a_session_sees_only_its_own_schema(tmp_path, pg_prefix, client_fa
 
 
 async def test_close_marks_the_schema_and_retention_drops_it(tmp_path, pg_prefix, client_factory):
-    from tests.support.warehouse_env import ENVIRONMENT as WAREHOUSE
     from tests.server.test_protocol import TASK
+    from tests.support.warehouse_env import ENVIRONMENT as WAREHOUSE
 
     for retention, kept in (("keep", True), ("delete_on_close", False)):
         settings = backend_settings(
@@ -138,8 +138,8 @@ async def test_close_marks_the_schema_and_retention_drops_it(tmp_path, pg_prefix
 
 
 async def test_reaper_closes_idle_postgres_sessions(tmp_path, pg_prefix):
-    from tests.support.warehouse_env import ENVIRONMENT as WAREHOUSE
     from tests.server.test_protocol import TASK
+    from tests.support.warehouse_env import ENVIRONMENT as WAREHOUSE
 
     manager = SessionManager(backend_settings("postgres", tmp_path, pg_prefix), WAREHOUSE)
     try:
@@ -303,8 +303,8 @@ async def test_value_postgres_refuses_is_a_tool_error_not_a_500(
 ):
     """PostgreSQL enforces VARCHAR(n) where SQLite does not: the call is refused as a tool
     error (200, rolled back), never an internal error."""
-    from tests.support.warehouse_env import ENVIRONMENT as WAREHOUSE
     from tests.server.test_protocol import TASK
+    from tests.support.warehouse_env import ENVIRONMENT as WAREHOUSE
 
     settings = backend_settings("postgres", tmp_path, pg_prefix)
     async with client_factory(WAREHOUSE, settings) as client:

@@ -1,7 +1,8 @@
 """A test environment whose writes take the indirect paths: foreign-key CASCADE and SET NULL,
 UPSERT (ON CONFLICT DO UPDATE), REPLACE (SQLite) and rows written by a trigger (SQLite).
 
-Verify must see every row those paths write, on both backends (tests/storage/test_hidden_changes.py).
+Verify must see every row those paths write, on both backends
+(tests/storage/test_hidden_changes.py).
 """
 
 from __future__ import annotations

@@ -101,7 +101,8 @@ def _passes(path: Path, tmp_path: Path) -> None:
 @pytest.mark.parametrize("path", SHIPPED, ids=[p.parent.name for p in SHIPPED])
 def test_shipped_task_files_pass_a_sample(path, tmp_path):
     # Every 6th task: the command end to end on each file. Every task's gold and no-op are scored
-    # over HTTP by tests/taskgen/test_env_tasks.py; the whole files are checked by the slow test below.
+    # over HTTP by tests/taskgen/test_env_tasks.py; the whole files are checked by the slow test
+    # below.
     sample = tmp_path / "sample.jsonl"
     sample.write_text("".join(line + "\n" for line in path.read_text().splitlines()[::6]))
     _passes(sample, tmp_path)

@@ -34,7 +34,8 @@ _OPS = {
 def _cases() -> list:
     params = []
     for env in sorted(ENVIRONMENTS):
-        # Beside the environment's tasks (an installed plugin's too: tests/authoring/test_plugins.py).
+        # Beside the environment's tasks (an installed plugin's too:
+        # tests/authoring/test_plugins.py).
         path = load_environment(env).tasks_path.parent / "verifier_cases.jsonl"
         if not path.exists():
             continue

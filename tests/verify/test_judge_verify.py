@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from app.verify.judge import Judge, JudgeSettings
+from tests.server.test_protocol import TASK
 from tests.support.judge_server import running_judge_server
 from tests.support.rollouts import response_object
-from tests.server.test_protocol import TASK
 
 RUBRIC_TASK = {**TASK, "judge": {"rubric": "Says how many gears are left.", "combine": "min"}}
 

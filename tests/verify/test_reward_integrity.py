@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import backend_settings, drop_pg_schemas, new_pg_prefix
-from tests.support.rollouts import response_object
 from tests.server.test_protocol import TASK
+from tests.support.rollouts import response_object
 
 
 @pytest.fixture

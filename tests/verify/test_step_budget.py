@@ -26,8 +26,8 @@ from app.verify.gold import GoldCache
 from app.verify.state.dump import dump_state
 from app.verify.steps.step_budget import StepBudget
 from tests.conftest import TEST_SECRET
-from tests.support.rollouts import load_tasks, response_object
 from tests.storage.test_steps import Clone
+from tests.support.rollouts import load_tasks, response_object
 
 TASK = "sql-020"  # a raise: its gold inserts a salaries row of employee 102000
 

@@ -1,8 +1,9 @@
 """A deleted session's schema reset to the base template and put back in the schema pool.
 
-Invariant: a recycled schema holds what a fresh clone of the base holds (tests/storage/test_pg_recycle.py),
-or it is dropped; one transaction under the session's lock: the step log undone to 0 (as
-seeded), then the seed rows written back to the base's (app/storage/postgres/seed_rows.py).
+Invariant: a recycled schema holds what a fresh clone of the base holds
+(tests/storage/test_pg_recycle.py), or it is dropped; one transaction under the session's
+lock: the step log undone to 0 (as seeded), then the seed rows written back to the base's
+(app/storage/postgres/seed_rows.py).
 Steps and costs: docs/storage.md#recycled-schemas-postgresql.
 """
 

@@ -159,8 +159,9 @@ class PgStore:
         return schema, maxima
 
     def reference_template(self, snapshot: Snapshot) -> str:
-        """The previous build, kept as the reference of tests/storage/test_pg_seed_rows.py: a template
-        schema per task, every row copied from the snapshot's image (dropped by the caller)."""
+        """The previous build, kept as the reference of tests/storage/test_pg_seed_rows.py: a
+        template schema per task, every row copied from the snapshot's image (dropped by the
+        caller)."""
         schema = self.template_schema(snapshot)
         maxima = self._build_template(schema, snapshot.image, {})
         self._maxima[schema] = maxima

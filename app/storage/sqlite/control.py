@@ -3,8 +3,8 @@
 `SqliteControlDB` runs `ControlDB`'s queries, except the four hot ones (add without a resources
 id, get, mark_verified, mark_closed): those run prebuilt SQL on a per-thread sqlite3 connection,
 sparing SQLAlchemy's per-call statement building and compiling. Each stores exactly what
-`ControlDB`'s version stores (tests/verify/test_fast_paths_equal.py). Foreign keys are enforced on every
-connection (a session names its task row).
+`ControlDB`'s version stores (tests/verify/test_fast_paths_equal.py). Foreign keys are enforced on
+every connection (a session names its task row).
 """
 
 from __future__ import annotations

@@ -280,9 +280,11 @@ def cancel_sweep(c: Ctx) -> Draft:
     for o, _, st in swept:
         gold.append(C("get_order_details", order_number=o.number))
         call = C(
-            "cancel_pending_order", order_number=o.number, customer_id=p.id,
+            "cancel_pending_order",
+            order_number=o.number,
+            customer_id=p.id,
             reason="no_longer_needed",
-        )  # fmt: skip
+        )
         writes.append(call)
         if st == "pending":
             gold.append(call)

@@ -98,8 +98,13 @@ def account_handover(s: Story, k: int) -> Draft:
         s.deal(cid, s.choose(*mates), s.choose(*OPEN), drawn(threshold, threshold * 3), "Pilot")
     for i in range(s.rng.randint(8, 18)):
         owner = user if s.coin() else s.choose(*mates)
-        s.deal((cid2, cid3)[i % 2], owner, s.choose(*OPEN, "won", "lost"), s.amount(),
-               DEAL_NAMES[i % len(DEAL_NAMES)])  # fmt: skip
+        s.deal(
+            (cid2, cid3)[i % 2],
+            owner,
+            s.choose(*OPEN, "won", "lost"),
+            s.amount(),
+            DEAL_NAMES[i % len(DEAL_NAMES)],
+        )
     # The named deals with the second customer: all allowed, or some refused for one reason.
     count = s.rng.randint(1, 3)
     why_not = "" if ok else s.choose("not_owner", "deal_closed")
@@ -278,8 +283,14 @@ def quote_close(s: Story, k: int) -> Draft:
             body, items = quote(ref)
             older.append(s.email(mate.email, [user], f"Quote for {company}", body, hours))
             text, _ = correct(ref, items, None)
-            s.email(mate.email, [user], f"Re: Quote for {company}", text, hours - 1,
-                    in_reply_to=older[-1])  # fmt: skip
+            s.email(
+                mate.email,
+                [user],
+                f"Re: Quote for {company}",
+                text,
+                hours - 1,
+                in_reply_to=older[-1],
+            )
         elif kind == "other_sender":
             body, _ = quote(f"Q-{s.b.code(6)}")
             s.email(other.email, [user], f"Quote for {company} (draft)", body, hours)
@@ -314,8 +325,15 @@ def quote_close(s: Story, k: int) -> Draft:
     first, last = s.names.pop()
     to = f"{first}.{last}{s.rng.randrange(2, 99)}@{domain}".lower()
     if ok:  # a contact whose address, like the outsider's, carries a number
-        s.b.add("contacts", company_id=cid, first_name=first, last_name=last, email=to,
-                phone=None, title="Buyer")  # fmt: skip
+        s.b.add(
+            "contacts",
+            company_id=cid,
+            first_name=first,
+            last_name=last,
+            email=to,
+            phone=None,
+            title="Buyer",
+        )
     prompt = (
         f"Take the latest quote {mate.name} emailed me for {company}, with the corrections "
         f"{mate.first} sent in reply to it, and price my {company} deal from its corrected "
@@ -394,7 +412,7 @@ def pipeline_review(s: Story, k: int) -> Draft:
                 s.choose(*OPEN, "proposal", "won", "lost"),
                 s.rng.random() < 0.8,
                 s.rng.randint(-15, 45),
-            )  # fmt: skip
+            )
         )
     s.rng.shuffle(plan)
     for i, (stage, has_amount, days) in enumerate(plan):
@@ -411,8 +429,14 @@ def pipeline_review(s: Story, k: int) -> Draft:
     for i in range(s.rng.randint(5, 10)):
         add(s.choose(*mates), s.choose(*OPEN, "won"), s.amount(), s.rng.randint(-10, 30), i)
     for i in range(s.rng.randint(5, 12)):
-        s.deal(cid2, user, s.choose(*OPEN, "won"), s.amount(), DEAL_NAMES[i % 10],
-               s.rng.randint(-10, 30))  # fmt: skip
+        s.deal(
+            cid2,
+            user,
+            s.choose(*OPEN, "won"),
+            s.amount(),
+            DEAL_NAMES[i % 10],
+            s.rng.randint(-10, 30),
+        )
     prompt = (
         f"Let's close out my {company} pipeline. Every open {company} deal of mine whose close "
         "date is today or already past goes to lost; of the rest, those in proposal that have "

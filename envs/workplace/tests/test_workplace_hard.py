@@ -127,9 +127,10 @@ def test_a_deal_closing_today_is_lost_and_earlier_wins_count_in_the_total() -> N
         today = [
             c
             for c, d in deals.items()
-            if d["owner_id"] == user and d["close_date"] == "2026-03-16"
+            if d["owner_id"] == user
+            and d["close_date"] == "2026-03-16"
             and d["stage"] in ("lead", "qualified", "proposal")
-        ]  # fmt: skip
+        ]
         changes = {
             c["arguments"]["code"]: c["arguments"]["stage"]
             for c in t["ground_truth"]
