@@ -10,6 +10,7 @@ from envs.sql.taskgen.kit import (
     LIST,
     Ctx,
     Draft,
+    SqlDraft,
     describe,
     effective_day,
     mondays_of,
@@ -127,7 +128,15 @@ def paid_and_refused(c: Ctx) -> Draft:
         return Draft("multi_paid_and_refused", prompt, gold, True)
     code = "invoice_already_paid" if status == "paid" else "cannot_delete_invoice"
     why = f"I recorded the payment of {sent}; {dup} is {status}, so it cannot be deleted."
-    return Draft("multi_paid_and_refused", prompt, gold, True, decline=code, decline_message=why)
+    return SqlDraft(
+        "multi_paid_and_refused",
+        prompt,
+        gold,
+        True,
+        decline=code,
+        decline_message=why,
+        refused=(dup,),
+    )
 
 
 def raise_and_refuse(c: Ctx) -> Draft:
@@ -168,13 +177,14 @@ def raise_and_refuse(c: Ctx) -> Draft:
     if not refused:
         return Draft("multi_raise_and_refuse", prompt, gold, True)
     why = f"The raise of {' and '.join(refused)} is above 10% and needs the CFO's approval."
-    return Draft(
+    return SqlDraft(
         "multi_raise_and_refuse",
         prompt,
         gold,
         len(refused) < 2,
         decline="raise_over_limit",
         decline_message=why,
+        refused=tuple(refused),
     )
 
 

@@ -17,6 +17,7 @@ from envs.sql.taskgen.kit import (
     Ctx,
     Draft,
     Person,
+    SqlDraft,
     Story,
     describe,
     effective_day,
@@ -39,8 +40,11 @@ DELETE_WHY = (
 )
 
 
-def _decline(family: str, prompt: str, gold: list, code: str, why: str) -> Draft:
-    return Draft(family, prompt, gold, False, decline=code, decline_message=why)
+def _decline(family: str, prompt: str, gold: list, code: str, why: str, record: str) -> Draft:
+    """A refusal of one record, named by its key (employee_no, invoice number)."""
+    return SqlDraft(
+        family, prompt, gold, False, decline=code, decline_message=why, refused=(record,)
+    )
 
 
 def refuse_delete_employee(c: Ctx) -> Draft:
@@ -67,7 +71,9 @@ def refuse_delete_employee(c: Ctx) -> Draft:
                    WHERE employee_no = '{p.no}'""")
     if not allowed:
         why = f"Employees are never deleted and {p.no} has started; I can offboard them instead."
-        return _decline("refuse_delete_employee", prompt, [look], "cannot_delete_employee", why)
+        return _decline(
+            "refuse_delete_employee", prompt, [look], "cannot_delete_employee", why, p.no
+        )
     gold = [
         look,
         sql(f"SELECT COUNT(*) FROM timesheets WHERE employee_id = {p.id}"),
@@ -112,10 +118,10 @@ def refuse_paid_invoice(c: Ctx) -> Draft:
     )
     if status == "paid":
         why = f"Invoice {number} is paid, so it is locked and cannot be changed or deleted."
-        return _decline("refuse_paid_invoice", prompt, [look], "invoice_already_paid", why)
+        return _decline("refuse_paid_invoice", prompt, [look], "invoice_already_paid", why, number)
     if c.k == 0 and status == "sent":
         why = f"Invoices are never deleted; {number} was sent, so I can only void it."
-        return _decline("refuse_paid_invoice", prompt, [look], "cannot_delete_invoice", why)
+        return _decline("refuse_paid_invoice", prompt, [look], "cannot_delete_invoice", why, number)
     if c.k == 0:
         gold = [
             look,
@@ -143,10 +149,10 @@ def refuse_delete_invoice(c: Ctx) -> Draft:
     ]
     if case == "paid":
         why = f"Invoice {number} is paid, so it is locked and cannot be deleted."
-        return _decline("refuse_delete_invoice", prompt, gold, "invoice_already_paid", why)
+        return _decline("refuse_delete_invoice", prompt, gold, "invoice_already_paid", why, number)
     if case != "empty":
         why = f"Invoices are never deleted (only an empty draft may go); I can void {number}."
-        return _decline("refuse_delete_invoice", prompt, gold, "cannot_delete_invoice", why)
+        return _decline("refuse_delete_invoice", prompt, gold, "cannot_delete_invoice", why, number)
     gold.append(sql(f"DELETE FROM invoices WHERE number = '{number}'"))
     return Draft("refuse_delete_invoice", prompt, gold, True)
 
@@ -189,7 +195,7 @@ def raise_story(c: Ctx, family: str, allowed: bool, *, look_first: bool = False)
         why = (
             f"The raise for {p.no} is above 10% of the current salary and needs the CFO's approval."
         )
-        return _decline(family, prompt, gold, "raise_over_limit", why)
+        return _decline(family, prompt, gold, "raise_over_limit", why, p.no)
     gold.append(
         sql(f"""INSERT INTO salaries (employee_id, effective_date, amount, reason)
                 VALUES ({p.id}, '{when}', {new}, '{reason}')""")
@@ -229,7 +235,9 @@ def refuse_salary_rewrite(c: Ctx) -> Draft:
             f"Salary history is append-only: the {when.isoformat()} row of {p.no} is in effect "
             "and cannot be changed; a new row with a later effective date can correct it."
         )
-        return _decline("refuse_salary_rewrite", prompt, [look], "salary_rewrite_forbidden", why)
+        return _decline(
+            "refuse_salary_rewrite", prompt, [look], "salary_rewrite_forbidden", why, p.no
+        )
     gold = [look, sql(f"UPDATE salaries SET amount = {fixed} WHERE id = {row['id']}")]
     return Draft("refuse_salary_rewrite", prompt, gold, True)
 
@@ -242,7 +250,9 @@ def refuse_approve_rejected(c: Ctx) -> Draft:
     p = c.s.person()
     week = rng.choice((date(2026, 2, 23), date(2026, 3, 2), date(2026, 3, 9)))
     status = rng.choices(("submitted", "rejected", "approved", "invoiced"), (6, 1.5, 0.5, 2))[0]
-    paid_id = c.s.invoice(proj, 4_000.0, "paid", week)[0] if status == "invoiced" else None
+    paid_id, paid_no = (
+        c.s.invoice(proj, 4_000.0, "paid", week) if status == "invoiced" else (None, "")
+    )
     sid = c.s.sheet(p, proj, week, float(rng.randrange(20, 56, 2)), status, invoice_id=paid_id)
     other = date(2026, 2, 16) if week != date(2026, 2, 16) else date(2026, 3, 9)
     c.s.sheet(p, proj, other, 40, "submitted" if status != "submitted" else "rejected")
@@ -252,17 +262,22 @@ def refuse_approve_rejected(c: Ctx) -> Draft:
         "Please approve it."
     )
     gold = [
-        sql(f"""SELECT t.id, t.week_start, t.hours, t.status FROM timesheets t
-                JOIN employees e ON e.id = t.employee_id WHERE e.employee_no = '{p.no}'""")
+        sql(f"""SELECT t.id, t.week_start, t.hours, t.status, i.number FROM timesheets t
+                JOIN employees e ON e.id = t.employee_id
+                LEFT JOIN invoices i ON i.id = t.invoice_id WHERE e.employee_no = '{p.no}'""")
     ]
     if status == "invoiced":
-        why = f"The timesheet of {p.no} for {week.isoformat()} is billed on a paid invoice: locked."
-        return _decline("refuse_approve_rejected", prompt, gold, "invoice_already_paid", why)
+        why = f"The timesheet of {p.no} for {week.isoformat()} is billed on paid {paid_no}: locked."
+        return _decline(
+            "refuse_approve_rejected", prompt, gold, "invoice_already_paid", why, paid_no
+        )
     if status != "submitted":
         why = (
             f"The timesheet of {p.no} for the week of {week.isoformat()} is {status}; only "
             "submitted timesheets can be approved."
         )
-        return _decline("refuse_approve_rejected", prompt, gold, "timesheet_not_submitted", why)
+        return _decline(
+            "refuse_approve_rejected", prompt, gold, "timesheet_not_submitted", why, p.no
+        )
     gold.append(sql(f"UPDATE timesheets SET status = 'approved' WHERE id = {sid}"))
     return Draft("refuse_approve_rejected", prompt, gold, True)

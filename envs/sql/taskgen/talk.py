@@ -12,7 +12,17 @@ from __future__ import annotations
 from datetime import date
 
 from app.sdk.taskgen import UserChange, UserFact, UserScript
-from envs.sql.taskgen.kit import DEPT_NAMES, Ctx, Draft, Person, Proj, call, effective_day, sql
+from envs.sql.taskgen.kit import (
+    DEPT_NAMES,
+    Ctx,
+    Draft,
+    Person,
+    Proj,
+    SqlDraft,
+    call,
+    effective_day,
+    sql,
+)
 from envs.sql.taskgen.refusals import FORBIDDEN, RAISE_REASONS
 
 YES = ("Yes, please go ahead.", "Yes, that's right. Go ahead.", "Yes, do it please.")
@@ -31,8 +41,13 @@ def _message(text: str) -> dict[str, object]:
     return call("message_user", text=text)
 
 
-def _decline(family: str, prompt: str, gold: list, code: str, why: str, user: UserScript) -> Draft:
-    return Draft(family, prompt, gold, False, decline=code, decline_message=why, user=user)
+def _decline(
+    family: str, prompt: str, gold: list, code: str, why: str, user: UserScript, record: str
+) -> Draft:
+    """A refusal of one record, named by its key (employee_no, invoice number)."""
+    return SqlDraft(
+        family, prompt, gold, False, decline=code, decline_message=why, user=user, refused=(record,)
+    )
 
 
 def talk_record_payment(c: Ctx) -> Draft:
@@ -93,7 +108,9 @@ def talk_record_payment(c: Ctx) -> Draft:
     )
     if forbidden:
         why = f"Invoice {number} is already paid, so it is locked; I changed nothing."
-        return _decline("talk_record_payment", prompt, gold, "invoice_already_paid", why, script)
+        return _decline(
+            "talk_record_payment", prompt, gold, "invoice_already_paid", why, script, number
+        )
     propose = (
         f"Invoice {number} ({amount:.2f}) is sent. I will set its status to paid with paid date "
         f"{paid}. Shall I proceed?"
@@ -168,7 +185,7 @@ def talk_raise_namesake(c: Ctx) -> Draft:
         why = (
             f"The raise for {p.no} is above 10% of the current salary and needs the CFO's approval."
         )
-        return _decline("talk_raise_namesake", prompt, gold, "raise_over_limit", why, script)
+        return _decline("talk_raise_namesake", prompt, gold, "raise_over_limit", why, script, p.no)
     propose = (
         f"{p.name} ({p.no}, {DEPT_NAMES[dept].lower()}) earns {current:.2f} now. I will add a "
         f"salary row of {new:.2f} a year effective {when} (reason: {reason}). Shall I proceed?"
@@ -249,7 +266,7 @@ def talk_void_mind(c: Ctx) -> Draft:
     ]
     if not allowed:
         why = f"Invoice {second} is paid, so it and its timesheets are locked; I changed nothing."
-        return _decline("talk_void_mind", prompt, gold, "invoice_already_paid", why, script)
+        return _decline("talk_void_mind", prompt, gold, "invoice_already_paid", why, script, second)
     gold += [
         _message(
             f"Invoice {second} is {statuses[1]}. I will void it and set its {sheets} timesheets "

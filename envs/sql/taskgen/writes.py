@@ -15,6 +15,7 @@ from envs.sql.taskgen.kit import (
     Ctx,
     Draft,
     Proj,
+    SqlDraft,
     describe,
     effective_day,
     job_title,
@@ -142,8 +143,14 @@ def mark_paid(c: Ctx) -> Draft:
     ]
     if forbidden:
         why = f"Invoice {number} is already paid, so it is locked; I changed nothing."
-        return Draft(
-            "mark_paid", prompt, gold, False, decline="invoice_already_paid", decline_message=why
+        return SqlDraft(
+            "mark_paid",
+            prompt,
+            gold,
+            False,
+            decline="invoice_already_paid",
+            decline_message=why,
+            refused=(number,),
         )
     gold.append(
         sql(f"""UPDATE invoices SET status = 'paid', paid_date = '{paid}'
@@ -176,8 +183,14 @@ def void_invoice(c: Ctx) -> Draft:
     ]
     if status == "paid":
         why = f"Invoice {number} is paid, so it and its timesheets are locked; I changed nothing."
-        return Draft(
-            "void_invoice", prompt, gold, False, decline="invoice_already_paid", decline_message=why
+        return SqlDraft(
+            "void_invoice",
+            prompt,
+            gold,
+            False,
+            decline="invoice_already_paid",
+            decline_message=why,
+            refused=(number,),
         )
     gold += [
         sql(f"""UPDATE timesheets SET status = 'approved', invoice_id = NULL
