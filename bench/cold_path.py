@@ -349,7 +349,7 @@ def _cold_seed_client(kinds: dict[str, Samples]) -> dict[str, Any]:
     cold, warm = kinds["cold_seed"].client_ms, kinds["warm_seed"].client_ms
     if not cold or not warm:
         return {}
-    out: dict[str, Any] = {
+    return {
         "cold_seed_client_over_warm": {
             q: round((pct(cold, p) or 0.0) / (pct(warm, p) or 1.0), 2)
             for q, p in (("p50", 50), ("p99", 99))
@@ -358,7 +358,6 @@ def _cold_seed_client(kinds: dict[str, Samples]) -> dict[str, Any]:
         "cold_seed_client_limit_ms": COLD_SEED_CLIENT_LIMIT_MS,
         "cold_seed_client_over_limit": sum(1 for v in cold if v > COLD_SEED_CLIENT_LIMIT_MS),
     }
-    return out
 
 
 if __name__ == "__main__":
