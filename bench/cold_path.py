@@ -9,8 +9,9 @@
 (`stategym serve` from `--root`, default this checkout; one worker, retention `delete_on_close`)
 on a fresh data dir; per task: seed (cold: the task was never seen), with `--think-ms` a pause
 (the agent's first turn), its gold calls, verify (the first of the task), close; a second seed
-and close; a third seed (warm), its gold calls, verify (warm), close. Reported: server-side
-(X-Process-Time) p50/p99 of each, and the bytes left in the data dir per distinct task once every
+and close; a third seed (warm), its gold calls, verify (warm), close. Reported: p50/p99 of each,
+server-side (X-Process-Time) and client-side (request sent to answer read; the cold seed's over
+the warm seed's as the ratio), and the bytes left in the data dir per distinct task once every
 session is closed, by kind (snapshots, seed files of a `--root` before 2026-12-05, gold,
 templates, control database).
 With `--group G`: GRPO-shaped traffic instead, each task's G rollouts at
@@ -328,11 +329,35 @@ def main() -> None:
     }
     for name, samples in kinds.items():
         if samples.server_ms:
-            result[f"{name}_server_ms"] = {
-                "p50": round(pct(samples.server_ms, 50) or 0.0, 2),
-                "p99": round(pct(samples.server_ms, 99) or 0.0, 2),
-            }
+            result[f"{name}_server_ms"] = _p50_p99(samples.server_ms)
+        if samples.client_ms:
+            result[f"{name}_client_ms"] = _p50_p99(samples.client_ms)
+    result.update(_cold_seed_client(kinds))
     print(json.dumps(result, indent=None if args.json else 2))
+
+
+def _p50_p99(values: list[float]) -> dict[str, float]:
+    return {"p50": round(pct(values, 50) or 0.0, 2), "p99": round(pct(values, 99) or 0.0, 2)}
+
+
+COLD_SEED_CLIENT_LIMIT_MS = 15.0  # a never-seen task's first seed, as the client waits for it
+
+
+def _cold_seed_client(kinds: dict[str, Samples]) -> dict[str, Any]:
+    """The never-seen task's first seed as the client sees it, against the baseline measured in
+    the same run on the same server: the warm seed (the task's third), same request, same body."""
+    cold, warm = kinds["cold_seed"].client_ms, kinds["warm_seed"].client_ms
+    if not cold or not warm:
+        return {}
+    return {
+        "cold_seed_client_over_warm": {
+            q: round((pct(cold, p) or 0.0) / (pct(warm, p) or 1.0), 2)
+            for q, p in (("p50", 50), ("p99", 99))
+        },
+        "cold_seed_client_max_ms": round(max(cold), 2),
+        "cold_seed_client_limit_ms": COLD_SEED_CLIENT_LIMIT_MS,
+        "cold_seed_client_over_limit": sum(1 for v in cold if v > COLD_SEED_CLIENT_LIMIT_MS),
+    }
 
 
 if __name__ == "__main__":
