@@ -212,7 +212,10 @@ class Settings(BaseSettings):
     tool_time_limit_ms: int = Field(
         5000,
         ge=10,
-        description="SQL work of one tool call is interrupted after this long (a tool error).",
+        description=(
+            "SQL work of one tool call is interrupted after this long (a tool error): the "
+            "calling thread's CPU time on SQLite, wall-clock time on PostgreSQL."
+        ),
     )
     user_model_url: str | None = Field(
         None,

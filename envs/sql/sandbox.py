@@ -4,7 +4,8 @@ For the duration of one call the session's raw sqlite3 connection gets an author
 DETACH / VACUUM INTO, no schema changes, no setting PRAGMAs, no transaction control, no
 load_extension, none of the framework's `_stategym_*` tables, nor its answer table, written only by
 submit_answer / decline_request), a progress handler (a VM-step
-budget and a wall-clock deadline), and lowered limits (no attached databases, values and rows of
+budget and a deadline on this thread's CPU time: waiting for the GIL or for a core on a loaded
+machine does not count, so a cheap statement, the gold's included, never times out under load), and lowered limits (no attached databases, values and rows of
 at most 64 KiB, short LIKE patterns, bounded statement size; CALL_LIMITS). Everything is removed
 again before the call returns, whatever happened. The framework owns the transaction: a failing
 statement raises ToolError and the whole call is rolled back.
@@ -44,7 +45,8 @@ MAX_ROW_CHARS = 16_000  # a row's cells share this; never below MIN_CELL_CHARS e
 MIN_CELL_CHARS = 100
 MAX_NAME_CHARS = 200
 # The progress handler runs every PROGRESS_EVERY VM instructions; after STEP_BUDGET of them
-# (~50 M instructions) or TIME_LIMIT_S seconds, whichever comes first, the statement is stopped.
+# (~50 M instructions) or TIME_LIMIT_S seconds of the calling thread's CPU time, whichever comes
+# first, the statement is stopped.
 PROGRESS_EVERY = 1_000
 STEP_BUDGET = 50_000
 TIME_LIMIT_S = 1.0
@@ -151,7 +153,7 @@ class Guard:
     def expired(self) -> bool:
         if not self.active:
             return False
-        if time.monotonic() > self.deadline:
+        if time.thread_time() > self.deadline:
             self.timed_out = True
         return self.timed_out
 
@@ -225,7 +227,7 @@ class Guard:
 
     def progress(self) -> int:
         self.steps += 1
-        if self.steps > STEP_BUDGET or time.monotonic() > self.deadline:
+        if self.steps > STEP_BUDGET or time.thread_time() > self.deadline:
             self.timed_out = True
             return 1
         return 0
@@ -346,7 +348,7 @@ def run_statement(db: Session, sql: str, now: datetime) -> dict[str, Any]:
     `now` is the session's frozen clock, what 'now' and CURRENT_* mean in the statement."""
     raw = db.connection().connection.driver_connection  # the transaction is begun here
     assert isinstance(raw, sqlite3.Connection)
-    guard = Guard(deadline=time.monotonic() + TIME_LIMIT_S)
+    guard = Guard(deadline=time.thread_time() + TIME_LIMIT_S)
     old_limits = {k: raw.setlimit(k, v) for k, v in CALL_LIMITS.items()}
     raw.set_authorizer(guard.authorize)
     raw.set_progress_handler(guard.progress, PROGRESS_EVERY)

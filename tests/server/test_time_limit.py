@@ -49,3 +49,25 @@ def test_runaway_sql_is_interrupted_and_rolled_back():
         "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 200000) "
         "SELECT max(x) FROM c"
     ).fetchone() == (200000,)
+
+
+@tool
+def waiting_report(db: Session, args: NoArgs, ctx: ToolContext) -> int:
+    """A query that waits 300 ms (a sleeping function: like a thread kept off the GIL or a core
+    on a loaded machine), then works a little."""
+    waited = "WITH RECURSIVE c(x) AS (SELECT pause(300) UNION ALL SELECT x + 1 FROM c LIMIT 50000)"
+    return db.execute(text(waited + " SELECT count(*) FROM c")).scalar_one()
+
+
+def test_the_limit_counts_work_not_waiting():
+    """The limit is on the calling thread's CPU time: a call kept waiting past it (a loaded
+    machine) is not cut, so the same call, a gold replay's included, answers the same."""
+    conn = sqlite_db.open_memory()
+    conn.create_function("pause", 1, lambda ms: time.sleep(ms / 1000) or 0)
+    engine = sqlite_db.bind_engine(conn)
+    ENVIRONMENT.metadata.create_all(engine)
+    ctx = ToolContext(now=ENVIRONMENT.default_now, session_id="t")
+    started = time.monotonic()
+    outcome = run_tool(engine, waiting_report, {}, ctx, time_limit_ms=100)
+    assert time.monotonic() - started > 0.1
+    assert outcome.get("output") == 50000, outcome

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -208,6 +209,21 @@ def test_runaway_query_is_interrupted_and_changes_nothing(db: TaskDb) -> None:
         "(SELECT 1 UNION ALL SELECT x + 1 FROM n) SELECT x FROM n)",
         "timeout",
     )
+
+
+def test_time_spent_waiting_is_not_the_statements_time(db: TaskDb) -> None:
+    """The deadline is on the thread's CPU time: a statement that waits (for the GIL, for a core
+    on a loaded machine; here a sleeping function) longer than the limit, but works little, is
+    not cut. On wall-clock time a cheap gold statement timed out under CI's load and masked its
+    task."""
+    db.conn.create_function("pause", 1, lambda ms: time.sleep(ms / 1000) or 0)
+    waited = time.monotonic()
+    result = db.sql(
+        f"WITH RECURSIVE n(x) AS (SELECT pause({int(sandbox.TIME_LIMIT_S * 1000) + 300}) "
+        "UNION ALL SELECT x + 1 FROM n LIMIT 50000) SELECT count(*) FROM n"
+    )
+    assert time.monotonic() - waited > sandbox.TIME_LIMIT_S
+    assert result.get("output", {}).get("rows") == [[50000]], result
 
 
 def test_huge_results_are_capped_in_rows_and_bytes(db: TaskDb) -> None:
