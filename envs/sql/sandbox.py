@@ -3,17 +3,17 @@
 For the duration of one call the session's raw sqlite3 connection gets an authorizer (no ATTACH /
 DETACH / VACUUM INTO, no schema changes, no setting PRAGMAs, no transaction control, no
 load_extension, none of the framework's `_stategym_*` tables, nor its answer table, written only by
-submit_answer / decline_request), a progress handler (a VM-step
-budget and a deadline on this thread's CPU time: waiting for the GIL or for a core on a loaded
-machine does not count, so a cheap statement, the gold's included, never times out under load), and lowered limits (no attached databases, values and rows of
-at most 64 KiB, short LIKE patterns, bounded statement size; CALL_LIMITS). Everything is removed
-again before the call returns, whatever happened. The framework owns the transaction: a failing
-statement raises ToolError and the whole call is rolled back.
+submit_answer / decline_request), a progress handler (a VM-step budget and a deadline on this
+thread's CPU time, so waiting for the GIL or a core does not count and a cheap statement, a gold
+replay's too, is never cut under load), and lowered limits (no attached databases, values and
+rows of at most 64 KiB, short LIKE patterns, bounded statement size; CALL_LIMITS). Everything is
+removed again before the call returns, whatever happened. The framework owns the transaction: a
+failing statement raises ToolError and the whole call is rolled back.
 
 A progress handler runs between VM steps, never inside one: functions whose cost grows with
 their arguments (printf widths, instr / replace / trim / LIKE / GLOB on long strings) are
-replaced by bounded versions that also check the deadline (app/storage/sqlite/sql_functions.py), and
-the clock functions read the session's frozen clock. The limits and what they cost are in
+replaced by bounded versions that also check the deadline (app/storage/sqlite/sql_functions.py),
+and the clock functions read the session's frozen clock. The limits and what they cost are in
 docs/durability.md ("Agent SQL: time, memory and disk").
 """
 
