@@ -269,21 +269,16 @@ def depot(monkeypatch: pytest.MonkeyPatch) -> Iterator[Environment]:
     migrations.branch_revisions.cache_clear()
 
 
-# Modules whose PostgreSQL half repeats what the SQLite half proves with the same code above the
-# storage interface (the wire contract, ownership, typed sessions, conversations, answers, the
-# explorer's pages): `make test` runs them on SQLite, `make test-slow` on PostgreSQL too. The
-# PostgreSQL storage itself stays in `make test`: test_postgres.py, test_pg_*.py, a sample of
-# test_env_tasks.py's rollouts, and the PostgreSQL halves of the storage-level modules
-# (branching, steps, control records, migrations, malformed inputs).
-POSTGRES_HALF_IS_SLOW = {
-    "test_answer_tools.py",
-    "test_answers_as_state.py",
-    "test_conversation.py",
-    "test_explorer.py",
-    "test_protocol.py",
-    "test_reward_integrity.py",
-    "test_session_ownership.py",
-    "test_typed_sessions.py",
+# PostgreSQL in `make test` is a smoke check: the backend's own contract (test_postgres.py, how
+# a call begins, the step function) and a sample of shipped rollouts (test_env_tasks.py).
+# Every other PostgreSQL case (the pg_*.py storage modules, inspection, and the PostgreSQL half
+# of every module parametrised over both backends) runs in `make test-slow`, which CI runs too:
+# the SQLite half proves the same code above the storage interface in `make test`.
+POSTGRES_IN_MAKE_TEST = {
+    "test_env_tasks.py",
+    "test_pg_begin.py",
+    "test_pg_step_function.py",
+    "test_postgres.py",
 }
 
 
@@ -358,10 +353,5 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if SLOW_SWEEP_ENVS.search(item.name):
             item.add_marker(pytest.mark.slow)
             continue
-        spec = getattr(item, "callspec", None)
-        if (
-            spec is not None
-            and spec.params.get("backend") == "postgres"
-            and item.path.name in POSTGRES_HALF_IS_SLOW
-        ):
+        if item.get_closest_marker("postgres") and item.path.name not in POSTGRES_IN_MAKE_TEST:
             item.add_marker(pytest.mark.slow)

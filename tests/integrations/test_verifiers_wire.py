@@ -143,6 +143,7 @@ async def test_direct_http_path_without_mcp(tmp_path):
         stop_server(proc)
 
 
+@pytest.mark.slow
 async def test_a_session_verifiers_leaves_open_is_closed_by_the_idle_timeout(tmp_path):
     """Without close_on_verify nothing closes a verifiers rollout's session but the reaper:
     a second of idleness here (an hour by default), the reaper's pass every second."""

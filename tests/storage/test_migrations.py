@@ -328,7 +328,14 @@ def test_alembic_ini_formats_revisions_as_stategym_does() -> None:
     assert hooks == REVISION_HOOKS
 
 
-@pytest.mark.parametrize("branch", [FRAMEWORK, "control", "retail"])
+@pytest.mark.parametrize(
+    "branch",
+    [
+        pytest.param(FRAMEWORK, marks=pytest.mark.slow),
+        pytest.param("control", marks=pytest.mark.slow),
+        "retail",
+    ],
+)
 def test_the_plain_alembic_revision_writes_into_a_branch_and_formats_it(branch, tmp_path) -> None:
     """`alembic revision --head BRANCH@head` writes into the branch's own folder (alembic.ini
     lists each one) and Alembic's post-write hooks run ruff on it. On a copy of the repository's
@@ -363,6 +370,7 @@ def test_the_plain_alembic_revision_writes_into_a_branch_and_formats_it(branch, 
     assert "import sqlalchemy" not in script  # the import hook dropped what the script does not use
 
 
+@pytest.mark.slow
 def test_the_alembic_command_finds_every_target_branch() -> None:
     """The shipped environments keep their branches inside their packages (`migrations_path`);
     alembic.ini lists exactly those for the plain `alembic` command, beside the framework and

@@ -211,7 +211,7 @@ def test_a_failing_shipped_story_is_one_line_and_a_failure(tmp_path: Path) -> No
     assert "Traceback" not in done.stderr and not (tmp_path / "o").exists()
 
 
-@pytest.mark.parametrize("mode", ["--shipped", "--count"])
+@pytest.mark.parametrize("mode", ["--shipped", pytest.param("--count", marks=pytest.mark.slow)])
 def test_two_families_of_one_name_are_refused_naming_both(tmp_path: Path, mode: str) -> None:
     """The summary, `--family` and the shipped order key on a family's function name: two PLAN
     entries of one name would silently merge."""

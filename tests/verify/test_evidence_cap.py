@@ -55,7 +55,9 @@ def _random_value(rng: random.Random, depth: int = 0) -> Any:
     return {f"k{i}": _random_value(rng, depth + 1) for i in range(n)}
 
 
-@pytest.mark.parametrize("max_bytes", [64, 2_000, 40_000, 256 * 1024])
+@pytest.mark.parametrize(
+    "max_bytes", [64, 2_000, pytest.param(40_000, marks=pytest.mark.slow), 256 * 1024]
+)
 def test_the_bounded_cap_equals_measuring_every_time(max_bytes: int) -> None:
     rng = random.Random(max_bytes)
     for _ in range(120):

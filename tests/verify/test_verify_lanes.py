@@ -231,6 +231,7 @@ async def test_the_gate_keeps_each_clients_queue_apart() -> None:
     assert order == ["a1", "b1", "a2"] and gate.in_flight("a") == gate.in_flight("b") == 0
 
 
+@pytest.mark.slow
 async def test_a_client_holds_at_most_its_share_of_the_tool_threads(settings) -> None:
     """Heavy calls on six sessions of one client: two run (its share of the tool threads),
     four wait in its own queue, and the pool's spare thread serves another client's call."""

@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -25,8 +26,13 @@ WRITES = {t.name for t in ENVIRONMENT.tools if not t.read_only and not t.framewo
 NAMES = [fn.__name__ for fn in FAMILIES]
 # Draws per family: variants 0-2 in turn, both twins among them.
 DRAWS = 6
-TASKS = {name: [draw(name, n, n % 3) for n in range(DRAWS)] for name in NAMES}
-ALL = [t for tasks in TASKS.values() for t in tasks]
+DRAWN = [(name, n) for name in NAMES for n in range(DRAWS)]
+
+
+@cache
+def drawn(family: str) -> list[dict[str, Any]]:
+    """The family's draws, built on first use (not at collection, on every xdist worker)."""
+    return [draw(family, n, n % 3) for n in range(DRAWS)]
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +59,7 @@ def messages(calls: list[dict[str, Any]]) -> list[str]:
 
 @pytest.mark.parametrize("family", NAMES)
 def test_both_twins_and_a_user_on_every_draw(family: str) -> None:
-    tasks = TASKS[family]
+    tasks = drawn(family)
     assert {acts(t) for t in tasks} == {True, False}, f"{family}: one twin only"
     for t in tasks:
         assert t["user"]["changes"] and t["family"] == family
@@ -64,10 +70,11 @@ def test_both_twins_and_a_user_on_every_draw(family: str) -> None:
             assert all(turn.act != "confirm" for turn in play(t, messages(t["ground_truth"])))
 
 
-@pytest.mark.parametrize("task", ALL, ids=[f"{t['family']}-{i}" for i, t in enumerate(ALL)])
+@pytest.mark.parametrize(("family", "n"), DRAWN, ids=[f"{f}-{n}" for f, n in DRAWN])
 def test_gold_1_noop_0_and_acting_without_asking_below_1(
-    task: dict[str, Any], score: ReplayScore
+    family: str, n: int, score: ReplayScore
 ) -> None:
+    task = drawn(family)[n]
     gold = task["ground_truth"]
     assert score(task, gold) == 1.0
     assert score(task, []) == 0.0
@@ -77,7 +84,7 @@ def test_gold_1_noop_0_and_acting_without_asking_below_1(
 
 
 def test_the_request_leaves_out_what_the_member_tells_when_asked() -> None:
-    for t in TASKS["talk_cancel"]:
+    for t in drawn("talk_cancel"):
         request = t["responses_create_params"]["input"][-1]["content"]
         user = UserScript.model_validate(t["user"])
         code = user.changes[0].identifiers[0]
@@ -90,7 +97,7 @@ def test_the_request_leaves_out_what_the_member_tells_when_asked() -> None:
 
 @pytest.mark.parametrize("family", NAMES)
 def test_a_proposal_of_the_look_alike_gets_the_correction(family: str, score: ReplayScore) -> None:
-    for t in (t for t in TASKS[family] if acts(t)):
+    for t in (t for t in drawn(family) if acts(t)):
         user = UserScript.model_validate(t["user"])
         gold = t["ground_truth"]
         said = messages(gold)
@@ -111,7 +118,7 @@ def _reworded(call: dict[str, Any], old: str, new: str) -> dict[str, Any]:
 
 
 def test_a_change_of_mind_moves_the_change_to_the_other_reservation() -> None:
-    for t in (t for t in TASKS["talk_change_cabin"] if acts(t)):
+    for t in (t for t in drawn("talk_change_cabin") if acts(t)):
         user = UserScript.model_validate(t["user"])
         first, second = play(t, messages(t["ground_truth"]))
         assert first.act == "change_of_mind" and not first.confirms

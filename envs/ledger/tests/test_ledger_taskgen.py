@@ -63,6 +63,7 @@ def values(x: Any) -> list[Any]:
 IDENTIFIER = re.compile(r"^(TX|RV|HD)?\d{6,}$|@")
 
 
+@pytest.mark.slow
 def test_every_draw_is_its_own_world() -> None:
     """Ids, account numbers, references, hold codes and emails in the golds of 36 draws of 12
     families: none appears in two tasks (a replayed training gold acts on no one)."""

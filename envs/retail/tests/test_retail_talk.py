@@ -9,6 +9,7 @@ import json
 import random
 import re
 from collections import Counter
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -39,9 +40,18 @@ def story(name: str, k: int, n: int) -> dict[str, Any]:
         return build_task(1, FAMILIES[name], k, random.Random(f"talk/{name}/{k}/{n}"), names)
 
 
-STORIES = {(name, k, n): story(name, k, n) for name in TALK for k in (0, 1) for n in range(8)}
-ACTING = [t for t in STORIES.values() if "expected_decline" not in t]
-DECLINING = [t for t in STORIES.values() if "expected_decline" in t]
+@cache
+def stories() -> dict[tuple[str, int, int], dict[str, Any]]:
+    """Eight draws of each variant of each family, built on first use (not at collection)."""
+    return {(name, k, n): story(name, k, n) for name in TALK for k in (0, 1) for n in range(8)}
+
+
+def acting() -> list[dict[str, Any]]:
+    return [t for t in stories().values() if "expected_decline" not in t]
+
+
+def declining() -> list[dict[str, Any]]:
+    return [t for t in stories().values() if "expected_decline" in t]
 
 
 def _script(task: dict[str, Any]) -> UserScript:
@@ -61,7 +71,7 @@ def test_every_talk_family_is_planned_and_both_acts_and_declines() -> None:
     for name in TALK:
         assert name in FAMILIES
         outcomes: Counter[str | None] = Counter(
-            t.get("expected_decline") for (f, _k, _n), t in STORIES.items() if f == name
+            t.get("expected_decline") for (f, _k, _n), t in stories().items() if f == name
         )
         declined = sum(v for code, v in outcomes.items() if code is not None)
         assert 3 <= declined <= 13 and outcomes[None] >= 3, (name, outcomes)
@@ -69,7 +79,7 @@ def test_every_talk_family_is_planned_and_both_acts_and_declines() -> None:
 
 
 def test_the_request_leaves_out_what_the_customer_tells_when_asked() -> None:
-    for t in ACTING:
+    for t in acting():
         if t["family"] == "talk_switch":
             continue
         request = t["responses_create_params"]["input"][-1]["content"]
@@ -84,7 +94,7 @@ def test_the_request_leaves_out_what_the_customer_tells_when_asked() -> None:
 
 
 def test_the_gold_asks_proposes_with_the_ids_and_acts_on_the_last_change_only() -> None:
-    for t in ACTING:
+    for t in acting():
         turns = _talk(t)
         script = _script(t)
         acts = [turn.act for turn in turns]
@@ -101,7 +111,7 @@ def test_the_gold_asks_proposes_with_the_ids_and_acts_on_the_last_change_only() 
 
 def test_a_proposal_naming_the_look_alike_gets_the_correction() -> None:
     tried = 0
-    for t in ACTING:
+    for t in acting():
         script = _script(t)
         change = script.changes[-1]
         if not change.wrong:
@@ -121,7 +131,7 @@ def test_a_proposal_naming_the_look_alike_gets_the_correction() -> None:
 
 
 def test_declining_twins_need_no_confirmation_and_name_the_order() -> None:
-    for t in DECLINING:
+    for t in declining():
         script = _script(t)
         assert script.changes == [] and script.done != script.unclear
         decline = t["ground_truth"][-1]
@@ -143,8 +153,8 @@ def _few() -> list[dict[str, Any]]:
     """Two acting and one declining story per family."""
     picked: list[dict[str, Any]] = []
     for name in TALK:
-        picked += [t for t in ACTING if t["family"] == name][:2]
-        picked += [t for t in DECLINING if t["family"] == name][:1]
+        picked += [t for t in acting() if t["family"] == name][:2]
+        picked += [t for t in declining() if t["family"] == name][:1]
     return picked
 
 
@@ -166,7 +176,7 @@ async def test_gold_earns_1_nothing_0_and_acting_without_asking_0(client) -> Non
 async def test_the_served_user_corrects_the_look_alike_and_a_write_after_it_scores_0(
     client,
 ) -> None:
-    t = next(x for x in ACTING if x["family"] == "talk_return")
+    t = next(x for x in acting() if x["family"] == "talk_return")
     change = _script(t).changes[0]
     messages = [c for c in t["ground_truth"] if c["name"] == "message_user"]
     wrong = messages[-1]["arguments"]["text"].replace(change.identifiers[0], change.wrong[0])
@@ -177,6 +187,7 @@ async def test_the_served_user_corrects_the_look_alike_and_a_write_after_it_scor
     assert result["verification"]["conversation"]["unconfirmed_writes"]
 
 
+@pytest.mark.slow
 def test_tasks_check_passes_on_a_generated_conversational_set(tmp_path: Path) -> None:
     out = tmp_path / "talk.jsonl"
     families = [a for name in TALK for a in ("--families", name)]

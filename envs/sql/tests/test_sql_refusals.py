@@ -20,6 +20,7 @@ def generated() -> list[dict[str, Any]]:
     return [t for t in generate(Request("sql", 120, 77), 1) if isinstance(t, dict)]
 
 
+@pytest.mark.slow
 def test_every_refusal_names_its_refused_record(generated: list[dict[str, Any]]) -> None:
     refusals = [t for t in generated if t.get("expected_decline")]
     assert len(refusals) >= 10, "too few refusals drawn to check"

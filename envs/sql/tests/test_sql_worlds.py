@@ -59,6 +59,7 @@ def sample() -> list[dict[str, Any]]:
     return [draw(fn, k, i) for fn, n in PLAN for k in range(n) for i in range(6)]
 
 
+@pytest.mark.slow
 def test_no_identifier_recurs_across_tasks(sample: list[dict[str, Any]]) -> None:
     seen: Counter[str] = Counter()
     for task in sample:
@@ -69,6 +70,7 @@ def test_no_identifier_recurs_across_tasks(sample: list[dict[str, Any]]) -> None
     assert count <= 2, (worst, count)  # 2 of ~300: well under 1 %
 
 
+@pytest.mark.slow
 def test_answers_vary(sample: list[dict[str, Any]]) -> None:
     answers = Counter(repr(t["expected_answer"]["value"]) for t in sample if "expected_answer" in t)
     total = sum(answers.values())
@@ -95,6 +97,7 @@ def test_the_data_decides_and_the_wording_does_not(family: str) -> None:
     assert by_outcome[True] & by_outcome[False], (family, by_outcome)
 
 
+@pytest.mark.slow
 def test_every_write_is_preceded_by_a_look(sample: list[dict[str, Any]]) -> None:
     """The policy says to look before writing: each gold's first write comes after a read."""
     for task in sample:

@@ -113,6 +113,7 @@ def test_the_user_changes_their_mind_once() -> None:
             assert reply_to(script, [mind], rest[0]).confirms == ("reassign_task",)
 
 
+@pytest.mark.slow
 def test_a_generated_set_passes_tasks_check(tmp_path: Path) -> None:
     out = tmp_path / "talk.jsonl"
     args = ["tasks", "generate", "--env", "workplace", "--count", "9", "--seed", "7"]

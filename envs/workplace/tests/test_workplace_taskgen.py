@@ -36,6 +36,7 @@ def _values(x: Any) -> list[Any]:
     return [x]
 
 
+@pytest.mark.slow
 def test_no_identifier_recurs_across_generated_tasks() -> None:
     tasks = _draws(None, 80)
     seen: Counter[str] = Counter()
@@ -76,6 +77,7 @@ def test_a_calendar_conflict_refusal_is_labelled_a_refusal() -> None:
     assert only and {t["kind"] for t in only} == {"refusal"}
 
 
+@pytest.mark.slow
 def test_the_hard_tier_composes_several_intents_and_passes_every_check() -> None:
     request = Request(
         env="workplace", count=8, seed=4, families=("account_handover", "quote_close")
