@@ -83,7 +83,7 @@ def return_sweep(c: Ctx) -> Draft:
     visa = p.methods["visa"]
     shape = rng.choice(("mixed", "mixed", "mixed", "mixed", "all", "none"))
     membership = rng.choice(("regular", "silver", "gold", "gold"))
-    if shape == "all":
+    if shape != "mixed":  # everything or nothing past the window, by category and date
         membership = rng.choice(MEMBERS)
     member = membership in MEMBERS
     cust = next(r for r in c.s.rows["customers"] if r["id"] == p.id)
@@ -104,7 +104,11 @@ def return_sweep(c: Ctx) -> Draft:
         return r
 
     # Inside the 365-day window: returned, unless the line went back already.
-    n_window = {"mixed": rng.randint(2, 4), "all": rng.randint(2, 3), "none": 0}[shape]
+    # Sizes keep the gold within 15-30 calls (a member's order past the window costs 2-3).
+    if shape == "mixed":
+        n_window = rng.randint(2, 3) if member else rng.randint(4, 5)
+    else:
+        n_window = rng.randint(3, 4) if shape == "all" else 0
     edge = (WINDOW,) if rng.random() < 0.6 else ()
     for age in _ages(c, 120, WINDOW, n_window, taken, edge):
         r = add(age, "delivered", rng.random() < 0.4, rng.randint(1, 2))
@@ -116,12 +120,14 @@ def return_sweep(c: Ctx) -> Draft:
     if shape == "all":
         kinds = [True] * rng.randint(2, CAP)
     elif shape == "none":
-        kinds = (
-            [False] * rng.randint(3, 5) if member else [True, True] + [False] * rng.randint(1, 3)
+        kinds = [False] * rng.randint(5, 7)
+    elif member:
+        qualifying = rng.choice((1, 2, 3, 4, 4, 5))
+        kinds = [True] * qualifying + [False] * rng.randint(
+            max(1, 4 - qualifying), min(3, 7 - qualifying)
         )
     else:
-        qualifying = rng.choice((1, 2, 3, 4, 4, 5)) if member else rng.randint(2, 4)
-        kinds = [True] * qualifying + [False] * rng.randint(1, 3)
+        kinds = [True] * rng.randint(2, 4) + [False] * rng.randint(2, 3)
     rng.shuffle(kinds)
     edges = tuple(a for a in (WINDOW + 1, EXTENDED) if rng.random() < 0.6)
     for age, long_life in zip(

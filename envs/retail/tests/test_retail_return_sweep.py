@@ -16,6 +16,7 @@ from app.cli.audit import ReplayScore
 from app.taskgen import draw as D
 from envs.retail import ENVIRONMENT
 from envs.retail.taskgen import TASKGEN, _catalog
+from envs.retail.taskgen.details import ORDER_INSTEAD
 
 DRAWS = 60
 RETURN = "return_delivered_order_items"
@@ -55,7 +56,6 @@ def verdicts(task: dict[str, Any], rule: str = "policy") -> dict[str, tuple[str,
     customer_id = task["ground_truth"][1]["arguments"]["customer_id"]
     customer = next(c for c in rows["customers"] if c["id"] == customer_id)
     member = customer["membership"] in ("silver", "gold")
-    named = set(re.findall(r"#W\d+", request))
     out: dict[str, tuple[str, list[int]]] = {}
     used = 0
     orders = sorted(
@@ -63,6 +63,9 @@ def verdicts(task: dict[str, Any], rule: str = "policy") -> dict[str, tuple[str,
         key=lambda o: (o["created_at"], o["id"]),
         reverse=True,
     )
+    named = set(re.findall(r"#W\d+", request))
+    if any(w in request for ws in ORDER_INSTEAD.values() for w in ws):  # "my latest order"
+        named.add(orders[0]["order_number"])
     for o in orders:
         lines = [i for i in rows["order_items"] if i["order_id"] == o["id"]]
         active = [i for i in lines if i["status"] == "active"]
@@ -129,7 +132,8 @@ def test_the_gold_does_what_the_policy_says_record_by_record() -> None:
         decline = [c for c in task["ground_truth"] if c["name"] == "decline_request"]
         assert bool(declined) == bool(decline), task["task_id"]
         if declined:
-            assert set(task["expected_decline_records"]) == declined, task["task_id"]
+            records = task.get("expected_decline_records") or [decline[0]["arguments"]["subject"]]
+            assert set(records) == declined, task["task_id"]
 
 
 def test_every_verdict_occurs_and_the_boundaries_are_drawn() -> None:
@@ -159,7 +163,7 @@ def test_every_verdict_occurs_and_the_boundaries_are_drawn() -> None:
 
 def test_gold_lengths_stay_in_the_hard_range() -> None:
     lengths = [len(t["ground_truth"]) for t in TASKS]
-    assert min(lengths) >= 10 and max(lengths) <= 32, (min(lengths), max(lengths))
+    assert min(lengths) >= 15 and max(lengths) <= 30, (min(lengths), max(lengths))
     assert all(t["difficulty"] == 5 for t in TASKS)
 
 
@@ -173,9 +177,7 @@ def _played(task: dict[str, Any], rule: str) -> list[dict[str, Any]]:
     decline kept): a careful agent with one rule of the policy missing."""
     rows = task["seed"]["rows"]
     customer_id = task["ground_truth"][1]["arguments"]["customer_id"]
-    visa = next(
-        m["code"] for m in rows["payment_methods"] if m["customer_id"] == customer_id
-    )
+    visa = next(m["code"] for m in rows["payment_methods"] if m["customer_id"] == customer_id)
     calls = [c for c in task["ground_truth"] if c["name"] != RETURN]
     tail = [c for c in calls if c["name"] == "decline_request"]
     calls = [c for c in calls if c["name"] != "decline_request"]
