@@ -82,7 +82,7 @@ def return_sweep(c: Ctx) -> Draft:
     p = c.person()
     visa = p.methods["visa"]
     shape = rng.choice(("mixed", "mixed", "mixed", "mixed", "all", "none"))
-    membership = rng.choice(("regular", "silver", "gold", "gold"))
+    membership = rng.choice(("regular", "regular", "silver", "gold"))
     if shape != "mixed":  # everything or nothing past the window, by category and date
         membership = rng.choice(MEMBERS)
     member = membership in MEMBERS
@@ -108,7 +108,7 @@ def return_sweep(c: Ctx) -> Draft:
     if shape == "mixed":
         n_window = rng.randint(2, 3) if member else rng.randint(4, 5)
     else:
-        n_window = rng.randint(3, 4) if shape == "all" else 0
+        n_window = rng.randint(4, 6) if shape == "all" else 0
     edge = (WINDOW,) if rng.random() < 0.6 else ()
     for age in _ages(c, 120, WINDOW, n_window, taken, edge):
         r = add(age, "delivered", rng.random() < 0.4, rng.randint(1, 2))
@@ -137,10 +137,10 @@ def return_sweep(c: Ctx) -> Draft:
     # Past 730 days: long-life items (a member's look-alike that fails only the date).
     if shape != "all":
         edge = (EXTENDED + 1,) if rng.random() < 0.6 else ()
-        for age in _ages(c, EXTENDED + 1, 900, rng.randint(1, 2), taken, edge):
+        for age in _ages(c, EXTENDED + 1, 900, rng.randint(2, 3), taken, edge):
             add(age, "delivered", True).verdict = "expired"
     # Not delivered yet (or cancelled), recent, long-life: skipped, never declined.
-    for age in _ages(c, 2, 60, rng.randint(1, 2), taken):
+    for age in _ages(c, 2, 60, rng.randint(2, 3), taken):
         add(
             age, rng.choice(("pending", "processed", "shipped", "cancelled")), True
         ).verdict = "not_delivered"

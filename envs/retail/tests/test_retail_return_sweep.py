@@ -25,7 +25,7 @@ TODAY = date(2026, 3, 14)
 
 def _draws() -> list[dict[str, Any]]:
     pool = D.choices(TASKGEN, "train", ["return_sweep"])
-    tasks = []
+    tasks: list[dict[str, Any]] = []
     attempt = 0
     while len(tasks) < DRAWS:
         built = D.draw(TASKGEN, "train", 4242, attempt, pool).task
