@@ -67,7 +67,9 @@ def verdicts(task: dict[str, Any], rule: str = "policy") -> dict[str, tuple[str,
     if any(w in request for ws in ORDER_INSTEAD.values() for w in ws):  # "my latest order"
         named.add(orders[0]["order_number"])
     for o in orders:
-        lines = [i for i in rows["order_items"] if i["order_id"] == o["id"]]
+        lines = sorted(
+            (i for i in rows["order_items"] if i["order_id"] == o["id"]), key=lambda i: i["line_no"]
+        )
         active = [i for i in lines if i["status"] == "active"]
         age = (TODAY - datetime.fromisoformat(o["created_at"]).date()).days
         if o["status"] != "delivered":
@@ -109,7 +111,7 @@ def _sku(rows: dict[str, list[dict[str, Any]]], variant_id: int) -> str:
 def returns_of(task: dict[str, Any], rule: str = "policy") -> dict[str, list[str]]:
     rows = task["seed"]["rows"]
     return {
-        number: sorted(_sku(rows, v) for v in back)
+        number: [_sku(rows, v) for v in back]  # in line order, as the gold sends them
         for number, (_, back) in verdicts(task, rule).items()
         if back
     }
@@ -117,7 +119,7 @@ def returns_of(task: dict[str, Any], rule: str = "policy") -> dict[str, list[str
 
 def gold_returns(task: dict[str, Any]) -> dict[str, list[str]]:
     return {
-        c["arguments"]["order_number"]: sorted(c["arguments"]["skus"])
+        c["arguments"]["order_number"]: list(c["arguments"]["skus"])
         for c in task["ground_truth"]
         if c["name"] == RETURN
     }
