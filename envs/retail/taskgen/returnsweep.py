@@ -48,6 +48,9 @@ def _variant(c: Ctx, long_life: bool, settled: bool = False) -> dict[str, Any]:
         return c.s.rng.choice([v for v in copies if (v["category"] in LONG_LIFE) == long_life])
     base = {c.cat.origin.get(pid, pid) for pid in c.s.used}
     pool = [v for v in kind if v["product_id"] not in base] or kind
+    if c.cat.prefer_fresh and not settled:  # the shipped set: products no earlier gold named,
+        fresh = [v for v in kind if v["product_id"] not in c.cat.stale]  # recurring if need be
+        pool = [v for v in pool if v["product_id"] not in c.cat.stale] or fresh or pool
     v = c.s.rng.choice(pool)
     if not settled:
         v = c.cat.own(v, whole=False)
@@ -85,6 +88,12 @@ def return_sweep(c: Ctx) -> Draft:
     membership = rng.choice(("regular", "regular", "silver", "gold"))
     if shape != "mixed":  # everything or nothing past the window, by category and date
         membership = rng.choice(MEMBERS)
+    # The shipped set (no world: base products, each named by one row's gold at most) has
+    # used up the ten long-life products: its rows are a regular member's, whose gold reads
+    # no category and returns no long-life item.
+    shipped = c.s.b.world is None
+    if shipped:
+        shape, membership = "mixed", "regular"
     member = membership in MEMBERS
     cust = next(r for r in c.s.rows["customers"] if r["id"] == p.id)
     cust["membership"] = membership
@@ -111,7 +120,7 @@ def return_sweep(c: Ctx) -> Draft:
         n_window = rng.randint(4, 6) if shape == "all" else 0
     edge = (WINDOW,) if rng.random() < 0.6 else ()
     for age in _ages(c, 120, WINDOW, n_window, taken, edge):
-        r = add(age, "delivered", rng.random() < 0.4, rng.randint(1, 2))
+        r = add(age, "delivered", rng.random() < 0.4 and not shipped, rng.randint(1, 2))
         r.verdict = "window"
         if shape == "mixed" and len(r.skus) == 2 and rng.random() < 0.6:
             c.s.mark_returned(r.order, 1)
@@ -172,7 +181,7 @@ def return_sweep(c: Ctx) -> Draft:
                 if code == "order_not_delivered"
                 else ("delivered")
             )
-            v = _variant(c, rng.random() < 0.5)
+            v = _variant(c, rng.random() < 0.5 and not shipped)
             o = c.s.order(owner, status, [v], owner.methods["visa"])
             _placed(c, o, age)
             named.append(
