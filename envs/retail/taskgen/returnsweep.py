@@ -117,7 +117,7 @@ def return_sweep(c: Ctx) -> Draft:
     if shape == "mixed":
         n_window = rng.randint(2, 3) if member else rng.randint(4, 5)
     else:
-        n_window = rng.randint(4, 6) if shape == "all" else 0
+        n_window = rng.randint(5, 7) if shape == "all" else 0
     edge = (WINDOW,) if rng.random() < 0.6 else ()
     for age in _ages(c, 120, WINDOW, n_window, taken, edge):
         r = add(age, "delivered", rng.random() < 0.4 and not shipped, rng.randint(1, 2))
@@ -149,7 +149,8 @@ def return_sweep(c: Ctx) -> Draft:
         for age in _ages(c, EXTENDED + 1, 900, rng.randint(2, 3), taken, edge):
             add(age, "delivered", True).verdict = "expired"
     # Not delivered yet (or cancelled), recent, long-life: skipped, never declined.
-    for age in _ages(c, 2, 60, rng.randint(2, 3), taken):
+    # (As many as bring the history to 12 orders at least.)
+    for age in _ages(c, 2, 60, max(rng.randint(2, 3), 12 - len(records)), taken):
         add(
             age, rng.choice(("pending", "processed", "shipped", "cancelled")), True
         ).verdict = "not_delivered"
