@@ -50,6 +50,7 @@ from envs.retail.taskgen.reads import (
     refuse_status,
     refuse_unauthenticated,
 )
+from envs.retail.taskgen.returnsweep import return_sweep
 from envs.retail.taskgen.talk import talk_cancel, talk_return, talk_switch
 from envs.retail.taskgen.writes import (
     cancel,
@@ -71,7 +72,7 @@ PLAN: list[tuple[Family, int]] = [
     (cancel_two, 1), (cancel_one_of_two, 1), (cancel_and_return, 1), (move_everything, 2),
     (exchange_and_cancel, 1), (rework_order, 1), (return_and_repay, 1), (return_and_exchange, 1),
     (account_cleanup, 2), (cancel_sweep, 2), (clear_out, 2),
-    (talk_cancel, 2), (talk_return, 2), (talk_switch, 2),
+    (talk_cancel, 2), (talk_return, 2), (talk_switch, 2), (return_sweep, 2),
 ]  # fmt: skip
 
 
