@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from datetime import date, datetime
+from functools import cache
 from typing import Any
 
 import pytest
@@ -23,7 +24,9 @@ RETURN = "return_delivered_order_items"
 TODAY = date(2026, 3, 14)
 
 
-def _draws() -> list[dict[str, Any]]:
+@cache
+def draws() -> list[dict[str, Any]]:
+    """60 draws of the family, built on first use (not at collection, on every xdist worker)."""
     pool = D.choices(TASKGEN, "train", ["return_sweep"])
     tasks: list[dict[str, Any]] = []
     attempt = 0
@@ -33,9 +36,6 @@ def _draws() -> list[dict[str, Any]]:
         if built is not None:
             tasks.append({**built, "task_id": f"retail-train-sweep-{attempt:05d}"})
     return tasks
-
-
-TASKS = _draws()
 
 
 def _category(rows: dict[str, list[dict[str, Any]]], variant_id: int) -> str:
@@ -128,7 +128,7 @@ def gold_returns(task: dict[str, Any]) -> dict[str, list[str]]:
 def test_the_gold_does_what_the_policy_says_record_by_record() -> None:
     """An oracle reading only the rows and the policy's words returns exactly the gold's lines
     and declines exactly the named orders the gold declines."""
-    for task in TASKS:
+    for task in draws():
         assert returns_of(task) == gold_returns(task), task["task_id"]
         declined = {n for n, (v, _) in verdicts(task).items() if v == "declined"}
         decline = [c for c in task["ground_truth"] if c["name"] == "decline_request"]
@@ -144,7 +144,7 @@ def test_every_verdict_occurs_and_the_boundaries_are_drawn() -> None:
     kinds: Counter[str] = Counter()
     ages: set[int] = set()
     shapes: Counter[str] = Counter()
-    for task in TASKS:
+    for task in draws():
         got = verdicts(task)
         kinds.update(v for v, _ in got.values())
         rows = task["seed"]["rows"]
@@ -164,9 +164,9 @@ def test_every_verdict_occurs_and_the_boundaries_are_drawn() -> None:
 
 
 def test_gold_lengths_stay_in_the_hard_range() -> None:
-    lengths = [len(t["ground_truth"]) for t in TASKS]
+    lengths = [len(t["ground_truth"]) for t in draws()]
     assert min(lengths) >= 15 and max(lengths) <= 30, (min(lengths), max(lengths))
-    assert all(t["difficulty"] == 5 for t in TASKS)
+    assert all(t["difficulty"] == 5 for t in draws())
 
 
 @pytest.fixture(scope="module")
@@ -196,7 +196,7 @@ def _played(task: dict[str, Any], rule: str) -> list[dict[str, Any]]:
 
 
 def test_gold_earns_one_and_a_no_op_zero(score: ReplayScore) -> None:
-    for task in TASKS[:12]:
+    for task in draws()[:12]:
         assert score(task, task["ground_truth"]) == 1.0, task["task_id"]
         assert score(task, []) == 0.0, task["task_id"]
 
@@ -205,9 +205,9 @@ def test_gold_earns_one_and_a_no_op_zero(score: ReplayScore) -> None:
 def test_a_policy_missing_one_fact_fails_some_draws(score: ReplayScore, rule: str) -> None:
     """Each one-fact policy returns another set of lines on some draws, and there earns 0;
     where it happens to agree with the policy it earns 1 (the replay plays it for real)."""
-    differs = [t for t in TASKS if returns_of(t, rule) != returns_of(t)]
+    differs = [t for t in draws() if returns_of(t, rule) != returns_of(t)]
     assert len(differs) >= 5, (rule, len(differs))
     for task in differs[:3]:
         assert score(task, _played(task, rule)) == 0.0, (rule, task["task_id"])
-    same = next(t for t in TASKS if returns_of(t, rule) == returns_of(t))
+    same = next(t for t in draws() if returns_of(t, rule) == returns_of(t))
     assert score(same, _played(same, rule)) == 1.0, (rule, same["task_id"])
