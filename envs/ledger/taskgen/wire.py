@@ -319,17 +319,19 @@ def _materialise(c: Ctx, plan: Plan, chk: Acct, sav: Acct, payees: list[Acct]) -
 
 
 def _named(c: Ctx, plan: Plan, mode: str) -> list[Fee]:
-    """The 0-3 fees the customer names (in the window or older, in error or due); in a draw
-    with nothing in error inside the window, an old one in error is always among them (the
-    decline is then the task's one outcome, never a no-op)."""
+    """The 0-3 fees the customer names: in about a third of the draws (always when nothing in
+    the window was charged in error, so the task is never a no-op) one or two old fees charged
+    in error (declined), else none of those; besides, old fees that were due and fees of the
+    window, in error or due (skipped or refunded like the rest)."""
     rng = c.s.rng
     wire = [f for f in plan.fees if not f.reversed]
     old_err = [f for f in wire if f.when < START and f.verdict == "error"]
-    pool = [f for f in wire if f.when < START or rng.random() < 0.3]
-    count = 0 if rng.random() < 0.2 else rng.randint(1, 3)
-    named = rng.sample(pool, min(count, len(pool)))
-    if mode == "none" and not any(f in old_err for f in named):
-        named[:1] = [rng.choice(old_err)]
+    others = [f for f in wire if f not in old_err]
+    named: list[Fee] = []
+    if old_err and (mode == "none" or rng.random() < 0.3):
+        named = rng.sample(old_err, min(len(old_err), rng.randint(1, 2)))
+    if rng.random() < 0.7:
+        named += rng.sample(others, rng.randint(1, 3 - len(named)) if len(named) < 3 else 0)
     return sorted(named, key=lambda f: f.when)
 
 
