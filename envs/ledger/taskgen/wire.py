@@ -64,7 +64,8 @@ def at(day: int, hour: int, minute: int) -> datetime:
 def chargeable(moves: list[Move]) -> list[Move]:
     """The policy's chargeable transfers: out to another customer, over 200.00, or of 200.00 or
     less beyond the month's first two such (counted in posting order)."""
-    found, small = [], {}  # month -> small transfers to others so far
+    found: list[Move] = []
+    small: dict[tuple[int, int], int] = {}  # month -> small transfers to others so far
     for m in sorted(moves, key=lambda m: m.when):
         if not (m.out and m.other):
             continue

@@ -64,10 +64,13 @@ def facts(task: dict[str, Any]) -> tuple[list[tuple[datetime, float, bool]], lis
     return sorted(outs), sorted(fees, key=lambda f: f["when"])
 
 
-def verdicts(task: dict[str, Any], *, allowance: bool = True, counterparty: bool = True) -> dict:
+def verdicts(
+    task: dict[str, Any], *, allowance: bool = True, counterparty: bool = True
+) -> dict[str, str]:
     """Each wire fee's verdict by the policy's words: due or error (in the 30-day window),
-    old_due or stale (in error) when older, reversed. `allowance` / `counterparty` False: a policy that ignores the
-    free small transfers / where a transfer went (every transfer out counts)."""
+    old_due or stale (in error) when older, reversed. `allowance` / `counterparty` False: a
+    policy that ignores the free small transfers / where a transfer went (all transfers out
+    count)."""
     outs, fees = facts(task)
     owed: Counter[Any] = Counter()
     small: Counter[Any] = Counter()
@@ -206,7 +209,7 @@ def test_policies_deciding_from_fewer_facts_score_zero_on_some_draws(
     counterparty) changes the verdicts on some draws, and the verifier gives those 0; the
     policy's own verdicts, played the same way, score 1."""
     envs = _Envs(tmp_path, "ledger")
-    zero = Counter()
+    zero: Counter[str] = Counter()
     for task in tasks[:16]:
         assert _score(envs, task, expected_calls(task, verdicts(task))) == 1.0
         for name, found in (
