@@ -107,7 +107,7 @@ def draw_plan(c: Ctx, mode: str, payees: int) -> Plan:
         day = next((d for d in new if d - 1 >= 1 and d - 1 not in new and d + 1 not in new), None)
         straddle = day is not None
     for d in [*old, 30, *new]:
-        inside = d < 30 or d == 30
+        inside = d <= 30  # the boundary day counts with the window
         kinds = ["big", "small", "small", "own", "in", "pair"]
         if mode == "all" and inside:
             kinds = ["small", "own", "own", "in"]
