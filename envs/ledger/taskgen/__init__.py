@@ -14,7 +14,7 @@ from typing import Any
 from app.sdk.replay import open_task_db
 from app.sdk.taskgen import TaskGenerator, build_row, name_grid
 from envs.ledger import ENVIRONMENT
-from envs.ledger.taskgen import hard, multi, reads, talk, writes
+from envs.ledger.taskgen import hard, multi, reads, talk, wire, writes
 from envs.ledger.taskgen.details import omissions
 from envs.ledger.taskgen.kit import NAMES, PHRASING, Ctx, Draft, Internal, Story
 
@@ -36,6 +36,7 @@ PLAN: list[tuple[Family, int]] = [
     (multi.repay_refuse_close, 1),
     (hard.fee_cleanup, 1), (hard.move_out, 1), (hard.budget_day, 1),
     (talk.talk_transfer, 3), (talk.talk_fee, 4), (talk.talk_change_mind, 3),
+    (wire.wire_fees, 1),
 ]  # fmt: skip
 
 
