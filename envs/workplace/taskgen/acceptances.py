@@ -298,4 +298,3 @@ def acceptance_sweep(s: Story, k: int) -> Draft:
         decline=reason,
         decline_message=why,
     )
-
