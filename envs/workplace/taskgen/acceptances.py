@@ -236,23 +236,24 @@ def acceptance_sweep(s: Story, k: int) -> Draft:
     if k == 0:
         count = s.rng.randint(1, 2)
         refused_n = 0 if ok else s.rng.randint(1, count)
-        co = customers[s.rng.randrange(len(customers))]
+        buyer = customers[s.rng.randrange(len(customers))]
         for i in range(count):
             bad = i >= count - refused_n
             stage, amount = "proposal", s.amount()
+            price: float | None = amount
             if bad and reason == "deal_closed":
                 stage = s.choose("won", "lost")
             elif bad and reason == "cannot_skip_stage":
                 stage = s.choose("lead", "qualified")
             elif bad:
-                amount = None
-            code = s.deal(co.cid, user, stage, amount, "Special project", s.rng.randint(5, 40))
+                price = None
+            code = s.deal(buyer.cid, user, stage, price, "Special project", s.rng.randint(5, 40))
             named.append((code, not bad))
         s.rng.shuffle(named)
         codes = " and ".join(code for code, _ in named)
         them = "it" if count == 1 else "them"
         ending = (
-            f" Also mark {codes} won: {co.name} sent me the signed contract for {them} by post."
+            f" Also mark {codes} won: {buyer.name} sent me the signed contract for {them} by post."
         )
     else:
         ending = " When you're done, tell me the total amount of the deals you marked won."
