@@ -135,11 +135,11 @@ def _plan(s: Story, n_companies: int) -> tuple[str, list[tuple[str, int]]]:
     if mode == "all":
         kinds = [s.choose("on_time", "on_time", "late_ok") for _ in range(s.rng.randint(12, 15))]
     elif mode == "none":
-        kinds = list(FAILING) + [s.choose(*FAILING) for _ in range(s.rng.randint(8, 14))]
+        kinds = list(FAILING) + [s.choose(*FAILING) for _ in range(s.rng.randint(7, 13))]
     else:
         kinds = ["on_time", "late_ok", "late_not_cfo", "too_late", s.choose(*FAILING[2:])]
         pool = (*WINNING, *WINNING, *FAILING)
-        kinds += [s.choose(*pool) for _ in range(s.rng.randint(9, 15))]
+        kinds += [s.choose(*pool) for _ in range(s.rng.randint(9, 14))]
     plan = [(kind, s.rng.randrange(n_companies)) for kind in kinds]
     if mode == "all":  # at most LATE_LIMIT late ones per company: all count
         late: dict[int, int] = {}
@@ -171,8 +171,8 @@ def _cluster(s: Story, co: int) -> list[tuple[str, datetime, int]]:
 
 
 def acceptance_sweep(s: Story, k: int) -> Draft:
-    """Win each of the user's deals whose written acceptance counts (12-20 acceptances, from
-    2-3 customers); k=0: 1-2 named deals won too (a twin: all allowed, or some refused for one
+    """Win each of the user's deals whose written acceptance counts and label every other
+    acceptance 'follow-up' (12-19 acceptances, from 2-3 customers); k=0: 1-2 named deals won too (a twin: all allowed, or some refused for one
     reason, each named in the decline); k=1: the total amount won, submitted at the end."""
     ok = s.coin()  # the named deals' twin first (a shipped story keeps its family's outcome)
     user = s.user()
@@ -203,7 +203,7 @@ def acceptance_sweep(s: Story, k: int) -> Draft:
     mode, plan = _plan(s, len(customers))
     for kind, co in plan:
         add(kind, co, *_timing(s, kind))
-    if mode == "mixed" and len(accs) <= 16 and s.rng.random() < 0.6:
+    if mode == "mixed" and len(accs) <= 15 and s.rng.random() < 0.6:
         co = s.rng.randrange(len(customers))
         for kind, sent, late in _cluster(s, co):
             add(kind, co, sent, sent.date() - timedelta(days=late), cfo=True)
@@ -222,10 +222,13 @@ def acceptance_sweep(s: Story, k: int) -> Draft:
         when = _sent_on(s, _day(s))
         mail.append((when, a.sender, f"Question about {a.code}", "Could you call me about it?"))
         mail.append((when, s.choose(*mates).email, "Team lunch on Friday?", "Who's in?"))
-    for when, sender, subject, body in sorted(mail):
-        s.email(sender, [user], subject, body, (NOW - when).total_seconds() / 3600)
+    mids = {
+        subject: s.email(sender, [user], subject, body, (NOW - when).total_seconds() / 3600)
+        for when, sender, subject, body in sorted(mail)
+    }
     verdict = verdicts(accs, customers, user)
     won = sorted(a.code for a, v in zip(accs, verdict, strict=True) if v.startswith("won"))
+    chase = sorted(mids[f"Acceptance of {a.code}"] for a in accs if a.code not in won)
     total = sum(
         (Decimal(str(a.amount)) for a, v in zip(accs, verdict, strict=True) if v.startswith("won")),
         Decimal(0),
@@ -259,8 +262,9 @@ def acceptance_sweep(s: Story, k: int) -> Draft:
         ending = " When you're done, tell me the total amount of the deals you marked won."
     prompt = (
         "Customers have been emailing me their acceptances (subject 'Acceptance of' and the "
-        "deal's code). Go through every acceptance in my inbox and mark won each of my deals "
-        "whose acceptance counts under our rules; leave the others as they are." + ending
+        "deal's code). Go through every acceptance in my inbox: mark won each of my deals "
+        "whose acceptance counts under our rules, and label each acceptance that does not count "
+        "'follow-up' so I can chase it, changing nothing else for those." + ending
     )
     gold = [
         C("get_current_user"),
@@ -268,6 +272,7 @@ def acceptance_sweep(s: Story, k: int) -> Draft:
         C("list_deals", owner_email=user.email),
         *[C("search_customers", query=c.name) for c in customers],
         *[C("update_deal_stage", code=code, stage="won") for code in won],
+        *[C("label_email", message_id=mid, add=["follow-up"]) for mid in chase],
     ]
     refused: list[dict[str, Any]] = []
     for code, allowed in named:
@@ -277,7 +282,7 @@ def acceptance_sweep(s: Story, k: int) -> Draft:
             gold.append(win)
         else:
             refused.append(win)
-    writes = any(c["name"] == "update_deal_stage" for c in gold)
+    writes = True  # every acceptance is either won or labelled
     family = "acceptance_sweep"
     if k == 1:
         return Draft(family, prompt, gold, writes, answer=("amount", f"{total:.2f}"))

@@ -58,6 +58,7 @@ def _acceptances(t: dict[str, Any]) -> list[dict[str, Any]]:
             found.append(
                 {
                     "code": deal["code"],
+                    "message_id": m["message_id"],
                     "sender": m["sender"],
                     "sent": datetime.fromisoformat(m["sent_at"]),
                     "late": (
@@ -121,6 +122,10 @@ def test_the_policy_states_the_rule_and_its_boundaries() -> None:
         assert words in POLICY, words
 
 
+def _labelled(t: dict[str, Any]) -> set[str]:
+    return {c["arguments"]["message_id"] for c in t["ground_truth"] if c["name"] == "label_email"}
+
+
 def test_the_gold_wins_exactly_the_deals_whose_acceptance_counts(
     tasks: list[dict[str, Any]],
 ) -> None:
@@ -132,6 +137,9 @@ def test_the_gold_wins_exactly_the_deals_whose_acceptance_counts(
         verdicts = _verdicts(t)
         assert 12 <= len(verdicts) <= 20, t["task_id"]
         assert _won(t) == {c for c, v in verdicts.items() if v.startswith("won")}, t["task_id"]
+        others = {a["message_id"] for a in _acceptances(t) if a["code"] not in _won(t)}
+        assert _labelled(t) == others, t["task_id"]  # every other acceptance: 'follow-up'
+        assert 15 <= len(t["ground_truth"]) <= 30, t["task_id"]
         seen.update(verdicts.values())
         wins = sum(v.startswith("won") for v in verdicts.values())
         shapes["all" if wins == len(verdicts) else "none" if not wins else "mixed"] += 1
@@ -198,13 +206,19 @@ def _one_fact(t: dict[str, Any], rule: str) -> list[dict[str, Any]] | None:
         c
         for c in t["ground_truth"]
         if not (c["name"] == "update_deal_stage" and c["arguments"]["code"] in won)
+        and c["name"] != "label_email"
     ]
     at = next(i for i, c in enumerate(calls) if c["name"] == "search_customers")
-    wins = [
-        {"name": "update_deal_stage", "arguments": {"code": code, "stage": "won"}}
-        for code in sorted(picked)
+    acts = [
+        {"name": "update_deal_stage", "arguments": {"code": a["code"], "stage": "won"}}
+        if a["code"] in picked
+        else {
+            "name": "label_email",
+            "arguments": {"message_id": a["message_id"], "add": ["follow-up"]},
+        }
+        for a in _acceptances(t)
     ]
-    return calls[: at + 1] + wins + calls[at + 1 :]
+    return calls[: at + 1] + acts + calls[at + 1 :]
 
 
 def test_gold_scores_one_no_op_zero_and_one_fact_policies_fail(
