@@ -172,8 +172,9 @@ def _cluster(s: Story, co: int) -> list[tuple[str, datetime, int]]:
 
 def acceptance_sweep(s: Story, k: int) -> Draft:
     """Win each of the user's deals whose written acceptance counts and label every other
-    acceptance 'follow-up' (12-19 acceptances, from 2-3 customers); k=0: 1-2 named deals won too (a twin: all allowed, or some refused for one
-    reason, each named in the decline); k=1: the total amount won, submitted at the end."""
+    acceptance 'follow-up' (12-19 acceptances, from 2-3 customers); k=0: 1-2 named deals won
+    too (a twin: all allowed, or some refused for one reason, each named in the decline);
+    k=1: the total amount won, submitted at the end."""
     ok = s.coin()  # the named deals' twin first (a shipped story keeps its family's outcome)
     user = s.user()
     mates = [s.person() for _ in range(2)]
