@@ -1,10 +1,11 @@
 """The hard tier's many-decisions family: deals won on the customers' written acceptances.
 
-Each of 12-20 acceptance emails is judged on facts from three tool outputs joined under the
+Each of 12-19 acceptance emails is judged on facts from three tool outputs joined under the
 policy's "Written acceptances" rule: the email (sender, sent date), the deal (owner, stage,
 company, close date) and the CRM (the company's contacts and which one is CFO). The rule has an
 exception (a CFO's acceptance counts up to 7 days late) with a limit (two late acceptances per
-company per calendar month, the earliest first). Look-alikes fail exactly one condition;
+company per calendar month, the earliest first); a deal whose acceptance counts is won, every
+other acceptance labelled 'follow-up' (one write per record). Look-alikes fail one condition;
 boundaries sit on the day (the close date, the 7th and 8th day) and one over the limit; some
 draws have every acceptance count, some none.
 """
