@@ -87,6 +87,8 @@ def verdicts(accs: list[Acceptance], customers: list[Customer], user: Person) ->
         else:
             out.append("late")
     taken: dict[tuple[int, int], int] = {}
+    sent = [(accs[i].company, accs[i].sent) for i in range(len(accs)) if out[i] == "late"]
+    assert len(set(sent)) == len(sent), "two late acceptances sent at once: no earliest"
     for i in sorted(range(len(accs)), key=lambda i: accs[i].sent):
         if out[i] == "late":
             key = (accs[i].company, accs[i].sent.month)
