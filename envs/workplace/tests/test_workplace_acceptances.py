@@ -165,8 +165,9 @@ def test_named_deals_a_rule_forbids_are_declined_one_by_one(tasks: list[dict[str
         subject = decline["arguments"]["subject"]
         records = t.get("expected_decline_records") or [subject]
         looked = {c["arguments"]["code"] for c in t["ground_truth"] if c["name"] == "get_deal"}
-        assert set(records) <= looked
-        assert not set(records) & _won(t)  # a skipped acceptance is never declined
+        assert set(records) <= looked and not set(records) & _won(t)
+        # An acceptance that does not count is skipped (labelled), never declined.
+        assert not set(records) & {a["code"] for a in _acceptances(t)}
 
 
 def _response(calls: list[dict[str, Any]]) -> dict[str, Any]:
