@@ -12,7 +12,7 @@ from typing import Any
 
 from app.sdk.taskgen import TaskGenerator, build_row
 from envs.workplace import ENVIRONMENT
-from envs.workplace.taskgen import hard, multi, simple, talk
+from envs.workplace.taskgen import acceptances, hard, multi, simple, talk
 from envs.workplace.taskgen.details import omissions
 from envs.workplace.taskgen.kit import NAMES, PHRASING, Draft, Story
 
@@ -35,6 +35,8 @@ PLAN: list[tuple[Family, int]] = [
     # Conversations with the user (talk.py): facts over turns, confirm or correct, change of mind.
     (talk.talk_deal_amount, 2), (talk.talk_task_pick, 2), (talk.talk_reassign_mind, 2),
     (hard.pipeline_review, 2),
+    # The hard tier's many decisions: acceptances judged on facts of three tools (acceptances.py).
+    (acceptances.acceptance_sweep, 2),
 ]  # fmt: skip
 
 
