@@ -246,7 +246,7 @@ def compensation_sweep(c: Ctx) -> Draft:
 
     also = ""
     if named:
-        codes = ", ".join(r.booking.code for r in named)
+        codes = " and ".join(r.booking.code for r in named)
         also = f", including {codes}: I'm sure {'those were' if len(named) > 1 else 'it was'} hit"
     question = "When you're done, tell me the total value of the certificates you issued. "
     prompt = (
@@ -284,4 +284,3 @@ def _why(r: Record) -> str:
     if r.verdict == "not_disrupted":
         return "no flight of it was cancelled or delayed"
     return "a regular member's fare without business class or insurance"
-
