@@ -127,7 +127,7 @@ def gold_issued(task: dict[str, Any]) -> list[str]:
 
 def test_the_gold_issues_what_the_policy_says_and_every_verdict_occurs() -> None:
     seen: Counter[str] = Counter()
-    tiers = Counter()
+    tiers: Counter[str] = Counter()
     for task in tasks():
         v = verdicts(task)
         assert 13 <= len(v) <= 20 and 15 <= len(task["ground_truth"]) <= 30
