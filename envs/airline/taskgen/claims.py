@@ -63,7 +63,6 @@ class Sweep:
         self.disrupted: set[int] = set()
         self.used: set[int] = set()
         self.times: set[Any] = set()
-        self.history: list[Booking] = []
 
     def free(self, pool: list[FlightInfo], fare: str, n: int, hit: bool) -> list[FlightInfo]:
         """Flights of `pool` a booking of n in `fare` may take (a disrupted one: unused)."""
@@ -78,15 +77,12 @@ class Sweep:
         hours ago."""
         return [f for f in self.c.net.departed() if low < hours_ago(f) <= high]
 
-    def book(
-        self, flights: list[FlightInfo], fare: str, n: int, ins: bool, days: float | None = None
-    ) -> Booking:
-        first = min(hours_ago(f) for f in flights)
-        if days is None:  # booked before its first flight, never in the future
-            days = max(first, 0) / 24 + self.c.s.rng.uniform(2, 40)
+    def book(self, flights: list[FlightInfo], fare: str, n: int, ins: bool) -> Booking:
+        """The member's booking of `flights`, made 2-40 days before the first of them."""
+        first = max(max(hours_ago(f) for f in flights), 0) / 24
+        days = first + self.c.s.rng.uniform(2, 40)
         b = self.c.s.booking(self.p, flights, fare, travellers=n, days_ago=days, insurance=ins)
         self.used.update(f.id for f in flights)
-        self.history.append(b)
         return b
 
     def other_leg(self, f: FlightInfo, fare: str, n: int) -> list[FlightInfo]:
@@ -174,7 +170,7 @@ def _late(sw: Sweep) -> Record:
 def _not_eligible(sw: Sweep) -> Record:
     """A regular member's economy or basic economy trip without insurance, in time."""
     c = sw.c
-    pools = [c.choose([[c.net.future()], [sw.past(0, sw.window), c.net.future()]])][0]
+    pools = c.choose([[c.net.future()], [sw.past(0, sw.window), c.net.future()]])
     r = sw.hit(pools, c.choose(["economy", "basic_economy"]), c.s.rng.randint(1, 3), False,
                c.choose(["cancelled", "delayed"]))  # fmt: skip
     _disrupt(sw, r, c.s.rng.randrange(30, 300, 5))
