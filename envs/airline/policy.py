@@ -22,8 +22,8 @@ DECLINE_REASONS: dict[str, str] = {
     "than one certificate, or a gift card without enough balance)",
     "cancellation_not_allowed": "the reservation is older than 24 hours, no flight was cancelled "
     "by the airline, the fare is not business and it has no insurance",
-    "not_eligible_compensation": "compensation needs an airline-cancelled or delayed flight and a "
-    "silver or gold member, a business fare or insurance",
+    "not_eligible_compensation": "compensation needs an airline-cancelled or delayed flight, a "
+    "silver or gold member, a business fare or insurance, and a complaint in time",
     "compensation_already_issued": "a compensation certificate was already issued for the "
     "reservation",
     "unrelated_request": "the request has nothing to do with the airline",

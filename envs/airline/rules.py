@@ -20,6 +20,10 @@ FREE_CANCEL_HOURS = 24  # a booking can be cancelled with a full refund this lon
 # Compensation certificate per passenger, by what happened to a flight of the reservation.
 COMPENSATION = {"cancelled": 100.0, "delayed": 50.0}
 COMPENSATION_TIERS = ("silver", "gold")
+# A complaint about a flight whose scheduled departure has passed is in time for this many hours
+# after it (inclusive), gold members longer; at most this many certificates per conversation.
+CLAIM_HOURS = {"regular": 48, "silver": 48, "gold": 72}
+MAX_CERTIFICATES_PER_CONVERSATION = 3
 MIN_CONNECTION_MINUTES = 60
 MAX_CONNECTION_MINUTES = 360
 

@@ -14,6 +14,7 @@ from typing import Any
 from app.sdk.replay import open_task_db
 from app.sdk.taskgen import TaskGenerator, build_row
 from envs.airline import ENVIRONMENT
+from envs.airline.taskgen.claims import compensation_sweep
 from envs.airline.taskgen.details import omissions
 from envs.airline.taskgen.flights import renumbered
 from envs.airline.taskgen.hard import bag_fee_quote, cancel_trips_to, refund_then_bags
@@ -71,7 +72,7 @@ PLAN: list[tuple[Family, int]] = [
     (cancel_and_compensate, 1), (cancel_one_refuse_other, 1), (upgrade_and_seats, 2),
     (book_with_seats, 1), (change_and_bags, 1), (fix_upgrade_seat, 1), (trip_overhaul, 1),
     (compensate_and_rebook, 1), (cancel_trips_to, 2), (bag_fee_quote, 1), (refund_then_bags, 2),
-    (talk_cancel, 3), (talk_add_bags, 3), (talk_change_cabin, 3),
+    (talk_cancel, 3), (talk_add_bags, 3), (talk_change_cabin, 3), (compensation_sweep, 2),
 ]  # fmt: skip
 
 

@@ -32,7 +32,8 @@ from envs.airline.rules import BAG_FEE, CABIN_OF, INSURANCE_PER_PASSENGER, free_
 NOW = ENVIRONMENT.default_now
 # The seed's table order (parents first; flights, seats and flight_cabins rows update base rows).
 SEED_TABLES = ("flights", "users", "payment_methods", "reservations", "reservation_segments",
-               "passengers", "payments", "baggage", "seats", "flight_cabins")  # fmt: skip
+               "passengers", "payments", "baggage", "seats", "flight_cabins",
+               "certificates")  # fmt: skip
 
 
 def money(value: float) -> str:
@@ -327,6 +328,31 @@ class Story:
         row.update(status="cancelled", cancel_reason="change_of_plan")
         for f in b.flights:
             self.left[f.cabins[b.fare]["id"]] = self.seats_left(f, b.fare) + len(b.passengers)
+
+    def certificate(self, p: Person, b: Booking, what: str, amount: float, days_ago: float) -> str:
+        """A compensation certificate issued for booking b earlier (`what`: cancelled or
+        delayed), kept as the tool keeps one: a payment method named after the booking code."""
+        code = f"certificate_{b.code.lower()}"
+        method = self._add(
+            "payment_methods",
+            code=code,
+            user_id=p.id,
+            kind="certificate",
+            brand=None,
+            last4=None,
+            balance=amount,
+        )
+        self._add(
+            "certificates",
+            code=code,
+            user_id=p.id,
+            reservation_id=b.id,
+            payment_method_id=method,
+            reason=f"flight_{what}",
+            amount=amount,
+            issued_at=self._ts(days_ago),
+        )
+        return code
 
     def companions(self, n: int) -> list[str]:
         """First names of n people travelling with the member, drawn from the story's stream."""

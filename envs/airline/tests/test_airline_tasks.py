@@ -84,12 +84,16 @@ def test_questions_and_refusals_end_with_their_typed_submission() -> None:
     refusal's, after its writes) ends declining with its expected code, one the airline declares;
     an action task submits nothing. No row keeps the text-matched expected_outputs. The data,
     not the family, decides: refusal families have allowed twins, action families forbidden ones."""
-    partial = {"multi_partial_refusal", "hard_cancel_trips", "hard_refund_then_bags"}
+    partial = {"multi_partial_refusal", "hard_cancel_trips", "hard_refund_then_bags",
+               "hard_compensation_sweep"}  # fmt: skip
+    # A bulk change that may end answering the total of what it did.
+    acts_then_answers = {"hard_compensation_sweep"}
     outcomes: dict[str, set[bool]] = {}
     for t in TASKS:
         assert "expected_outputs" not in t and "answer_kind" not in t, t["task_id"]
         last = t["ground_truth"][-1]
-        want = "answer" if t["family"] in ("lookup", "hard_bag_fee_quote") else None
+        asked = t["family"] in acts_then_answers and "expected_answer" in t
+        want = "answer" if t["family"] in ("lookup", "hard_bag_fee_quote") or asked else None
         if "expected_decline" in t:
             want = "decline"
         writes = any(c["name"] in WRITE_TOOLS for c in t["ground_truth"])
@@ -97,7 +101,8 @@ def test_questions_and_refusals_end_with_their_typed_submission() -> None:
         if t["family"] not in partial and want != "answer":
             outcomes.setdefault(group, set()).add(want == "decline")
         if want == "answer":
-            assert not writes and "expected_decline" not in t, t["task_id"]
+            assert "expected_decline" not in t, t["task_id"]
+            assert not writes or t["family"] in acts_then_answers, t["task_id"]
             assert last == {
                 "name": "submit_answer",
                 "arguments": {"answer": t["expected_answer"]["value"]},
