@@ -63,7 +63,12 @@ def test_the_limit_counts_work_not_waiting():
     """The limit is on the calling thread's CPU time: a call kept waiting past it (a loaded
     machine) is not cut, so the same call, a gold replay's included, answers the same."""
     conn = sqlite_db.open_memory()
-    conn.create_function("pause", 1, lambda ms: time.sleep(ms / 1000) or 0)
+
+    def pause(ms: int) -> int:
+        time.sleep(ms / 1000)
+        return 0
+
+    conn.create_function("pause", 1, pause)
     engine = sqlite_db.bind_engine(conn)
     ENVIRONMENT.metadata.create_all(engine)
     ctx = ToolContext(now=ENVIRONMENT.default_now, session_id="t")

@@ -216,7 +216,12 @@ def test_time_spent_waiting_is_not_the_statements_time(db: TaskDb) -> None:
     on a loaded machine; here a sleeping function) longer than the limit, but works little, is
     not cut. On wall-clock time a cheap gold statement timed out under CI's load and masked its
     task."""
-    db.conn.create_function("pause", 1, lambda ms: time.sleep(ms / 1000) or 0)
+
+    def pause(ms: int) -> int:
+        time.sleep(ms / 1000)
+        return 0
+
+    db.conn.create_function("pause", 1, pause)
     waited = time.monotonic()
     result = db.sql(
         f"WITH RECURSIVE n(x) AS (SELECT pause({int(sandbox.TIME_LIMIT_S * 1000) + 300}) "
