@@ -119,13 +119,22 @@ def test_substitution_maps_the_training_request_onto_the_test_request() -> None:
 # --- the policies against the real verifier ----------------------------------------------------
 def test_a_memorised_set_pays_every_policy(data_dir: Path) -> None:
     """The test set as its own training set: replaying the most similar request's gold (the task
-    itself) earns 1, so do the substituted replay and the keyword decline; the scoring path
-    pays a right play, which is what makes its zeros mean something."""
+    itself) earns 1, so does the substituted replay, and the keyword decline on every refusal
+    that changes nothing (a partial refusal also needs its writes); the scoring path pays a
+    right play, which is what makes its zeros mean something."""
     test = generated("retail", 24, "test", 5)
     report = _audit("retail", test, test, data_dir)
     assert report.policies["replay_similar"].mean == 1.0
     assert report.policies["substituted"].mean == 1.0
-    assert report.refusals and report.policies["keyword_decline"].mean == 1.0
+    tools = load_environment("retail").tools
+    writes = {t.name for t in tools if not t.read_only and not t.framework}
+    pure = [
+        t
+        for t in test
+        if "expected_decline" in t and not {c["name"] for c in t["ground_truth"]} & writes
+    ]
+    declined = report.policies["keyword_decline"]
+    assert pure and declined.played == report.refusals and declined.wins == len(pure)
     assert 0 < report.policies["replay_family"].mean <= 1.0
 
 

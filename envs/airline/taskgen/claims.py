@@ -171,8 +171,13 @@ def _not_eligible(sw: Sweep) -> Record:
     """A regular member's economy or basic economy trip without insurance, in time."""
     c = sw.c
     pools = c.choose([[c.net.future()], [sw.past(0, sw.window), c.net.future()]])
-    r = sw.hit(pools, c.choose(["economy", "basic_economy"]), c.s.rng.randint(1, 3), False,
-               c.choose(["cancelled", "delayed"]))  # fmt: skip
+    r = sw.hit(
+        pools,
+        c.choose(["economy", "basic_economy"]),
+        c.s.rng.randint(1, 3),
+        False,
+        c.choose(["cancelled", "delayed"]),
+    )
     _disrupt(sw, r, c.s.rng.randrange(30, 300, 5))
     r.verdict = "not_eligible"
     return r

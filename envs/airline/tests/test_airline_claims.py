@@ -98,14 +98,20 @@ def verdicts(task: dict[str, Any]) -> dict[str, str]:
         late = (NOW - r["departure"]).total_seconds() > POLICY[r["tier"]] * 3600 if r["hit"] else 0
         eligible = r["tier"] != "regular" or r["fare"] == "business" or r["insurance"]
         out[r["code"]] = (
-            "declined" if r["code"] in declined
-            else "issue" if r["code"] in issued
-            else "over_cap" if r["code"] in in_time
-            else "not_disrupted" if r["hit"] is None
-            else "not_eligible" if not eligible
-            else "late" if late
+            "declined"
+            if r["code"] in declined
+            else "issue"
+            if r["code"] in issued
+            else "over_cap"
+            if r["code"] in in_time
+            else "not_disrupted"
+            if r["hit"] is None
+            else "not_eligible"
+            if not eligible
+            else "late"
+            if late
             else "already"
-        )  # fmt: skip
+        )
     return out
 
 
@@ -215,6 +221,12 @@ def test_a_policy_missing_one_fact_scores_0_on_some_draws(name: str, score: Repl
 
 def test_the_policy_states_the_new_rules() -> None:
     system = tasks()[0]["responses_create_params"]["input"][0]["content"]
-    for words in ("48 hours", "72 hours for gold", "At most three compensation certificates",
-                  "exactly 48 hours", "without declining it", "certificate_"):  # fmt: skip
+    for words in (
+        "48 hours",
+        "72 hours for gold",
+        "At most three compensation certificates",
+        "exactly 48 hours",
+        "without declining it",
+        "certificate_",
+    ):
         assert words in system, words

@@ -241,12 +241,19 @@ def wire_fees(c: Ctx) -> Draft:
         find(p),
         look(p, chk),
         C("list_transactions", customer_id=p.id, account_number=chk.number, kind="fee", limit=100),
-        C("list_transactions", customer_id=p.id, account_number=chk.number, kind="transfer",
-          limit=100),
+        C(
+            "list_transactions",
+            customer_id=p.id,
+            account_number=chk.number,
+            kind="transfer",
+            limit=100,
+        ),
         *(C("get_transaction", customer_id=p.id, reference=m.ref) for m in outs),
-        *(C("reverse_transaction", customer_id=p.id, reference=f.ref, reason="posted_in_error")
-          for f in refunds),
-    ]  # fmt: skip
+        *(
+            C("reverse_transaction", customer_id=p.id, reference=f.ref, reason="posted_in_error")
+            for f in refunds
+        ),
+    ]
     if not refused:
         return Draft("hard_wire_fees", prompt, gold, True)
     refuse = [
@@ -314,8 +321,13 @@ def _materialise(c: Ctx, plan: Plan, chk: Acct, sav: Acct, payees: list[Acct]) -
         if f.reversed:  # refunded already by a colleague, a day later
             c.s.rows["transactions"][-1]["status"] = "reversed"
             back = f.when + timedelta(days=1)
-            c.s.post("reversal", _days(back), [(chk, WIRE), ("INT-USD-FEES", -WIRE)],
-                     f"Reversal of {f.ref} (posted_in_error)", reverses=f.ref)  # fmt: skip
+            c.s.post(
+                "reversal",
+                _days(back),
+                [(chk, WIRE), ("INT-USD-FEES", -WIRE)],
+                f"Reversal of {f.ref} (posted_in_error)",
+                reverses=f.ref,
+            )
             _stamp(c, back)
 
 

@@ -128,10 +128,15 @@ def expected_calls(task: dict[str, Any], found: dict[str, str]) -> list[dict[str
 
 
 def test_policy_states_the_wire_fee_rule_and_its_limits() -> None:
-    for words in ("200.00 or less (exactly 200.00 included)", "first two such transfers",
-                  "own calendar day (UTC)", "even minutes after midnight",
-                  "reversed ones do not count", "the earliest, as many as the day owes",
-                  "a named fee that was due is skipped, not declined"):  # fmt: skip
+    for words in (
+        "200.00 or less (exactly 200.00 included)",
+        "first two such transfers",
+        "own calendar day (UTC)",
+        "even minutes after midnight",
+        "reversed ones do not count",
+        "the earliest, as many as the day owes",
+        "a named fee that was due is skipped, not declined",
+    ):
         assert words in POLICY, words
 
 
@@ -223,9 +228,13 @@ def test_policies_deciding_from_fewer_facts_score_zero_on_some_draws(
 
 def _score(envs: _Envs, task: dict[str, Any], calls: list[dict[str, Any]]) -> float:
     output = [
-        {"type": "function_call", "call_id": f"c{i}", "name": c["name"],
-         "arguments": json.dumps(c["arguments"])}
+        {
+            "type": "function_call",
+            "call_id": f"c{i}",
+            "name": c["name"],
+            "arguments": json.dumps(c["arguments"]),
+        }
         for i, c in enumerate(calls)
-    ]  # fmt: skip
+    ]
     row = {**task, "task_id": "ledger-wire", "response": {"output": output}}
     return float(reverify_row(envs, row, 5)["reward"])
