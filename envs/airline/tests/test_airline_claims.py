@@ -18,6 +18,9 @@ from envs.airline.taskgen import _network
 from envs.airline.taskgen.kit import NOW, money
 from envs.airline.tests.test_airline_worlds import draw
 
+# Sweeps over 60 generated draws of a hard family: `make test-slow` (CI runs it).
+pytestmark = pytest.mark.slow
+
 FAMILY = "compensation_sweep"
 DRAWS = 60
 VERDICTS = {"issue", "over_cap", "late", "not_eligible", "already", "not_disrupted", "declined"}

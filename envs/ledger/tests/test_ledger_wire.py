@@ -21,6 +21,9 @@ from envs.ledger.data import AS_OF
 from envs.ledger.policy import POLICY
 from envs.ledger.taskgen import TASKGEN, build_task, wire
 
+# Sweeps over 60 generated draws of a hard family: `make test-slow` (CI runs it).
+pytestmark = pytest.mark.slow
+
 START = AS_OF - timedelta(days=30)
 DRAWS = 60
 

@@ -19,6 +19,9 @@ from envs.retail import ENVIRONMENT
 from envs.retail.taskgen import TASKGEN, _catalog
 from envs.retail.taskgen.details import ORDER_INSTEAD
 
+# Sweeps over 60 generated draws of a hard family: `make test-slow` (CI runs it).
+pytestmark = pytest.mark.slow
+
 DRAWS = 60
 RETURN = "return_delivered_order_items"
 TODAY = date(2026, 3, 14)

@@ -17,6 +17,9 @@ from app.taskgen.draw import choices, draw
 from app.taskgen.registry import load_generator
 from envs.workplace.policy import POLICY
 
+# Sweeps over 60 generated draws of a hard family: `make test-slow` (CI runs it).
+pytestmark = pytest.mark.slow
+
 GEN = load_generator("workplace")
 VERDICTS = {"won_on_time", "won_late", "over_limit", "too_late", "late_not_cfo", "not_contact",
             "other_company", "not_mine", "not_open"}  # fmt: skip
