@@ -50,6 +50,8 @@ MAX_NAME_CHARS = 200
 PROGRESS_EVERY = 1_000
 STEP_BUDGET = 50_000
 TIME_LIMIT_S = 1.0
+# A wall-clock backstop besides: however the machine is loaded, no statement runs longer.
+WALL_LIMIT_S = 5 * TIME_LIMIT_S
 # A value (string, blob) or a row of a table is at most this long during a call; a result row
 # holds at most MAX_COLUMNS of them, so one row costs at most ~6.5 MB of Python objects.
 MAX_VALUE_BYTES = 65_536
@@ -144,7 +146,8 @@ class Guard:
 
     reasons: list[str] = field(default_factory=list)
     steps: int = 0
-    deadline: float = 0.0
+    deadline: float = 0.0  # on time.thread_time()
+    wall_deadline: float = float("inf")  # on time.monotonic()
     timed_out: bool = False
     limits: list[str] = field(default_factory=list)  # size limits a function refused
     failures: list[str] = field(default_factory=list)  # errors of SQLite's own functions
@@ -153,7 +156,7 @@ class Guard:
     def expired(self) -> bool:
         if not self.active:
             return False
-        if time.thread_time() > self.deadline:
+        if time.thread_time() > self.deadline or time.monotonic() > self.wall_deadline:
             self.timed_out = True
         return self.timed_out
 
@@ -227,7 +230,7 @@ class Guard:
 
     def progress(self) -> int:
         self.steps += 1
-        if self.steps > STEP_BUDGET or time.thread_time() > self.deadline:
+        if self.steps > STEP_BUDGET or self.expired():
             self.timed_out = True
             return 1
         return 0
@@ -348,7 +351,9 @@ def run_statement(db: Session, sql: str, now: datetime) -> dict[str, Any]:
     `now` is the session's frozen clock, what 'now' and CURRENT_* mean in the statement."""
     raw = db.connection().connection.driver_connection  # the transaction is begun here
     assert isinstance(raw, sqlite3.Connection)
-    guard = Guard(deadline=time.thread_time() + TIME_LIMIT_S)
+    guard = Guard(
+        deadline=time.thread_time() + TIME_LIMIT_S, wall_deadline=time.monotonic() + WALL_LIMIT_S
+    )
     old_limits = {k: raw.setlimit(k, v) for k, v in CALL_LIMITS.items()}
     raw.set_authorizer(guard.authorize)
     raw.set_progress_handler(guard.progress, PROGRESS_EVERY)

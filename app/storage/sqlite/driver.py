@@ -38,18 +38,27 @@ def classify(exc: DBAPIError, bind: Bind) -> Classified | None:
     return DbError.DATABASE, {"reason": reason}
 
 
+WALL_BACKSTOP = 5
+
+
 @contextmanager
 def time_limit(db: Session, limit_ms: int) -> Iterator[None]:
     """SQLite's progress handler, called every 10k VM steps: a truthy answer makes SQLite abort
     the statement with "interrupted". The limit is on this thread's CPU time, SQLite's work:
     time spent waiting for the GIL or a core on a loaded machine does not count, so the same
-    call (a gold replay's included) gives the same answer under load."""
+    call (a gold replay's included) gives the same answer under load. WALL_BACKSTOP times the
+    limit in wall-clock time stops it whatever the load."""
     raw = db.connection().connection.driver_connection
     if not isinstance(raw, sqlite3.Connection):
         yield
         return
-    deadline = time.thread_time() + limit_ms / 1000
-    raw.set_progress_handler(lambda: time.thread_time() > deadline, 10_000)
+    cpu_deadline = time.thread_time() + limit_ms / 1000
+    wall_deadline = time.monotonic() + WALL_BACKSTOP * limit_ms / 1000
+
+    def expired() -> bool:
+        return time.thread_time() > cpu_deadline or time.monotonic() > wall_deadline
+
+    raw.set_progress_handler(expired, 10_000)
     try:
         yield
     finally:
