@@ -26,9 +26,10 @@ run: install
 unexport PYTHONDONTWRITEBYTECODE
 
 # pytest exits 5 when it collected nothing: a broken suite, so fail loudly. One worker per core
-# (pytest-xdist, work stealing so one long test does not hold the end); TEST_WORKERS=0 runs in
-# this process (for pdb).
-TEST_WORKERS ?= auto
+# and one more (pytest-xdist, work stealing so one long test does not hold the end): the suite
+# waits on servers it starts and on sleeps, so a third worker on 2 cores took `make test` from
+# 5:00 to 4:18 (a fourth: 5:00 again). TEST_WORKERS=0 runs in this process (for pdb).
+TEST_WORKERS ?= $(shell python3 -c 'import os; print(len(os.sched_getaffinity(0)) + 1)' 2>/dev/null || echo auto)
 XDIST = -n $(TEST_WORKERS) $(if $(filter 0,$(TEST_WORKERS)),,--dist worksteal)
 test: install
 	@$(BIN)/python -m pytest $(XDIST) $(PYTEST_ARGS); status=$$?; \
@@ -42,8 +43,10 @@ test-fast: install
 	if [ $$status -eq 5 ]; then echo "pytest collected no tests" >&2; exit 1; fi; exit $$status
 
 # The marked sets `make test` leaves out (pyproject.toml): `slow` runs in CI, `scale` by hand.
+# One worker per core: the slow set holds the load and crash-under-load tests.
+SLOW_WORKERS ?= auto
 test-slow: install
-	$(BIN)/python -m pytest $(XDIST) -m slow $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(SLOW_WORKERS) --dist worksteal -m slow $(PYTEST_ARGS)
 
 test-scale: install
 	$(BIN)/python -m pytest -m scale $(PYTEST_ARGS)
