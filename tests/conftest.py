@@ -282,10 +282,13 @@ POSTGRES_IN_MAKE_TEST = {
 }
 
 
-# A sweep parametrised over the environments runs in `make test` on retail (the tool-calling
-# kind) and sql (the console kind); its copies for the other three run in `make test-slow`
-# (CI runs both). A test of one environment's own behaviour lives in envs/<name>/tests.
-SLOW_SWEEP_ENVS = re.compile(r"\[.*\b(airline|ledger|workplace)\b")
+# A sweep parametrised over the environments runs in `make test` on retail; its copies for the
+# other four run in `make test-slow` (CI runs both). A test of one environment's own behaviour
+# lives in envs/<name>/tests and runs in `make test` (the sql console's sandbox, refusals, ...).
+SLOW_SWEEP_ENVS = re.compile(r"\[.*\b(airline|ledger|workplace|sql)\b")
+# ... but `envs check`, the author's contract, runs in `make test` on sql, its cheapest
+# environment (retail's is the slow one: tests/taskgen/test_env_contract.py).
+CONTRACT_ON_SQL = "test_every_registered_environment_meets_the_contract[sql]"
 
 
 # The `server` and `postgres` markers (pyproject.toml; `make test-fast` leaves both out) are put
@@ -350,7 +353,7 @@ def _auto_markers(item: pytest.Item) -> None:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         _auto_markers(item)
-        if SLOW_SWEEP_ENVS.search(item.name):
+        if SLOW_SWEEP_ENVS.search(item.name) and item.name != CONTRACT_ON_SQL:
             item.add_marker(pytest.mark.slow)
             continue
         if item.get_closest_marker("postgres") and item.path.name not in POSTGRES_IN_MAKE_TEST:

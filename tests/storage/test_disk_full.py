@@ -195,6 +195,7 @@ def test_full_disk_gives_json_errors_and_keeps_sessions_sound(full_disk: dict[st
     assert len(full_disk["seed"]) == 3 and full_disk["new_session"] is not None
 
 
+@pytest.mark.slow
 def test_full_disk_errors_say_so(full_disk: dict[str, Any]):
     """The refusal names the cause, is not a 500, and leaves no debris (docs/durability.md)."""
     gaps = []

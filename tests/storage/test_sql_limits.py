@@ -102,6 +102,7 @@ async def test_no_statement_runs_past_the_limit(client: httpx.AsyncClient, name:
     assert (await _sql(client, "SELECT count(*) FROM employees"))["output"]["rows"][0][0] > 0
 
 
+@pytest.mark.slow
 async def test_slow_calls_do_not_delay_other_sessions_lifecycle(client: httpx.AsyncClient) -> None:
     """Two sessions run statements to the 1 s limit on both tool threads; meanwhile another
     rollout seeds, verifies and closes as fast as on an idle server."""
