@@ -142,7 +142,6 @@ def score(
     shares = [float(outputs_match)] if has_expected_outputs else []
     if match is not None:
         shares.append(float(match.ok))
-    checks_share = sum(r.passed for r in checks) / len(checks) if checks else 1.0
     if gold_vs_final is None or seed_to_gold is None:
         seed_to_gold = None
     if seed_to_gold is not None and found[0] is None:
@@ -150,7 +149,6 @@ def score(
     if found[1] is None:
         found = (found[0], outcomes(seed_to_final))
     state_work = has_state_work(seed_to_gold, found[0].units if found[0] else None)
-    gold_match = gold_vs_final is None or not gold_vs_final
     credit, reproduced, collateral = state_credit(
         seed_to_gold=seed_to_gold,
         seed_to_final=seed_to_final,
@@ -158,23 +156,128 @@ def score(
         checked_tables=checked_tables,
         found=found,
     )
-    checks_ok = all(r.passed for r in checks)
-    state_match = gold_match and checks_ok
-    answer_ok = match is None or match.ok
-    success = 1.0 if state_match and outputs_match and answer_ok else 0.0
+    state_match = not gold_vs_final and all(r.passed for r in checks)
     if match is not None and match.voids:
         reward = 0.0  # declined a task that needed an action
     elif reward_mode == "partial":
         reward = round(partial_reward(credit, shares, state_work), DIGITS)
     else:
-        reward = success
+        reward = float(state_match and outputs_match and (match is None or match.ok))
     if violations and penalty:
         reward = round(max(0.0, reward - penalty * len(violations)), DIGITS)
+    changes = _changes(seed_to_gold, seed_to_final, checks, found, reproduced, collateral)
+    components = {
+        "state_match": float(state_match),
+        "outputs_match": float(outputs_match),
+        "partial_credit": round(credit, DIGITS),
+        **changes.components(),
+        # 1 when no call tried a write the environment's rules refused.
+        "policy_ok": float(not violations),
+    }
+    evidence: dict[str, Any] = {
+        # Rows as "expected (gold) -> actual (final)": `added` rows exist only in the final
+        # state (unexpected), `removed` rows only in the gold state (missing).
+        "state_diff": summarize(gold_vs_final or {}, diff_limit),
+        "agent_changes": {t: d.summary(0) for t, d in seed_to_final.items()},
+        "changes": changes.evidence(),
+        "missing_outputs": missing,
+        **_listed_evidence(superseded, violations, hedged, diff_limit),
+    }
+    if match is not None:
+        components[match.component] = float(match.ok)
+        evidence[match.evidence_key] = match.evidence
+    if checks:
+        components["checks_passed"] = round(_checks_share(checks), DIGITS)
+        evidence["checks"] = [r.as_dict() for r in checks]
+    reasons = _reasons(gold_vs_final, checks, missing, hedged, match, violations)
+    return Verdict(reward, components, evidence, "; ".join(reasons) or None, credit)
+
+
+def _checks_share(checks: Sequence[CheckResult]) -> float:
+    return sum(r.passed for r in checks) / len(checks) if checks else 1.0
+
+
+@dataclass(frozen=True)
+class _Changes:
+    """The change counts behind the recall and precision components (`verification.changes`).
+    Every component is a score in [0, 1], 1 = good, so their means are meaningful."""
+
+    requested: int
+    reproduced: float
+    collateral: float
+    made: int
+    recall: float
+
+    def components(self) -> dict[str, float]:
+        return {
+            # Share of the requested changes the agent made (1 when none was requested).
+            "change_recall": self.recall,
+            # Share of the agent's changes that were requested (1 when it changed nothing).
+            "change_precision": _share(max(self.made - self.collateral, 0), self.made),
+        }
+
+    def evidence(self) -> dict[str, Any]:
+        return {
+            "requested": self.requested,
+            "reproduced": self.reproduced,
+            "collateral": round(self.collateral, DIGITS),
+            "made": self.made,
+        }
+
+
+def _changes(
+    seed_to_gold: StateDiff | None,
+    seed_to_final: StateDiff,
+    checks: Sequence[CheckResult],
+    found: tuple[Outcomes | None, Outcomes | None],
+    reproduced: float,
+    collateral: float,
+) -> _Changes:
+    if seed_to_gold is None:  # checks-only: the checks are what was asked
+        made = sum(d.count for d in seed_to_final.values() if not d.log)
+        passed = sum(r.passed for r in checks)
+        return _Changes(len(checks), passed, collateral, made, _checks_share(checks))
+    gold, agent = found
+    requested = gold.count if gold else 0
+    made = agent.count if agent else 0
+    recall = _share(reproduced, requested)
+    return _Changes(requested, round(reproduced, DIGITS), collateral, made, recall)
+
+
+def _listed_evidence(
+    superseded: dict[str, list[dict[str, Any]]] | None,
+    violations: Sequence[dict[str, Any]],
+    hedged: Sequence[dict[str, Any]],
+    diff_limit: int,
+) -> dict[str, Any]:
+    """The evidence keys present only when there is something to list."""
+    listed: dict[str, Any] = {}
+    if superseded:
+        listed["extra_log_records"] = {
+            t: {"count": len(rows), "rows": rows[:diff_limit] if diff_limit else []}
+            for t, rows in superseded.items()
+        }
+    if violations:
+        listed["policy_violations"] = list(violations)
+    if hedged:
+        listed["hedged_outputs"] = list(hedged)
+    return listed
+
+
+def _reasons(
+    gold_vs_final: StateDiff | None,
+    checks: Sequence[CheckResult],
+    missing: list[str],
+    hedged: Sequence[dict[str, Any]],
+    match: Match | None,
+    violations: Sequence[dict[str, Any]],
+) -> list[str]:
+    """Why the reward is not 1, one phrase per cause, in a fixed order."""
     reasons = []
     if gold_vs_final:
         reasons.append(f"final state differs from gold ({describe(gold_vs_final, AGAINST_GOLD)})")
-    if not checks_ok:
-        failed = [r.index for r in checks if not r.passed]
+    failed = [r.index for r in checks if not r.passed]
+    if failed:
         reasons.append(f"expected-state checks failed: {failed}")
     if missing:
         reasons.append(f"final answer lacks {missing}")
@@ -189,55 +292,4 @@ def score(
             f"{len(violations)} refused attempt(s) at a forbidden write "
             f"(first: {first['tool']} at step {first['step']}, {first['code']})"
         )
-    # Every component is a score in [0, 1], 1 = good, so their means are meaningful; the
-    # counts behind them are evidence (`verification.changes`).
-    if seed_to_gold is None:  # checks-only: the checks are what was asked
-        requested, made = len(checks), sum(d.count for d in seed_to_final.values() if not d.log)
-        recall = checks_share
-    else:
-        gold, agent = found
-        requested = gold.count if gold else 0
-        made = agent.count if agent else 0
-        recall = _share(reproduced, requested)
-    components = {
-        "state_match": float(state_match),
-        "outputs_match": float(outputs_match),
-        "partial_credit": round(credit, DIGITS),
-        # Share of the requested changes the agent made (1 when none was requested).
-        "change_recall": recall,
-        # Share of the agent's changes that were requested (1 when it changed nothing).
-        "change_precision": _share(max(made - collateral, 0), made),
-        # 1 when no call tried a write the environment's rules refused.
-        "policy_ok": float(not violations),
-    }
-    evidence: dict[str, Any] = {
-        # Rows as "expected (gold) -> actual (final)": `added` rows exist only in the final
-        # state (unexpected), `removed` rows only in the gold state (missing).
-        "state_diff": summarize(gold_vs_final or {}, diff_limit),
-        "agent_changes": {t: d.summary(0) for t, d in seed_to_final.items()},
-        "changes": {
-            "requested": requested,
-            "reproduced": round(reproduced, DIGITS)
-            if seed_to_gold is not None
-            else sum(r.passed for r in checks),
-            "collateral": round(collateral, DIGITS),
-            "made": made,
-        },
-        "missing_outputs": missing,
-    }
-    if superseded:
-        evidence["extra_log_records"] = {
-            t: {"count": len(rows), "rows": rows[:diff_limit] if diff_limit else []}
-            for t, rows in superseded.items()
-        }
-    if violations:
-        evidence["policy_violations"] = list(violations)
-    if hedged:
-        evidence["hedged_outputs"] = list(hedged)
-    if match is not None:
-        components[match.component] = float(match.ok)
-        evidence[match.evidence_key] = match.evidence
-    if checks:
-        components["checks_passed"] = round(checks_share, DIGITS)
-        evidence["checks"] = [r.as_dict() for r in checks]
-    return Verdict(reward, components, evidence, "; ".join(reasons) or None, credit)
+    return reasons
