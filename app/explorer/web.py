@@ -76,11 +76,42 @@ def _int_param(request: Request, name: str, default: int, high: int) -> int:
 
 def explorer_app(x: Explorer, token: str | None = None, datasette: Any = None) -> Starlette:
     """The explorer over `x`; `datasette` (a Datasette instance) is mounted when given."""
+    pages = _Pages(x, token)
+    routes: list[Any] = [
+        Route("/", pages.safe(pages.runs)),
+        Route("/rollouts/{session_id}", pages.safe(pages.rollout)),
+        Route("/rollouts/{session_id}/tables/{table}", pages.safe(pages.table)),
+        Route("/tasks/{env}/{task_id:path}", pages.safe(pages.task)),
+        Route("/-/static/explorer.css", _css),
+        Route("/-/timeline/{session_id}", _timeline),
+        Route("/-/login", pages.safe(pages.login), methods=["GET", "POST"]),
+    ]
+    if datasette is not None:
+        routes.append(Mount(DATASETTE_PREFIX, app=_lazy_datasette(x, datasette)))
+    handlers: dict[Any, Callable[..., Any]] = {HTTPException: pages.error}
+    app = Starlette(routes=routes, exception_handlers=handlers)
+    return _TokenGate(app, token) if token else app  # type: ignore[return-value]
 
-    async def runs(request: Request) -> Any:
+
+async def _css(_request: Request) -> Response:
+    return Response(CSS, media_type="text/css", headers={"cache-control": "max-age=300"})
+
+
+async def _timeline(request: Request) -> Response:
+    return RedirectResponse(f"/rollouts/{quote(request.path_params['session_id'])}", 308)
+
+
+class _Pages:
+    """The explorer's pages over one store; each renders HTML, or JSON when asked for."""
+
+    def __init__(self, x: Explorer, token: str | None) -> None:
+        self.x = x
+        self.token = token
+
+    async def runs(self, request: Request) -> Any:
         params = dict(request.query_params)
         f = parse_filter(params)
-        data = await run_in_threadpool(runs_page, x, f)
+        data = await run_in_threadpool(runs_page, self.x, f)
         envs = sorted({s["env"] for s in data["by_task"]})
         prev_offset = None if f.keyset or not f.offset else max(0, f.offset - f.limit)
         columns = [("created", "run"), ("env", "env"), ("task", "task"), ("", "difficulty"),
@@ -88,7 +119,7 @@ def explorer_app(x: Explorer, token: str | None = None, datasette: Any = None) -
                    ("", "failure reason"), ("", "calls"), ("created", "started"),
                    ("", "ended")]  # fmt: skip
         if _wants_json(request):
-            return _page(request, x, "runs", data, "Runs")
+            return _page(request, self.x, "runs", data, "Runs")
         html_extra = {
             "envs": envs,
             "prev_offset": prev_offset,
@@ -98,54 +129,50 @@ def explorer_app(x: Explorer, token: str | None = None, datasette: Any = None) -
             "link": lambda **changes: f.params(**{"offset": 0, "after": None, **changes}),
             "sort_label": "newest first" if f.keyset else f"by {f.sort} ({f.order})",
         }
-        return _page(request, x, "runs", {**data, **html_extra}, "Runs")
+        return _page(request, self.x, "runs", {**data, **html_extra}, "Runs")
 
-    async def rollout(request: Request) -> Any:
+    async def rollout(self, request: Request) -> Any:
         sid = request.path_params["session_id"]
-        data = await run_in_threadpool(rollout_page, x, sid)
-        return _page(request, x, "rollout", data, f"Rollout {sid[:12]}")
+        data = await run_in_threadpool(rollout_page, self.x, sid)
+        return _page(request, self.x, "rollout", data, f"Rollout {sid[:12]}")
 
-    async def task(request: Request) -> Any:
+    async def task(self, request: Request) -> Any:
         env, task_id = request.path_params["env"], request.path_params["task_id"]
         if not re.fullmatch(r"[a-z][a-z0-9_]{0,63}", env) or not 0 < len(task_id) <= 200:
             raise BadRequest("a task page is /tasks/<environment>/<task id>")
         limit = _int_param(request, "limit", 32, 64) or 32
-        data = await run_in_threadpool(task_page, x, env, task_id, limit)
-        return _page(request, x, "task", data, f"Task {task_id}")
+        data = await run_in_threadpool(task_page, self.x, env, task_id, limit)
+        return _page(request, self.x, "task", data, f"Task {task_id}")
 
-    async def table(request: Request) -> Any:
+    async def table(self, request: Request) -> Any:
         sid, name = request.path_params["session_id"], request.path_params["table"]
         raw_step = request.query_params.get("step", "")
         step = None if raw_step == "" else _int_param(request, "step", 0, 10**9)
         offset = _int_param(request, "offset", 0, 10**9)
         limit = _int_param(request, "limit", 50, 1000) or 50
-        data = await run_in_threadpool(table_page, x, sid, name, step, offset, limit)
-        return _page(request, x, "table", data, f"{name} · {sid[:12]}")
+        data = await run_in_threadpool(table_page, self.x, sid, name, step, offset, limit)
+        return _page(request, self.x, "table", data, f"{name} · {sid[:12]}")
 
-    async def css(_request: Request) -> Response:
-        return Response(CSS, media_type="text/css", headers={"cache-control": "max-age=300"})
-
-    async def timeline(request: Request) -> Response:
-        return RedirectResponse(f"/rollouts/{quote(request.path_params['session_id'])}", 308)
-
-    async def login(request: Request) -> Response:
+    async def login(self, request: Request) -> Response:
         nxt = request.query_params.get("next", "/")
         failed = False
         if request.method == "POST":
             form = parse_qs((await request.body())[:4096].decode("utf-8", "replace"))
             given = (form.get("token") or [""])[0]
             nxt = (form.get("next") or ["/"])[0]
-            if token and hmac.compare_digest(given.encode(), token.encode()):
+            if self.token and hmac.compare_digest(given.encode(), self.token.encode()):
                 # Only a path of this site: never //host or /\\host, which browsers follow out.
                 target = nxt if re.fullmatch(r"/(?:[^/\\].*)?", nxt) else "/"
                 response = RedirectResponse(target, 303)
-                response.set_cookie(COOKIE, cookie_value(token), httponly=True, samesite="strict")
+                response.set_cookie(
+                    COOKIE, cookie_value(self.token), httponly=True, samesite="strict"
+                )
                 return response
             failed = True
         html = render(
             "login",
             title="Sign in",
-            backend=x.backend,
+            backend=self.x.backend,
             datasette=False,
             json_url=None,
             cli=None,
@@ -154,30 +181,18 @@ def explorer_app(x: Explorer, token: str | None = None, datasette: Any = None) -
         )
         return HTMLResponse(html, status_code=401 if failed else 200)
 
-    def safe(endpoint: Callable[[Request], Any]) -> Callable[[Request], Any]:
+    def safe(self, endpoint: Callable[[Request], Any]) -> Callable[[Request], Any]:
         """Any failure of a page becomes an error page (4xx for bad input), never a traceback."""
 
         async def wrapped(request: Request) -> Any:
             try:
                 return await endpoint(request)
             except Exception as exc:  # noqa: BLE001 - rendered by `error`, logged when a 500
-                return await error(request, exc)
+                return await self.error(request, exc)
 
         return wrapped
 
-    routes: list[Any] = [
-        Route("/", safe(runs)),
-        Route("/rollouts/{session_id}", safe(rollout)),
-        Route("/rollouts/{session_id}/tables/{table}", safe(table)),
-        Route("/tasks/{env}/{task_id:path}", safe(task)),
-        Route("/-/static/explorer.css", css),
-        Route("/-/timeline/{session_id}", timeline),
-        Route("/-/login", safe(login), methods=["GET", "POST"]),
-    ]
-    if datasette is not None:
-        routes.append(Mount(DATASETTE_PREFIX, app=_lazy_datasette(x, datasette)))
-
-    async def error(request: Request, exc: Exception) -> Response:
+    async def error(self, request: Request, exc: Exception) -> Response:
         if isinstance(exc, StateGymError):
             status, message = exc.status_code, exc.message
         elif isinstance(exc, HTTPException):
@@ -197,8 +212,8 @@ def explorer_app(x: Explorer, token: str | None = None, datasette: Any = None) -
         html = render(
             "error",
             title=f"{status} {reason}",
-            backend=x.backend,
-            datasette=x.datasette,
+            backend=self.x.backend,
+            datasette=self.x.datasette,
             json_url=None,
             cli=None,
             status=status,
@@ -206,10 +221,6 @@ def explorer_app(x: Explorer, token: str | None = None, datasette: Any = None) -
             message=message,
         )
         return HTMLResponse(html, status_code=status)
-
-    handlers: dict[Any, Callable[..., Any]] = {HTTPException: error}
-    app = Starlette(routes=routes, exception_handlers=handlers)
-    return _TokenGate(app, token) if token else app  # type: ignore[return-value]
 
 
 def _lazy_datasette(x: Explorer, ds: Any) -> Any:
