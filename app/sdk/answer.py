@@ -123,9 +123,11 @@ def framework_tools(
 ) -> tuple[Tool, Tool]:
     """`submit_answer` and `decline_request` for one environment (its table, text and codes)."""
     table = answer_table(metadata)
-    codes = decline_codes(decline_reasons)
+    return _submit_answer(table, answer_instructions), _decline_request(table, decline_reasons)
 
-    submit_args = create_model(
+
+def _submit_answer(table: Table, answer_instructions: str) -> Tool:
+    args_model = create_model(
         "SubmitAnswerArgs",
         __base__=ToolArgs,
         __validators__={"_bounded": _field_validator("answer")(_bounded)},
@@ -136,7 +138,27 @@ def framework_tools(
             ),
         ),
     )
-    decline_args = create_model(
+
+    def submit_answer(db: Session, args: Any, ctx: ToolContext) -> dict[str, Any]:
+        _already_submitted(db, table)
+        value = json.dumps(args.answer, ensure_ascii=False)
+        db.execute(
+            insert(table).values(id=1, kind="answer", value=value, submitted_at=ctx.now.isoformat())
+        )
+        return {"submitted": args.answer}
+
+    return Tool(
+        name=SUBMIT_ANSWER,
+        description=answer_instructions,
+        args_model=args_model,
+        fn=submit_answer,
+        framework=True,
+    )
+
+
+def _decline_request(table: Table, decline_reasons: Mapping[str, str]) -> Tool:
+    codes = decline_codes(decline_reasons)
+    args_model = create_model(
         "DeclineRequestArgs",
         __base__=ToolArgs,
         reason=(  # type: ignore[arg-type]  # a Literal built from the env's codes (an enum)
@@ -165,14 +187,6 @@ def framework_tools(
         ),
     )
 
-    def submit_answer(db: Session, args: Any, ctx: ToolContext) -> dict[str, Any]:
-        _already_submitted(db, table)
-        value = json.dumps(args.answer, ensure_ascii=False)
-        db.execute(
-            insert(table).values(id=1, kind="answer", value=value, submitted_at=ctx.now.isoformat())
-        )
-        return {"submitted": args.answer}
-
     def decline_request(db: Session, args: Any, ctx: ToolContext) -> dict[str, Any]:
         _already_submitted(db, table)
         subject = None if args.subject is None else json.dumps(args.subject, ensure_ascii=False)
@@ -191,19 +205,10 @@ def framework_tools(
             out["subject"] = args.subject
         return out
 
-    return (
-        Tool(
-            name=SUBMIT_ANSWER,
-            description=answer_instructions,
-            args_model=submit_args,
-            fn=submit_answer,
-            framework=True,
-        ),
-        Tool(
-            name=DECLINE_REQUEST,
-            description=decline_description(codes),
-            args_model=decline_args,
-            fn=decline_request,
-            framework=True,
-        ),
+    return Tool(
+        name=DECLINE_REQUEST,
+        description=decline_description(codes),
+        args_model=args_model,
+        fn=decline_request,
+        framework=True,
     )

@@ -259,39 +259,10 @@ def patch_dump(
 ) -> tuple[DbState, dict[str, RowIndex]] | None:
     """`pristine` patched with the rows `changes` says were written, or None when the row
     counts disagree (a write the tracking missed)."""
-    changed, rows = changes.tables, changes.rows or {}
-    rekeyed = _rekeyed(compare, names, changed)
-    patch: dict[str, frozenset[int]] = {}
-    whole: set[str] = set()
-    for name in names:
-        if name not in changed and name not in rekeyed:
-            continue
-        index, written = pristine.indexes.get(name), rows.get(name)
-        if name in rekeyed:  # also the rows whose references now resolve differently
-            referencing = _referencing(conn, tables, compare, name, changed, rows)
-            if referencing is None or (name in changed and written is None):
-                whole.add(name)
-                continue
-            written = (written or frozenset()) | referencing
-        base_rows = len(pristine.state[name].rows)
-        if index is None or written is None or len(written) > max(64, base_rows * _PATCH_SHARE):
-            whole.add(name)
-        else:
-            patch[name] = written
+    patch, whole = _plan(conn, tables, compare, names, pristine, changes)
     wanted = {ref for n in whole for ref in compare.for_table(n).references.values()}
     refs = table_reads.reference_maps(conn, tables, compare, wanted)
-    # The patched rows read first, then the ids they refer to, one read per referenced table
-    # for all of them (a whole map above already resolves every id of its table).
-    raw: dict[str, list[tuple[Any, ...]]] = {}
-    ids: dict[str, set[Any]] = {}
-    for name in names:
-        if name in patch:
-            columns = pristine.state[name].columns
-            raw[name] = table_reads.rows_by_identity(conn, tables[name], columns, patch[name])
-            for target, some_ids in _referenced_ids(compare, name, columns, raw[name]).items():
-                ids.setdefault(target, set()).update(some_ids)
-    some = {t: v for t, v in ids.items() if t not in refs}
-    patch_refs = {**table_reads.reference_maps(conn, tables, compare, set(some), some), **refs}
+    raw, patch_refs = _read_patched(conn, tables, compare, names, pristine, patch, refs)
     state: dict[str, TableState] = {}
     indexes: dict[str, RowIndex] = {}
     for name in names:
@@ -322,6 +293,61 @@ def patch_dump(
         log.warning("change tracking missed writes to %s; reading every table", disagree)
         return None
     return state, indexes
+
+
+def _plan(
+    conn: Connection,
+    tables: Mapping[str, Table],
+    compare: CompareSpec,
+    names: list[str],
+    pristine: Pristine,
+    changes: Changes,
+) -> tuple[dict[str, frozenset[int]], set[str]]:
+    """(the rows to patch by table, the tables to read whole): a table is read whole when its
+    written rows are unknown, unindexed, or too large a share of it to patch."""
+    changed, rows = changes.tables, changes.rows or {}
+    rekeyed = _rekeyed(compare, names, changed)
+    patch: dict[str, frozenset[int]] = {}
+    whole: set[str] = set()
+    for name in names:
+        if name not in changed and name not in rekeyed:
+            continue
+        index, written = pristine.indexes.get(name), rows.get(name)
+        if name in rekeyed:  # also the rows whose references now resolve differently
+            referencing = _referencing(conn, tables, compare, name, changed, rows)
+            if referencing is None or (name in changed and written is None):
+                whole.add(name)
+                continue
+            written = (written or frozenset()) | referencing
+        base_rows = len(pristine.state[name].rows)
+        if index is None or written is None or len(written) > max(64, base_rows * _PATCH_SHARE):
+            whole.add(name)
+        else:
+            patch[name] = written
+    return patch, whole
+
+
+def _read_patched(
+    conn: Connection,
+    tables: Mapping[str, Table],
+    compare: CompareSpec,
+    names: list[str],
+    pristine: Pristine,
+    patch: dict[str, frozenset[int]],
+    refs: dict[str, dict[Any, tuple[Any, ...]]],
+) -> tuple[dict[str, list[tuple[Any, ...]]], dict[str, dict[Any, tuple[Any, ...]]]]:
+    """The patched rows read first, then the ids they refer to, one read per referenced table
+    for all of them (a whole map in `refs` already resolves every id of its table)."""
+    raw: dict[str, list[tuple[Any, ...]]] = {}
+    ids: dict[str, set[Any]] = {}
+    for name in names:
+        if name in patch:
+            columns = pristine.state[name].columns
+            raw[name] = table_reads.rows_by_identity(conn, tables[name], columns, patch[name])
+            for target, some_ids in _referenced_ids(compare, name, columns, raw[name]).items():
+                ids.setdefault(target, set()).update(some_ids)
+    some = {t: v for t, v in ids.items() if t not in refs}
+    return raw, {**table_reads.reference_maps(conn, tables, compare, set(some), some), **refs}
 
 
 def _miscounted(
