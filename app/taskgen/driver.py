@@ -126,15 +126,22 @@ def _init(request: Request) -> None:
     _worker.update(gen=gen, pool=pool, validator=Validator(gen.env), verdicts={})
 
 
+PROBES = (-1, -2, -3)
+
+
 def _probe(gen: Any, request: Request, pool: list[Choice]) -> list[Choice]:
     """Keep the (family, variant) pairs whose stories have a wanted difficulty (a family's
     difficulty follows from its gold's shape, the same for every draw but one that leaves a
     detail out: its lookup may add a step; every drawn task is filtered by its own level)."""
     kept = []
     for c in pool:
-        probe = draw(gen, request.split, request.seed, -1, [c])
-        if probe.task is not None and probe.task["difficulty"] in request.difficulties:
-            kept.append(c)
+        # A bulk family's gold length varies with its draw: three probes, any one at a wanted
+        # level keeps the family.
+        for index in PROBES:
+            probe = draw(gen, request.split, request.seed, index, [c])
+            if probe.task is not None and probe.task["difficulty"] in request.difficulties:
+                kept.append(c)
+                break
     if not kept:
         raise ValueError(
             f"no family of {request.env} has difficulty {sorted(request.difficulties)}"

@@ -466,19 +466,24 @@ def difficulty(
 ) -> int:
     """1-5 from the gold: steps, writes (multi-intent), refusals and distractors.
 
-    Steps: 1 call -> 1, 2-3 -> 2, 4-5 -> 3, 6-7 -> 4, 8+ -> 5. Two writes (two intents) is at
-    least 4, three or more at least 5; a refusal at least 2; a distractor adds 1. Capped at 5.
+    Steps (calls but the answer): 1 -> 1, 2-3 -> 2, 4-9 -> 3, 10-19 -> 4, 20+ -> 5. A refusal
+    is at least 2, two writes at least 3; a distractor adds 1. Levels 4 and 5 are the hard tier
+    and need 10 steps or more (docs/generating_tasks.md): below it a distractor stops at 3, so
+    `--difficulty 4 --difficulty 5` draws only long, composed tasks.
     """
     steps = sum(1 for c in gold if c["name"] not in RESERVED_TOOL_NAMES)  # the answer is no step
-    level = 1 if steps <= 1 else 2 if steps <= 3 else 3 if steps <= 5 else 4 if steps <= 7 else 5
-    changes = sum(1 for c in gold if writes(gen, c))
-    if changes >= 2:
-        level = max(level, 4 if changes == 2 else 5)
-    if declines(gold) or (is_refusal(family) and not changes):
+    level = 1 if steps <= 1 else 2 if steps <= 3 else 3 if steps <= 9 else 4 if steps <= 19 else 5
+    if sum(1 for c in gold if writes(gen, c)) >= 2:
+        level = max(level, 3)
+    if declines(gold) or (is_refusal(family) and not any(writes(gen, c) for c in gold)):
         level = max(level, 2)
     if distractor:
         level += 1
-    return min(level, 5)
+    return min(level, 5 if steps >= HARD_TIER_STEPS else 3)
+
+
+# The hard tier's least gold length (steps, the answer not counted).
+HARD_TIER_STEPS = 10
 
 
 def kind(gen: TaskGenerator, gold: list[dict[str, Any]], family: str) -> str:

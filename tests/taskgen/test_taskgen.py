@@ -18,7 +18,7 @@ from app.cli.main import cli
 from app.registry import environment_names
 from app.taskgen.draw import choices, draw
 from app.taskgen.driver import Request, Summary, generate
-from app.taskgen.kit import answer_kind
+from app.taskgen.kit import HARD_TIER_STEPS, answer_kind, difficulty
 from app.taskgen.registry import load_generator
 from app.taskgen.splits import VOICES, split_names, split_variants
 from app.taskgen.validate import content_key
@@ -90,6 +90,35 @@ def test_difficulty_and_family_filters(tmp_path: Path) -> None:
     assert {t["family"] for t in tasks} <= {"cancel", "refuse_status"}
     with pytest.raises(ValueError, match="unknown families"):
         _tasks(Request("retail", 1, seed=2, families=("nope",)))
+
+
+def test_levels_4_and_5_are_the_hard_tier_only() -> None:
+    gen = load_generator("retail")
+    read = {"name": "get_order_details", "arguments": {}}
+    write = {"name": "cancel_pending_order", "arguments": {}}
+    decline = {"name": "decline_request", "arguments": {}}
+
+    def level(reads: int, writes: int, *, distractor: bool = False, refuses: bool = False) -> int:
+        gold = [read] * reads + [write] * writes + [decline] * refuses
+        return difficulty(gen, gold, "cancel", distractor)
+
+    assert [level(0, 1), level(2, 1), level(5, 1), level(9, 0)] == [1, 2, 3, 3]
+    assert level(1, 0, refuses=True) == 2
+    # Short tasks stay below the tier, however many writes or distractors they have.
+    assert level(1, 2) == 3 and level(2, 4) == 3 and level(8, 1, distractor=True) == 3
+    # The tier: 10 steps or more; 20 or more, or a distractor, make it 5.
+    assert level(HARD_TIER_STEPS - 1, 1) == 4 and level(12, 5) == 4
+    assert level(20, 0) == 5 and level(11, 1, distractor=True) == 5
+
+
+def test_the_hard_tier_draws_only_long_tasks() -> None:
+    tasks, _ = _tasks(Request("retail", 4, seed=5, difficulties=frozenset({4, 5})))
+    assert len(tasks) == 4
+    for t in tasks:
+        steps = [
+            c for c in t["ground_truth"] if c["name"] not in ("submit_answer", "decline_request")
+        ]
+        assert len(steps) >= HARD_TIER_STEPS, (t["family"], len(steps))
 
 
 def test_duplicates_are_dropped_and_counted() -> None:

@@ -88,8 +88,9 @@ def account_handover(s: Story, k: int) -> Draft:
         code = s.deal(cid, user, s.choose(*OPEN), amount, DEAL_NAMES[i % len(DEAL_NAMES)])
         if amount is not None and amount >= threshold:
             handed.append(code)
-    if not handed:
-        handed.append(s.deal(cid, user, "proposal", drawn(threshold, threshold * 2), "Renewal"))
+    # At least three to hand over, so the gold is the hard tier's ten steps or more.
+    for name in ("Renewal", "Upsell", "Add-on")[len(handed) :]:
+        handed.append(s.deal(cid, user, "proposal", drawn(threshold, threshold * 2), name))
     # Look-alikes: the user's closed deals and colleagues' open ones with the customer, above
     # the threshold; other customers' deals of anyone.
     for _ in range(s.rng.randint(2, 3)):
@@ -381,7 +382,7 @@ def quote_close(s: Story, k: int) -> Draft:
 
 
 def pipeline_review(s: Story, k: int) -> Draft:
-    """Close out the user's pipeline with one customer among 21-39 deals: every open deal of
+    """Close out the user's pipeline with one customer among 25-43 deals: every open deal of
     theirs whose close date is today or past goes to lost (the boundary: one closing today),
     of the others those in proposal with an amount are won (a proposal past its date is lost,
     not won; one without an amount stays); then the total of their won deals with the
@@ -406,6 +407,9 @@ def pipeline_review(s: Story, k: int) -> Draft:
         ("proposal", False, s.rng.randint(1, 40)),  # no amount: stays
         ("won", True, -s.rng.randint(5, 60)),  # won before: counts in the total
     ]
+    # At least seven changes, so the gold is the hard tier's ten steps or more.
+    plan += [(s.choose(*OPEN), True, -s.rng.randint(1, 30)) for _ in range(2)]
+    plan += [("proposal", True, s.rng.randint(1, 40)) for _ in range(2)]
     for _ in range(s.rng.randint(6, 12)):
         plan.append(
             (

@@ -16,6 +16,7 @@ import pytest
 from app.cli.reverify import _Envs, reverify_row
 from app.taskgen.draw import choices, draw
 from app.taskgen.driver import Request, generate
+from app.taskgen.kit import HARD_TIER_STEPS
 from app.taskgen.registry import load_generator
 
 GEN = load_generator("workplace")
@@ -86,8 +87,18 @@ def test_the_hard_tier_composes_several_intents_and_passes_every_check() -> None
     assert len(tasks) == 8  # each passed the validator: gold 1, no-op 0, answers and declines
     for t in tasks:
         writes = [c for c in t["ground_truth"] if _writes(c["name"])]
-        assert t["difficulty"] == 5 and len(t["ground_truth"]) >= 8, t["task_id"]
+        steps = [c for c in t["ground_truth"] if c["name"] != "decline_request"]
+        assert t["difficulty"] >= 4 and len(steps) >= HARD_TIER_STEPS, t["task_id"]
         assert len({c["name"] for c in writes}) >= 2 and len(writes) >= 3, t["task_id"]
+
+
+def test_a_pipeline_review_is_long_enough_for_the_hard_tier() -> None:
+    request = Request(env="workplace", count=6, seed=9, families=("pipeline_review",))
+    tasks = [t for t in generate(request) if isinstance(t, dict)]
+    assert len(tasks) == 6
+    for t in tasks:
+        steps = [c for c in t["ground_truth"] if c["name"] != "submit_answer"]
+        assert len(steps) >= HARD_TIER_STEPS and t["difficulty"] >= 4, t["task_id"]
 
 
 def _writes(name: str) -> bool:
