@@ -6,8 +6,7 @@ closes sessions with no write for `session_idle_ttl_seconds` as a close would, s
 connections go, their files follow the retention policy and a typed id stays closed.
 The pruner keeps the control database flat over a long run: past `session_records_max` records
 of sessions whose database retention deleted, the oldest go. Every worker runs both; closing
-and pruning are idempotent, so they never conflict. The control database is checkpointed every
-second off the request path (`ControlStore.checkpoint`).
+and pruning are idempotent, so they never conflict.
 """
 
 from __future__ import annotations
@@ -25,10 +24,6 @@ from app.runtime.collector import settle_collector
 from app.runtime.sessions import SessionManager
 
 log = logging.getLogger("stategym.lifecycle")
-
-# How often each worker checkpoints the control database (a PASSIVE checkpoint with nothing new
-# to copy costs no write and no fsync).
-CONTROL_CHECKPOINT_SECONDS = 1.0
 
 
 async def reap_idle(sessions: SessionManager, ttl_seconds: int) -> int:
@@ -112,19 +107,6 @@ async def maintenance_loop(sessions: SessionManager, interval: float) -> None:
             log.exception("maintenance pass failed")
 
 
-async def checkpoint_loop(sessions: SessionManager, interval: float) -> None:
-    """`ControlStore.checkpoint` every `interval` on a thread of its own: a request whose commit
-    filled the WAL past SQLite's threshold checkpointed it itself, 2-15 ms of copies and fsyncs
-    in 1-2 % of seeds (bench/history/cold_path.md, "A never-seen task's first seed").
-    Committed control rows also reach the disk within about `interval` this way."""
-    while True:
-        await asyncio.sleep(interval)
-        try:
-            await asyncio.to_thread(sessions.control.checkpoint)
-        except Exception:  # noqa: BLE001 - a busy or failed pass is retried next time
-            log.exception("control database checkpoint failed")
-
-
 async def pruner_loop(sessions: SessionManager, keep: int, interval: float) -> None:
     while True:
         await asyncio.sleep(interval)
@@ -139,14 +121,13 @@ async def serving(
     sessions: SessionManager, ttl_seconds: int | None, interval: float
 ) -> AsyncIterator[None]:
     """A server's lifespan for `sessions`: a reaper runs while it serves (with a TTL), and a
-    pruner of closed records (with `session_records_max`), both every `interval`, the
-    backend's housekeeping (every `maintenance_interval_seconds`) and the control database's
-    checkpoint (every CONTROL_CHECKPOINT_SECONDS); every session is closed when
+    pruner of closed records (with `session_records_max`), both every `interval`, and the
+    backend's housekeeping (every `maintenance_interval_seconds`); every session is closed when
     it stops. With `gc_settle`, the collector is set for a long-lived process first
     (app/runtime/collector.py)."""
     if sessions.settings.gc_settle:
         settle_collector()
-    loops = [asyncio.create_task(checkpoint_loop(sessions, CONTROL_CHECKPOINT_SECONDS))]
+    loops = []
     if ttl_seconds:
         loops.append(asyncio.create_task(reaper_loop(sessions, ttl_seconds, interval)))
     keep = sessions.settings.session_records_max

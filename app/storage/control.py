@@ -521,9 +521,6 @@ class ControlDB:
         """The fork/restore tree holding `session_id`, from its root."""
         return lineage.tree(self._engine, session_id)
 
-    def checkpoint(self) -> None:
-        """Nothing to do unless the store keeps a write-ahead log of its own (SQLite's)."""
-
     def dispose(self) -> None:
         self._engine.dispose()
 

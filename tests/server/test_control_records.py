@@ -6,15 +6,12 @@ closed sessions whose database is gone, and seeds of one task racing each other 
 
 from __future__ import annotations
 
-import asyncio
 import json
-import shutil
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -482,66 +479,3 @@ def test_live_sessions_are_counted_by_an_index_seek_whatever_the_records_kept(tm
     plan = " ".join(str(row) for row in rows)
     assert "ix_sessions_env_status (env=? AND status=?)" in plan, plan
     control.dispose()
-
-
-# --- checkpoints off the request path ----------------------------------------------------------
-def _main_file_holds(path: Path, session_id: str) -> bool:
-    """Whether the control database's main file, read without its WAL, holds the record."""
-    alone = path.with_name("alone.sqlite")
-    shutil.copyfile(path, alone)
-    conn = sqlite3.connect(alone)
-    try:
-        sql = f"SELECT count(*) FROM {sessions_table.name} WHERE id = ?"
-        try:
-            return conn.execute(sql, (session_id,)).fetchone()[0] == 1
-        except sqlite3.OperationalError:  # its tables are still in the WAL too
-            return False
-    finally:
-        conn.close()
-        alone.unlink()
-
-
-def test_a_checkpoint_moves_committed_records_into_the_main_file(tmp_path: Path) -> None:
-    """A record lives in the WAL until a checkpoint copies it into the file (a commit of a few
-    pages never reaches SQLite's own threshold); `checkpoint` does it, and again with nothing
-    new it changes nothing."""
-    path = tmp_path / "control.sqlite"
-    control = open_sqlite_control(path)
-    try:
-        add(control, "a" * 32, task_number(1))
-        assert not _main_file_holds(path, "a" * 32)
-        control.checkpoint()
-        assert _main_file_holds(path, "a" * 32)
-        control.checkpoint()
-        assert control.get("a" * 32) is not None
-    finally:
-        control.dispose()
-
-
-async def test_a_serving_worker_checkpoints_the_control_database_in_the_background(
-    tmp_path: Path,
-) -> None:
-    """While a worker serves, the control rows its requests commit reach the main file without
-    any request checkpointing them (`checkpoint_loop`, every CONTROL_CHECKPOINT_SECONDS)."""
-    from app.registry import load_environment
-    from app.runtime.lifecycle import serving
-    from app.runtime.sessions import SessionManager
-    from app.server.models import parse_seed_body
-    from app.settings import Settings
-    from tests.conftest import TEST_SECRET
-    from tests.storage.test_change_tracking import load_fixture_tasks
-
-    settings = Settings(data_dir=tmp_path / "data", secret_key=TEST_SECRET)
-    manager = SessionManager(settings, load_environment("retail"))
-    path = settings.data_dir / "control.sqlite"
-    async with serving(manager, None, 3600):
-        seeded = await manager.seed(parse_seed_body(load_fixture_tasks("retail")[0]))
-        for _ in range(200):  # bounded: the loop runs every second
-            if _main_file_holds(path, seeded.session_id):
-                break
-            await asyncio.sleep(0.05)
-        assert _main_file_holds(path, seeded.session_id)
-        for _ in range(200):  # the seed's work ahead done before the loop closes
-            if manager.backend.snapshots.has_spare:
-                break
-            await asyncio.sleep(0.05)

@@ -114,13 +114,6 @@ class SqliteControlDB(ControlDB):
         closed = self._conn().execute(_CLOSED, (now, now if dropped else None, session_id))
         return closed.rowcount > 0
 
-    def checkpoint(self) -> None:
-        """A PASSIVE checkpoint: the WAL's committed pages copied into the file and synced,
-        without waiting for or blocking a writer. Run every second by each worker's lifespan
-        (app/runtime/lifecycle.py), so the commit that fills SQLite's auto-checkpoint
-        threshold (1,000 pages) seldom has to do it, with its two fsyncs, inside a request."""
-        self._conn().execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
-
     def dispose(self) -> None:
         with self._lock:
             conns, self._conns = self._conns, []
