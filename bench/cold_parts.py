@@ -2,13 +2,12 @@
 
     PYTHONPATH=. python -m bench.cold_parts [--tasks FILE.jsonl] [-n 300]
 
-Per distinct task, in the order a first seed and verify meet them: the stored task parsed, its
-snapshot built from the template's seed base (`Store.snapshot`), its seed and gold states
-(`GoldCache.get`, as the server builds it after the first seed: the seed state is the template's
-dump patched with the seed's rows, the gold the reference solution replayed, both on one clone)
-and a session file written from the snapshot (`Store.create_session_file`, what every seed
-writes). `FILE.jsonl` defaults to
-bench.cold_path's 500 generated retail tasks.
+Per distinct task, in the order a server meets them: the stored task parsed, the seed base's
+spare clone (`Store.prepare_spare`, made after an earlier seed's answer), the snapshot built on
+it (`Store.snapshot`), its seed and gold states (`GoldCache.get`, built after the first seed's
+answer, both on the snapshot's own clone) and a session file written from the snapshot
+(`Store.create_session_file`, every seed's). "on the seed": the parts the first seed waits
+for. `FILE.jsonl` defaults to bench.cold_path's 500 generated retail tasks.
 """
 
 from __future__ import annotations
@@ -52,8 +51,11 @@ def main() -> None:
         parts.setdefault(name, []).append(1000 * (time.thread_time() - started))
         return out
 
+    spare = getattr(store, "prepare_spare", None)  # releases before 2026-12-07 have none
     for row in rows[1:]:
         task = timed("task parsed", functools.partial(task_from_data, row))
+        if spare is not None:  # as a server does after the previous seed's answer
+            timed("spare", spare)
         snapshot = timed("snapshot", functools.partial(store.snapshot, task))
         # As a server does (`gold_on_seed`): the gold built after the first seed, its seed
         # state first; a verify asks for the gold too, which holds the seed state.
@@ -61,7 +63,14 @@ def main() -> None:
         write = functools.partial(store.create_session_file, "1" * 32, snapshot)
         timed("session file", write).unlink()
     warm.unlink()
-    total = [sum(values) for values in zip(*parts.values(), strict=True)]
+    # What the seed itself waits for: everything but the spare (made after an earlier answer)
+    # and the seed and gold states (built after this one's).
+    seed_path = [n for n in parts if n not in ("spare", "seed+gold")]
+    parts["on the seed"] = [sum(v) for v in zip(*(parts[n] for n in seed_path), strict=True)]
+    total = [
+        sum(values)
+        for values in zip(*(v for n, v in parts.items() if n != "on the seed"), strict=True)
+    ]
     print(f"{len(rows) - 1} distinct {env.name} tasks, thread CPU per task (ms):")
     for name, values in (*parts.items(), ("total", total)):
         p50, mean = statistics.median(values), statistics.mean(values)

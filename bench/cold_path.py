@@ -2,7 +2,8 @@
 
     PYTHONPATH=. python -m bench.cold_path [--tasks FILE.jsonl] [-n 200] [--think-ms 0]
                                            [--root CHECKOUT] [--group 8 [--epochs 2]]
-                                           [--warm-n N] [--alternate R] [--json]
+                                           [--warm-n N] [--alternate R] [--against CHECKOUT]
+                                           [--json]
 
 `FILE.jsonl` defaults to `$STATEGYM_BENCH_TASKS` or generates 500 retail tasks once
 (`stategym tasks generate --env retail --count 500 --seed 5`) into the temp dir. A real server
@@ -20,12 +21,15 @@ shipped retail tasks, warm, in the same groups; with `--epochs E` the distinct t
 times (a training run's epochs), each epoch's rollouts/s and server CPU per rollout reported.
 With `--alternate R` (instead of `--epochs`) both servers are up at once and the two kinds of
 traffic alternate in R rounds, so the machine's drift during the run falls on both alike.
+With `--against CHECKOUT` (one request at a time) a second server runs from CHECKOUT and each
+task goes to both in turn: a before/after under the same load.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import subprocess
@@ -114,21 +118,53 @@ async def _rollout(
     return verdict.body.get("reward") if verdict is not None and verdict.ok else None
 
 
+async def _task(
+    client: Client,
+    task: dict[str, Any],
+    kinds: dict[str, Samples],
+    rewards: list[Any],
+    think_ms: float = 0,
+) -> None:
+    """One never-seen task: its first rollout, a second seed and close, a warm rollout."""
+    rewards.append(await _rollout(client, task, kinds, "cold_seed", "first_verify", think_ms))
+    # The second seed of a task (before 2026-12-05 it wrote the task's seed file).
+    again = await client.safe_post(kinds["second_seed"], "/seed_session", task)
+    if again is not None and again.cookie is not None:
+        await client.safe_post(kinds["close"], "/close_session", {}, again.cookie)
+    await _rollout(client, task, kinds, "warm_seed", "warm_verify", 0)
+
+
 async def _run(
     url: str, rows: list[dict[str, Any]], rewards: list[Any], think_ms: float = 0
 ) -> dict[str, Samples]:
     kinds = {k: Samples() for k in KINDS}
     async with Client(url, limit=4) as client:
         for task in rows:
-            rewards.append(
-                await _rollout(client, task, kinds, "cold_seed", "first_verify", think_ms)
-            )
-            # The second seed of a task (before 2026-12-05 it wrote the task's seed file).
-            again = await client.safe_post(kinds["second_seed"], "/seed_session", task)
-            if again is not None and again.cookie is not None:
-                await client.safe_post(kinds["close"], "/close_session", {}, again.cookie)
-            await _rollout(client, task, kinds, "warm_seed", "warm_verify", 0)
+            await _task(client, task, kinds, rewards, think_ms)
     return kinds
+
+
+Side = tuple[dict[str, Samples], list[Any]]
+
+
+async def _run_against(
+    urls: list[str], warm_up: list[dict[str, Any]], rows: list[dict[str, Any]], think_ms: float
+) -> list[Side]:
+    """`_run` on several servers at once, each task on each server in turn (the order rotated
+    from task to task), so the machine's load falls on every side alike; the warm-up tasks go
+    through the same clients (their connections are open before the first measured seed)."""
+    sides: list[Side] = [({k: Samples() for k in KINDS}, []) for _ in urls]
+    async with contextlib.AsyncExitStack() as stack:
+        clients = [await stack.enter_async_context(Client(url, limit=4)) for url in urls]
+        for client in clients:
+            for task in warm_up:
+                await _task(client, task, {k: Samples() for k in KINDS}, [])
+        for i, task in enumerate(rows):
+            order = list(range(len(urls)))
+            for j in order[i % len(order) :] + order[: i % len(order)]:
+                kinds, rewards = sides[j]
+                await _task(clients[j], task, kinds, rewards, think_ms)
+    return sides
 
 
 async def _groups(url: str, rows: list[dict[str, Any]], group: int) -> tuple[int, float, int]:
@@ -286,6 +322,11 @@ def main() -> None:
         metavar="ROUNDS",
         help="with --group: both servers up, warm and never-seen chunks alternated in ROUNDS",
     )
+    parser.add_argument(
+        "--against",
+        metavar="CHECKOUT",
+        help="a second server from CHECKOUT, up at the same time: each task on both in turn",
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     lines = _tasks(args.tasks).read_text().splitlines()
@@ -293,6 +334,9 @@ def main() -> None:
     if args.group:
         out = grpo_alternated(args, rows) if args.alternate else grpo(args, rows)
         print(json.dumps(out, indent=None if args.json else 2))
+        return
+    if args.against:
+        print(json.dumps(against(args, rows), indent=None if args.json else 2))
         return
     data_dir = Path(tempfile.mkdtemp(prefix="stategym-cold-"))
     server = _start(Path(args.root), data_dir)
@@ -334,6 +378,34 @@ def main() -> None:
             result[f"{name}_client_ms"] = _p50_p99(samples.client_ms)
     result.update(_cold_seed_client(kinds))
     print(json.dumps(result, indent=None if args.json else 2))
+
+
+def against(args: argparse.Namespace, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """`--against CHECKOUT`: a server from `--root` and one from CHECKOUT up at once, every task
+    run on both in turn (`_run_against`); the latency figures of each side."""
+    roots = {"root": args.root, "against": args.against}
+    servers: dict[str, ServerProcess] = {}
+    try:
+        for name, root in roots.items():
+            data_dir = Path(tempfile.mkdtemp(prefix=f"stategym-cold-{name}-"))
+            servers[name] = _start(Path(root), data_dir)
+        measured = rows[:-1] if len(rows) > 1 else rows
+        urls = [servers[name].url for name in roots]
+        sides = asyncio.run(_run_against(urls, rows[-1:], measured, args.think_ms))
+    finally:
+        for server in servers.values():
+            server.stop()
+    out: dict[str, Any] = {"tasks": len(measured), "think_ms": args.think_ms}
+    for (name, root), (kinds, rewards) in zip(roots.items(), sides, strict=True):
+        side: dict[str, Any] = {"checkout": root}
+        side["errors"] = sum(s.errors for s in kinds.values())
+        side["reward_1"] = sum(1 for r in rewards if r == 1)
+        for kind in ("cold_seed", "first_verify", "warm_seed"):
+            side[f"{kind}_server_ms"] = _p50_p99(kinds[kind].server_ms)
+            side[f"{kind}_client_ms"] = _p50_p99(kinds[kind].client_ms)
+        side.update(_cold_seed_client(kinds))
+        out[name] = side
+    return out
 
 
 def _p50_p99(values: list[float]) -> dict[str, float]:

@@ -3,7 +3,8 @@ resources_session_id is claimed first so a retried seed answers the session it m
 
 A seed makes the control row, then the database cloned from the task's snapshot; right after it
 answers, the session is opened in the background and the task's gold state built, so the
-rollout's first call and its verify do not wait for either. The rules of a seed that meets a
+rollout's first call and its verify do not wait for either, and a clone of the seed base is
+made for the next never-seen task's snapshot to start from. The rules of a seed that meets a
 held id are app/runtime/claims.py's.
 """
 
@@ -15,6 +16,7 @@ import secrets
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 
 from app.clock import created_now, issued_at
 from app.core.tasks import SeedRequest, TaskSpec, check_decline_code
@@ -49,7 +51,7 @@ class Seeding:
     def __init__(self, workers: SessionWorkers, closing: Closing):
         self.w = workers
         self.closing = closing  # a close that races a typed seed ends the session it made
-        self._background: set[asyncio.Task[None]] = set()  # gold builds started at seed
+        self._background: set[asyncio.Task[None]] = set()  # work started at seed (`_ahead`)
 
     async def seed(self, request: SeedRequest) -> Seeded:
         """A new session; for a typed seed, the existing one when its id was seeded before by
@@ -58,7 +60,7 @@ class Seeding:
             session_id, created_at = secrets.token_hex(16), created_now()
             await self.w._run(self._create, session_id, request, created_at)
             self._prefetch(session_id)
-            self._gold_ahead(request.task)
+            self._ahead(request.task)
             return Seeded(session_id, issued_at(created_at), created=True)
         return await self._seed_typed(request, request.resources_session_id)
 
@@ -69,7 +71,7 @@ class Seeding:
             held = await self.w._run(self._claim_or_create, rsid, session_id, request, created_at)
             if held is None:
                 self._prefetch(session_id)
-                self._gold_ahead(request.task)
+                self._ahead(request.task)
                 return Seeded(session_id, issued_at(created_at), created=True)
             seeded = await self._existing(held, request)
             if seeded is not None:
@@ -172,10 +174,14 @@ class Seeding:
         if self.w.settings.open_on_seed:
             self.w._open.prefetch(session_id)
 
-    def _gold_ahead(self, task: TaskSpec) -> None:
-        """Build the task's gold state in the background while the rollout runs, so its first
-        verify finds it ready (a first seed of a task is followed by seconds of agent turns)."""
-        if not self.w.settings.gold_on_seed or self.w.gold.cached(task):
+    def _ahead(self, task: TaskSpec) -> None:
+        """After the seed's answer, in the background: the task's gold state, built while the
+        rollout runs so its first verify finds it ready (a first seed of a task is followed by
+        seconds of agent turns), and the spare clone of the seed base the next never-seen
+        task's snapshot starts from (`Store.prepare_spare`), so that seed does not make it."""
+        gold = self.w.settings.gold_on_seed and not self.w.gold.cached(task)
+        store = self.w.backend.snapshots
+        if not gold and store.has_spare:
             return
 
         # A key of its own: builds ahead of a burst of seeds never queue the client's verifies
@@ -183,12 +189,18 @@ class Seeding:
         client = f"{client_of()} (ahead)"
 
         async def build() -> None:
-            try:
-                await self.w.gold_lane.run(self.w.gold.get, task, client=client)
-            except RuntimeError:  # shut down meanwhile: the verify (if any) builds it
-                return
-            except Exception as exc:  # noqa: BLE001 - built again (and answered) at verify
-                log.warning("gold state built at seed failed: %r", exc)
+            for wanted, work, what in (
+                (gold, partial(self.w.gold.get, task), "gold state"),
+                (True, store.prepare_spare, "spare seed base"),  # no-op when one is there
+            ):
+                if not wanted:
+                    continue
+                try:
+                    await self.w.gold_lane.run(work, client=client)
+                except RuntimeError:  # shut down meanwhile: the verify (if any) builds it
+                    return
+                except Exception as exc:  # noqa: BLE001 - built again when it is needed
+                    log.warning("%s built at seed failed: %r", what, exc)
 
         def start() -> None:
             started = asyncio.get_running_loop().create_task(build())

@@ -338,3 +338,59 @@ def test_defaults_dates_and_updates_written_by_the_raw_path_equal_sqlalchemy(
     assert a["rows"] == b["rows"]
     flight = [r for r in a["rows"]["flights"] if r[0] == 990001]
     assert flight and "scheduled" in flight[0]
+
+
+@pytest.mark.parametrize("env_name", ENVS)
+def test_a_snapshot_built_on_the_spare_clone_equals_one_built_without(
+    tmp_path: Path, env_name: str
+) -> None:
+    """A never-seen task's snapshot built on the spare (the seed base cloned and its schema
+    parsed ahead, `Store.prepare_spare`) is the very image a build without one gives; each
+    build takes the spare, and the seed state and gold on its handed-over connection agree."""
+    env = load_environment(env_name)
+    spared = Store(tmp_path / "spared", env)
+    plain = Store(tmp_path / "plain", env)
+    spared_gold, plain_gold = GoldCache(spared, 16), GoldCache(plain, 16)
+    for row in load_fixture_tasks(env_name)[:4]:
+        task = task_from_data(row)
+        spared.prepare_spare()
+        spare = spared._spare
+        assert spared.has_spare and spare is not None
+        spared.prepare_spare()  # one at most: a second call keeps the first
+        assert spared._spare is spare
+        image = spared.snapshot(task).image
+        assert not spared.has_spare
+        assert spared.clone(spared.snapshot(task)) is spare  # built on it, then handed over
+        spare.close()
+        assert image == plain.snapshot(task).image
+        assert spared_gold.get(task).state == plain_gold.get(task).state
+        assert spared_gold.seed_state(task) == plain_gold.seed_state(task)
+
+
+def test_a_seed_the_spare_does_not_fit_is_refused_and_the_spare_closed(tmp_path: Path) -> None:
+    """A bad seed built on the spare is a SeedError as without one, and the spare it used is
+    closed (never handed to another task half-seeded); `drop_spare` closes an unused one."""
+    import sqlite3
+
+    from app.storage.seeding import SeedError
+
+    env = load_environment("retail")
+    store = Store(tmp_path / "data", env)
+    store.prepare_spare()
+    spare = store._spare
+    assert spare is not None
+    task = task_from_data(
+        {"task_id": "bad", "seed": {"rows": {"addresses": [{"id": 987654, "customer_id": 1}]}}}
+    )
+    with pytest.raises(SeedError, match="addresses: the database refused a row"):
+        store.snapshot(task)
+    assert not store.has_spare
+    with pytest.raises(sqlite3.ProgrammingError):
+        spare.execute("SELECT 1")
+    store.prepare_spare()
+    unused = store._spare
+    assert unused is not None
+    store.drop_spare()
+    assert not store.has_spare
+    with pytest.raises(sqlite3.ProgrammingError):
+        unused.execute("SELECT 1")

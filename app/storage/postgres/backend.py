@@ -327,6 +327,7 @@ class PgBackend:
     def dispose(self) -> None:
         self.vacuum.dispose()
         self.store.dispose()  # pooled schemas dropped
+        self.snapshots.drop_spare()
         self.control.dispose()
         self.engine.dispose()  # the pool refills on next use
 

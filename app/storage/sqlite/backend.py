@@ -288,6 +288,7 @@ class SqliteBackend:
             closer, self._closer = self._closer, None
         if closer is not None:
             closer.shutdown(wait=True)  # every closed session's connection closed
+        self.store.drop_spare()
         self.control.dispose()
 
 

@@ -135,13 +135,31 @@ def snapshot_image(
     return image
 
 
+def seed_base_clone(env: Environment, template: bytes) -> sqlite3.Connection:
+    """A clone of `template`'s seed base with its schema parsed (retail: 0.13 ms of
+    `deserialize`, ~0.8 ms of parse): made ahead of a never-seen task, it takes both off the
+    task's first seed (`built_snapshot`'s `base`). Nothing is written: the clone's image is the
+    seed base's."""
+    conn = sqlite_db.memory_from_image(seed_base(env, template))
+    conn.execute("SELECT 1 FROM sqlite_master LIMIT 0").fetchall()  # parses the schema
+    return conn
+
+
 def built_snapshot(
-    env: Environment, template: bytes, seed: Any, key: str, now: datetime
+    env: Environment,
+    template: bytes,
+    seed: Any,
+    key: str,
+    now: datetime,
+    *,
+    base: sqlite3.Connection | None = None,
 ) -> tuple[bytes, sqlite3.Connection]:
     """`snapshot_image`, and the in-memory connection that built it: it holds exactly the image
     and is configured as `memory_from_image`'s are, its schema already parsed (~1.2 ms of a
-    retail clone), so the task's seed state and gold can run on it. The caller closes it."""
-    conn = sqlite_db.memory_from_image(seed_base(env, template))
+    retail clone), so the task's seed state and gold can run on it. The caller closes it.
+    `base`, when given, is an unused `seed_base_clone(env, template)` to build on (taken over:
+    closed here on failure)."""
+    conn = base if base is not None else sqlite_db.memory_from_image(seed_base(env, template))
     bind = sqlite_db.bind_connection(conn)
     try:
         with Session(bind=bind) as db, db.begin():
