@@ -88,12 +88,13 @@ def return_sweep(c: Ctx) -> Draft:
     membership = rng.choice(("regular", "regular", "silver", "gold"))
     if shape != "mixed":  # everything or nothing past the window, by category and date
         membership = rng.choice(MEMBERS)
-    # The shipped set (no world: base products, each named by one row's gold at most) has
-    # used up the ten long-life products: its rows are a regular member's, whose gold reads
-    # no category and returns no long-life item.
+    # The shipped set (no world: base products, fresh ones first) has named the ten long-life
+    # products in earlier rows already: its first row is a regular member's, whose gold returns
+    # no long-life item; its second a gold member's whose exception decides and whose limit
+    # binds (long-life products recur there, one row's gold naming each at most once).
     shipped = c.s.b.world is None
     if shipped:
-        shape, membership = "mixed", "regular"
+        shape, membership = "mixed", ("regular", "gold")[c.k]
     member = membership in MEMBERS
     cust = next(r for r in c.s.rows["customers"] if r["id"] == p.id)
     cust["membership"] = membership
@@ -132,6 +133,8 @@ def return_sweep(c: Ctx) -> Draft:
         kinds = [False] * rng.randint(5, 7)
     elif member:
         qualifying = rng.choice((1, 2, 3, 4, 4, 5))
+        if shipped:  # one over the limit at least
+            qualifying = max(qualifying, CAP + 1)
         kinds = [True] * qualifying + [False] * rng.randint(
             max(1, 4 - qualifying), min(3, 7 - qualifying)
         )
