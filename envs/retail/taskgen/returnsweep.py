@@ -48,9 +48,9 @@ def _variant(c: Ctx, long_life: bool, settled: bool = False) -> dict[str, Any]:
         return c.s.rng.choice([v for v in copies if (v["category"] in LONG_LIFE) == long_life])
     base = {c.cat.origin.get(pid, pid) for pid in c.s.used}
     pool = [v for v in kind if v["product_id"] not in base] or kind
-    if c.cat.prefer_fresh and not settled:  # the shipped set: products no earlier gold named,
-        fresh = [v for v in kind if v["product_id"] not in c.cat.stale]  # recurring if need be
-        pool = [v for v in pool if v["product_id"] not in c.cat.stale] or fresh or pool
+    if c.cat.prefer_fresh and not settled:  # the shipped set: of the products the story has
+        # not used, those no earlier gold named (one the story used recurs only past them all)
+        pool = [v for v in pool if v["product_id"] not in c.cat.stale] or pool
     v = c.s.rng.choice(pool)
     if not settled:
         v = c.cat.own(v, whole=False)
