@@ -49,8 +49,12 @@ def _variant(c: Ctx, long_life: bool, settled: bool = False) -> dict[str, Any]:
     base = {c.cat.origin.get(pid, pid) for pid in c.s.used}
     pool = [v for v in kind if v["product_id"] not in base] or kind
     if c.cat.prefer_fresh and not settled:  # the shipped set: of the products the story has
-        # not used, those no earlier gold named (one the story used recurs only past them all)
-        pool = [v for v in pool if v["product_id"] not in c.cat.stale] or pool
+        # not used, those no earlier gold named, else none an earlier gold passed by id
+        pool = (
+            [v for v in pool if v["product_id"] not in c.cat.stale]
+            or [v for v in pool if v["product_id"] not in c.cat.looked_up]
+            or pool
+        )
     v = c.s.rng.choice(pool)
     if not settled:
         v = c.cat.own(v, whole=False)
@@ -91,7 +95,7 @@ def return_sweep(c: Ctx) -> Draft:
     # The shipped set (no world: base products, fresh ones first) has named the ten long-life
     # products in earlier rows already: its first row is a regular member's, whose gold returns
     # no long-life item; its second a gold member's whose exception decides and whose limit
-    # binds (long-life products recur there, one row's gold naming each at most once).
+    # binds (its long-life products, by SKU, recur; none an earlier gold passed by id).
     shipped = c.s.b.world is None
     if shipped:
         shape, membership = "mixed", ("regular", "gold")[c.k]
