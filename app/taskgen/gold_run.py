@@ -133,6 +133,15 @@ def run_calls(
     return outcomes
 
 
+def run_on_copy(
+    env: Environment, run: GoldRun, calls: Sequence[Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    """`run_calls` on a clone of the run's final state: what the calls would do after the
+    gold, the kept run left as it was."""
+    with bound(images.serialize(run.final)) as copy:
+        return run_calls(env, copy, calls, run.now)
+
+
 def forget(env: Environment, seed: Any, gold: Sequence[Mapping[str, Any]]) -> None:
     """Drop the kept run of (seed, gold), if any (its database was written after the gold)."""
     run = _runs.pop(_key(env, seed, gold))

@@ -27,7 +27,15 @@ from app.sdk.people import Name, PersonColumns
 from app.sdk.phrasing import Phrasing
 from app.taskgen.conversation import check_gold_conversation, run_seed, system_prompt
 from app.taskgen.details import Omission, omit
-from app.taskgen.gold_run import bound, forget, gold_outcomes, gold_run, run_calls
+from app.taskgen.gold_run import (
+    GoldRun,
+    bound,
+    forget,
+    gold_outcomes,
+    gold_run,
+    run_calls,
+    run_on_copy,
+)
 from app.verify.answers.submitted import subject_key
 
 # build(index, family, variant k, rng, names) -> one self-checked task row.
@@ -50,6 +58,9 @@ class Draft:
     # A refusal of several records: the refused writes of the other records (the same code);
     # the decline must name each record, `forbidden`'s first (`expected_decline_records`).
     also_refused: tuple[dict[str, Any], ...] = ()
+    # Of those refused writes, the ones the tool would carry out: only the policy forbids them
+    # (a late claim), so the check expects each to succeed on a copy, never the code.
+    policy_refused: tuple[dict[str, Any], ...] = ()
     # Expected outputs computed from the gold calls' outputs (a new booking code, a query).
     expect_from: Expect | None = None
     # Facts of the prompt a draw may leave out for the agent to look up (app/taskgen/details).
@@ -218,13 +229,25 @@ def check_task(
         # On the kept run's database: a refused call is rolled back (run_tool), so it stays the
         # gold's final state; a call not refused fails the story, and the run is dropped.
         for forbidden in (first, *draft.also_refused):
+            if forbidden in draft.policy_refused:
+                continue
             outcome = run_calls(env, run.final, [forbidden], run.now)[0]
             error = outcome.get("error") or {}
             if error.get("code") != code:
                 forget(env, seed, task["ground_truth"])
             assert error.get("code") == code, f"{label}: {forbidden['name']} gave {outcome}"
+        _check_policy_refused(env, label, run, draft.policy_refused)
     _check_writes(label, run.changed, draft)
     return [outcome["output"] for outcome in run.outcomes]
+
+
+def _check_policy_refused(
+    env: Environment, label: str, run: GoldRun, calls: Sequence[dict[str, Any]]
+) -> None:
+    """Each write only the policy refuses succeeds on a copy of the gold's final state: the
+    tool would carry it out, so the agent must apply the rule (the kept run stays as it was)."""
+    for call_, outcome in zip(calls, run_on_copy(env, run, calls) if calls else [], strict=True):
+        assert "error" not in outcome, f"{label}: the tool refuses {call_['name']}: {outcome}"
 
 
 def _check_calls(label: str, task: dict[str, Any], outcomes: Sequence[dict[str, Any]]) -> None:

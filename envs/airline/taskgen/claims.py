@@ -6,7 +6,8 @@ against the member's tier and certificates (get_user_details). The rule (a cance
 flight; tier, fare or insurance), its exception (a complaint is in time for 48 hours after the
 scheduled departure, 72 for gold, to the minute) and its limit (three certificates, earliest
 departures first) leave look-alikes failing one fact each. Records the member names that do not
-qualify are declined in one decline naming each; the others are skipped.
+qualify are declined in one decline naming each (a late one the tool would issue: only the
+rule refuses it); the others are skipped.
 """
 
 from __future__ import annotations
@@ -232,13 +233,18 @@ def compensation_sweep(c: Ctx) -> Draft:
     rng.shuffle(records)
     issued = [r for r in ok if r.verdict == "issue"]
 
-    # The member may name some: a named one that does not qualify (no disruption, or a regular
-    # member's plain fare) is declined; never one the tools would accept (late, past the three).
+    # The member may name some: a named one that does not qualify is declined, whether the
+    # tool refuses it (no disruption, a regular member's plain fare) or would issue it though
+    # the complaint is late (only the policy's window refuses it). Never one past the three:
+    # no decline reason says so.
     named: list[Record] = []
     refusable = [r for r in records if r.verdict in ("not_eligible", "not_disrupted")]
     refusable = [r for r in refusable if r is not gone]
+    late = [r for r in records if r.verdict == "late"]
     if c.coin():
         named = rng.sample(refusable, rng.randint(0, 2))
+        if late and c.coin():
+            named.append(c.choose(late))
         if issued and c.coin():
             named.append(c.choose(issued))
         rng.shuffle(named)
@@ -260,13 +266,15 @@ def compensation_sweep(c: Ctx) -> Draft:
     gold += [_claim(p, r) for r in issued]
     family = "hard_compensation_sweep"
     if refuse:
-        why = "; ".join(f"{r.booking.code}: {_why(r)}" for r in refuse)
+        why = "; ".join(f"{r.booking.code}: {_why(r, sw.window)}" for r in refuse)
         draft = refused(family, prompt, gold, "not_eligible_compensation", why + ".")
         calls = [record_first(_claim(p, r)) for r in refuse]
+        late_calls = [x for x, r in zip(calls, refuse, strict=True) if r.verdict == "late"]
         return replace(
             draft,
             forbidden=(calls[0], "not_eligible_compensation"),
             also_refused=tuple(calls[1:]),
+            policy_refused=tuple(late_calls),
         )
     answer = ("amount", money(sum(r.amount for r in issued))) if ask else None
     return Draft(family, prompt, gold, bool(issued), answer=answer)
@@ -281,7 +289,9 @@ def _claim(p: Person, r: Record) -> dict[str, Any]:
     return C("issue_compensation_certificate", user_id=p.user_code, reservation_code=r.booking.code)
 
 
-def _why(r: Record) -> str:
+def _why(r: Record, window: int) -> str:
     if r.verdict == "not_disrupted":
         return "no flight of it was cancelled or delayed"
+    if r.verdict == "late":
+        return f"the complaint comes more than {window} hours after the disrupted departure"
     return "a regular member's fare without business class or insurance"

@@ -143,6 +143,12 @@ class Story:
         self.left: dict[int, int] = {}  # flight_cabins id -> seats left after this story's rows
         self.taken: set[int] = set()
 
+    @property
+    def distractor(self) -> bool:
+        """Whether this is a task's distractor story (in a world, an even index: the task's own
+        is odd, app/taskgen/draw.py): its people and rows join the seed, never a base update."""
+        return self.b.world is not None and self.index % 2 == 0
+
     def _add(self, table: str, **row: Any) -> int:
         return int(self.b.add(table, **row)["id"])
 

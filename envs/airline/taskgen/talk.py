@@ -225,6 +225,8 @@ def talk_change_cabin(c: Ctx) -> Draft:
     b = c.s.booking(p, [g], old, travellers=n, days_ago=11)
     # The forbidden twin: the trip the member finally wants has too few seats in the new cabin.
     full = c.coin()
+    if c.s.b.world is None:  # the shipped set: both twins, the change made in two of three
+        full = c.k == 1
     if full:
         c.s.set_left(g, new, n - 1)
     visa, visa_text, _ = _card(c, p)

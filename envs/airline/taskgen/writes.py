@@ -72,7 +72,9 @@ def book_one_way(c: Ctx) -> Draft:
     f = c.pick([x for x in c.net.future() if c.s.seats_left(x, fare) >= n], c.k)
     # The forbidden twin: fewer seats left in the fare than travellers, or the world's airline
     # cancelled the flight; which rule applies is in the data too.
-    full = c.coin()
+    # A distractor's story is the allowed twin: a full or cancelled flight is a base-row update,
+    # which keeps a distractor out (the namesake joins the seed as a member who books).
+    full = c.coin() and not c.s.distractor
     rule = c.choose(["cabin_full", "flight_not_bookable"]) if full else ""
     if rule == "cabin_full":
         c.s.set_left(f, fare, n - 1)
@@ -116,7 +118,8 @@ def book_round_trip(c: Ctx) -> Draft:
     p = c.member(("regular", "silver")[c.k])
     pairs = [(f, r) for f in c.net.future() for r in later(c, f, range(3, 4), RETURN_OF[f.number])]
     out, back = c.choose(pairs)
-    full = c.coin()  # the forbidden twin: the return flight's economy cabin is sold out
+    # The forbidden twin: the return flight's economy cabin is sold out (never a distractor's).
+    full = c.coin() and not c.s.distractor
     if full:
         c.s.set_left(back, "economy", 0)
     pax = travellers(p, 1, c)
@@ -156,7 +159,8 @@ def book_one_stop(c: Ctx) -> Draft:
             for b in later(c, a, range(0, 1), "SG120")
         ]
     )
-    full = c.coin()  # the forbidden twin: the second leg's economy cabin is sold out
+    # The forbidden twin: the second leg's economy cabin is sold out (never a distractor's).
+    full = c.coin() and not c.s.distractor
     if full:
         c.s.set_left(legs[1], "economy", 0)
     pax = travellers(p, 1, c)

@@ -12,6 +12,8 @@ from typing import Any
 import pytest
 
 from app.cli.audit import ReplayScore
+from app.taskgen.conversation import run_seed
+from app.taskgen.gold_run import gold_outcomes
 from envs.airline import ENVIRONMENT
 from envs.airline.rules import COMPENSATION
 from envs.airline.taskgen import _network
@@ -233,3 +235,37 @@ def test_the_policy_states_the_new_rules() -> None:
         "certificate_",
     ):
         assert words in system, words
+
+
+def named_late(task: dict[str, Any]) -> list[str]:
+    """Declined reservations the tool would issue a certificate for (disrupted, eligible, none
+    issued before): only the policy's window refuses them."""
+    facts = {r["code"]: r for r in reservations(task)}
+    return [
+        code
+        for code in declined_records(task)
+        if facts[code]["hit"] is not None
+        and not facts[code]["certified"]
+        and (
+            facts[code]["tier"] != "regular"
+            or facts[code]["fare"] == "business"
+            or facts[code]["insurance"]
+        )
+    ]
+
+
+def test_a_named_late_reservation_is_declined_though_the_tool_would_issue_it(
+    score: ReplayScore,
+) -> None:
+    """Some draws name a reservation whose complaint is late: the tool issues its certificate
+    when asked, so trusting the tool's answer earns 0; the policy's window decides."""
+    found = [(t, code) for t in tasks() for code in named_late(t)]
+    assert len(found) >= 3, len(found)
+    for task, code in found[:3]:
+        unnamed = {**task, "ground_truth": task["ground_truth"][:-1]}  # the decline left out
+        assert verdicts(unnamed)[code] == "late", (task["task_id"], code)
+        reads, (claim, _decline) = play(task, [code])[:-2], play(task, [code])[-2:]
+        outcomes, _ = gold_outcomes(ENVIRONMENT, run_seed(task), [*reads, claim])
+        assert "error" not in outcomes[-1], outcomes[-1]
+        trusting = play(task, [*gold_issued(task), code])
+        assert score(task, trusting) == 0.0, task["task_id"]

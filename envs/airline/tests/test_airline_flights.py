@@ -13,8 +13,12 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from app.sdk.taskgen import own_world
-from envs.airline.taskgen import PLAN, build_task
+from app.taskgen import draw as D
+from app.taskgen.distract import updates_base
+from envs.airline.taskgen import PLAN, TASKGEN, build_task
 from envs.airline.taskgen.flights import BASE_NUMBERS
 from envs.airline.taskgen.kit import NAMES
 
@@ -67,3 +71,26 @@ def test_no_two_shipped_stories_share_a_flight_number() -> None:
         seen.update(named(json.loads(line)))
     assert seen and not set(seen) & set(BASE_NUMBERS)
     assert seen.most_common(1)[0][1] == 1, seen.most_common(3)
+
+
+BOOKING = ("book_one_way", "book_round_trip", "book_one_stop")
+
+
+@pytest.mark.parametrize("family", BOOKING)
+def test_a_booking_familys_distractor_story_joins_the_seed(family: str) -> None:
+    """A booking story's forbidden twin fills or cancels a base flight, a base-row update that
+    keeps a distractor out: a distractor's story is the allowed twin, rows of its own only."""
+    for n in range(8):
+        other = story(family, n, index=2)
+        assert not updates_base(other), (family, n)
+        assert other["ground_truth"][-1]["name"] == "book_reservation", (family, n)
+
+
+def test_most_generated_booking_draws_hold_a_distractor() -> None:
+    """Every draw that tries a distractor (nine in ten) keeps one: its gold's results are the
+    same with the namesake member in the seed."""
+    pool = D.choices(TASKGEN, "train", list(BOOKING))
+    built = [D.draw(TASKGEN, "train", 4242, attempt, pool).task for attempt in range(30)]
+    tasks = [t for t in built if t is not None]
+    with_one = sum(bool(t["distractors"]) for t in tasks)
+    assert with_one >= 0.7 * len(tasks), (with_one, len(tasks))

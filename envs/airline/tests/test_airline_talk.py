@@ -150,3 +150,17 @@ def test_tasks_check_passes_a_generated_set_with_them(tmp_path: Path) -> None:
         text=True,
     )
     assert checked.returncode == 0, checked.stdout[-2000:] + checked.stderr[-2000:]
+
+
+@pytest.mark.parametrize("family", NAMES)
+def test_the_shipped_set_holds_both_twins(family: str) -> None:
+    """The shipped rows of each conversational family act on some rows (the change made after
+    the member's confirmation) and decline on others."""
+    rows = [json.loads(line) for line in ENVIRONMENT.tasks_path.read_text().splitlines()]
+    shipped = [t for t in rows if t["family"] == family]
+    assert {acts(t) for t in shipped} == {True, False}, family
+    for t in filter(acts, shipped):
+        names = [c["name"] for c in t["ground_truth"]]
+        write = next(i for i, name in enumerate(names) if name in WRITES)
+        assert names[write - 1] == MESSAGE_USER  # the proposal the member confirms
+        assert play(t, messages(t["ground_truth"]))[-1].act == "confirm"

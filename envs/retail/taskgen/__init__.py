@@ -94,10 +94,16 @@ def build_task(
     cat.prefer_fresh = story.b.world is None  # the shipped set: see Catalog.fresh
     if cat.prefer_fresh and index == 1:
         cat.stale.clear()
+        cat.looked_up.clear()
         SHIPPED_CITIES.clear()
     draft = fn(Ctx(story, OwnCatalog(cat, story), k, names))
     if cat.prefer_fresh:
         cat.stale |= cat.named(draft.gold)
+        cat.looked_up |= {
+            c["arguments"]["product_id"]
+            for c in draft.gold
+            if isinstance(c["arguments"].get("product_id"), int)
+        }
         SHIPPED_CITIES.update(
             c["arguments"]["city"] for c in draft.gold if c["arguments"].get("city")
         )

@@ -119,6 +119,9 @@ class Catalog:
         # shipped story's gold named (`prefer_fresh`), so its tasks share no product either.
         self.prefer_fresh = False
         self.stale: set[int] = set()
+        # Of those, the ones a gold passed by id (a task's identifiers; a SKU is none): where no
+        # fresh product is left, one outside these keeps the shipped tasks' identifiers apart.
+        self.looked_up: set[int] = set()
 
     def fresh(self, pids: list[int]) -> list[int]:
         """`pids`, those no earlier shipped story named first (as they are, in a world)."""

@@ -61,6 +61,10 @@ class OwnCatalog:
     def stale(self) -> set[int]:
         return self.base.stale
 
+    @property
+    def looked_up(self) -> set[int]:
+        return self.base.looked_up
+
     def named(self, gold: list[dict[str, Any]]) -> set[int]:
         return self.base.named(gold)
 

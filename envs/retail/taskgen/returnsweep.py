@@ -48,9 +48,13 @@ def _variant(c: Ctx, long_life: bool, settled: bool = False) -> dict[str, Any]:
         return c.s.rng.choice([v for v in copies if (v["category"] in LONG_LIFE) == long_life])
     base = {c.cat.origin.get(pid, pid) for pid in c.s.used}
     pool = [v for v in kind if v["product_id"] not in base] or kind
-    if c.cat.prefer_fresh and not settled:  # the shipped set: products no earlier gold named,
-        fresh = [v for v in kind if v["product_id"] not in c.cat.stale]  # recurring if need be
-        pool = [v for v in pool if v["product_id"] not in c.cat.stale] or fresh or pool
+    if c.cat.prefer_fresh and not settled:  # the shipped set: of the products the story has
+        # not used, those no earlier gold named, else none an earlier gold passed by id
+        pool = (
+            [v for v in pool if v["product_id"] not in c.cat.stale]
+            or [v for v in pool if v["product_id"] not in c.cat.looked_up]
+            or pool
+        )
     v = c.s.rng.choice(pool)
     if not settled:
         v = c.cat.own(v, whole=False)
@@ -88,12 +92,13 @@ def return_sweep(c: Ctx) -> Draft:
     membership = rng.choice(("regular", "regular", "silver", "gold"))
     if shape != "mixed":  # everything or nothing past the window, by category and date
         membership = rng.choice(MEMBERS)
-    # The shipped set (no world: base products, each named by one row's gold at most) has
-    # used up the ten long-life products: its rows are a regular member's, whose gold reads
-    # no category and returns no long-life item.
+    # The shipped set (no world: base products, fresh ones first) has named the ten long-life
+    # products in earlier rows already: its first row is a regular member's, whose gold returns
+    # no long-life item; its second a gold member's whose exception decides and whose limit
+    # binds (its long-life products, by SKU, recur; none an earlier gold passed by id).
     shipped = c.s.b.world is None
     if shipped:
-        shape, membership = "mixed", "regular"
+        shape, membership = "mixed", ("regular", "gold")[c.k]
     member = membership in MEMBERS
     cust = next(r for r in c.s.rows["customers"] if r["id"] == p.id)
     cust["membership"] = membership
@@ -132,6 +137,8 @@ def return_sweep(c: Ctx) -> Draft:
         kinds = [False] * rng.randint(5, 7)
     elif member:
         qualifying = rng.choice((1, 2, 3, 4, 4, 5))
+        if shipped:  # one over the limit at least
+            qualifying = max(qualifying, CAP + 1)
         kinds = [True] * qualifying + [False] * rng.randint(
             max(1, 4 - qualifying), min(3, 7 - qualifying)
         )

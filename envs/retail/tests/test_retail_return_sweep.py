@@ -214,3 +214,11 @@ def test_a_policy_missing_one_fact_fails_some_draws(score: ReplayScore, rule: st
         assert score(task, _played(task, rule)) == 0.0, (rule, task["task_id"])
     same = next(t for t in draws() if returns_of(t, rule) == returns_of(t))
     assert score(same, _played(same, rule)) == 1.0, (rule, same["task_id"])
+
+
+def test_the_exception_and_its_limit_decide_a_share_of_draws() -> None:
+    """The exception changes the verdicts of a fair share of draws (a member's long-life item
+    past 365 days), and the limit of three binds on some."""
+    exception = [t for t in draws() if returns_of(t, "window") != returns_of(t)]
+    binds = [t for t in draws() if returns_of(t, "no_cap") != returns_of(t)]
+    assert len(exception) >= DRAWS // 5 and len(binds) >= DRAWS // 12, (len(exception), len(binds))

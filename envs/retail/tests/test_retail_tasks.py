@@ -100,3 +100,20 @@ def test_read_only_tasks_answer_or_decline_and_their_gold_ends_so() -> None:
 def test_generator_reproduces_the_file() -> None:
     expected = "".join(line + "\n" for line in task_lines())
     assert ENVIRONMENT.tasks_path.read_text(encoding="utf-8") == expected
+
+
+def test_the_shipped_return_sweep_exercises_the_exception_and_its_limit() -> None:
+    """One shipped sweep is a silver or gold member's whose electronics or audio past 365 days
+    are returned by the exception, and where the three-item limit leaves one out: a policy
+    without the exception, or without the limit, returns other lines there."""
+    from envs.retail.tests.test_retail_return_sweep import returns_of, verdicts
+
+    sweeps = [t for t in TASKS if t["family"] == "hard_return_sweep"]
+    decided = [
+        t
+        for t in sweeps
+        if {"extension", "cap"} <= {v for v, _ in verdicts(t).values()}
+        and returns_of(t, "window") != returns_of(t)
+        and returns_of(t, "no_cap") != returns_of(t)
+    ]
+    assert decided, [t["task_id"] for t in sweeps]
