@@ -169,7 +169,7 @@ def test_every_verdict_occurs_and_the_boundaries_are_drawn() -> None:
 def test_gold_lengths_stay_in_the_hard_range() -> None:
     lengths = [len(t["ground_truth"]) for t in draws()]
     assert min(lengths) >= 15 and max(lengths) <= 30, (min(lengths), max(lengths))
-    assert all(t["difficulty"] == 5 for t in draws())
+    assert all(t["difficulty"] in (4, 5) for t in draws())  # the hard tier
 
 
 @pytest.fixture(scope="module")

@@ -146,7 +146,7 @@ def test_the_gold_wins_exactly_the_deals_whose_acceptance_counts(
         seen.update(verdicts.values())
         wins = sum(v.startswith("won") for v in verdicts.values())
         shapes["all" if wins == len(verdicts) else "none" if not wins else "mixed"] += 1
-        assert t["difficulty"] == 5
+        assert t["difficulty"] in (4, 5)  # the hard tier
     assert set(seen) == VERDICTS, seen  # every verdict kind occurs
     assert shapes["all"] and shapes["none"] and shapes["mixed"], shapes  # twins across the set
     # The boundaries: sent on the close date late at night, on the 7th day, on the 8th.
