@@ -301,6 +301,9 @@ SERVER_STARTERS = re.compile(
     r"|start_browse|start_explorer|_start_shim)\(|\[\"serve\", \"--env\""
 )
 SERVER_FIXTURES = {"live_server"}
+# Modules of slow tests only whose collection alone costs seconds (schemathesis builds its
+# coverage cases as it collects): not even imported unless the marker expression selects `slow`.
+SLOW_ONLY_MODULES = {"test_hostile_fuzz_slow.py"}
 POSTGRES_CODE = re.compile(r"\b(PG_URL|pg_unavailable_reason)\b")
 
 
@@ -348,6 +351,22 @@ def _auto_markers(item: pytest.Item) -> None:
         or any(POSTGRES_CODE.search(s) for s in sources)
     ):
         item.add_marker(pytest.mark.postgres)
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    if collection_path.name in SLOW_ONLY_MODULES and not _selects(config, "slow"):
+        return True
+    return None
+
+
+def _selects(config: pytest.Config, marker: str) -> bool:
+    """Whether `-m` keeps a test that carries only `marker` (no expression keeps every test)."""
+    from _pytest.mark.expression import Expression  # what `-m` itself evaluates with
+
+    expression = config.getoption("markexpr")
+    if not expression:
+        return True
+    return Expression.compile(expression).evaluate(lambda name, **kwargs: name == marker)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
