@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import importlib.util
 import inspect
 import os
@@ -17,6 +18,7 @@ import httpx
 import pytest
 
 from app.registry import environment_names, load_environment
+from app.runtime.collector import SERVER_GC_THRESHOLDS
 from app.sdk.environment import Environment
 from app.server.api import create_app
 from app.settings import Settings
@@ -37,6 +39,10 @@ os.environ.setdefault("STATEGYM_STEP_REWARD_BUDGET_MS", "60000")
 # before it left alive (app/runtime/collector.py). Servers started by tests keep Python's
 # collector; tests/integrations/test_collector.py turns it on where it tests it.
 os.environ.setdefault("STATEGYM_GC_SETTLE", "false")
+# ... but a worker's heap is a server's: every module, five environments, cached states, all alive
+# to the end, which each full collection walked at Python's thresholds (tests/verify: 17 of them,
+# ~8% of the worker's CPU). Collected as a server is, without the freeze.
+gc.set_threshold(*SERVER_GC_THRESHOLDS)
 TEST_SECRET = "test-secret-0123456789-abcdefghijklmnopqrstuvwxyz"
 # tests/openenv_clients/ drives OpenEnv servers with OpenEnv's own clients: it runs in its own
 # virtualenv (make test-openenv), and is not collected where the openenv package is missing.
