@@ -382,7 +382,11 @@ def _selects(config: pytest.Config, marker: str) -> bool:
     expression = config.getoption("markexpr")
     if not expression:
         return True
-    return Expression.compile(expression).evaluate(lambda name, **kwargs: name == marker)
+
+    def carries(name: str, /, **kwargs: str | int | bool | None) -> bool:
+        return name == marker and not kwargs
+
+    return Expression.compile(expression).evaluate(carries)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
