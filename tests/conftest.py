@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import gc
 import importlib.util
 import inspect
 import os
@@ -17,6 +19,7 @@ import httpx
 import pytest
 
 from app.registry import environment_names, load_environment
+from app.runtime.collector import SERVER_GC_THRESHOLDS
 from app.sdk.environment import Environment
 from app.server.api import create_app
 from app.settings import Settings
@@ -37,6 +40,10 @@ os.environ.setdefault("STATEGYM_STEP_REWARD_BUDGET_MS", "60000")
 # before it left alive (app/runtime/collector.py). Servers started by tests keep Python's
 # collector; tests/integrations/test_collector.py turns it on where it tests it.
 os.environ.setdefault("STATEGYM_GC_SETTLE", "false")
+# ... but a worker's heap is a server's: every module, five environments, cached states, all alive
+# to the end, which each full collection walked at Python's thresholds (tests/verify: 17 of them,
+# ~8% of the worker's CPU). Collected as a server is, without the freeze.
+gc.set_threshold(*SERVER_GC_THRESHOLDS)
 TEST_SECRET = "test-secret-0123456789-abcdefghijklmnopqrstuvwxyz"
 # tests/openenv_clients/ drives OpenEnv servers with OpenEnv's own clients: it runs in its own
 # virtualenv (make test-openenv), and is not collected where the openenv package is missing.
@@ -301,6 +308,9 @@ SERVER_STARTERS = re.compile(
     r"|start_browse|start_explorer|_start_shim)\(|\[\"serve\", \"--env\""
 )
 SERVER_FIXTURES = {"live_server"}
+# Modules of slow tests only whose collection alone costs seconds (schemathesis builds its
+# coverage cases as it collects): not even imported unless the marker expression selects `slow`.
+SLOW_ONLY_MODULES = {"test_hostile_fuzz_slow.py"}
 POSTGRES_CODE = re.compile(r"\b(PG_URL|pg_unavailable_reason)\b")
 
 
@@ -329,11 +339,20 @@ def _source_of(func: object) -> str:
                 path is not None
                 and Path(path).resolve().is_relative_to(REPO)
                 and Path(path).resolve() != Path(__file__).resolve()
+                and _may_match(path)
             )
             _SOURCES[func] = inspect.getsource(func) if mine else ""  # type: ignore[arg-type]
         except (TypeError, OSError):
             _SOURCES[func] = ""
     return _SOURCES[func]
+
+
+@functools.cache
+def _may_match(path: str) -> bool:
+    """Whether the file names a server starter or PostgreSQL at all: most do not, and then no
+    function of theirs does (tokenizing each one's source was a second of every collection)."""
+    text = Path(path).read_text()
+    return bool(SERVER_STARTERS.search(text) or POSTGRES_CODE.search(text))
 
 
 def _auto_markers(item: pytest.Item) -> None:
@@ -348,6 +367,26 @@ def _auto_markers(item: pytest.Item) -> None:
         or any(POSTGRES_CODE.search(s) for s in sources)
     ):
         item.add_marker(pytest.mark.postgres)
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    if collection_path.name in SLOW_ONLY_MODULES and not _selects(config, "slow"):
+        return True
+    return None
+
+
+def _selects(config: pytest.Config, marker: str) -> bool:
+    """Whether `-m` keeps a test that carries only `marker` (no expression keeps every test)."""
+    from _pytest.mark.expression import Expression  # what `-m` itself evaluates with
+
+    expression = config.getoption("markexpr")
+    if not expression:
+        return True
+
+    def carries(name: str, /, **kwargs: str | int | bool | None) -> bool:
+        return name == marker and not kwargs
+
+    return Expression.compile(expression).evaluate(carries)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

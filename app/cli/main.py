@@ -1,178 +1,103 @@
-"""The `stategym` command: serve, prepare templates, check tasks (more commands join here)."""
+"""The `stategym` command: every subcommand by name and one-line help, imported when it runs."""
 
 from __future__ import annotations
 
 import logging
-from pathlib import Path
-from typing import Annotated, Any
 
 import typer
 
-from app.cli.browse import browse
-from app.cli.common import environment_or_exit, settings_or_exit
-from app.cli.envs import envs_cli
-from app.cli.eval import eval_command
-from app.cli.export import export_cli
-from app.cli.generate import generate_command
-from app.cli.mcp import mcp
-from app.cli.migrate import migrate_cli
-from app.cli.new_env import new_env
-from app.cli.report import report
-from app.cli.reverify import reverify
-from app.cli.sessions import sessions_app
-from app.cli.tasks import tasks_cli
-from app.settings import Settings
+from app.cli.lazy import Lazy, LazyGroup
+
+TASKS = {
+    "audit": Lazy(
+        "Play shortcut policies that never read a tool output of the test task.",
+        "app.cli.audit:audit_command",
+    ),
+    "check": Lazy(
+        "Replay every task's gold, a no-op and hedged/declining submissions; exit 1 if any "
+        "task's reward cannot be trusted.",
+        "app.cli.tasks:check",
+    ),
+    "schema": Lazy("Print the JSON Schema of a task row (docs/tasks.md).", "app.cli.tasks:schema"),
+    "fill": Lazy("Write full task rows from hand-written ones.", "app.cli.tasks:fill"),
+    "generate": Lazy(
+        "Generate tasks; every task is validated (gold 1, no-op 0, deterministic, unique) first.",
+        "app.cli.generate:generate_command",
+    ),
+}
+
+# In the order `stategym --help` lists them.
+COMMANDS = {
+    "browse": Lazy(
+        "Explore runs in the browser: rewards, rollouts step by step, tables (read-only).",
+        "app.cli.browse:browse",
+    ),
+    "report": Lazy(
+        "Reward by task and environment, common failure reasons, and each failed rollout's diff.",
+        "app.cli.report:report",
+    ),
+    "reverify": Lazy(
+        "Re-score rollouts offline by replaying their function calls (no session needed).",
+        "app.cli.reverify:reverify",
+    ),
+    "eval": Lazy(
+        "k samples of every task by a model: pass@k, pass^k, mean reward by env/family/difficulty.",
+        "app.cli.eval:eval_command",
+    ),
+    "mcp": Lazy(
+        "Serve one task's session to a desktop MCP client over stdio (docs/mcp.md).",
+        "app.cli.mcp:mcp",
+    ),
+    "new-env": Lazy(
+        "Write a small, working environment package to start from (pip install -e it).",
+        "app.cli.new_env:new_env",
+    ),
+    "serve": Lazy(
+        "Serve one environment as a NeMo Gym Resources Server (or, with --protocol openenv, "
+        "as an OpenEnv environment).",
+        "app.cli.serve:serve",
+    ),
+    "prepare": Lazy(
+        "Build the environment's template database (schema + base data) ahead of serving.",
+        "app.cli.serve:prepare",
+    ),
+    "export": Lazy("Export tasks for other tools.", "app.cli.export:export_cli"),
+    "tasks": Lazy("Check, fill, generate and audit task files.", commands=TASKS),
+    "migrate": Lazy(
+        "Schema migrations (Alembic: one branch per environment, one for the control "
+        "database, one for the framework's tables every environment depends on).",
+        "app.cli.migrate:migrate_cli",
+    ),
+    "envs": Lazy(
+        "The environments this installation can serve, and the contract they must meet.",
+        "app.cli.envs:envs_cli",
+    ),
+    "sessions": Lazy(
+        "Inspect session databases after a run (list, show, diff, export, verify, gc).",
+        "app.cli.sessions:sessions_app",
+    ),
+}
+
+
+class StateGymGroup(LazyGroup):
+    table = COMMANDS
+
 
 cli = typer.Typer(
+    cls=StateGymGroup,
     pretty_exceptions_enable=False,
     help="StateGym: persistent-state environments for LLM agents.",
     no_args_is_help=True,
 )
-cli.add_typer(export_cli, name="export")
-tasks_cli.command("generate")(generate_command)
-cli.add_typer(tasks_cli, name="tasks")
-cli.add_typer(migrate_cli, name="migrate")
-cli.add_typer(envs_cli, name="envs")
 
 
-cli.add_typer(sessions_app, name="sessions")
-cli.command(name="browse")(browse)
-cli.command()(report)
-cli.command()(reverify)
-cli.command(name="eval")(eval_command)
-cli.command(name="mcp")(mcp)
-cli.command(name="new-env")(new_env)
-
-DataDirOption = Annotated[
-    Path | None,
-    typer.Option("--data-dir", help="Data folder (default: $STATEGYM_DATA_DIR or ./var)."),
-]
-EnvOption = Annotated[str | None, typer.Option("--env", help="Environment name.")]
-
-
-def make_settings(**overrides: object) -> Settings:
-    """Settings from the environment, with the CLI's explicit flags on top."""
-    return settings_or_exit(**{k: v for k, v in overrides.items() if v is not None})
-
-
-@cli.command()
-def serve(
-    env: EnvOption = None,
-    host: Annotated[str | None, typer.Option(help="Bind address.")] = None,
-    port: Annotated[int | None, typer.Option(help="Port (0 picks a free one).")] = None,
-    data_dir: DataDirOption = None,
-    workers: Annotated[int | None, typer.Option(help="uvicorn worker processes.")] = None,
-    database_url: Annotated[
-        str | None,
-        typer.Option(help="postgresql+psycopg://... to keep sessions in PostgreSQL."),
-    ] = None,
-    protocol: Annotated[
-        str,
-        typer.Option(
-            help="nemo-gym: NeMo Gym's Resources Server routes. openenv: an OpenEnv server "
-            "(needs the stategym[openenv] extra; docs/integrations.md)."
-        ),
-    ] = "nemo-gym",
-) -> None:
-    """Serve one environment as a NeMo Gym Resources Server (or, with --protocol openenv, as an
-    OpenEnv environment)."""
-    import os
-
-    import uvicorn
-
-    settings = make_settings(
-        env=env,
-        host=host,
-        port=port,
-        data_dir=data_dir,
-        workers=workers,
-        database_url=database_url,
-    )
-    environment = environment_or_exit(settings.env)  # fail fast on a bad name, before forking
-    factory = _app_factory(protocol)
-    _prepare_shared_files(settings, environment)
-    # Workers rebuild Settings from the environment, so pass the resolved values down.
-    os.environ.update(STATEGYM_ENV=settings.env, STATEGYM_DATA_DIR=str(settings.data_dir.resolve()))
-    if settings.database_url:
-        os.environ["STATEGYM_DATABASE_URL"] = settings.database_url
-    uvicorn.run(
-        factory,
-        factory=True,
-        host=settings.host,
-        port=settings.port,
-        workers=settings.workers,
-        log_level=settings.log_level,
-        # Longer than clients' idle keep-alive (aiohttp: 15 s), so the server never closes a
-        # connection a client is just reusing: that race fails a request it never saw.
-        timeout_keep_alive=75,
-    )
-
-
-def _app_factory(protocol: str) -> str:
-    """uvicorn's import string for the protocol; exit 2 when it is unknown or not installed."""
-    if protocol == "nemo-gym":
-        return "app.server.asgi:app_from_env"
-    if protocol == "openenv":
-        import importlib.util
-
-        if importlib.util.find_spec("openenv") is None:
-            typer.echo(
-                "error: --protocol openenv needs the openenv package: "
-                "pip install 'stategym[openenv]'",
-                err=True,
-            )
-            raise typer.Exit(2)
-        return "app.integrations.openenv_server:app_from_env"
-    typer.echo(f"error: unknown protocol {protocol!r} (nemo-gym, openenv)", err=True)
-    raise typer.Exit(2)
-
-
-def warn_without_migration_branch(environment: Any) -> None:
-    """Sessions made while an environment has no migration branch carry no revision: say so."""
-    from app.storage.migrations import head_revision, version_location
-
-    if head_revision(environment.name) is None:
-        typer.secho(
-            f"WARNING: environment {environment.name!r} has no migration branch (none in "
-            f"{version_location(environment.name)}): the sessions served now can be upgraded "
-            "later only with `stategym migrate sessions --adopt`. Write its first revision: "
-            f'stategym migrate revision --env {environment.name} -m "initial schema"',
-            err=True,
-            fg="yellow",
-        )
-
-
-def _prepare_shared_files(settings: Settings, environment) -> None:  # noqa: ANN001
-    """Build what every worker shares (control DB, template) once, so workers never race."""
-    from app.storage.factory import prepare_shared
-
-    warn_without_migration_branch(environment)
-    try:
-        prepare_shared(settings, environment)
-    except ValueError as exc:  # an environment the backend cannot serve (Unsupported)
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
-
-
-@cli.command()
-def prepare(env: EnvOption = None, data_dir: DataDirOption = None) -> None:
-    """Build the environment's template database (schema + base data) ahead of serving."""
-    import time
-
-    from app.storage.images import Store
-
-    settings = make_settings(env=env, data_dir=data_dir)
-    environment = environment_or_exit(settings.env)
-    warn_without_migration_branch(environment)
-    store = Store(settings.data_dir, environment)
-    started = time.perf_counter()
-    image = store.template_image()
-    typer.echo(
-        f"{settings.env}: template {store.template_path} ready "
-        f"({len(image) / 1024:.0f} KiB, {time.perf_counter() - started:.2f}s)"
-    )
+@cli.callback()
+def _root() -> None:
+    """The subcommands come from COMMANDS (a group needs a callback to exist)."""
 
 
 def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    # Importing Alembic logs each of its plugins at INFO; commands import it after this point.
+    logging.getLogger("alembic.runtime.plugins").setLevel(logging.WARNING)
     cli()

@@ -20,7 +20,8 @@ from app.cli.common import environment_or_exit, settings_or_exit
 from app.errors import StateGymError
 from app.runtime.sessions import SessionManager
 from app.sdk.environment import Environment
-from app.server.mcp import build_server, server_name
+from app.server.mcp import build_server
+from app.server.mcp_access import server_name
 from app.server.models import parse_seed_body
 from app.settings import Settings
 

@@ -39,7 +39,7 @@ sessions_app = typer.Typer(
     no_args_is_help=True,
 )
 
-# The same option as the other commands (not imported from app.cli.main, which imports this module).
+# The same option as the other commands (app/cli/serve.py has its own).
 DataDirOption = Annotated[
     Path | None,
     typer.Option("--data-dir", help="Data folder (default: $STATEGYM_DATA_DIR or ./var)."),

@@ -24,7 +24,6 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
-from app.cli.audit import audit_command
 from app.cli.task_fill import fill_row, stale_problems
 from app.cli.task_probes import probe_problems
 from app.core.tasks import TaskSpec, task_from_data
@@ -37,8 +36,6 @@ from app.storage.seeding import SeedError
 from app.verify.gold import GoldCache, replay
 from app.verify.session_verify import verify_state
 
-tasks_cli = typer.Typer(help="Check, fill, generate and audit task files.", no_args_is_help=True)
-tasks_cli.command("audit")(audit_command)
 # Progress bars only pay off on long files.
 PROGRESS_FROM = 20
 
@@ -205,7 +202,6 @@ def _fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:g}"
 
 
-@tasks_cli.command("check")
 def check(
     file: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="A tasks.jsonl file.")],
     env: Annotated[
@@ -258,7 +254,6 @@ def check(
     raise typer.Exit(1 if bad else 0)
 
 
-@tasks_cli.command("schema")
 def schema() -> None:
     """Print the JSON Schema of a task row (docs/tasks.md), generated from the model that
     validates every row (app/core/tasks.py); keys it does not name pass through."""
@@ -267,7 +262,6 @@ def schema() -> None:
     typer.echo(json.dumps(TaskRow.model_json_schema(), indent=2))
 
 
-@tasks_cli.command("fill")
 def fill(
     source: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="Rows to fill.")],
     out: Annotated[Path, typer.Argument(dir_okay=False, help="The JSONL file to write.")],

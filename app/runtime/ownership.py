@@ -1,8 +1,8 @@
 """Who may act on a session: the holder rule of every session route.
 
 A session is reached only by its holder: the request whose signed cookie names it (MCP: the
-token its seed answered, app/server/mcp.py). Routes that return a session's data or change it
-(tools, verify of a live session, fork, rewind, export, session_tree) ask for that cookie; a
+token its seed answered, app/server/mcp_access.py). Routes that return a session's data or change
+it (tools, verify of a live session, fork, rewind, export, session_tree) ask for that cookie; a
 `resources_session_id` in the body only says which session the cookie must be.
 
 The one exception is NeMo Gym's lost-reply close: an environment server whose seed answer was

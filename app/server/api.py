@@ -42,7 +42,7 @@ from app.sdk.environment import Environment, Tool
 from app.server.admin import router as admin_router
 from app.server.branching import router as branching_router
 from app.server.cookies import CookieSigner, load_or_create_secret
-from app.server.mcp import mcp_seed_fields, mount_mcp
+from app.server.mcp_access import check_tool_names, mcp_seed_fields
 from app.server.metrics import Stats, install_metrics
 from app.server.middleware import (
     BodyLimitMiddleware,
@@ -506,7 +506,12 @@ def create_app(settings: Settings, env: Environment | None = None) -> FastAPI:
     app.include_router(branching_router, responses={**SESSION_ERRORS, **_errors(501)})
     _add_rollout_routes(app)
     _add_tool_routes(app, env)
-    mount_mcp(app, settings, env, proto.sessions)  # /mcp when expose_tools_over_mcp is on
+    check_tool_names(env)  # whether or not /mcp is served
+    app.state.mcp = None
+    if settings.expose_tools_over_mcp:
+        from app.server.mcp import mount_mcp  # the MCP SDK, imported only to serve /mcp
+
+        mount_mcp(app, settings, env, proto.sessions)
     _match_hot_first(app, env)
     app.add_middleware(
         HostCheckMiddleware,

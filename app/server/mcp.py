@@ -3,7 +3,8 @@
 `/mcp` speaks streamable HTTP, stateless: every POST is answered on its own, so any uvicorn
 worker can take any request; the session is named by the signed `X-NeMo-Gym-Session-Token`
 that `/seed_session` hands out, not by process memory. The same `Server` runs over stdio for
-`stategym mcp` (app/cli/mcp.py), bound to one session.
+`stategym mcp` (app/cli/mcp.py), bound to one session. Tokens and reserved names are in
+app/server/mcp_access.py: this module, with the SDK, is imported only to serve MCP.
 
 Invariants: `tools/list` offers exactly `GET /tools`; `tools/call` is `SessionManager.call_tool`
 (one transaction, the same result JSON; a tool's `{"error": ...}` is `isError: true`, a 4xx is a
@@ -14,10 +15,8 @@ JSON-RPC error whose `data` holds the status and body); a token is signed with a
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from typing import Any
 
 import mcp.types as types
@@ -30,58 +29,27 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from app import jsonio
-from app.errors import NoSession, StateGymError, StorageFull, UnknownTool
+from app.errors import StateGymError, StorageFull, UnknownTool
 from app.runtime.sessions import SessionManager
 from app.sdk.environment import Environment
-from app.server.cookies import CookieSigner, load_or_create_secret
-from app.server.models import MCPServerMetadata
+from app.server.cookies import load_or_create_secret
+from app.server.mcp_access import (
+    MCP_URL_PATH,
+    TOKEN_HEADER,
+    McpExposure,
+    SessionTokens,
+    server_name,
+)
 from app.settings import Settings
 from app.storage.driver import is_storage_full
 
-MCP_URL_PATH = "/mcp"
 _VERSION = "0.1.0"  # StateGym's, as the app's OpenAPI version
-TOKEN_HEADER = "X-NeMo-Gym-Session-Token"
-# NeMo Gym's reserved names: protocol routes that must never be advertised as tools.
-RESERVED_TOOL_NAMES = frozenset(
-    {"verify", "seed_session", "close_session", "aggregate_metrics", "mcp"}
-)
-# MCP clients refuse other names, and `mcp__<server>__<tool>` could not be mapped back.
-_TOOL_NAME_RE = re.compile(r"[A-Za-z0-9_-]{1,128}")
 log = logging.getLogger("stategym.mcp")
 # The SDK logs one INFO line per request: at training rates that is a log line per tool call.
 logging.getLogger("mcp.server.lowlevel.server").setLevel(logging.WARNING)
-_TOKEN_HINT = "Use the X-NeMo-Gym-Session-Token header from this rollout's /seed_session answer."
 
 # Resolves the session a request acts on: the POST /mcp request over HTTP, None over stdio.
 SessionOf = Callable[[Request | None], str]
-
-
-def check_tool_names(env: Environment) -> None:
-    """Refuse at app start an environment whose tools MCP cannot serve safely."""
-    for tool in env.tools:
-        if tool.name in RESERVED_TOOL_NAMES:
-            raise ValueError(f"{env.name}: tool {tool.name!r} collides with a protocol route")
-        if not _TOOL_NAME_RE.fullmatch(tool.name):
-            raise ValueError(f"{env.name}: tool name {tool.name!r} is not a valid MCP tool name")
-
-
-class SessionTokens:
-    """Signed, expiring MCP session tokens (`<session id>.<issued>.<hmac>`)."""
-
-    def __init__(self, secret: str, max_age_seconds: int):
-        self._signer = CookieSigner(secret, max_age_seconds, purpose="mcp-token")
-
-    def issue(self, session_id: str, issued: int | None = None) -> str:
-        return self._signer.sign(session_id, issued)
-
-    def session_id(self, token: str | None) -> str:
-        if not token:
-            raise NoSession(f"no {TOKEN_HEADER} header on this MCP request", hint=_TOKEN_HINT)
-        try:
-            return self._signer.unsign(token)
-        except NoSession as exc:  # reworded: the signer speaks of cookies
-            reason = exc.message.replace("session cookie", "MCP session token")
-            raise type(exc)(reason, hint=_TOKEN_HINT) from None  # expired stays expired
 
 
 def _protocol_error(exc: StateGymError) -> McpError:
@@ -211,33 +179,9 @@ class _McpEndpoint:
             await manager.handle_request(scope, receive, send)
 
 
-@dataclass(frozen=True)
-class McpExposure:
-    """What the seed route needs to hand out MCP access (kept on `app.state.mcp`)."""
-
-    server_name: str
-    tokens: SessionTokens
-
-    def resources_tools(self, session_id: str, issued: int | None = None) -> dict[str, Any]:
-        """NeMo Gym's `MCPServerMetadata`, exactly its four keys."""
-        return MCPServerMetadata(
-            server_name=self.server_name,
-            url_path=MCP_URL_PATH,
-            transport="http",
-            headers={TOKEN_HEADER: self.tokens.issue(session_id, issued)},
-        ).model_dump(mode="json")
-
-
-def server_name(settings: Settings, env: Environment) -> str:
-    return settings.mcp_server_name or env.name
-
-
 def mount_mcp(app: FastAPI, settings: Settings, env: Environment, sessions: SessionManager) -> None:
-    """Check the tool names; with `expose_tools_over_mcp`, serve `/mcp` and wrap the lifespan."""
-    check_tool_names(env)
-    app.state.mcp = None
-    if not settings.expose_tools_over_mcp:
-        return
+    """Serve `/mcp` (`expose_tools_over_mcp`) and wrap the lifespan; tool names are checked
+    already (app/server/api.py)."""
     secret = load_or_create_secret(settings.secret_key, settings.data_dir)
     exposure = McpExposure(
         server_name(settings, env), SessionTokens(secret, settings.cookie_max_age_seconds)
@@ -261,10 +205,3 @@ def mount_mcp(app: FastAPI, settings: Settings, env: Environment, sessions: Sess
             yield state
 
     app.router.lifespan_context = lifespan
-
-
-def mcp_seed_fields(request: Request, session_id: str, issued: int | None = None) -> dict[str, Any]:
-    """`{"resources_tools": ...}` for a seed answer when MCP is on, else nothing. `issued` is
-    the cookie's: a repeated typed seed then answers the very same token."""
-    exposure: McpExposure | None = getattr(request.app.state, "mcp", None)
-    return {"resources_tools": exposure.resources_tools(session_id, issued)} if exposure else {}

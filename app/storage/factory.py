@@ -3,7 +3,8 @@ backend packages that names them (app/storage/base.py says what a backend is).
 
 `database_url` unset or sqlite:///... picks SQLite files; postgresql://... picks PostgreSQL
 schemas (docs/postgres.md). An environment whose `requires` the backend does not provide is
-refused here, with the reason.
+refused here, with the reason. PostgreSQL's modules (and psycopg) are imported only when the
+settings name it: a SQLite server never pays for them.
 """
 
 from __future__ import annotations
@@ -22,23 +23,25 @@ from app.storage.base import (
     Unsupported,
     check_requirements,
 )
-from app.storage.postgres import backend as pg
-from app.storage.postgres import migrate as pg_migrate
-from app.storage.postgres.control import PgControlDB, open_pg_control
-from app.storage.postgres.db import SchemaNames, make_engine
 from app.storage.sqlite import backend as lite
 from app.storage.sqlite.control import open_sqlite_control
 from app.storage.sqlite.store import Store
 
 
 def capabilities_of(settings: Settings):  # noqa: ANN201 - a Capabilities
-    return pg.CAPABILITIES if backend_of(settings.database_url) == POSTGRES else lite.CAPABILITIES
+    if backend_of(settings.database_url) == POSTGRES:
+        from app.storage.postgres import backend as pg
+
+        return pg.CAPABILITIES
+    return lite.CAPABILITIES
 
 
 def make_backend(settings: Settings, env: Environment) -> SessionBackend:
     """The session backend `settings.database_url` names, for `env` (Unsupported if unfit)."""
     check_requirements(env, capabilities_of(settings))
     if backend_of(settings.database_url) == POSTGRES:
+        from app.storage.postgres import backend as pg
+
         return pg.PgBackend(settings, env)
     store = Store(
         settings.data_dir,
@@ -59,6 +62,9 @@ def prepare_shared(settings: Settings, env: Environment) -> None:
     release's seed files removed."""
     check_requirements(env, capabilities_of(settings))
     if backend_of(settings.database_url) == POSTGRES:
+        from app.storage.postgres.control import open_pg_control
+        from app.storage.postgres.db import SchemaNames, make_engine
+
         engine = make_engine(settings.database_url or "", pool_size=1)
         try:
             open_pg_control(engine, SchemaNames(settings.pg_schema_prefix).control)
@@ -79,6 +85,7 @@ def retained_schema_upgrader(
     the CLI walks itself."""
     if backend_of(settings.database_url) != POSTGRES:
         return None
+    from app.storage.postgres import migrate as pg_migrate
 
     def upgrade(target: str, dry_run: bool) -> list[tuple[str, str, str]]:
         outcomes = pg_migrate.upgrade_retained_sessions(settings, target, dry_run=dry_run)
@@ -108,6 +115,10 @@ def open_inspection(settings: Settings) -> Iterator[tuple[ControlStore, ReadOnly
     """The control store and a read-only view of every session, for `stategym sessions` and
     browse (the server's /admin uses its own backend's)."""
     if backend_of(settings.database_url) == POSTGRES:
+        from app.storage.postgres import backend as pg
+        from app.storage.postgres.control import PgControlDB
+        from app.storage.postgres.db import SchemaNames, make_engine
+
         engine = make_engine(settings.database_url or "", pool_size=1)
         names = SchemaNames(settings.pg_schema_prefix)
         try:

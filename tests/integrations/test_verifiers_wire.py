@@ -27,7 +27,7 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
 from app.registry import load_environment
-from app.server.mcp import TOKEN_HEADER
+from app.server.mcp_access import TOKEN_HEADER
 from tests.conftest import start_server, stop_server
 from tests.support.rollouts import gold_answer, load_tasks, response_object
 

@@ -8,6 +8,7 @@ but not those under `if TYPE_CHECKING:`.
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -70,6 +71,12 @@ def _type_checking_lines(tree: ast.AST) -> set[int]:
 
 def imports_of(path: Path) -> set[str]:
     """Every module `path` imports (module-level and in functions; TYPE_CHECKING excluded)."""
+    return set(_imports_of(path, path.stat().st_mtime_ns))
+
+
+@functools.cache
+def _imports_of(path: Path, mtime_ns: int) -> frozenset[str]:
+    """Parsed once per file version: a dozen tests here walk every module of app/."""
     tree = ast.parse(path.read_text(), str(path))
     skip = _type_checking_lines(tree)
     name = module_name(path)
@@ -88,7 +95,7 @@ def imports_of(path: Path) -> set[str]:
             found.add(base)
             # `from app.storage import factory` imports the submodule app.storage.factory.
             found.update(f"{base}.{alias.name}" for alias in node.names)
-    return found
+    return frozenset(found)
 
 
 def graph(root: Path, prefix: str) -> dict[str, set[str]]:

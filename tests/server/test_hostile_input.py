@@ -41,9 +41,9 @@ TOOL_NAMES = {t.name for t in RETAIL.tools}
 # A well-formed fork, rewind, export or restore may name a session or a step that does not exist
 # (404, 409) or carry a blob this server did not sign (422): refused by design (docs/steps.md).
 STEP_ROUTES = ("/fork_session", "/rewind_session", "/export_session", "/restore_session")
-schema = schemathesis.openapi.from_asgi("/openapi.json", APP).exclude(path_regex="^/admin")
 # Schemathesis builds its coverage phase's cases when it collects (seconds per xdist worker, run
-# or not): `make test` fuzzes without it, the slow twin below runs every phase.
+# or not): `make test` fuzzes without it; the slow twin (test_hostile_fuzz_slow.py) runs every
+# phase, and only `make test-slow` imports it.
 quick_schema = schemathesis.openapi.from_asgi(
     "/openapi.json",
     APP,
@@ -51,7 +51,7 @@ quick_schema = schemathesis.openapi.from_asgi(
 ).exclude(path_regex="^/admin")
 
 
-def _dump(session_id: str) -> list[str]:
+def dump(session_id: str) -> list[str]:
     path = APP.state.protocol.sessions.backend.store.session_path(session_id)
     conn = sqlite3.connect(path)
     try:
@@ -61,10 +61,10 @@ def _dump(session_id: str) -> list[str]:
         conn.close()
 
 
-BYSTANDER_BEFORE = _dump(BYSTANDER)
+BYSTANDER_BEFORE = dump(BYSTANDER)
 
 
-# Fuzzing: a few examples per operation in `make test`, many more in the slow twin below
+# Fuzzing: a few examples per operation in `make test`, many more in the slow twin
 # (`make test-slow`, which CI runs too).
 _FUZZ = dict(deadline=None, suppress_health_check=list(HealthCheck))
 
@@ -72,17 +72,10 @@ _FUZZ = dict(deadline=None, suppress_health_check=list(HealthCheck))
 @quick_schema.parametrize()
 @hypothesis_settings(max_examples=8, **_FUZZ)
 def test_schemathesis_finds_no_5xx_and_responses_match_the_schema(case):
-    _check_case(case)
+    check_case(case)
 
 
-@pytest.mark.slow
-@schema.parametrize()
-@hypothesis_settings(max_examples=100, **_FUZZ)
-def test_schemathesis_longer_run_finds_no_5xx(case):
-    _check_case(case)
-
-
-def _check_case(case) -> None:
+def check_case(case) -> None:
     # With a valid session cookie, so tool routes are exercised past the session check.
     excluded = []
     if case.operation.path.lstrip("/") in TOOL_NAMES:
@@ -101,7 +94,7 @@ def _check_case(case) -> None:
 
 def test_bystander_session_untouched_by_fuzzing():
     # Runs after the fuzz cases in this module (pytest keeps file order).
-    assert _dump(BYSTANDER) == BYSTANDER_BEFORE
+    assert dump(BYSTANDER) == BYSTANDER_BEFORE
 
 
 @pytest.fixture

@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict
 
 from app.registry import ENVIRONMENTS, load_environment
 from app.server.cookies import CookieSigner
-from app.server.mcp import TOKEN_HEADER, check_tool_names
+from app.server.mcp_access import TOKEN_HEADER, check_tool_names
 from app.verify.steps.tool_calls import plain_tool_name, with_plain_tool_names
 from tests.conftest import PG_URL, REPO, TEST_SECRET, start_server, stop_server
 from tests.support.rollouts import gold_answer, load_tasks, response_object

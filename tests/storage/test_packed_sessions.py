@@ -139,11 +139,12 @@ async def test_a_packed_session_answers_closed_and_its_verify_stands(tmp_path):
                 assert (await client.post(f"/{call['name']}", json=call["arguments"])).is_success
             assert (await client.post("/close_session", json={})).is_success
             pack = sessions / f"{session_id}.sqlite.pack"
-            for _ in range(200):  # packed by the closer thread, off the request path
-                if pack.exists():
+            plain = sessions / f"{session_id}.sqlite"
+            for _ in range(200):  # packed by the closer thread, off the request path: the pack
+                if pack.exists() and not plain.exists():  # is written, then the file removed
                     break
                 await asyncio.sleep(0.025)
-            assert pack.exists() and not (sessions / f"{session_id}.sqlite").exists()
+            assert pack.exists() and not plain.exists()
             call = calls_of(CANCEL)[0]
             refused = await client.post(f"/{call['name']}", json=call["arguments"])
             assert refused.status_code == 404, refused.text

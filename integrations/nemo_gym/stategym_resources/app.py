@@ -268,7 +268,7 @@ def main() -> None:
 
     import logging
 
-    from app.cli.main import serve
+    from app.cli.serve import serve
 
     # Work from the data dir, not this folder: Alembic's `prepend_sys_path = .` would otherwise
     # put this folder (and this `app.py`) back first on the path of every spawned worker.
