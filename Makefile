@@ -28,7 +28,8 @@ unexport PYTHONDONTWRITEBYTECODE
 # pytest exits 5 when it collected nothing: a broken suite, so fail loudly. One worker per core
 # and one more (pytest-xdist, work stealing so one long test does not hold the end): the suite
 # waits on servers it starts and on sleeps, so a third worker on 2 cores took `make test` from
-# 5:00 to 4:18 (a fourth: 5:00 again). TEST_WORKERS=0 runs in this process (for pdb).
+# 5:00 to 4:18 (a fourth: 5:00 again; 1:41 since the CLI loads lazily and workers collect less).
+# TEST_WORKERS=0 runs in this process (for pdb).
 TEST_WORKERS ?= $(shell python3 -c 'import os; print(len(os.sched_getaffinity(0)) + 1)' 2>/dev/null || echo auto)
 XDIST = -n $(TEST_WORKERS) $(if $(filter 0,$(TEST_WORKERS)),,--dist worksteal)
 test: install
