@@ -100,44 +100,16 @@ def reverify(
                 err.print(f"[red]line {number}: cannot replay:[/red] {message}", highlight=False)
                 continue
             answers.append({"line": number, "task_id": row.get("task_id"), **result})
-            trajectory = result.get("verification", {}).get("trajectory", {})
-            differs = trajectory.get("output_differs", [])
-            recorded = row.get("reward")
-            if not isinstance(recorded, int | float):
-                summary["unrecorded"] += 1
-                same = not differs
-            else:
-                same = abs(float(recorded) - result["reward"]) <= REWARD_TOLERANCE and not differs
-            if same and isinstance(recorded, int | float):
-                summary["agree"] += 1
-            elif not same:
-                summary["disagree"] += 1
-                disagreements.append(
-                    {
-                        "line": number,
-                        "task_id": row.get("task_id"),
-                        "recorded_reward": recorded,
-                        "replayed_reward": result["reward"],
-                        "outputs_differ_at": [d.get("position") for d in differs],
-                    }
-                )
+            disagreement = _judged(number, row, result, summary)
+            if disagreement is not None:
+                disagreements.append(disagreement)
     if out is not None:
         out.write_text("".join(json.dumps(a, default=str) + "\n" for a in answers))
     if as_json:
         typer.echo(json.dumps({**summary, "disagreements": disagreements}, indent=2))
     else:
         for d in disagreements:
-            err.print(
-                f"[bold red]DISAGREEMENT[/bold red] line {d['line']} task {d['task_id']}: recorded "
-                f"reward {d['recorded_reward']}, replayed {d['replayed_reward']}"
-                + (
-                    f"; replayed outputs differ at response.output{d['outputs_differ_at']}"
-                    if d["outputs_differ_at"]
-                    else ""
-                )
-                + " (non-deterministic tool, or an edited rollout)",
-                highlight=False,
-            )
+            _print_disagreement(d)
         typer.echo(
             f"{summary['rollouts']} rollout(s): {summary['agree']} agree, "
             f"{summary['disagree']} disagree, {summary['unrecorded']} without a recorded reward, "
@@ -145,3 +117,42 @@ def reverify(
         )
     if summary["disagree"] or summary["failed"]:
         raise typer.Exit(1)
+
+
+def _judged(
+    number: int, row: dict[str, Any], result: dict[str, Any], summary: dict[str, int]
+) -> dict[str, Any] | None:
+    """Count a replayed row against its recorded reward (and outputs); its disagreement, if any."""
+    trajectory = result.get("verification", {}).get("trajectory", {})
+    differs = trajectory.get("output_differs", [])
+    recorded = row.get("reward")
+    if not isinstance(recorded, int | float):
+        summary["unrecorded"] += 1
+        same = not differs
+    else:
+        same = abs(float(recorded) - result["reward"]) <= REWARD_TOLERANCE and not differs
+    if same:
+        summary["agree"] += isinstance(recorded, int | float)
+        return None
+    summary["disagree"] += 1
+    return {
+        "line": number,
+        "task_id": row.get("task_id"),
+        "recorded_reward": recorded,
+        "replayed_reward": result["reward"],
+        "outputs_differ_at": [d.get("position") for d in differs],
+    }
+
+
+def _print_disagreement(d: dict[str, Any]) -> None:
+    err.print(
+        f"[bold red]DISAGREEMENT[/bold red] line {d['line']} task {d['task_id']}: recorded "
+        f"reward {d['recorded_reward']}, replayed {d['replayed_reward']}"
+        + (
+            f"; replayed outputs differ at response.output{d['outputs_differ_at']}"
+            if d["outputs_differ_at"]
+            else ""
+        )
+        + " (non-deterministic tool, or an edited rollout)",
+        highlight=False,
+    )
