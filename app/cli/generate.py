@@ -21,7 +21,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from app.taskgen.driver import Request, Summary, generate
-from app.taskgen.kit import StoryFailed
+from app.taskgen.kit import StoryFailed, TaskGenerator
 from app.taskgen.registry import NoGenerator, load_generator
 from app.taskgen.splits import SPLITS
 
@@ -60,16 +60,7 @@ def generate_command(
     err = Console(stderr=True)
     out.parent.mkdir(parents=True, exist_ok=True)
     if shipped:
-        try:
-            lines = gen.shipped()
-        except StoryFailed as exc:
-            # One unwrapped line: what failed, where; the trace only on request.
-            typer.echo(f"error: {exc} (STATEGYM_TASKGEN_TRACEBACK=1 shows the trace)", err=True)
-            if os.environ.get("STATEGYM_TASKGEN_TRACEBACK"):
-                raise
-            raise typer.Exit(1) from None
-        out.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-        err.print(f"wrote the shipped {env} set: {len(lines)} tasks to {out}")
+        _write_shipped(gen, env, out, err)
         return
     if split not in SPLITS:
         raise typer.BadParameter(f"--split must be one of {', '.join(SPLITS)}")
@@ -87,6 +78,33 @@ def generate_command(
         tuple(families or ()),
     )
     started = time.perf_counter()
+    summary = _write_generated(request, jobs, out, err)
+    seconds = time.perf_counter() - started
+    if as_json:
+        typer.echo(json.dumps(summary_dict(summary, seconds), indent=1))
+    else:
+        print_summary(err, env, out, summary, seconds)
+    if summary.written < count:
+        err.print(f"[red]only {summary.written} of {count} tasks after {summary.attempts} attempts")
+        raise typer.Exit(1)
+
+
+def _write_shipped(gen: TaskGenerator, env: str, out: Path, err: Console) -> None:
+    """The shipped evaluation set, as `gen.shipped()` writes it."""
+    try:
+        lines = gen.shipped()
+    except StoryFailed as exc:
+        # One unwrapped line: what failed, where; the trace only on request.
+        typer.echo(f"error: {exc} (STATEGYM_TASKGEN_TRACEBACK=1 shows the trace)", err=True)
+        if os.environ.get("STATEGYM_TASKGEN_TRACEBACK"):
+            raise
+        raise typer.Exit(1) from None
+    out.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    err.print(f"wrote the shipped {env} set: {len(lines)} tasks to {out}")
+
+
+def _write_generated(request: Request, jobs: int | None, out: Path, err: Console) -> Summary:
+    """The drawn tasks into `out` as they come, with a progress bar; the run's summary."""
     columns = (
         TextColumn("{task.description}"),
         BarColumn(),
@@ -95,7 +113,8 @@ def generate_command(
     )
     summary = Summary()
     with Progress(*columns, console=err, transient=True) as progress:
-        bar = progress.add_task(f"{env} {split} seed {seed}", total=count)
+        name = f"{request.env} {request.split} seed {request.seed}"
+        bar = progress.add_task(name, total=request.count)
         try:
             with out.open("w", encoding="utf-8", newline="\n") as fh:
                 workers = jobs or len(os.sched_getaffinity(0))  # the same bytes whatever it is
@@ -110,14 +129,7 @@ def generate_command(
             out.unlink(missing_ok=True)
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(1) from None
-    seconds = time.perf_counter() - started
-    if as_json:
-        typer.echo(json.dumps(summary_dict(summary, seconds), indent=1))
-    else:
-        print_summary(err, env, out, summary, seconds)
-    if summary.written < count:
-        err.print(f"[red]only {summary.written} of {count} tasks after {summary.attempts} attempts")
-        raise typer.Exit(1)
+    return summary
 
 
 def summary_dict(summary: Summary, seconds: float) -> dict[str, object]:
