@@ -33,7 +33,7 @@ from envs.retail.taskgen.products import PRODUCT_LINES, OwnCatalog
 # The seed's table order (parents first; a variant's row is a stock update of a base row).
 SEED_TABLES = (
     "products", "variants", "customers", "addresses", "payment_methods", "orders", "order_items",
-    "payments",
+    "payments", "returns", "return_items",
 )  # fmt: skip
 # Cities absent from the base data, so name + zip always identifies a task's customer.
 TASK_CITIES = (
@@ -353,10 +353,37 @@ class Story:
         self._add("addresses", customer_id=cid, is_default=True, **address)
 
     def mark_returned(self, o: OrderInfo, line: int = 0) -> None:
-        """Line `line` of the order was returned already (an item goes back only once)."""
+        """Line `line` of the order was returned already (an item goes back only once), with
+        the records a return leaves, as `return_delivered_order_items` writes them: the return
+        (refunded to the order's first payment method), its item and the refund payment."""
         rows = self.rows["order_items"]
         row = next(r for r in rows if r["order_id"] == o.id and r["line_no"] == line + 1)
         row["status"] = "returned"
+        charge = next(p for p in self.rows["payments"] if p["order_id"] == o.id)
+        when = (datetime.fromisoformat(charge["created_at"]) + timedelta(days=7)).isoformat()
+        amount = round(row["unit_price"] * row["quantity"], 2)
+        done = sum(1 for r in self.rows["returns"] if r["order_id"] == o.id)
+        return_id = self._add(
+            "returns",
+            code=f"RT-{o.number.lstrip('#')}-{done + 1}",
+            order_id=o.id,
+            reason="no_longer_needed",
+            status="refunded",
+            refund_method_id=charge["payment_method_id"],
+            refund_amount=amount,
+            created_at=when,
+        )
+        self._add(
+            "return_items", return_id=return_id, order_item_id=row["id"], quantity=row["quantity"]
+        )
+        self._add(
+            "payments",
+            order_id=o.id,
+            payment_method_id=charge["payment_method_id"],
+            kind="refund",
+            amount=amount,
+            created_at=when,
+        )
 
     def history(self, p: Person, catalog: OwnCatalog, n: int = 2) -> None:
         """Older, settled orders, so the customer's order list is not just the task's orders."""

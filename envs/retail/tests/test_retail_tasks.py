@@ -117,3 +117,24 @@ def test_the_shipped_return_sweep_exercises_the_exception_and_its_limit() -> Non
         and returns_of(t, "no_cap") != returns_of(t)
     ]
     assert decided, [t["task_id"] for t in sweeps]
+
+
+def test_a_line_returned_before_the_task_has_the_records_a_return_leaves() -> None:
+    # A seeded "returned" line without its return read as an inconsistent record to an agent.
+    lines = 0
+    for t in TASKS:
+        rows = t["seed"]["rows"] if isinstance(t.get("seed"), dict) else {}
+        returned = [r for r in rows.get("order_items", []) if r.get("status") == "returned"]
+        for line in returned:
+            lines += 1
+            item = next(i for i in rows["return_items"] if i["order_item_id"] == line["id"])
+            ret = next(r for r in rows["returns"] if r["id"] == item["return_id"])
+            assert ret["order_id"] == line["order_id"] and ret["status"] == "refunded"
+            assert ret["refund_amount"] == round(line["unit_price"] * line["quantity"], 2)
+            refunds = [
+                p
+                for p in rows["payments"]
+                if p["order_id"] == line["order_id"] and p["kind"] == "refund"
+            ]
+            assert any(p["amount"] == ret["refund_amount"] for p in refunds), t["task_id"]
+    assert lines >= 5  # return, exchange, clear-out, talk and sweep stories hold such lines
