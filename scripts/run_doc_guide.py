@@ -134,12 +134,17 @@ class Shell:
         return Path(os.readlink(f"/proc/{self.proc.pid}/cwd"))
 
 
+SETTLE_SECONDS = 15
+
+
 def descendants(root: int) -> list[int]:
-    """Every live process below `root` (by parent links), and those in `root`'s session."""
+    """Every live process below `root` (by parent links), and those in `root`'s session; a
+    zombie (exited, its parent not yet told) runs nothing and is not one."""
     table = subprocess.run(
-        ["ps", "-eo", "pid=,ppid=,sid="], capture_output=True, text=True, check=True
+        ["ps", "-eo", "pid=,ppid=,sid=,stat="], capture_output=True, text=True, check=True
     ).stdout.split()
-    rows = [tuple(map(int, table[i : i + 3])) for i in range(0, len(table), 3)]
+    cells = [table[i : i + 4] for i in range(0, len(table), 4)]
+    rows = [(int(p), int(pp), int(sid)) for p, pp, sid, stat in cells if not stat.startswith("Z")]
     found = {pid for pid, _, sid in rows if sid == root and pid != root}
     frontier = [root]
     while frontier:
@@ -199,7 +204,12 @@ def main() -> int:
         if failure:
             break
 
+    # A server the page's last block stopped may still be shutting down: a few seconds to end.
+    deadline = time.monotonic() + SETTLE_SECONDS
     leftovers = descendants(shell.proc.pid)
+    while leftovers and time.monotonic() < deadline:
+        time.sleep(0.5)
+        leftovers = descendants(shell.proc.pid)
     for pid in leftovers:
         try:
             command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
